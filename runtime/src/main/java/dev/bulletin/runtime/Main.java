@@ -1,0 +1,1 @@
+package dev.bulletin.runtime; public class Main { public static void main(String[] a) {} }
