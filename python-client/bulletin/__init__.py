@@ -1,0 +1,56 @@
+"""bulletin: run one Python function on a GPU of a shared cluster.
+
+    import bulletin
+
+    @bulletin.gpu
+    def train(n): ...
+
+    train(10)                # runs remotely, prints its output here, returns its value
+    f = train.submit(10)     # a bulletin.Future
+"""
+
+from ._decorators import RemoteFunction, cpu, gpu
+from ._errors import (
+    AuthenticationError,
+    BulletinError,
+    CallTimeoutError,
+    InfeasibleError,
+    InvalidArgumentError,
+    InvalidRequestError,
+    RemoteError,
+    RemoteTraceback,
+    ResultSerializationError,
+    RuntimeFailure,
+    RuntimeUnreachableError,
+    SerializationError,
+    WorkerDiedError,
+)
+from ._future import ALL_COMPLETED, FIRST_COMPLETED, FIRST_EXCEPTION, Future, as_completed, wait
+from ._version import __version__
+
+# Client and get_client load grpc; they are imported on first access (PEP 562) so that
+# `import bulletin` stays cheap, above all in the executor processes.
+_LAZY = {"Client": "._client", "get_client": "._client", "ClusterStatus": "._status"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'bulletin' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
+__all__ = [
+    "ALL_COMPLETED", "FIRST_COMPLETED", "FIRST_EXCEPTION",
+    "AuthenticationError", "BulletinError", "CallTimeoutError", "Client", "ClusterStatus",
+    "Future", "InfeasibleError", "InvalidArgumentError", "InvalidRequestError", "RemoteError",
+    "RemoteFunction", "RemoteTraceback", "ResultSerializationError", "RuntimeFailure",
+    "RuntimeUnreachableError", "SerializationError", "WorkerDiedError", "__version__",
+    "as_completed", "cpu", "get_client", "gpu", "wait",
+]

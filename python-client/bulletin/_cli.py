@@ -1,0 +1,170 @@
+"""The `bulletin` command: up, down, status.
+
+Exit codes: 0 ok, 1 failure, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import _launch
+from ._config import DEFAULT_PORT, home, read_runtime_info
+from ._errors import BulletinError
+
+
+def _gpus_arg(value: str) -> str:
+    if value == "auto" or (value.isdigit()):
+        return value
+    raise argparse.ArgumentTypeError(f"expected 'auto' or a number of GPUs, got {value!r}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bulletin",
+        description="Run Python functions on the GPUs of a shared cluster. The state folder is "
+                    "$BULLETIN_HOME (default ~/.bulletin): token, runtime.json, runtime.log.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    up = sub.add_parser(
+        "up", help="start a runtime with a local worker on this machine",
+        description="Start the bulletin runtime with a local worker in the background, creating "
+                    "the owner's token if needed. Does nothing if one is already up.")
+    up.add_argument("--gpus", type=_gpus_arg, default="auto", metavar="auto|N",
+                    help="GPUs of this machine to use (default: auto, all that are found)")
+    up.add_argument("--cpus", type=int, default=0, metavar="N",
+                    help="CPU slots (default: all cores)")
+    up.add_argument("--simulate-gpus", type=int, default=0, metavar="N",
+                    help="pretend to have N GPUs, for trying bulletin on a machine without any")
+    up.add_argument("--port", type=int, default=DEFAULT_PORT, metavar="N",
+                    help=f"port of the gRPC API (default: {DEFAULT_PORT})")
+    up.add_argument("--config", type=Path, metavar="FILE",
+                    help="cluster config (pools, QoS classes, groups, quotas, users) in YAML")
+    up.add_argument("--foreground", action="store_true",
+                    help="run in this terminal, logging to it, instead of in the background")
+    up.set_defaults(run=_up)
+
+    down = sub.add_parser("down", help="stop the runtime started by `bulletin up`",
+                          description="Stop the runtime described by $BULLETIN_HOME/runtime.json.")
+    down.set_defaults(run=_down)
+
+    status = sub.add_parser("status", help="show workers, GPU/CPU slots and the queue",
+                            description="Show the workers, GPU and CPU slots (total, reserved, "
+                                        "busy) and the queue of the runtime.")
+    status.set_defaults(run=_status)
+    return parser
+
+
+def _cluster_summary(status) -> str:
+    gpus = f"{status.gpus.total}" + (" simulated" if status.simulated_gpus else "")
+    return f"GPUs: {gpus}, CPUs: {status.cpus.total}, workers: {len(status.workers)}"
+
+
+def _running_info(state_dir: Path):
+    info = read_runtime_info(state_dir)
+    if info and isinstance(info.get("pid"), int) and _launch.pid_alive(info["pid"]):
+        return info
+    return None
+
+
+def _up(args) -> int:
+    from ._client import _Connection
+    from ._status import ClusterStatus
+    from ._proto import bulletin_pb2 as pb
+
+    state_dir = home()
+    if args.simulate_gpus < 0 or args.cpus < 0:
+        print("bulletin up: --cpus and --simulate-gpus must be >= 0", file=sys.stderr)
+        return 2
+    info = _running_info(state_dir)
+    if info is not None:
+        try:
+            _Connection(info["address"], connect_timeout=3.0).close()
+        except BulletinError as exc:
+            raise BulletinError(f"a runtime (pid {info['pid']}) is running but does not answer "
+                                f"at {info['address']}: {exc}\nStop it with `bulletin down`.")
+        print(f"bulletin runtime already up at {info['address']} (pid {info['pid']})")
+        return 0
+    opts = _launch.UpOptions(gpus=args.gpus, cpus=args.cpus, simulate_gpus=args.simulate_gpus,
+                             port=args.port, config=args.config)
+    if args.foreground:
+        _launch.exec_foreground(state_dir, opts)  # does not return
+    info = _launch.start(state_dir, opts)
+    token = (state_dir / "token").read_text().strip()  # the owner's, whatever $BULLETIN_TOKEN says
+    try:
+        conn = _Connection(info["address"], token=token, connect_timeout=10.0)
+    except BulletinError as exc:
+        raise BulletinError(f"the runtime started (pid {info['pid']}) but does not answer: {exc}"
+                            f"\nLast lines of its log:\n{_launch.log_tail(state_dir)}") from None
+    try:
+        status = ClusterStatus._from_proto(conn.call(conn.stub.Status, pb.StatusRequest(), "Status"))
+    finally:
+        conn.close()
+    print(f"bulletin runtime up at {info['address']} (pid {info['pid']})")
+    print(_cluster_summary(status))
+    print(f"log: {state_dir / 'runtime.log'}; stop it with `bulletin down`")
+    return 0
+
+
+def _down(args) -> int:
+    from ._client import _Connection
+    from ._proto import bulletin_pb2 as pb
+
+    state_dir = home()
+    info = read_runtime_info(state_dir)
+    if info is None:
+        print(f"no bulletin runtime is up (no {state_dir / 'runtime.json'})")
+        return 0
+    pid, address = info.get("pid"), info.get("address")
+    if isinstance(pid, int) and not _launch.pid_alive(pid):
+        _launch.remove_runtime_info(state_dir, pid)
+        print(f"the runtime (pid {pid}) had already exited; removed its runtime.json")
+        return 0
+    try:
+        conn = _Connection(address, token=None, connect_timeout=3.0)
+        try:
+            conn.call(conn.stub.Shutdown, pb.ShutdownRequest(), "Shutdown", timeout=10.0)
+        finally:
+            conn.close()
+    except BulletinError as exc:
+        # The runtime may drop the connection as it stops; only a live pid means it failed.
+        if not isinstance(pid, int) or _launch.pid_alive(pid):
+            print(f"Shutdown through the API failed ({exc}); sending SIGTERM", file=sys.stderr)
+    if isinstance(pid, int):
+        if not (_launch.wait_gone(pid, 30.0) or _launch.stop_pid(pid)):
+            raise BulletinError(f"the runtime (pid {pid}) is still running; stop it by hand")
+        _launch.remove_runtime_info(state_dir, pid)
+    print(f"bulletin runtime at {address} stopped")
+    return 0
+
+
+def _status(args) -> int:
+    from ._client import _Connection
+    from ._status import ClusterStatus
+    from ._proto import bulletin_pb2 as pb
+
+    conn = _Connection(connect_timeout=3.0)
+    try:
+        reply = conn.call(conn.stub.Status, pb.StatusRequest(), "Status")
+    finally:
+        conn.close()
+    print(f"runtime {conn.address}, version {conn.hello.runtime_version}, "
+          f"you are {conn.hello.user} ({conn.hello.group})")
+    print(ClusterStatus._from_proto(reply))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except BulletinError as exc:
+        print(f"bulletin {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

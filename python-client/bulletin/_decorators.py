@@ -1,0 +1,80 @@
+"""@bulletin.gpu and @bulletin.cpu: functions that run remotely when called."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from ._config import Options
+
+
+class RemoteFunction:
+    """A function that runs on the cluster: ``f(x)`` blocks and prints its output here,
+    ``f.submit(x)`` returns a Future, ``f.map(xs)`` a list of them, ``f.local(x)`` runs here.
+
+    Calls go through the default client (``bulletin.get_client()``). The function is pickled
+    at its first remote call, with the globals it uses as they are then (as in Ray).
+    """
+
+    def __init__(self, fn: Callable, options: Options):
+        if not callable(fn):
+            raise TypeError(f"bulletin decorators need a function, got {fn!r}")
+        functools.update_wrapper(self, fn)
+        self._fn = fn
+        self._options = options
+
+    @property
+    def local(self) -> Callable:
+        """The undecorated function, to run in this process."""
+        return self._fn
+
+    @property
+    def options(self) -> Options:
+        return self._options
+
+    def __call__(self, *args, **kwargs) -> Any:
+        from ._client import get_client  # grpc loads on first use, not on `import bulletin`
+        return get_client()._call(self._fn, args, kwargs, self._options)
+
+    def submit(self, *args, **kwargs):
+        from ._client import get_client
+        return get_client()._submit(self._fn, args, kwargs, self._options)
+
+    def map(self, *iterables):
+        """One call per element, zipping several iterables like builtins.map; returns Futures."""
+        from ._client import get_client
+        client = get_client()
+        return [client._submit(self._fn, args, {}, self._options) for args in zip(*iterables)]
+
+    def __repr__(self) -> str:
+        o = self._options
+        kind = f"gpus={o.gpus}, cpus={o.cpus:g}" if o.gpus else f"cpus={o.cpus:g}"
+        return f"<bulletin remote function {self.__qualname__} ({kind})>"
+
+
+def _decorator(fn, defaults: Options, given: dict):
+    options = Options.make(defaults, **given)  # validated now, so mistakes show at definition
+    if fn is None:
+        return lambda f: RemoteFunction(f, options)
+    return RemoteFunction(fn, options)
+
+
+def gpu(fn: Callable | None = None, /, *, gpus: int = 1, cpus: float | None = None,
+        memory: int | str | None = None, qos: str | None = None,
+        timeout: float | str | None = None, retries: int | None = None,
+        priority: int | None = None):
+    """Runs the function on GPUs: ``@bulletin.gpu`` (one whole GPU) or
+    ``@bulletin.gpu(gpus=2, cpus=8, memory="32GiB", qos="interactive", timeout="2h")``.
+    """
+    return _decorator(fn, Options(gpus=1), dict(
+        gpus=gpus, cpus=cpus, memory=memory, qos=qos, timeout=timeout, retries=retries,
+        priority=priority))
+
+
+def cpu(fn: Callable | None = None, /, *, cpus: float = 1, memory: int | str | None = None,
+        qos: str | None = None, timeout: float | str | None = None,
+        retries: int | None = None, priority: int | None = None):
+    """Runs the function on CPU only: ``@bulletin.cpu`` or ``@bulletin.cpu(cpus=4)``."""
+    return _decorator(fn, Options(gpus=0), dict(
+        cpus=cpus, memory=memory, qos=qos, timeout=timeout, retries=retries,
+        priority=priority))

@@ -1,0 +1,79 @@
+"""Every error bulletin raises itself; each message says what to do about it."""
+
+from __future__ import annotations
+
+
+class BulletinError(Exception):
+    """Base class of the errors of bulletin itself (not of your function)."""
+
+
+class InvalidArgumentError(BulletinError, ValueError):
+    """A resource or option value bulletin cannot understand (e.g. memory="lots")."""
+
+
+class SerializationError(BulletinError, TypeError):
+    """The function or one of its arguments cannot be pickled; nothing was sent."""
+
+
+class ResultSerializationError(BulletinError):
+    """The remote function returned a value that cannot be pickled back to the caller."""
+
+
+class RuntimeUnreachableError(BulletinError, ConnectionError):
+    """No bulletin runtime answers at the address, or it went away."""
+
+
+class AuthenticationError(BulletinError):
+    """The runtime does not know the token."""
+
+
+class RemoteError(BulletinError):
+    """The remote function raised an exception that cannot be rebuilt here.
+
+    Raised when the exception's type is not importable in this process or could not be
+    pickled remotely; ``type_name``, ``remote_message`` and ``remote_traceback`` say what it was.
+    """
+
+    def __init__(self, type_name: str, message: str, traceback: str):
+        super().__init__(f"the remote call raised {type_name}: {message}\n\n"
+                         f"Remote traceback:\n{traceback}")
+        self.type_name = type_name
+        self.remote_message = message
+        self.remote_traceback = traceback
+
+    def __reduce__(self):
+        return (type(self), (self.type_name, self.remote_message, self.remote_traceback))
+
+
+class InfeasibleError(BulletinError):
+    """No worker of the cluster could ever run the call with the resources it asks for."""
+
+
+class WorkerDiedError(BulletinError):
+    """The process running the call died (exit, signal, out of memory)."""
+
+
+class CallTimeoutError(BulletinError, TimeoutError):
+    """The call ran past its timeout and was stopped."""
+
+
+class InvalidRequestError(BulletinError, ValueError):
+    """The runtime rejected the request as malformed."""
+
+
+class RuntimeFailure(BulletinError):
+    """The runtime itself failed the call."""
+
+
+class RemoteTraceback(Exception):
+    """Carries the remote traceback text as the ``__cause__`` of a re-raised remote exception.
+
+    Same idea as concurrent.futures.process: the traceback prints above the local one.
+    """
+
+    def __init__(self, tb: str):
+        super().__init__(tb)
+        self.tb = tb
+
+    def __str__(self) -> str:
+        return self.tb

@@ -1,0 +1,197 @@
+"""The executor process: ``python -m bulletin._executor``, started by a worker agent.
+
+It connects back to the agent's Py4J gateway and runs one call at a time: function and
+arguments come from the node-local object store by id, the result goes back into it; only ids
+travel over Py4J (docs/internals.md, "Runtime/worker → executor").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import tempfile
+import time
+from collections import OrderedDict
+from pathlib import Path
+
+import cloudpickle
+
+from ._envelope import dumps_envelope
+from ._errors import BulletinError, ResultSerializationError
+
+_LOG_PREFIX = "[bulletin executor]"
+
+
+def log(message: str) -> None:
+    try:
+        sys.stderr.write(f"{_LOG_PREFIX} {message}\n")
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
+def _type_name(obj) -> str:
+    cls = type(obj)
+    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+
+
+class Executor:
+    """Runs calls whose function and arguments are objects in ``store_dir``.
+
+    Independent of Py4J so it can be tested, and reused, in-process.
+    """
+
+    def __init__(self, store_dir: str | os.PathLike, cache_size: int = 128):
+        self.store = Path(store_dir)
+        self._functions: OrderedDict[str, object] = OrderedDict()
+        self._cache_size = cache_size
+
+    def run(self, task_id: str, function_id: str, args_id: str) -> str:
+        """Runs one call; returns ``"ok|raised <resultId> <size> <runSeconds>"``.
+
+        Never raises: whatever goes wrong (even SystemExit from the function) is reported as a
+        "raised" envelope, so the executor stays warm for the next call.
+        """
+        run_seconds = 0.0
+        try:
+            try:
+                fn = self._function(function_id)
+                args, kwargs = cloudpickle.loads(self._read(args_id))
+            except Exception as exc:
+                log(f"task {task_id}: cannot load its function or arguments: {exc!r}")
+                raise BulletinError(
+                    f"the executor could not load the call's function or arguments: {exc!r}"
+                ) from exc
+            start = time.perf_counter()
+            try:
+                value = fn(*args, **kwargs)
+            finally:
+                run_seconds = time.perf_counter() - start
+        except BaseException as exc:
+            # Skip this frame: the remote traceback starts in the user's function.
+            tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
+            data, kind = dumps_envelope(exc, tb), "raised"
+        else:
+            try:
+                data, kind = cloudpickle.dumps(value), "ok"
+            except Exception as exc:
+                error = ResultSerializationError(
+                    f"the function returned a {_type_name(value)}, which cannot be pickled: "
+                    f"{exc}. Return plain data (arrays, tensors moved to the CPU, dicts) instead.")
+                data, kind = dumps_envelope(error, None), "raised"
+        result_id = self._write(data)
+        return f"{kind} {result_id} {len(data)} {run_seconds:.6f}"
+
+    def _function(self, function_id: str):
+        fn = self._functions.get(function_id)
+        if fn is not None:
+            self._functions.move_to_end(function_id)
+            return fn
+        fn = cloudpickle.loads(self._read(function_id))
+        self._functions[function_id] = fn
+        if len(self._functions) > self._cache_size:
+            self._functions.popitem(last=False)
+        return fn
+
+    def _read(self, object_id: str) -> bytes:
+        with open(self.store / object_id, "rb") as f:
+            return f.read()
+
+    def _write(self, data: bytes) -> str:
+        """Stores data under its content id; written aside then renamed so it appears whole."""
+        object_id = hashlib.sha256(data).hexdigest()
+        fd, tmp = tempfile.mkstemp(dir=self.store, prefix=f".{object_id[:16]}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, self.store / object_id)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        return object_id
+
+
+def _end_marker(task_id: str) -> None:
+    """Tells the agent that all of the call's output has been written (see internals.md)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:
+            pass
+    marker = f"\x1eBULLETIN-END {task_id}\n".encode()
+    for fd in (1, 2):
+        os.write(fd, marker)
+
+
+class _PythonExecutor:
+    """The Py4J proxy of dev.bulletin.worker.PythonExecutor."""
+
+    def __init__(self, executor: Executor):
+        self._executor = executor
+
+    def run(self, taskId: str, functionId: str, argsId: str) -> str:  # noqa: N803 (Java names)
+        try:
+            return self._executor.run(taskId, functionId, argsId)
+        except BaseException as exc:  # e.g. the store is full: still end the call's output
+            log(f"task {taskId}: could not store its result: {exc!r}")
+            raise
+        finally:
+            _end_marker(taskId)
+
+    def ping(self) -> str:
+        return "pong"
+
+    class Java:
+        implements = ["dev.bulletin.worker.PythonExecutor"]
+
+
+def _required_env(name: str) -> str:
+    value = os.environ.get(name)
+    if not value:
+        log(f"${name} is not set; executors are started by a bulletin worker agent")
+        sys.exit(2)
+    return value
+
+
+def main() -> None:
+    port = int(_required_env("BULLETIN_GATEWAY_PORT"))
+    token = _required_env("BULLETIN_GATEWAY_TOKEN")
+    store = _required_env("BULLETIN_STORE_DIR")
+    sys.argv = [sys.argv[0]]  # user code must not see the executor's own command line
+
+    from py4j.java_gateway import CallbackServerParameters, GatewayParameters, JavaGateway
+    from py4j.protocol import Py4JError
+
+    gateway = JavaGateway(
+        gateway_parameters=GatewayParameters(port=port, auth_token=token),
+        callback_server_parameters=CallbackServerParameters(
+            port=0, auth_token=token, daemonize=True, daemonize_connections=True))
+    try:
+        callback_port = gateway.get_callback_server().get_listening_port()
+        gateway.entry_point.register(_PythonExecutor(Executor(store)), callback_port)
+        clock = gateway.jvm.java.lang.System
+        parent = os.getppid()
+        # Calls arrive on the callback server's threads; this thread only watches for the agent
+        # going away (the gateway stops answering, or the parent process is gone).
+        while os.getppid() == parent:
+            time.sleep(2.0)
+            clock.currentTimeMillis()
+    except Py4JError as exc:
+        log(f"the worker agent's gateway went away ({exc.__class__.__name__}); exiting")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        try:
+            gateway.shutdown()
+        except Exception:
+            pass
+    os._exit(0)  # callback threads may still sit in user code; do not wait for them
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""bulletin.Future: a concurrent.futures.Future that knows its remote call.
+
+The base state stays PENDING until the terminal event (the base class's RUNNING state would
+make cancel() refuse), so cancel() works for queued and running calls alike; ``status`` tracks
+the remote life cycle instead.
+"""
+
+from __future__ import annotations
+
+import codecs
+import concurrent.futures as cf
+import queue
+import sys
+import threading
+from typing import Callable, Iterable
+
+ALL_COMPLETED = cf.ALL_COMPLETED
+FIRST_COMPLETED = cf.FIRST_COMPLETED
+FIRST_EXCEPTION = cf.FIRST_EXCEPTION
+
+_TERMINAL = ("finished", "error", "cancelled")
+
+
+def write_output(stream: str, text: str) -> None:
+    # Looked up per write so that redirect_stdout, pytest capture and Jupyter cells all work.
+    target = sys.stderr if stream == "stderr" else sys.stdout
+    if target is not None:
+        target.write(text)
+        target.flush()
+
+
+class Future(cf.Future):
+    """The pending result of a remote call.
+
+    Besides the concurrent.futures API: ``key`` (the task id), ``status`` ("queued", "running",
+    "finished", "error", "cancelled"), ``timings`` (seconds per phase) and ``output`` (the
+    call's stdout and stderr text so far).
+    """
+
+    def __init__(self, key: str, name: str, canceller: Callable[[str], None]):
+        super().__init__()
+        self._key = key
+        self._name = name
+        self._canceller = canceller
+        self._status = "queued"
+        self._timings: dict[str, float] = {}
+        self._output: list[str] = []
+        self._decoders: dict[str, codecs.IncrementalDecoder] = {}
+        # Set while a caller blocks on this call and prints its output from its own thread.
+        self._sink: queue.SimpleQueue | None = None
+        # Set when the runtime has said its last word about the call (or the session died).
+        self._settled = threading.Event()
+        self.placement = None
+
+    @property
+    def key(self) -> str:
+        return self._key
+
+    @property
+    def status(self) -> str:
+        return self._status
+
+    @property
+    def timings(self) -> dict[str, float]:
+        return dict(self._timings)
+
+    @property
+    def output(self) -> str:
+        return "".join(self._output)
+
+    def running(self) -> bool:
+        return self._status == "running"
+
+    def cancel(self) -> bool:
+        """Cancels the remote call if it is queued or running; True if the future is cancelled."""
+        if self.cancelled():
+            return True
+        if self.done():
+            return False
+        try:
+            self._canceller(self._key)
+        except Exception:  # the session is gone: the call is lost anyway, cancel locally
+            pass
+        return self._cancel_locally()
+
+    def __repr__(self) -> str:
+        return f"<bulletin.Future {self._key} status={self._status}>"
+
+    # The dispatcher's side. Each method tolerates a future that is already done, because a
+    # local cancel() can race with the runtime's terminal event.
+
+    def _set_status(self, status: str) -> None:
+        if self._status not in _TERMINAL:
+            self._status = status
+
+    def _add_output(self, stream: str, data: bytes) -> None:
+        decoder = self._decoders.get(stream)
+        if decoder is None:
+            decoder = self._decoders[stream] = codecs.getincrementaldecoder("utf-8")("replace")
+        text = decoder.decode(data)
+        if not text:
+            return
+        self._output.append(text)
+        sink = self._sink
+        if sink is not None:
+            sink.put((stream, text))
+        else:
+            write_output(stream, text)
+
+    def _wake_sink(self) -> None:
+        sink = self._sink
+        if sink is not None:
+            sink.put(None)
+
+    def _cancel_locally(self) -> bool:
+        cancelled = super().cancel()
+        if cancelled:
+            self._status = "cancelled"
+        self._wake_sink()
+        return cancelled
+
+    def _settle(self, status: str, apply: Callable[[], None]) -> None:
+        try:
+            apply()
+        except cf.InvalidStateError:
+            pass
+        else:
+            self._status = status
+        self._settled.set()
+        self._wake_sink()
+
+    def _set_finished(self, value) -> None:
+        self._settle("finished", lambda: self.set_result(value))
+
+    def _set_error(self, exc: BaseException) -> None:
+        self._settle("error", lambda: self.set_exception(exc))
+
+    def _set_cancelled(self) -> None:
+        self._cancel_locally()
+        self._settled.set()
+
+    def _drain(self) -> None:
+        """Prints the call's output in this thread until it ends (the blocking-call path)."""
+        sink = self._sink
+        if sink is None:
+            return
+        while True:
+            item = sink.get()
+            if item is None:
+                break
+            write_output(*item)
+        self._sink = None
+
+
+def wait(fs: Iterable[cf.Future], timeout: float | None = None, return_when: str = ALL_COMPLETED):
+    """Waits for futures like concurrent.futures.wait: returns (done, not_done) sets."""
+    return cf.wait(fs, timeout=timeout, return_when=return_when)
+
+
+def as_completed(fs: Iterable[cf.Future], timeout: float | None = None):
+    """Yields futures as they finish, like concurrent.futures.as_completed."""
+    return cf.as_completed(fs, timeout=timeout)

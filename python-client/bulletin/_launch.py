@@ -1,0 +1,188 @@
+"""Finding java and the runtime jar, and starting and stopping the runtime (`bulletin up/down`).
+
+The launch contract (arguments, environment, runtime.json) is in docs/internals.md.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._config import DEFAULT_PORT, read_runtime_info
+from ._errors import BulletinError
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+JAR_NAME = "bulletin-runtime.jar"
+
+
+def jar_candidates() -> list[Path]:
+    if os.environ.get("BULLETIN_JAR"):
+        return [Path(os.environ["BULLETIN_JAR"]).expanduser()]
+    return [PACKAGE_DIR / "_jars" / JAR_NAME,
+            PACKAGE_DIR.parents[1] / "runtime" / "target" / JAR_NAME]  # a source checkout
+
+
+def find_jar() -> Path:
+    candidates = jar_candidates()
+    for path in candidates:
+        if path.is_file():
+            return path
+    looked = ", ".join(str(p) for p in candidates)
+    raise BulletinError(f"the bulletin runtime jar was not found (looked at {looked}). "
+                        "In a source checkout run `make build`; or set BULLETIN_JAR to the jar.")
+
+
+def find_java() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        java = Path(java_home) / "bin" / "java"
+        if java.is_file() and os.access(java, os.X_OK):
+            return str(java)
+    java = shutil.which("java")
+    if java:
+        return java
+    raise BulletinError("no `java` found (looked at $JAVA_HOME/bin/java and PATH). The runtime "
+                        "needs Java 17 or newer: install a JDK/JRE (e.g. `apt install "
+                        "openjdk-17-jre-headless`) or set JAVA_HOME.")
+
+
+def ensure_token(state_dir: Path) -> Path:
+    """Creates the owner's token (mode 0600, in a 0700 folder) unless one exists."""
+    state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(state_dir, 0o700)
+    path = state_dir / "token"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_urlsafe(32) + "\n")
+    return path
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        # Reaps the runtime if it is our own exited child (tests), so it does not look alive.
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    except ChildProcessError:
+        pass
+    except OSError:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def log_tail(state_dir: Path, lines: int = 30) -> str:
+    try:
+        text = (state_dir / "runtime.log").read_text(errors="replace")
+    except OSError:
+        return "(no runtime.log)"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+@dataclass(frozen=True)
+class UpOptions:
+    gpus: str = "auto"
+    cpus: int = 0  # 0: all of this machine's cores
+    simulate_gpus: int = 0
+    port: int = DEFAULT_PORT
+    config: Path | None = None
+
+
+def runtime_command(java: str, jar: Path, state_dir: Path, opts: UpOptions) -> list[str]:
+    cmd = [java, "--add-opens=java.base/java.nio=ALL-UNNAMED", "-jar", str(jar),
+           "--home", str(state_dir), "--port", str(opts.port), "--python", sys.executable,
+           "--gpus", opts.gpus, "--cpus", str(opts.cpus or os.cpu_count() or 1),
+           "--simulate-gpus", str(opts.simulate_gpus)]
+    if opts.config is not None:
+        cmd += ["--config", str(opts.config)]
+    return cmd
+
+
+def runtime_env(token_path: Path) -> dict[str, str]:
+    # The token goes in the environment, never in argv, where `ps` would show it.
+    env = dict(os.environ)
+    env["BULLETIN_OWNER_TOKEN"] = token_path.read_text().strip()
+    env["BULLETIN_OWNER_USER"] = getpass.getuser()
+    return env
+
+
+def start(state_dir: Path, opts: UpOptions, wait_seconds: float = 60.0) -> dict:
+    """Starts the runtime in the background; returns its runtime.json once it serves."""
+    java, jar = find_java(), find_jar()
+    token_path = ensure_token(state_dir)
+    # A stale file from a crashed runtime would read as "up" before the new JVM removes it.
+    (state_dir / "runtime.json").unlink(missing_ok=True)
+    with open(state_dir / "runtime.log", "ab") as log:
+        proc = subprocess.Popen(runtime_command(java, jar, state_dir, opts),
+                                env=runtime_env(token_path), stdin=subprocess.DEVNULL,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                close_fds=True)
+    deadline = time.monotonic() + wait_seconds
+    while time.monotonic() < deadline:
+        info = read_runtime_info(state_dir)
+        if info and info.get("pid") == proc.pid:
+            return info
+        code = proc.poll()
+        if code is not None:
+            raise BulletinError(f"the runtime exited with code {code} while starting. "
+                                f"Last lines of {state_dir / 'runtime.log'}:\n{log_tail(state_dir)}")
+        time.sleep(0.1)
+    proc.terminate()
+    raise BulletinError(f"the runtime did not write runtime.json within {wait_seconds:g} s. "
+                        f"Last lines of {state_dir / 'runtime.log'}:\n{log_tail(state_dir)}")
+
+
+def exec_foreground(state_dir: Path, opts: UpOptions) -> None:
+    """Replaces this process with the runtime, its log on this terminal."""
+    java, jar = find_java(), find_jar()
+    token_path = ensure_token(state_dir)
+    sys.stdout.flush()
+    os.execve(java, runtime_command(java, jar, state_dir, opts), runtime_env(token_path))
+
+
+def wait_gone(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            return True
+        time.sleep(0.1)
+    return not pid_alive(pid)
+
+
+def stop_pid(pid: int, grace_seconds: float = 30.0) -> bool:
+    """SIGTERM, then SIGKILL after the grace period; True once the process is gone."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return True
+    if wait_gone(pid, grace_seconds):
+        return True
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return True
+    return wait_gone(pid, 5.0)
+
+
+def remove_runtime_info(state_dir: Path, pid: int) -> None:
+    """Removes runtime.json if it still describes the runtime with this pid."""
+    info = read_runtime_info(state_dir)
+    if info is None or info.get("pid") == pid:
+        (state_dir / "runtime.json").unlink(missing_ok=True)
+

@@ -1,0 +1,120 @@
+"""What Client.status() and `bulletin status` report: workers, slots and the queue."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+def format_bytes(n: int) -> str:
+    if n <= 0:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+@dataclass(frozen=True)
+class Slots:
+    total: int
+    reserved: int  # held by placed or running calls
+    busy: int      # running a call right now
+
+    @property
+    def free(self) -> int:
+        return self.total - self.reserved
+
+    def __str__(self) -> str:
+        return f"{self.total} total, {self.reserved} reserved, {self.busy} busy"
+
+    @classmethod
+    def _from_proto(cls, msg) -> Slots:
+        return cls(msg.total, msg.reserved, msg.busy)
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    worker_id: str
+    host: str
+    gpus: Slots
+    cpus: Slots
+    memory_bytes: int
+    simulated_gpus: bool
+    executors: int
+    idle_executors: int
+    gpu_names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class QueuedCall:
+    task_id: str
+    name: str
+    user: str
+    gpus: int
+    cpus: float
+    memory_bytes: int
+    position: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class ClusterStatus:
+    cluster_id: str
+    workers: tuple[WorkerInfo, ...]
+    gpus: Slots
+    cpus: Slots
+    queue: tuple[QueuedCall, ...]
+    running: int
+
+    @property
+    def simulated_gpus(self) -> bool:
+        return any(w.simulated_gpus for w in self.workers if w.gpus.total)
+
+    @classmethod
+    def _from_proto(cls, msg) -> ClusterStatus:
+        workers = tuple(
+            WorkerInfo(w.worker_id, w.host, Slots._from_proto(w.gpus), Slots._from_proto(w.cpus),
+                       w.memory_bytes, w.simulated_gpus, w.executors, w.idle_executors,
+                       tuple(w.gpu_names))
+            for w in msg.workers)
+        queue = tuple(
+            QueuedCall(q.task_id, q.name, q.user, q.resources.gpus, q.resources.cpus,
+                       q.resources.memory_bytes, q.position, q.reason)
+            for q in msg.queue)
+        return cls(msg.cluster_id, workers, Slots._from_proto(msg.gpus),
+                   Slots._from_proto(msg.cpus), queue, msg.running)
+
+    def __str__(self) -> str:
+        sim = " (simulated)" if self.simulated_gpus else ""
+        lines = [
+            f"cluster {self.cluster_id}: {len(self.workers)} worker(s), "
+            f"{self.running} running, {len(self.queue)} queued",
+            f"GPUs: {self.gpus}{sim}",
+            f"CPUs: {self.cpus}",
+        ]
+        if self.workers:
+            rows = [("worker", "host", "GPUs res/busy/total", "CPUs res/busy/total", "memory",
+                     "executors idle/all")]
+            for w in self.workers:
+                gpu_sim = " sim" if w.simulated_gpus and w.gpus.total else ""
+                rows.append((w.worker_id, w.host,
+                             f"{w.gpus.reserved}/{w.gpus.busy}/{w.gpus.total}{gpu_sim}",
+                             f"{w.cpus.reserved}/{w.cpus.busy}/{w.cpus.total}",
+                             format_bytes(w.memory_bytes), f"{w.idle_executors}/{w.executors}"))
+            lines += ["", *_table(rows)]
+        if self.queue:
+            rows = [("pos", "task", "user", "gpus", "cpus", "reason")]
+            rows += [(str(q.position), q.task_id, q.user, str(q.gpus), f"{q.cpus:g}", q.reason)
+                     for q in sorted(self.queue, key=lambda q: q.position)]
+            lines += ["", "queue:", *_table(rows)]
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, printer, cycle) -> None:  # IPython / Jupyter display
+        printer.text(str(self))
+
+
+def _table(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
+            for row in rows]
