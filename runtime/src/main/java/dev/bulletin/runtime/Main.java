@@ -1,1 +1,102 @@
-package dev.bulletin.runtime; public class Main { public static void main(String[] a) {} }
+package dev.bulletin.runtime;
+
+import dev.bulletin.runtime.identity.RuntimeConfig;
+import dev.bulletin.worker.GpuInventory;
+import dev.bulletin.worker.GpuInventoryDetection;
+import dev.bulletin.worker.WorkerOptions;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * The runtime's process entry point. People start it with {@code bulletin up}, which passes the
+ * owner's token in the environment (never on the command line, where other users can read it).
+ */
+@Command(name = "bulletin-runtime", mixinStandardHelpOptions = true, version = BulletinRuntime.VERSION,
+    description = "The bulletin control plane with an embedded worker agent. Usually started by"
+        + " `bulletin up`; the owner's token comes from the BULLETIN_OWNER_TOKEN variable.")
+public final class Main implements Callable<Integer> {
+
+  @Option(names = "--home", required = true, description = "State folder (runtime.json, token).")
+  Path home;
+
+  @Option(names = "--host", defaultValue = "127.0.0.1",
+      description = "Address to listen on (default: ${DEFAULT-VALUE}, this machine only).")
+  String host;
+
+  @Option(names = "--port", defaultValue = "8770", description = "Port (default: ${DEFAULT-VALUE}; 0 = any free).")
+  int port;
+
+  @Option(names = "--python", required = true, description = "Python interpreter with the bulletin package, for executors.")
+  Path python;
+
+  @Option(names = "--gpus", defaultValue = "auto", description = "GPUs to offer: auto (all nvidia-smi reports) or N.")
+  String gpus;
+
+  @Option(names = "--simulate-gpus", defaultValue = "0",
+      description = "Advertise N simulated GPU slots (for machines without GPUs).")
+  int simulateGpus;
+
+  @Option(names = "--cpus", description = "CPU slots to offer (default: the machine's cores).")
+  Integer cpus;
+
+  @Option(names = "--warm-cpu-executors", defaultValue = "2", description = "CPU executors kept warm (default: ${DEFAULT-VALUE}).")
+  int warmCpuExecutors;
+
+  @Option(names = "--config", description = "YAML config file (users and their tokens).")
+  Path config;
+
+  @Option(names = "--store-dir", description = "Object store folder (default: /dev/shm/bulletin-<cluster>).")
+  Path storeDir;
+
+  @Option(names = "--inline-limit", defaultValue = "1048576",
+      description = "Objects up to this many bytes travel inside control messages (default: ${DEFAULT-VALUE}).")
+  long inlineLimit;
+
+  @Override
+  public Integer call() throws Exception {
+    String ownerToken = System.getenv("BULLETIN_OWNER_TOKEN");
+    String ownerUser = System.getenv().getOrDefault("BULLETIN_OWNER_USER",
+        System.getProperty("user.name"));
+    GpuInventory inventory = GpuInventoryDetection.resolve(gpus, simulateGpus);
+    int cpuSlots = cpus != null ? cpus : Runtime.getRuntime().availableProcessors();
+    WorkerOptions worker = new WorkerOptions("local", python, inventory, cpuSlots, totalMemory(),
+        warmCpuExecutors, 60_000, Map.of());
+    RuntimeConfig runtimeConfig = config != null ? RuntimeConfig.load(config) : RuntimeConfig.empty();
+    RuntimeOptions options = new RuntimeOptions(home, host, port, ownerToken, ownerUser,
+        runtimeConfig, worker, storeDir, inlineLimit);
+
+    CountDownLatch stop = new CountDownLatch(1);
+    BulletinRuntime runtime = BulletinRuntime.start(options, stop::countDown);
+    Runtime.getRuntime().addShutdownHook(new Thread(runtime::close, "bulletin-close"));
+    System.out.println("bulletin runtime " + BulletinRuntime.VERSION + " serving at "
+        + runtime.address() + " (cluster " + runtime.clusterId() + "; " + inventory.count()
+        + " GPU" + (inventory.count() == 1 ? "" : "s") + (inventory.simulated() ? " simulated" : "")
+        + ", " + cpuSlots + " CPUs; store " + runtime.store().root() + ")");
+    stop.await();
+    runtime.close();
+    return 0;
+  }
+
+  private static long totalMemory() {
+    var os = ManagementFactory.getOperatingSystemMXBean();
+    if (os instanceof com.sun.management.OperatingSystemMXBean sun) {
+      return sun.getTotalMemorySize();
+    }
+    return Runtime.getRuntime().maxMemory();
+  }
+
+  public static void main(String[] args) {
+    CommandLine commandLine = new CommandLine(new Main());
+    commandLine.setExecutionExceptionHandler((error, cmd, parsed) -> {
+      cmd.getErr().println("bulletin-runtime: " + error.getMessage());
+      return 1;
+    });
+    System.exit(commandLine.execute(args));
+  }
+}

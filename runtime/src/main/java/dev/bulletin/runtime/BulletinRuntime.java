@@ -1,0 +1,123 @@
+package dev.bulletin.runtime;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.bulletin.bridge.ObjectStore;
+import dev.bulletin.bridge.ObjectStores;
+import dev.bulletin.runtime.impl.RuntimeVerticle;
+import dev.bulletin.worker.WorkerAgent;
+import dev.bulletin.worker.Workers;
+import io.vertx.core.Vertx;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * A running bulletin runtime with its embedded worker agent: the object store, the warm
+ * executors and the gRPC API. {@link #start} returns once executors are warm and the API serves.
+ */
+public final class BulletinRuntime implements AutoCloseable {
+
+  public static final String VERSION = "0.1.0";
+  private static final String STATE_FILE = "runtime.json";
+
+  private final RuntimeOptions options;
+  private final Vertx vertx;
+  private final ObjectStore store;
+  private final WorkerAgent agent;
+  private final String clusterId;
+  private final AtomicBoolean closed = new AtomicBoolean();
+  private final Runnable onShutdownRequest;
+  private int port;
+
+  private BulletinRuntime(RuntimeOptions options, Runnable onShutdownRequest) {
+    this.options = options;
+    this.onShutdownRequest = onShutdownRequest;
+    this.clusterId = UUID.randomUUID().toString().substring(0, 8);
+    this.vertx = Vertx.vertx();
+    Path storeFolder = options.storeFolder() != null ? options.storeFolder()
+        : ObjectStores.defaultFolder(clusterId);
+    this.store = ObjectStores.inFolder(storeFolder);
+    this.agent = Workers.local(options.worker(), store);
+  }
+
+  /**
+   * Starts everything and blocks until the API serves.
+   *
+   * @param onShutdownRequest runs (on another thread) when the owner asks the runtime to stop
+   */
+  public static BulletinRuntime start(RuntimeOptions options, Runnable onShutdownRequest)
+      throws Exception {
+    BulletinRuntime runtime = new BulletinRuntime(options, onShutdownRequest);
+    try {
+      runtime.boot();
+      return runtime;
+    } catch (Exception e) {
+      runtime.close();
+      throw e;
+    }
+  }
+
+  private void boot() throws Exception {
+    Files.deleteIfExists(options.home().resolve(STATE_FILE));
+    agent.start().get(options.worker().executorStartTimeoutMillis() * 2, TimeUnit.MILLISECONDS);
+    RuntimeVerticle verticle = new RuntimeVerticle(options, agent, clusterId, VERSION,
+        () -> new Thread(onShutdownRequest, "bulletin-shutdown").start());
+    vertx.deployVerticle(verticle).toCompletionStage().toCompletableFuture()
+        .get(30, TimeUnit.SECONDS);
+    port = verticle.actualPort();
+    writeStateFile();
+  }
+
+  public String address() {
+    return options.host() + ":" + port;
+  }
+
+  public String clusterId() {
+    return clusterId;
+  }
+
+  public ObjectStore store() {
+    return store;
+  }
+
+  private void writeStateFile() throws IOException {
+    Map<String, Object> state = new LinkedHashMap<>();
+    state.put("address", address());
+    state.put("pid", ProcessHandle.current().pid());
+    state.put("cluster_id", clusterId);
+    state.put("store_dir", store.root().toString());
+    state.put("version", VERSION);
+    Path home = options.home();
+    Files.createDirectories(home);
+    Path temp = home.resolve(STATE_FILE + ".tmp");
+    new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(temp.toFile(), state);
+    Files.move(temp, home.resolve(STATE_FILE), StandardCopyOption.ATOMIC_MOVE,
+        StandardCopyOption.REPLACE_EXISTING);
+  }
+
+  /** Stops serving, stops every executor and removes the object store and the state file. */
+  @Override
+  public void close() {
+    if (!closed.compareAndSet(false, true)) {
+      return;
+    }
+    try {
+      vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    } catch (Exception ignored) {
+      // Closing anyway.
+    }
+    agent.close();
+    store.close();
+    try {
+      Files.deleteIfExists(options.home().resolve(STATE_FILE));
+    } catch (IOException ignored) {
+      // A stale file is replaced at the next start.
+    }
+  }
+}

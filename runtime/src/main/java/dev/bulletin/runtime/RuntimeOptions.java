@@ -1,0 +1,43 @@
+package dev.bulletin.runtime;
+
+import dev.bulletin.runtime.identity.RuntimeConfig;
+import dev.bulletin.worker.WorkerOptions;
+import java.nio.file.Path;
+
+/**
+ * How the runtime runs: where it listens, its state folder, its identity settings and its
+ * embedded worker. Immutable and validated on construction.
+ *
+ * @param home state folder: runtime.json is written there once the runtime serves
+ * @param host address to listen on (127.0.0.1 keeps the cluster on this machine)
+ * @param port port to listen on; 0 picks a free one
+ * @param ownerToken the token of the user who started the cluster
+ * @param ownerUser that user's name
+ * @param config users and (later) pools, QoS and quotas
+ * @param worker the embedded worker agent
+ * @param storeFolder the node-local object store
+ * @param inlineLimitBytes objects up to this size travel inside control messages
+ */
+public record RuntimeOptions(
+    Path home,
+    String host,
+    int port,
+    String ownerToken,
+    String ownerUser,
+    RuntimeConfig config,
+    WorkerOptions worker,
+    Path storeFolder,
+    long inlineLimitBytes) {
+
+  public static final long MAX_MESSAGE_BYTES = 8L << 20;
+
+  public RuntimeOptions {
+    if (port < 0 || port > 65535) {
+      throw new IllegalArgumentException("port must be 0..65535, got " + port);
+    }
+    if (inlineLimitBytes < 0 || inlineLimitBytes > MAX_MESSAGE_BYTES / 2) {
+      throw new IllegalArgumentException("inlineLimitBytes must be 0.." + MAX_MESSAGE_BYTES / 2
+          + ", got " + inlineLimitBytes);
+    }
+  }
+}

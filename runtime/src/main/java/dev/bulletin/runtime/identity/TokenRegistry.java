@@ -1,0 +1,62 @@
+package dev.bulletin.runtime.identity;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * Maps bearer tokens to identities. Tokens come from the runtime's config file and from the
+ * owner's token that {@code bulletin up} made; anything else is refused.
+ */
+public final class TokenRegistry {
+
+  private static final String BEARER = "Bearer ";
+  private final Map<String, Identity> byToken;
+
+  private TokenRegistry(Map<String, Identity> byToken) {
+    this.byToken = Map.copyOf(byToken);
+  }
+
+  /**
+   * @param ownerToken the token of the user who started the cluster, may be null
+   * @param config users from the config file
+   */
+  public static TokenRegistry of(String ownerToken, String ownerUser, RuntimeConfig config) {
+    Map<String, Identity> tokens = new HashMap<>();
+    for (RuntimeConfig.User user : config.users()) {
+      if (tokens.put(user.token(), new Identity(user.name(), user.group(), false)) != null) {
+        throw new IllegalArgumentException("users[" + user.name() + "].token is used twice in the"
+            + " config: every user needs a token of their own");
+      }
+    }
+    if (ownerToken != null && !ownerToken.isBlank()) {
+      String group = config.users().stream().filter(u -> u.name().equals(ownerUser))
+          .map(RuntimeConfig.User::group).findFirst().orElse(RuntimeConfig.DEFAULT_GROUP);
+      tokens.put(ownerToken, new Identity(ownerUser, group, true));
+    }
+    if (tokens.isEmpty()) {
+      throw new IllegalArgumentException("no tokens: set BULLETIN_OWNER_TOKEN or list users with"
+          + " tokens in the config file");
+    }
+    return new TokenRegistry(tokens);
+  }
+
+  /** Looks up the value of an {@code authorization} header ("Bearer TOKEN"). */
+  public Optional<Identity> authenticate(String authorization) {
+    if (authorization == null || !authorization.startsWith(BEARER)) {
+      return Optional.empty();
+    }
+    byte[] presented = authorization.substring(BEARER.length()).strip()
+        .getBytes(StandardCharsets.UTF_8);
+    // Compare every token in constant time so timing does not reveal a prefix.
+    Identity found = null;
+    for (Map.Entry<String, Identity> entry : byToken.entrySet()) {
+      if (MessageDigest.isEqual(presented, entry.getKey().getBytes(StandardCharsets.UTF_8))) {
+        found = entry.getValue();
+      }
+    }
+    return Optional.ofNullable(found);
+  }
+}

@@ -1,0 +1,341 @@
+package dev.bulletin.runtime.impl;
+
+import com.google.protobuf.ByteString;
+import dev.bulletin.bridge.ObjectId;
+import dev.bulletin.bridge.ObjectStore;
+import dev.bulletin.bridge.ObjectStoreException;
+import dev.bulletin.protocol.FailureCode;
+import dev.bulletin.protocol.ObjectRef;
+import dev.bulletin.protocol.RuntimeTimings;
+import dev.bulletin.protocol.TaskSpec;
+import dev.bulletin.runtime.scheduler.Decision;
+import dev.bulletin.runtime.scheduler.Demand;
+import dev.bulletin.runtime.scheduler.Scheduler;
+import dev.bulletin.runtime.scheduler.WorkerSlots;
+import dev.bulletin.runtime.task.Task;
+import dev.bulletin.runtime.task.TaskState;
+import dev.bulletin.runtime.task.TaskTable;
+import dev.bulletin.worker.CallListener;
+import dev.bulletin.worker.CallOutcome;
+import dev.bulletin.worker.CallRequest;
+import dev.bulletin.worker.WorkerAgent;
+import io.vertx.core.Context;
+import java.nio.ByteBuffer;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The runtime's state and the rules that change it: accepting calls, placing them through the
+ * scheduler, handing them to the worker agent and turning outcomes into events. Every method runs
+ * on one Vert.x event loop ({@code context}); worker callbacks hop back onto it.
+ */
+final class ControlPlane {
+
+  static final String CANCELLED_BY_USER = "cancelled by its caller";
+  static final String CLIENT_WENT_AWAY = "its client disconnected";
+  static final String TIMEOUT_PREFIX = "stopped after its timeout";
+
+  private final Context context;
+  private final WorkerAgent agent;
+  private final WorkerSlots slots;
+  private final Scheduler scheduler;
+  private final long inlineLimit;
+  private final TaskTable tasks = new TaskTable();
+  /** Uploaded objects not yet claimed by a task, with the references PutObject took. */
+  private final Map<ObjectId, Integer> unclaimedUploads = new HashMap<>();
+  /** Results too large to inline, held until the client fetches them. */
+  private final Map<ObjectId, Integer> resultsAwaitingFetch = new HashMap<>();
+  private final Map<String, Long> timeoutTimers = new HashMap<>();
+  private int runningCount;
+
+  ControlPlane(Context context, WorkerAgent agent, WorkerSlots slots, Scheduler scheduler,
+      long inlineLimit) {
+    this.context = context;
+    this.agent = agent;
+    this.slots = slots;
+    this.scheduler = scheduler;
+    this.inlineLimit = inlineLimit;
+  }
+
+  ObjectStore store() {
+    return agent.store();
+  }
+
+  TaskTable tasks() {
+    return tasks;
+  }
+
+  WorkerSlots slots() {
+    return slots;
+  }
+
+  WorkerAgent agent() {
+    return agent;
+  }
+
+  int runningCount() {
+    return runningCount;
+  }
+
+  // ---- accepting calls -------------------------------------------------------------------
+
+  void submit(ClientSession session, TaskSpec spec) {
+    String taskId = spec.getTaskId();
+    if (taskId.isBlank()) {
+      session.send(TaskEvents.failed("", FailureCode.INVALID_REQUEST,
+          "a submitted call needs a task_id", RuntimeTimings.getDefaultInstance()));
+      return;
+    }
+    if (tasks.get(taskId).isPresent()) {
+      reject(session, taskId, "task id " + taskId + " is already in use; ids must be unique");
+      return;
+    }
+    Demand demand;
+    ObjectId function;
+    ObjectId args;
+    try {
+      demand = new Demand(spec.getResources().getGpus(), spec.getResources().getCpus(),
+          spec.getResources().getMemoryBytes());
+      function = acceptFunction(session, spec.getFunction());
+    } catch (IllegalArgumentException | ObjectStoreException e) {
+      reject(session, taskId, e.getMessage());
+      return;
+    }
+    try {
+      args = acceptArguments(spec.getArgs());
+    } catch (IllegalArgumentException | ObjectStoreException e) {
+      reject(session, taskId, e.getMessage());
+      return;
+    }
+    if (spec.getTimeoutSeconds() < 0) {
+      store().release(args);
+      reject(session, taskId, "timeout must be >= 0 seconds, got " + spec.getTimeoutSeconds());
+      return;
+    }
+    Task task = new Task(taskId, spec.getName(), session.identity(), demand, function, args,
+        spec.getTimeoutSeconds(), session, System.nanoTime());
+    tasks.add(task);
+    tasks.announce(task, TaskEvents.queued(taskId));
+    schedule();
+  }
+
+  private void reject(ClientSession session, String taskId, String message) {
+    session.send(TaskEvents.failed(taskId, FailureCode.INVALID_REQUEST, message,
+        RuntimeTimings.getDefaultInstance()));
+  }
+
+  private ObjectId acceptFunction(ClientSession session, ObjectRef ref) {
+    ObjectId id = ObjectId.parse(ref.getId());
+    if (!ref.getInlineData().isEmpty()) {
+      store().put(id, ref.getInlineData().asReadOnlyByteBuffer());
+      if (!session.holdFunction(id)) {
+        store().release(id); // the session holds one reference per function, not one per call
+      }
+      return id;
+    }
+    if (!session.holdsFunction(id)) {
+      throw new IllegalArgumentException("function object " + id + " is not on the cluster for"
+          + " this session; send its bytes inline");
+    }
+    return id;
+  }
+
+  private ObjectId acceptArguments(ObjectRef ref) {
+    ObjectId id = ObjectId.parse(ref.getId());
+    if (!ref.getInlineData().isEmpty() || ref.getSize() == 0) {
+      return store().put(id, ref.getInlineData().asReadOnlyByteBuffer());
+    }
+    Integer uploads = unclaimedUploads.get(id);
+    if (uploads != null) {
+      // The task takes over the reference PutObject made.
+      if (uploads == 1) {
+        unclaimedUploads.remove(id);
+      } else {
+        unclaimedUploads.put(id, uploads - 1);
+      }
+      return id;
+    }
+    if (!store().contains(id)) {
+      throw new IllegalArgumentException("argument object " + id + " is not on the cluster;"
+          + " upload it with PutObject or send it inline");
+    }
+    store().retain(id);
+    return id;
+  }
+
+  void uploaded(ObjectId id) {
+    unclaimedUploads.merge(id, 1, Integer::sum);
+  }
+
+  // ---- cancelling ------------------------------------------------------------------------
+
+  /** @return false if the caller may not cancel it or it is unknown (already ended) */
+  boolean cancel(ClientSession session, String taskId, String reason) {
+    Task task = tasks.get(taskId).orElse(null);
+    if (task == null || task.sink() != session) {
+      return false;
+    }
+    stop(task, reason);
+    return true;
+  }
+
+  private void stop(Task task, String reason) {
+    switch (task.state()) {
+      case QUEUED -> {
+        store().release(task.args());
+        tasks.transition(task, TaskState.CANCELLED, TaskEvents.cancelled(task.id(), "the call was "
+            + reason + " while queued"));
+      }
+      case PLACED, RUNNING -> {
+        if (task.stopReason() == null) {
+          task.stopping(reason);
+          agent.stop(task.id(), reason);
+        }
+      }
+      default -> { }
+    }
+  }
+
+  void sessionClosed(ClientSession session) {
+    for (Task task : tasks.all()) {
+      if (task.sink() == session) {
+        stop(task, CLIENT_WENT_AWAY);
+      }
+    }
+    session.close().forEach(store()::release);
+  }
+
+  // ---- placing and running ---------------------------------------------------------------
+
+  /** Places every queued call that fits now, oldest first; fails the ones that never can. */
+  void schedule() {
+    List<WorkerSlots> workers = List.of(slots);
+    for (Task task : tasks.queued()) {
+      Decision decision = scheduler.decide(task.demand(), workers);
+      if (decision instanceof Decision.Placed placed) {
+        dispatch(task, placed);
+      } else if (decision instanceof Decision.Wait wait) {
+        task.waitingBecause(wait.reason());
+      } else if (decision instanceof Decision.Infeasible infeasible) {
+        store().release(task.args());
+        tasks.transition(task, TaskState.ERROR, TaskEvents.failed(task.id(),
+            FailureCode.INFEASIBLE, infeasible.reason(), timings(task, 0)));
+      }
+    }
+  }
+
+  private void dispatch(Task task, Decision.Placed placed) {
+    slots.reserve(task.demand(), placed.gpuIds());
+    task.placedOn(placed.workerId(), placed.gpuIds(), System.nanoTime());
+    tasks.transition(task, TaskState.PLACED, TaskEvents.placed(task.id(), placed.workerId(),
+        placed.gpuIds(), slots.simulatedGpus()));
+    CallRequest request = new CallRequest(task.id(), task.function(), task.args(), placed.gpuIds());
+    agent.run(request, new CallListener() {
+      @Override
+      public void started(String executorId) {
+        context.runOnContext(ignored -> onStarted(task));
+      }
+
+      @Override
+      public void output(boolean stderr, byte[] data) {
+        context.runOnContext(ignored -> {
+          if (task.state() == TaskState.RUNNING) {
+            tasks.announce(task, TaskEvents.output(task.id(), stderr, data));
+          }
+        });
+      }
+    }).whenComplete((outcome, error) -> context.runOnContext(ignored -> onEnded(task,
+        error == null ? outcome : new CallOutcome.ExecutorDied("worker agent failed: " + error))));
+  }
+
+  private void onStarted(Task task) {
+    if (task.state() != TaskState.PLACED) {
+      return;
+    }
+    task.startedAt(System.nanoTime());
+    runningCount++;
+    tasks.transition(task, TaskState.RUNNING, TaskEvents.running(task.id()));
+    if (task.timeoutSeconds() > 0) {
+      long millis = Math.max(1, (long) (task.timeoutSeconds() * 1000));
+      timeoutTimers.put(task.id(), context.owner().setTimer(millis, id -> stop(task,
+          TIMEOUT_PREFIX + " of " + task.timeoutSeconds() + " s")));
+    }
+  }
+
+  private void onEnded(Task task, CallOutcome outcome) {
+    Long timer = timeoutTimers.remove(task.id());
+    if (timer != null) {
+      context.owner().cancelTimer(timer);
+    }
+    if (task.state() == TaskState.RUNNING) {
+      runningCount--;
+    }
+    slots.free(task.demand(), task.gpuIds());
+    store().release(task.args());
+    finish(task, outcome);
+    schedule();
+  }
+
+  private void finish(Task task, CallOutcome outcome) {
+    double runSeconds = outcome instanceof CallOutcome.Returned r ? r.runSeconds() : 0;
+    RuntimeTimings timings = timings(task, runSeconds);
+    if (outcome instanceof CallOutcome.Returned returned) {
+      tasks.transition(task, returned.raised() ? TaskState.ERROR : TaskState.FINISHED,
+          TaskEvents.result(task.id(), resultRef(returned), returned.raised(), timings));
+    } else if (outcome instanceof CallOutcome.ExecutorDied died) {
+      tasks.transition(task, TaskState.ERROR, TaskEvents.failed(task.id(),
+          FailureCode.EXECUTOR_DIED, "the executor running " + task.name() + "() died: "
+              + died.cause() + ". It has been replaced; the cluster keeps serving other calls.",
+          timings));
+    } else if (outcome instanceof CallOutcome.Stopped stopped) {
+      if (stopped.reason().startsWith(TIMEOUT_PREFIX)) {
+        tasks.transition(task, TaskState.ERROR, TaskEvents.failed(task.id(),
+            FailureCode.TIMED_OUT, task.name() + "() was " + stopped.reason()
+                + "; pass a longer timeout= if it needs more", timings));
+      } else {
+        tasks.transition(task, TaskState.CANCELLED, TaskEvents.cancelled(task.id(),
+            "the call was " + stopped.reason() + " while running; its executor was replaced"));
+      }
+    }
+  }
+
+  /** Small results travel inside the event; large ones wait in the store for GetObject. */
+  private ObjectRef resultRef(CallOutcome.Returned returned) {
+    ObjectRef.Builder ref = ObjectRef.newBuilder().setId(returned.result().hex())
+        .setSize(returned.size());
+    if (returned.size() <= inlineLimit) {
+      ByteBuffer bytes = store().read(returned.result());
+      ref.setInlineData(ByteString.copyFrom(bytes));
+      store().release(returned.result());
+    } else {
+      resultsAwaitingFetch.merge(returned.result(), 1, Integer::sum);
+    }
+    return ref.build();
+  }
+
+  /** @return whether the object was a result awaiting its fetch (now released) */
+  boolean fetched(ObjectId id) {
+    Integer waiting = resultsAwaitingFetch.get(id);
+    if (waiting == null) {
+      return false;
+    }
+    if (waiting == 1) {
+      resultsAwaitingFetch.remove(id);
+    } else {
+      resultsAwaitingFetch.put(id, waiting - 1);
+    }
+    store().release(id);
+    return true;
+  }
+
+  boolean isAwaitingFetch(ObjectId id) {
+    return resultsAwaitingFetch.containsKey(id);
+  }
+
+  private static RuntimeTimings timings(Task task, double runSeconds) {
+    long now = System.nanoTime();
+    return RuntimeTimings.newBuilder().setQueueSeconds(task.queueSeconds(now))
+        .setStartSeconds(task.startSeconds(now)).setRunSeconds(runSeconds).build();
+  }
+}

@@ -1,0 +1,57 @@
+package dev.bulletin.runtime.impl;
+
+import com.google.protobuf.ByteString;
+import dev.bulletin.protocol.FailureCode;
+import dev.bulletin.protocol.ObjectRef;
+import dev.bulletin.protocol.Output;
+import dev.bulletin.protocol.OutputStream;
+import dev.bulletin.protocol.Placement;
+import dev.bulletin.protocol.RuntimeTimings;
+import dev.bulletin.protocol.TaskEvent;
+import dev.bulletin.protocol.TaskFailure;
+import dev.bulletin.protocol.TaskResult;
+import dev.bulletin.protocol.TaskState;
+import java.util.List;
+
+/** Builds the events a client sees; one method per kind of event. */
+final class TaskEvents {
+  private TaskEvents() {}
+
+  static TaskEvent queued(String taskId) {
+    return state(taskId, TaskState.QUEUED).build();
+  }
+
+  static TaskEvent placed(String taskId, String workerId, List<Integer> gpuIds, boolean simulated) {
+    return state(taskId, TaskState.PLACED).setPlacement(Placement.newBuilder()
+        .setWorkerId(workerId).addAllGpuIds(gpuIds).setSimulatedGpus(simulated)).build();
+  }
+
+  static TaskEvent running(String taskId) {
+    return state(taskId, TaskState.RUNNING).build();
+  }
+
+  static TaskEvent output(String taskId, boolean stderr, byte[] data) {
+    return state(taskId, TaskState.RUNNING).setOutput(Output.newBuilder()
+        .setStream(stderr ? OutputStream.STDERR : OutputStream.STDOUT)
+        .setData(ByteString.copyFrom(data))).build();
+  }
+
+  static TaskEvent result(String taskId, ObjectRef value, boolean raised, RuntimeTimings timings) {
+    return state(taskId, raised ? TaskState.ERROR : TaskState.FINISHED).setResult(
+        TaskResult.newBuilder().setValue(value).setRaised(raised).setTimings(timings)).build();
+  }
+
+  static TaskEvent failed(String taskId, FailureCode code, String message, RuntimeTimings timings) {
+    return state(taskId, TaskState.ERROR).setFailure(TaskFailure.newBuilder()
+        .setCode(code).setMessage(message).setTimings(timings)).build();
+  }
+
+  static TaskEvent cancelled(String taskId, String message) {
+    return state(taskId, TaskState.CANCELLED).setFailure(TaskFailure.newBuilder()
+        .setCode(FailureCode.CANCELLED_BY_USER).setMessage(message)).build();
+  }
+
+  private static TaskEvent.Builder state(String taskId, TaskState state) {
+    return TaskEvent.newBuilder().setTaskId(taskId).setState(state);
+  }
+}

@@ -1,0 +1,91 @@
+package dev.bulletin.runtime.task;
+
+import dev.bulletin.bridge.ObjectId;
+import dev.bulletin.runtime.identity.Identity;
+import dev.bulletin.runtime.scheduler.Demand;
+import java.util.List;
+
+/**
+ * One call, as the control plane tracks it. Mutable, owned by the control plane's event loop;
+ * its state changes only through {@link TaskTable#transition}.
+ */
+public final class Task {
+  private final String id;
+  private final String name;
+  private final Identity owner;
+  private final Demand demand;
+  private final ObjectId function;
+  private final ObjectId args;
+  private final double timeoutSeconds;
+  private final TaskEventSink sink;
+  private final long submittedNanos;
+
+  TaskState state = TaskState.QUEUED;
+  private String waitReason = "";
+  private String workerId;
+  private List<Integer> gpuIds = List.of();
+  private long placedNanos;
+  private long startedNanos;
+  private String stopReason;
+
+  public Task(String id, String name, Identity owner, Demand demand, ObjectId function,
+      ObjectId args, double timeoutSeconds, TaskEventSink sink, long submittedNanos) {
+    this.id = id;
+    this.name = name;
+    this.owner = owner;
+    this.demand = demand;
+    this.function = function;
+    this.args = args;
+    this.timeoutSeconds = timeoutSeconds;
+    this.sink = sink;
+    this.submittedNanos = submittedNanos;
+  }
+
+  public String id() { return id; }
+  public String name() { return name; }
+  public Identity owner() { return owner; }
+  public Demand demand() { return demand; }
+  public ObjectId function() { return function; }
+  public ObjectId args() { return args; }
+  public double timeoutSeconds() { return timeoutSeconds; }
+  public TaskEventSink sink() { return sink; }
+  public TaskState state() { return state; }
+  public String waitReason() { return waitReason; }
+  public String workerId() { return workerId; }
+  public List<Integer> gpuIds() { return gpuIds; }
+  public String stopReason() { return stopReason; }
+
+  public void waitingBecause(String reason) {
+    this.waitReason = reason;
+  }
+
+  public void placedOn(String workerId, List<Integer> gpuIds, long nanos) {
+    this.workerId = workerId;
+    this.gpuIds = List.copyOf(gpuIds);
+    this.placedNanos = nanos;
+  }
+
+  public void startedAt(long nanos) {
+    this.startedNanos = nanos;
+  }
+
+  /** Records why the call is being stopped (cancel, timeout), before its executor is killed. */
+  public void stopping(String reason) {
+    this.stopReason = reason;
+  }
+
+  public double queueSeconds(long now) {
+    return seconds(submittedNanos, placedNanos == 0 ? now : placedNanos);
+  }
+
+  public double startSeconds(long now) {
+    if (placedNanos == 0) {
+      return 0;
+    }
+    return seconds(placedNanos, startedNanos == 0 ? now : startedNanos);
+  }
+
+  private static double seconds(long from, long to) {
+    return Math.max(0, to - from) / 1e9;
+  }
+}

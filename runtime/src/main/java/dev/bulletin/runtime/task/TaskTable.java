@@ -1,0 +1,65 @@
+package dev.bulletin.runtime.task;
+
+import dev.bulletin.protocol.TaskEvent;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * Every call the runtime knows, and the one place their state changes: each change is checked
+ * against the life cycle and announced to the task's session. (The journal hooks in here.)
+ * Not thread-safe: owned by the control plane's event loop.
+ */
+public final class TaskTable {
+  private final Map<String, Task> tasks = new LinkedHashMap<>();
+
+  /** @return false if a task with this id is already known */
+  public boolean add(Task task) {
+    return tasks.putIfAbsent(task.id(), task) == null;
+  }
+
+  public Optional<Task> get(String id) {
+    return Optional.ofNullable(tasks.get(id));
+  }
+
+  /** Queued tasks, oldest first. */
+  public List<Task> queued() {
+    List<Task> queued = new ArrayList<>();
+    for (Task task : tasks.values()) {
+      if (task.state == TaskState.QUEUED) {
+        queued.add(task);
+      }
+    }
+    return queued;
+  }
+
+  public Collection<Task> all() {
+    return List.copyOf(tasks.values());
+  }
+
+  /**
+   * Moves a task to {@code to} and sends {@code event} (whose state must be {@code to}) to its
+   * session. A terminal task leaves the table.
+   *
+   * @throws IllegalStateException if the life cycle does not allow the move
+   */
+  public void transition(Task task, TaskState to, TaskEvent event) {
+    if (!task.state.next().contains(to)) {
+      throw new IllegalStateException("task " + task.id() + " cannot go from " + task.state
+          + " to " + to);
+    }
+    task.state = to;
+    if (to.isTerminal()) {
+      tasks.remove(task.id());
+    }
+    task.sink().send(event);
+  }
+
+  /** Sends an event that does not change state (output). */
+  public void announce(Task task, TaskEvent event) {
+    task.sink().send(event);
+  }
+}

@@ -1,0 +1,68 @@
+package dev.bulletin.runtime.identity;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class TokenRegistryTest {
+
+  @TempDir Path folder;
+
+  @Test
+  void ownerTokenMapsToTheOwnerAndUnknownTokensAreRefused() {
+    TokenRegistry registry = TokenRegistry.of("owner-token-0123456789", "ada", RuntimeConfig.empty());
+    assertEquals(Optional.of(new Identity("ada", "default", true)),
+        registry.authenticate("Bearer owner-token-0123456789"));
+    assertEquals(Optional.empty(), registry.authenticate("Bearer made-up"));
+    assertEquals(Optional.empty(), registry.authenticate("owner-token-0123456789"));
+    assertEquals(Optional.empty(), registry.authenticate(null));
+  }
+
+  @Test
+  void configUsersGetTheirGroups() throws Exception {
+    Path file = folder.resolve("bulletin.yaml");
+    Files.writeString(file, """
+        users:
+          - name: grace
+            group: vision
+            token: grace-token-0123456789
+          - name: intern
+            token: intern-token-0123456789
+        """);
+    TokenRegistry registry = TokenRegistry.of(null, "root", RuntimeConfig.load(file));
+    assertEquals(Optional.of(new Identity("grace", "vision", false)),
+        registry.authenticate("Bearer grace-token-0123456789"));
+    assertEquals("default", registry.authenticate("Bearer intern-token-0123456789").orElseThrow().group());
+  }
+
+  @Test
+  void unknownConfigFieldsAreNamed() throws Exception {
+    Path file = folder.resolve("bulletin.yaml");
+    Files.writeString(file, "userz: []\n");
+    IllegalArgumentException error =
+        assertThrows(IllegalArgumentException.class, () -> RuntimeConfig.load(file));
+    assertTrue(error.getMessage().contains("unknown field 'userz'"), error.getMessage());
+  }
+
+  @Test
+  void shortTokensAreRefusedWithAHowTo() {
+    IllegalArgumentException error = assertThrows(IllegalArgumentException.class,
+        () -> new RuntimeConfig.User("bob", null, "short"));
+    assertTrue(error.getMessage().contains("users[bob].token"), error.getMessage());
+  }
+
+  @Test
+  void sharedTokensAreRefused() {
+    RuntimeConfig config = new RuntimeConfig(List.of(
+        new RuntimeConfig.User("a", null, "same-token-0123456789"),
+        new RuntimeConfig.User("b", null, "same-token-0123456789")));
+    assertThrows(IllegalArgumentException.class, () -> TokenRegistry.of(null, "x", config));
+  }
+}

@@ -1,0 +1,57 @@
+package dev.bulletin.runtime.task;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.bulletin.bridge.ObjectId;
+import dev.bulletin.protocol.TaskEvent;
+import dev.bulletin.runtime.identity.Identity;
+import dev.bulletin.runtime.scheduler.Demand;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class TaskTableTest {
+
+  private final List<TaskEvent> sent = new ArrayList<>();
+  private final TaskTable table = new TaskTable();
+
+  private Task task(String id) {
+    ObjectId object = ObjectId.of(new byte[] {1});
+    return new Task(id, "f", new Identity("ada", "default", true), new Demand(0, 1, 0), object,
+        object, 0, sent::add, 0);
+  }
+
+  private static TaskEvent event(String id, dev.bulletin.protocol.TaskState state) {
+    return TaskEvent.newBuilder().setTaskId(id).setState(state).build();
+  }
+
+  @Test
+  void followsTheLifeCycleAndForgetsTerminalTasks() {
+    Task task = task("t1");
+    assertTrue(table.add(task));
+    assertEquals(List.of(task), table.queued());
+    table.transition(task, TaskState.PLACED, event("t1", dev.bulletin.protocol.TaskState.PLACED));
+    table.transition(task, TaskState.RUNNING, event("t1", dev.bulletin.protocol.TaskState.RUNNING));
+    table.transition(task, TaskState.FINISHED, event("t1", dev.bulletin.protocol.TaskState.FINISHED));
+    assertFalse(table.get("t1").isPresent());
+    assertEquals(3, sent.size());
+  }
+
+  @Test
+  void refusesMovesTheLifeCycleForbids() {
+    Task task = task("t1");
+    table.add(task);
+    table.transition(task, TaskState.CANCELLED, event("t1", dev.bulletin.protocol.TaskState.CANCELLED));
+    assertThrows(IllegalStateException.class, () -> table.transition(task, TaskState.RUNNING,
+        event("t1", dev.bulletin.protocol.TaskState.RUNNING)));
+  }
+
+  @Test
+  void duplicateIdsAreRefused() {
+    assertTrue(table.add(task("t1")));
+    assertFalse(table.add(task("t1")));
+  }
+}

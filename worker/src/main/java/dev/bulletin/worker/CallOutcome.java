@@ -1,0 +1,17 @@
+package dev.bulletin.worker;
+
+import dev.bulletin.bridge.ObjectId;
+
+/** How a call ended on the worker. */
+public sealed interface CallOutcome {
+
+  /** The function returned ({@code raised == false}) or raised; the result object is retained. */
+  record Returned(ObjectId result, long size, boolean raised, double runSeconds)
+      implements CallOutcome {}
+
+  /** The executor process died during the call; {@code cause} reads like "killed by SIGKILL". */
+  record ExecutorDied(String cause) implements CallOutcome {}
+
+  /** The call was stopped on request ({@link WorkerAgent#stop}); its executor was replaced. */
+  record Stopped(String reason) implements CallOutcome {}
+}

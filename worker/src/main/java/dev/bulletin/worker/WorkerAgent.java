@@ -1,0 +1,34 @@
+package dev.bulletin.worker;
+
+import dev.bulletin.bridge.ObjectStore;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * Runs calls in warm Python executors on one host. The agent does not decide what runs where:
+ * the runtime's scheduler reserves slots and hands the agent calls with their GPUs.
+ */
+public interface WorkerAgent extends AutoCloseable {
+
+  WorkerOptions options();
+
+  /** The host's object store; a call's function and arguments must be in it. */
+  ObjectStore store();
+
+  /** Starts the warm executors; completes when they are ready. */
+  CompletableFuture<Void> start();
+
+  /** Runs a call; the future never fails: every ending is a {@link CallOutcome}. */
+  CompletableFuture<CallOutcome> run(CallRequest request, CallListener listener);
+
+  /**
+   * Stops a call: a running one by killing its executor (which is replaced). The call's outcome
+   * becomes {@link CallOutcome.Stopped} with the reason. Unknown ids are ignored.
+   */
+  void stop(String taskId, String reason);
+
+  WorkerStatusView status();
+
+  /** Stops every executor. */
+  @Override
+  void close();
+}

@@ -1,0 +1,43 @@
+package dev.bulletin.worker;
+
+import java.nio.file.Path;
+import java.util.Map;
+
+/**
+ * How a worker agent runs. Validated on construction; errors name the field.
+ *
+ * @param workerId name shown in status and logs
+ * @param python interpreter that has the {@code bulletin} package installed
+ * @param gpus the GPUs this worker offers
+ * @param cpus CPU slots offered
+ * @param memoryBytes memory offered
+ * @param warmCpuExecutors CPU executors kept started and idle, ready for the next call
+ * @param executorStartTimeoutMillis how long an executor may take to start and register
+ * @param extraEnvironment added to every executor's environment
+ */
+public record WorkerOptions(
+    String workerId,
+    Path python,
+    GpuInventory gpus,
+    int cpus,
+    long memoryBytes,
+    int warmCpuExecutors,
+    long executorStartTimeoutMillis,
+    Map<String, String> extraEnvironment) {
+
+  public WorkerOptions {
+    if (workerId == null || workerId.isBlank()) {
+      throw new IllegalArgumentException("workerId must not be blank");
+    }
+    if (cpus < 1) {
+      throw new IllegalArgumentException("cpus must be >= 1, got " + cpus);
+    }
+    if (memoryBytes < 0) {
+      throw new IllegalArgumentException("memoryBytes must be >= 0, got " + memoryBytes);
+    }
+    if (warmCpuExecutors < 0) {
+      throw new IllegalArgumentException("warmCpuExecutors must be >= 0, got " + warmCpuExecutors);
+    }
+    extraEnvironment = Map.copyOf(extraEnvironment);
+  }
+}

@@ -1,0 +1,244 @@
+package dev.bulletin.worker.impl;
+
+import dev.bulletin.bridge.ObjectStore;
+import dev.bulletin.bridge.ObjectStoreException;
+import dev.bulletin.worker.CallListener;
+import dev.bulletin.worker.CallOutcome;
+import dev.bulletin.worker.CallRequest;
+import dev.bulletin.worker.WorkerAgent;
+import dev.bulletin.worker.WorkerOptions;
+import dev.bulletin.worker.WorkerStatusView;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * A worker agent whose executors are processes on this host. Executors are keyed by the GPUs
+ * they are pinned to (CUDA_VISIBLE_DEVICES is fixed at process start): one warm executor per GPU
+ * and a few CPU executors are started up front; an executor goes back to the idle set when its
+ * call ends, and one that died or was killed is replaced in the background.
+ */
+public final class LocalWorkerAgent implements WorkerAgent {
+
+  private static final Logger LOG = Logger.getLogger(LocalWorkerAgent.class.getName());
+  private static final List<Integer> CPU_ONLY = List.of();
+
+  private final WorkerOptions options;
+  private final ObjectStore store;
+  private final ExecutorService threads = Executors.newCachedThreadPool(runnable -> {
+    Thread thread = new Thread(runnable, "bulletin-worker");
+    thread.setDaemon(true);
+    return thread;
+  });
+  /** Idle executors by GPU set; guarded by {@code this}. */
+  private final Map<List<Integer>, Deque<ExecutorProcess>> idle = new HashMap<>();
+  private final Map<String, ExecutorProcess> running = new ConcurrentHashMap<>();
+  /** Stops that arrived before the call reached an executor. */
+  private final Map<String, String> pendingStops = new ConcurrentHashMap<>();
+  private final AtomicInteger sequence = new AtomicInteger();
+  private final AtomicInteger live = new AtomicInteger();
+  private final AtomicInteger liveCpu = new AtomicInteger();
+  private final AtomicLong launches = new AtomicLong();
+  private volatile boolean closed;
+
+  public LocalWorkerAgent(WorkerOptions options, ObjectStore store) {
+    this.options = options;
+    this.store = store;
+  }
+
+  @Override
+  public WorkerOptions options() {
+    return options;
+  }
+
+  @Override
+  public ObjectStore store() {
+    return store;
+  }
+
+  @Override
+  public CompletableFuture<Void> start() {
+    List<CompletableFuture<Void>> warming = new ArrayList<>();
+    for (int gpu = 0; gpu < options.gpus().count(); gpu++) {
+      warming.add(warmUp(List.of(gpu)));
+    }
+    for (int i = 0; i < Math.min(options.warmCpuExecutors(), options.cpus()); i++) {
+      warming.add(warmUp(CPU_ONLY));
+    }
+    return CompletableFuture.allOf(warming.toArray(CompletableFuture[]::new));
+  }
+
+  @Override
+  public CompletableFuture<CallOutcome> run(CallRequest request, CallListener listener) {
+    return CompletableFuture.supplyAsync(() -> runBlocking(request, listener), threads);
+  }
+
+  @Override
+  public void stop(String taskId, String reason) {
+    ExecutorProcess executor = running.get(taskId);
+    if (executor != null) {
+      executor.kill(reason);
+    } else {
+      pendingStops.put(taskId, reason);
+    }
+  }
+
+  @Override
+  public WorkerStatusView status() {
+    int idleCount;
+    synchronized (this) {
+      idleCount = idle.values().stream().mapToInt(Deque::size).sum();
+    }
+    return new WorkerStatusView(live.get(), idleCount, launches.get());
+  }
+
+  @Override
+  public void close() {
+    closed = true;
+    List<ExecutorProcess> all = new ArrayList<>(running.values());
+    synchronized (this) {
+      idle.values().forEach(all::addAll);
+      idle.clear();
+    }
+    all.forEach(ExecutorProcess::shutdown);
+    threads.shutdownNow();
+  }
+
+  private CallOutcome runBlocking(CallRequest request, CallListener listener) {
+    String taskId = request.taskId();
+    String stopped = pendingStops.remove(taskId);
+    if (stopped != null) {
+      return new CallOutcome.Stopped(stopped);
+    }
+    ExecutorProcess executor;
+    try {
+      executor = take(request.gpuIds());
+    } catch (ExecutorStartException e) {
+      return new CallOutcome.ExecutorDied(e.getMessage());
+    }
+    running.put(taskId, executor);
+    stopped = pendingStops.remove(taskId);
+    if (stopped != null) {
+      running.remove(taskId);
+      giveBack(executor);
+      return new CallOutcome.Stopped(stopped);
+    }
+    CallOutcome outcome;
+    try {
+      outcome = executor.call(request, listener);
+    } finally {
+      running.remove(taskId);
+    }
+    if (outcome instanceof CallOutcome.Returned returned) {
+      outcome = adoptResult(returned, executor);
+    }
+    if (executor.isAlive() && !(outcome instanceof CallOutcome.Stopped)) {
+      giveBack(executor);
+    } else {
+      retire(executor);
+    }
+    return outcome;
+  }
+
+  /** The executor wrote the result file; from here on the store counts references to it. */
+  private CallOutcome adoptResult(CallOutcome.Returned returned, ExecutorProcess executor) {
+    try {
+      store.retain(returned.result());
+      return returned;
+    } catch (ObjectStoreException e) {
+      return new CallOutcome.ExecutorDied("executor " + executor.id()
+          + " reported result " + returned.result() + " but did not store it: " + e.getMessage());
+    }
+  }
+
+  private ExecutorProcess take(List<Integer> gpuIds) throws ExecutorStartException {
+    ExecutorProcess found = null;
+    synchronized (this) {
+      Deque<ExecutorProcess> candidates = idle.get(gpuIds);
+      while (candidates != null && !candidates.isEmpty() && found == null) {
+        ExecutorProcess candidate = candidates.poll();
+        if (candidate.isAlive()) {
+          found = candidate;
+        } else {
+          retire(candidate);
+        }
+      }
+    }
+    if (gpuIds.isEmpty()) {
+      keepCpuSpare();
+    }
+    return found != null ? found : launch(gpuIds);
+  }
+
+  /** Keeps one CPU executor idle, so that concurrent CPU calls do not wait for a Python start. */
+  private void keepCpuSpare() {
+    boolean spareNeeded;
+    synchronized (this) {
+      Deque<ExecutorProcess> cpu = idle.get(CPU_ONLY);
+      spareNeeded = (cpu == null || cpu.isEmpty()) && liveCpu.get() < options.cpus()
+          && options.warmCpuExecutors() > 0;
+    }
+    if (spareNeeded) {
+      warmUp(CPU_ONLY);
+    }
+  }
+
+  private ExecutorProcess launch(List<Integer> gpuIds) throws ExecutorStartException {
+    String id = options.workerId() + "-e" + sequence.incrementAndGet();
+    ExecutorProcess executor = ExecutorProcess.launch(id, gpuIds, options, store.root());
+    launches.incrementAndGet();
+    live.incrementAndGet();
+    if (gpuIds.isEmpty()) {
+      liveCpu.incrementAndGet();
+    }
+    return executor;
+  }
+
+  private CompletableFuture<Void> warmUp(List<Integer> gpuIds) {
+    return CompletableFuture.runAsync(() -> {
+      try {
+        giveBack(launch(gpuIds));
+      } catch (ExecutorStartException e) {
+        LOG.log(Level.WARNING, e.getMessage());
+        throw new IllegalStateException(e.getMessage(), e);
+      }
+    }, threads);
+  }
+
+  private void giveBack(ExecutorProcess executor) {
+    if (closed) {
+      retire(executor);
+      executor.shutdown();
+      return;
+    }
+    synchronized (this) {
+      idle.computeIfAbsent(executor.gpuIds(), key -> new ArrayDeque<>()).push(executor);
+    }
+  }
+
+  /** Forgets a dead or killed executor and starts its replacement if it was a warm one. */
+  private void retire(ExecutorProcess executor) {
+    live.decrementAndGet();
+    if (executor.gpuIds().isEmpty()) {
+      liveCpu.decrementAndGet();
+    }
+    boolean warmKind = executor.gpuIds().size() == 1
+        || (executor.gpuIds().isEmpty() && options.warmCpuExecutors() > 0);
+    if (!closed && warmKind && executor.gpuIds().size() == 1) {
+      warmUp(executor.gpuIds());
+    } else if (!closed && warmKind) {
+      keepCpuSpare();
+    }
+  }
+}
