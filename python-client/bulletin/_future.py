@@ -145,7 +145,12 @@ class Future(cf.Future):
         if sink is None:
             return
         while True:
-            item = sink.get()
+            # A bounded wait: a signal that arrives on another thread (or interrupt_main())
+            # does not wake an unbounded one, and Ctrl-C must reach this thread promptly.
+            try:
+                item = sink.get(timeout=0.25)
+            except queue.Empty:
+                continue
             if item is None:
                 break
             write_output(*item)

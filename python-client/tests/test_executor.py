@@ -1,0 +1,125 @@
+import os
+import sys
+import threading
+
+import cloudpickle
+import pytest
+
+import bulletin
+from bulletin._envelope import exception_from_envelope
+from bulletin._executor import Executor
+from bulletin._serialize import object_id
+
+
+class Store:
+    def __init__(self, path):
+        self.path = path
+
+    def put(self, obj) -> str:
+        data = cloudpickle.dumps(obj)
+        oid = object_id(data)
+        (self.path / oid).write_bytes(data)
+        return oid
+
+    def get(self, oid):
+        return cloudpickle.loads((self.path / oid).read_bytes())
+
+
+@pytest.fixture
+def store(tmp_path):
+    return Store(tmp_path)
+
+
+def run(executor, store, fn, *args, **kwargs):
+    line = executor.run("t-1", store.put(fn), store.put((args, kwargs)))
+    kind, result_id, size, seconds = line.split()
+    assert int(size) == os.path.getsize(store.path / result_id)
+    assert float(seconds) >= 0
+    return kind, store.get(result_id)
+
+
+def test_ok_call_writes_the_result_under_its_content_id(store):
+    kind, value = run(Executor(store.path), store, lambda a, b=0: a + b, 2, b=3)
+    assert (kind, value) == ("ok", 5)
+    assert not [p for p in store.path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_raising_call_returns_an_envelope_with_the_user_traceback(store):
+    def fails():
+        raise KeyError("missing")
+
+    kind, envelope = run(Executor(store.path), store, fails)
+    assert kind == "raised"
+    assert envelope["type"] == "KeyError" and envelope["message"] == "'missing'"
+    assert "in fails" in envelope["traceback"] and "bulletin/_executor.py" not in envelope["traceback"]
+    assert isinstance(cloudpickle.loads(envelope["exception"]), KeyError)
+
+
+def test_unpicklable_result_is_reported_as_result_serialization_error(store):
+    kind, envelope = run(Executor(store.path), store, threading.Lock)
+    assert kind == "raised"
+    assert envelope["type"] == "bulletin._errors.ResultSerializationError"
+    assert "_thread.lock" in envelope["message"]
+    assert isinstance(exception_from_envelope(envelope), bulletin.ResultSerializationError)
+
+
+def test_exception_that_cannot_be_pickled_still_travels_as_text(store):
+    class Holder(Exception):
+        def __init__(self):
+            super().__init__("holds a lock")
+            self.lock = threading.Lock()
+
+    def fails():
+        raise Holder()
+
+    kind, envelope = run(Executor(store.path), store, fails)
+    assert kind == "raised" and envelope["exception"] is None
+    assert envelope["message"] == "holds a lock"
+
+
+def test_system_exit_is_reported_and_the_executor_keeps_serving(store):
+    executor = Executor(store.path)
+    kind, envelope = run(executor, store, sys.exit, 3)
+    assert kind == "raised" and envelope["type"] == "SystemExit"
+    assert run(executor, store, abs, -1) == ("ok", 1)
+
+
+def test_warm_executor_unpickles_a_function_once(store):
+    LOADS.clear()
+    fid = store.put(_CountsLoads())
+    executor = Executor(store.path)
+    for _ in range(3):
+        assert executor.run("t", fid, store.put(((-1,), {}))).startswith("ok ")
+    assert len(LOADS) == 1
+
+
+def test_function_cache_evicts_the_least_recently_used(store):
+    executor = Executor(store.path, cache_size=2)
+    ids = [store.put(lambda i=i: i) for i in range(3)]
+    args = store.put(((), {}))
+    for fid in ids:
+        executor.run("t", fid, args)
+    assert list(executor._functions) == ids[1:]
+
+
+def test_missing_function_object_is_reported_as_raised(store, capsys):
+    line = Executor(store.path).run("t-9", "0" * 64, store.put(((), {})))
+    kind, result_id, *_ = line.split()
+    assert kind == "raised"
+    assert "could not load" in store.get(result_id)["message"]
+    assert "[bulletin executor] task t-9" in capsys.readouterr().err
+
+
+LOADS = []
+
+
+def _record_load():
+    LOADS.append(1)
+    return abs
+
+
+class _CountsLoads:
+    """Unpickles as ``abs`` and counts how often it is unpickled (the module is importable)."""
+
+    def __reduce__(self):
+        return (_record_load, ())
