@@ -74,27 +74,32 @@ class _Connection:
         self.address, self._address_source = resolve_address(address)
         token, self._token_source = resolve_token(token)
         self.channel = grpc.insecure_channel(self.address, options=_CHANNEL_OPTIONS)
+        self.stub = pb_grpc.BulletinStub(self.channel)
+        self.metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        # Hello without wait_for_ready fails at once on a refused connection, and within
+        # connect_timeout on a host that does not answer.
         try:
-            try:
-                grpc.channel_ready_future(self.channel).result(timeout=connect_timeout)
-            except grpc.FutureTimeoutError:
+            self.hello = self.stub.Hello(pb.HelloRequest(client_version=__version__),
+                                         metadata=self.metadata, timeout=connect_timeout)
+        except grpc.RpcError as exc:
+            self.channel.close()
+            code = exc.code()
+            if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
                 raise RuntimeUnreachableError(
                     f"no bulletin runtime answers at {self.address} (from "
-                    f"{self._address_source}) within {connect_timeout:g} s. Start one with "
-                    "`bulletin up`, or set BULLETIN_ADDRESS to the address of a running one."
-                ) from None
-            if token is None:
+                    f"{self._address_source}): {exc.details()}. Start one with `bulletin up`, "
+                    "or set BULLETIN_ADDRESS to the address of a running one.") from None
+            if code == grpc.StatusCode.UNAUTHENTICATED and token is None:
                 raise AuthenticationError(
                     f"no token found (looked at the token argument, $BULLETIN_TOKEN and "
                     f"{self._token_source}). `bulletin up` creates one for the runtime's owner; "
-                    "other users get theirs from the cluster's admin.")
-            self.metadata = (("authorization", f"Bearer {token}"),)
-            self.stub = pb_grpc.BulletinStub(self.channel)
-            self.hello = self.call(self.stub.Hello, pb.HelloRequest(client_version=__version__),
-                                   "Hello", timeout=max(connect_timeout, 1.0))
-        except BaseException:
-            self.channel.close()
-            raise
+                    "other users get theirs from the cluster's admin.") from None
+            if code == grpc.StatusCode.UNIMPLEMENTED:
+                raise RuntimeUnreachableError(
+                    f"something answers at {self.address} (from {self._address_source}), but it "
+                    f"is not a bulletin runtime ({exc.details()}). Check the address, or start a "
+                    "runtime with `bulletin up`.") from None
+            raise self.error(exc, "Hello") from None
 
     def error(self, exc: grpc.RpcError, what: str) -> BulletinError:
         code, details = exc.code(), exc.details()

@@ -164,6 +164,8 @@ def main() -> None:
     store = _required_env("BULLETIN_STORE_DIR")
     sys.argv = [sys.argv[0]]  # user code must not see the executor's own command line
 
+    import logging
+
     from py4j.java_gateway import CallbackServerParameters, GatewayParameters, JavaGateway
     from py4j.protocol import Py4JError
 
@@ -175,6 +177,9 @@ def main() -> None:
         callback_port = gateway.get_callback_server().get_listening_port()
         gateway.entry_point.register(_PythonExecutor(Executor(store)), callback_port)
         clock = gateway.jvm.java.lang.System
+        # From here on the agent going away is the normal way to stop; py4j would log it as an
+        # error with tracebacks.
+        logging.getLogger("py4j").setLevel(logging.CRITICAL)
         parent = os.getppid()
         # Calls arrive on the callback server's threads; this thread only watches for the agent
         # going away (the gateway stops answering, or the parent process is gone).
@@ -185,11 +190,6 @@ def main() -> None:
         log(f"the worker agent's gateway went away ({exc.__class__.__name__}); exiting")
     except KeyboardInterrupt:
         pass
-    finally:
-        try:
-            gateway.shutdown()
-        except Exception:
-            pass
     os._exit(0)  # callback threads may still sit in user code; do not wait for them
 
 

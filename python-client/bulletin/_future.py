@@ -33,8 +33,9 @@ class Future(cf.Future):
     """The pending result of a remote call.
 
     Besides the concurrent.futures API: ``key`` (the task id), ``status`` ("queued", "running",
-    "finished", "error", "cancelled"), ``timings`` (seconds per phase) and ``output`` (the
-    call's stdout and stderr text so far).
+    "finished", "error", "cancelled"), ``output`` (the call's stdout and stderr text so far) and
+    ``timings``, seconds per phase: serialize, upload and download (which includes unpickling
+    the result) measured here; queue, start and run measured by the runtime.
     """
 
     def __init__(self, key: str, name: str, canceller: Callable[[str], None]):

@@ -97,7 +97,7 @@ class _Session:
 
 class LoopbackRuntime(pb_grpc.BulletinServicer):
     def __init__(self, store: Path, token: str = "owner-token", inline_limit: int = 64 << 10,
-                 gpus: int = 2, chunk_bytes: int = 256 << 10):
+                 gpus: int = 2, chunk_bytes: int = 256 << 10, port: int = 0):
         self.store, self.token, self.inline_limit, self.gpus = store, token, inline_limit, gpus
         self.chunk_bytes = chunk_bytes
         self.executor = Executor(store)
@@ -107,10 +107,11 @@ class LoopbackRuntime(pb_grpc.BulletinServicer):
         self.cancels: list[str] = []
         self.uploads: list[str] = []
         self.downloads: list[str] = []
+        self.shutdown_requested = threading.Event()
         self.server = grpc.server(ThreadPoolExecutor(max_workers=16), options=[
             ("grpc.max_receive_message_length", 8 << 20), ("grpc.max_send_message_length", 8 << 20)])
         pb_grpc.add_BulletinServicer_to_server(self, self.server)
-        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.port = self.server.add_insecure_port(f"127.0.0.1:{port}")
         self.address = f"127.0.0.1:{self.port}"
         self.server.start()
 
@@ -179,3 +180,8 @@ class LoopbackRuntime(pb_grpc.BulletinServicer):
                                      simulated_gpus=True, executors=3, idle_executors=2)],
             queue=[pb.QueuedTask(task_id="big-1", name="big", user="bob", position=1,
                                  resources=pb.Resources(gpus=2, cpus=1), reason="gpus busy")])
+
+    def Shutdown(self, request, context):
+        self._authorize(context)
+        self.shutdown_requested.set()
+        return pb.ShutdownReply()
