@@ -57,8 +57,7 @@ _FAILURES = {
     pb.EXECUTOR_DIED: (WorkerDiedError,
                        "It may have run out of memory or crashed (see its output); "
                        "retries=N resubmits such calls automatically."),
-    pb.TIMED_OUT: (CallTimeoutError,
-                   "Raise timeout=..., or use a QoS class that allows longer calls."),
+    pb.TIMED_OUT: (CallTimeoutError, ""),  # the runtime's message says which timeout hit
     pb.INVALID_REQUEST: (InvalidRequestError,
                          "This is probably a bulletin bug; please report it with the runtime log."),
     pb.INTERNAL: (RuntimeFailure,
@@ -396,7 +395,8 @@ class Client:
                 future._set_cancelled()
                 return
             cls, advice = _FAILURES.get(failure.code, (RuntimeFailure, ""))
-            future._set_error(cls(f"call {future.key} failed: {failure.message}. {advice}".strip()))
+            message = failure.message.rstrip(". ") or pb.FailureCode.Name(failure.code)
+            future._set_error(cls(f"call {future.key} failed: {message}. {advice}".rstrip()))
             return
         if detail != "result":
             future._set_error(RuntimeFailure(

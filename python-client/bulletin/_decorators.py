@@ -19,6 +19,8 @@ class RemoteFunction:
     def __init__(self, fn: Callable, options: Options):
         if not callable(fn):
             raise TypeError(f"bulletin decorators need a function, got {fn!r}")
+        if isinstance(fn, RemoteFunction):  # re-decorating replaces the options
+            fn = fn.local
         functools.update_wrapper(self, fn)
         self._fn = fn
         self._options = options

@@ -27,9 +27,14 @@ def _safe_str(exc: BaseException) -> str:
         return f"<str() failed: {err!r}>"
 
 
-def make_envelope(exc: BaseException, tb: TracebackType | None = None) -> dict:
-    """tb, when given, is where the remote traceback starts (the executor skips its own frame)."""
-    text = "".join(tb_module.format_exception(type(exc), exc, tb if tb is not None else exc.__traceback__))
+_OWN = object()
+
+
+def make_envelope(exc: BaseException, tb: TracebackType | None | object = _OWN) -> dict:
+    """tb, when given, is where the remote traceback starts: the executor skips its own frame,
+    which leaves None when the call failed before entering the function (a bad argument)."""
+    text = "".join(tb_module.format_exception(
+        type(exc), exc, exc.__traceback__ if tb is _OWN else tb))
     try:
         payload = cloudpickle.dumps(exc)
     except Exception:
@@ -38,7 +43,7 @@ def make_envelope(exc: BaseException, tb: TracebackType | None = None) -> dict:
             "exception": payload}
 
 
-def dumps_envelope(exc: BaseException, tb: TracebackType | None = None) -> bytes:
+def dumps_envelope(exc: BaseException, tb: TracebackType | None | object = _OWN) -> bytes:
     return cloudpickle.dumps(make_envelope(exc, tb))
 
 

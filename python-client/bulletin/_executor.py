@@ -79,7 +79,7 @@ class Executor:
                 error = ResultSerializationError(
                     f"the function returned a {_type_name(value)}, which cannot be pickled: "
                     f"{exc}. Return plain data (arrays, tensors moved to the CPU, dicts) instead.")
-                data, kind = dumps_envelope(error, None), "raised"
+                data, kind = dumps_envelope(error), "raised"
         result_id = self._write(data)
         return f"{kind} {result_id} {len(data)} {run_seconds:.6f}"
 

@@ -99,6 +99,18 @@ def test_large_arguments_are_uploaded_and_large_results_downloaded(client, loopb
     assert set(f.timings) >= {"serialize", "upload", "run", "download"}
 
 
+def test_function_over_the_inline_limit_is_uploaded_once(client, loopback):
+    blob = bytes(range(256)) * 400  # 100 KB captured by value: over the 64 KiB inline limit
+
+    def size():
+        return len(blob)
+
+    assert client.gather([client.submit(size), client.submit(size)]) == [102400, 102400]
+    fid = loopback.submitted[0].function.id
+    assert loopback.uploads.count(fid) == 1
+    assert not any(spec.function.inline_data for spec in loopback.submitted)
+
+
 def test_unpicklable_argument_fails_at_submit_and_sends_nothing(client, loopback):
     with pytest.raises(bulletin.SerializationError, match="argument 1"):
         client.submit(add, threading.Lock())

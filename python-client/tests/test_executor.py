@@ -123,3 +123,9 @@ class _CountsLoads:
 
     def __reduce__(self):
         return (_record_load, ())
+
+
+def test_call_failing_before_entering_the_function_shows_no_executor_frames(store):
+    kind, envelope = run(Executor(store.path), store, abs, 1, 2)
+    assert kind == "raised" and "bulletin/_executor.py" not in envelope["traceback"]
+    assert envelope["traceback"].startswith("TypeError")
