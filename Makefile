@@ -1,0 +1,60 @@
+# bulletin: two commands a newcomer needs, each installs what it needs and can be re-run.
+#   make demo   builds everything, starts a local cluster, runs examples/quickstart.py, stops it
+#   make test   builds everything and runs the Java and Python test suites
+# Also: make build, make bench (offload overhead against Dask and Ray), make clean.
+
+PYTHON_BOOT ?= python3
+VENV        := .venv
+PY          := $(VENV)/bin/python
+PIP         := $(PY) -m pip
+MVN         := mvn -B -q
+JAR         := runtime/target/bulletin-runtime.jar
+STAMPS      := .stamps
+export BULLETIN_JAR := $(CURDIR)/$(JAR)
+
+.PHONY: all build demo test test-java test-python bench clean
+
+all: build
+
+$(STAMPS):
+	mkdir -p $(STAMPS)
+
+# The venv is rebuilt when the package's dependencies change.
+$(STAMPS)/venv: python-client/pyproject.toml | $(STAMPS)
+	test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q "grpcio-tools>=1.85.1" -e "python-client[test]"
+	touch $@
+
+$(STAMPS)/bench: $(STAMPS)/venv
+	$(PIP) install -q -e "python-client[bench]"
+	touch $@
+
+$(JAR): pom.xml $(shell find protocol arrow-bridge worker runtime -name '*.java' -o -name '*.proto' -o -name pom.xml | grep -v /target/)
+	$(MVN) install -DskipTests
+	touch $(JAR)
+
+python-client/bulletin/_jars/bulletin-runtime.jar: $(JAR)
+	mkdir -p $(dir $@)
+	cp $(JAR) $@
+
+build: $(STAMPS)/venv $(JAR) python-client/bulletin/_jars/bulletin-runtime.jar
+	$(PY) python-client/tools/gen_proto.py
+
+test-java: build
+	$(MVN) install
+
+test-python: build
+	cd python-client && ../$(PY) -m pytest -q -p no:cacheprovider tests
+
+test: test-java test-python
+
+demo: build
+	$(PY) examples/quickstart.py
+
+bench: build $(STAMPS)/bench
+	$(PY) examples/overhead_benchmark.py
+
+clean:
+	$(MVN) clean
+	rm -rf $(STAMPS) python-client/bulletin/_jars

@@ -1,0 +1,43 @@
+"""Start a throwaway bulletin cluster for an example, and stop it afterwards.
+
+If a runtime is already reachable ($BULLETIN_ADDRESS or ~/.bulletin), the examples use it and
+leave it running. Otherwise they start one in a temporary $BULLETIN_HOME with `bulletin up`
+(real GPUs when nvidia-smi finds any, else one simulated GPU) and stop it with `bulletin down`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import bulletin
+
+
+def _bulletin(*args: str) -> None:
+    subprocess.run([sys.executable, "-m", "bulletin._cli", *args], check=True)
+
+
+@contextlib.contextmanager
+def local_cluster(cpus: int = 0):
+    try:
+        client = bulletin.Client(connect_timeout=1.0)
+        yield client
+        client.close()
+        return
+    except bulletin.BulletinError:
+        pass  # none running: start our own
+    home = tempfile.mkdtemp(prefix="bulletin-example-")
+    os.environ["BULLETIN_HOME"] = home
+    gpu_args = [] if shutil.which("nvidia-smi") else ["--simulate-gpus", "1"]
+    _bulletin("up", "--port", "0", *(["--cpus", str(cpus)] if cpus else []), *gpu_args)
+    try:
+        client = bulletin.Client()
+        yield client
+        client.close()
+    finally:
+        _bulletin("down")
+        shutil.rmtree(home, ignore_errors=True)
