@@ -37,6 +37,12 @@ public interface ObjectStore extends AutoCloseable {
   ByteBuffer read(ObjectId id);
 
   /**
+   * Copies a small object into a heap array; cheaper than {@link #read} for a few KiB, where
+   * mapping costs more than it saves. @throws ObjectStoreException if absent
+   */
+  byte[] readSmall(ObjectId id);
+
+  /**
    * Takes one more reference on an object already in the store (for example, one written by an
    * executor). @throws ObjectStoreException if absent
    */

@@ -120,6 +120,17 @@ public final class FileObjectStore implements ObjectStore {
   }
 
   @Override
+  public byte[] readSmall(ObjectId id) {
+    try {
+      return Files.readAllBytes(pathOf(id));
+    } catch (NoSuchFileException e) {
+      throw missing(id);
+    } catch (IOException e) {
+      throw new ObjectStoreException("cannot read object " + id + ": " + e, e);
+    }
+  }
+
+  @Override
   public void retain(ObjectId id) {
     references.compute(id, (key, count) -> {
       if (count == null && !Files.exists(pathOf(key))) {

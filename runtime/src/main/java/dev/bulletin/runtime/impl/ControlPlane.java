@@ -20,7 +20,7 @@ import dev.bulletin.worker.CallOutcome;
 import dev.bulletin.worker.CallRequest;
 import dev.bulletin.worker.WorkerAgent;
 import io.vertx.core.Context;
-import java.nio.ByteBuffer;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -70,6 +70,10 @@ final class ControlPlane {
     return slots;
   }
 
+  Scheduler scheduler() {
+    return scheduler;
+  }
+
   WorkerAgent agent() {
     return agent;
   }
@@ -116,6 +120,13 @@ final class ControlPlane {
     Task task = new Task(taskId, spec.getName(), session.identity(), demand, function, args,
         spec.getTimeoutSeconds(), session, System.nanoTime());
     tasks.add(task);
+    // "Never" is answered at once, even when the scheduling pass below stops early.
+    if (scheduler.decide(demand, List.of(slots)) instanceof Decision.Infeasible infeasible) {
+      store().release(args);
+      tasks.transition(task, TaskState.ERROR, TaskEvents.failed(taskId, FailureCode.INFEASIBLE,
+          infeasible.reason(), timings(task, 0)));
+      return;
+    }
     tasks.announce(task, TaskEvents.queued(taskId));
     schedule();
   }
@@ -208,25 +219,28 @@ final class ControlPlane {
 
   // ---- placing and running ---------------------------------------------------------------
 
-  /** Places every queued call that fits now, oldest first; fails the ones that never can. */
+  /** Places every queued call that fits now, oldest first. */
   void schedule() {
     List<WorkerSlots> workers = List.of(slots);
-    for (Task task : tasks.queued()) {
-      Decision decision = scheduler.decide(task.demand(), workers);
-      if (decision instanceof Decision.Placed placed) {
-        dispatch(task, placed);
-      } else if (decision instanceof Decision.Wait wait) {
-        task.waitingBecause(wait.reason());
-      } else if (decision instanceof Decision.Infeasible infeasible) {
-        store().release(task.args());
-        tasks.transition(task, TaskState.ERROR, TaskEvents.failed(task.id(),
-            FailureCode.INFEASIBLE, infeasible.reason(), timings(task, 0)));
+    List<Map.Entry<Task, Decision.Placed>> placements = new ArrayList<>();
+    // Walk the live queue without changing it; slots are reserved as we go so later decisions
+    // see them taken, and the queue itself changes only after the walk.
+    for (Task task : tasks.queuedView()) {
+      if (slots.freeCpus() <= 0) {
+        // Every call needs CPU: nothing more can be placed until one ends. Stopping here keeps a
+        // pass cheap when thousands of calls wait; status works out their reasons on demand.
+        break;
+      }
+      if (scheduler.decide(task.demand(), workers) instanceof Decision.Placed placed) {
+        slots.reserve(task.demand(), placed.gpuIds());
+        placements.add(Map.entry(task, placed));
       }
     }
+    placements.forEach(placement -> dispatch(placement.getKey(), placement.getValue()));
   }
 
+  /** Starts a call on the slots already reserved for it. */
   private void dispatch(Task task, Decision.Placed placed) {
-    slots.reserve(task.demand(), placed.gpuIds());
     task.placedOn(placed.workerId(), placed.gpuIds(), System.nanoTime());
     tasks.transition(task, TaskState.PLACED, TaskEvents.placed(task.id(), placed.workerId(),
         placed.gpuIds(), slots.simulatedGpus()));
@@ -305,8 +319,7 @@ final class ControlPlane {
     ObjectRef.Builder ref = ObjectRef.newBuilder().setId(returned.result().hex())
         .setSize(returned.size());
     if (returned.size() <= inlineLimit) {
-      ByteBuffer bytes = store().read(returned.result());
-      ref.setInlineData(ByteString.copyFrom(bytes));
+      ref.setInlineData(ByteString.copyFrom(store().readSmall(returned.result())));
       store().release(returned.result());
     } else {
       resultsAwaitingFetch.merge(returned.result(), 1, Integer::sum);

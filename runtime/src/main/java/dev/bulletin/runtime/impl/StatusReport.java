@@ -5,6 +5,7 @@ import dev.bulletin.protocol.QueuedTask;
 import dev.bulletin.protocol.Resources;
 import dev.bulletin.protocol.SlotCounts;
 import dev.bulletin.protocol.WorkerStatus;
+import dev.bulletin.runtime.scheduler.Decision;
 import dev.bulletin.runtime.scheduler.WorkerSlots;
 import dev.bulletin.runtime.task.Task;
 import dev.bulletin.runtime.task.TaskState;
@@ -21,6 +22,16 @@ final class StatusReport {
     this.plane = plane;
     this.clusterId = clusterId;
     this.host = host;
+  }
+
+  /** Why a queued call waits, asked of the scheduler now (passes stop early and keep none). */
+  private String reason(Task task) {
+    Decision decision = plane.scheduler().decide(task.demand(), List.of(plane.slots()));
+    if (decision instanceof Decision.Wait wait) {
+      return wait.reason();
+    }
+    return decision instanceof Decision.Infeasible infeasible ? infeasible.reason()
+        : "waiting for its turn: calls ahead of it in the queue go first";
   }
 
   ClusterStatus build() {
@@ -50,7 +61,7 @@ final class StatusReport {
     int position = 0;
     for (Task task : plane.tasks().queued()) {
       status.addQueue(QueuedTask.newBuilder().setTaskId(task.id()).setName(task.name())
-          .setUser(task.owner().user()).setPosition(++position).setReason(task.waitReason())
+          .setUser(task.owner().user()).setPosition(++position).setReason(reason(task))
           .setResources(Resources.newBuilder().setGpus(task.demand().gpus())
               .setCpus(task.demand().cpus()).setMemoryBytes(task.demand().memoryBytes())));
     }

@@ -21,7 +21,6 @@ public final class Task {
   private final long submittedNanos;
 
   TaskState state = TaskState.QUEUED;
-  private String waitReason = "";
   private String workerId;
   private List<Integer> gpuIds = List.of();
   private long placedNanos;
@@ -50,14 +49,9 @@ public final class Task {
   public double timeoutSeconds() { return timeoutSeconds; }
   public TaskEventSink sink() { return sink; }
   public TaskState state() { return state; }
-  public String waitReason() { return waitReason; }
   public String workerId() { return workerId; }
   public List<Integer> gpuIds() { return gpuIds; }
   public String stopReason() { return stopReason; }
-
-  public void waitingBecause(String reason) {
-    this.waitReason = reason;
-  }
 
   public void placedOn(String workerId, List<Integer> gpuIds, long nanos) {
     this.workerId = workerId;

@@ -3,6 +3,7 @@ package dev.bulletin.runtime.task;
 import dev.bulletin.protocol.TaskEvent;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -14,26 +15,31 @@ import java.util.Optional;
  * Not thread-safe: owned by the control plane's event loop.
  */
 public final class TaskTable {
-  private final Map<String, Task> tasks = new LinkedHashMap<>();
+  private final Map<String, Task> tasks = new HashMap<>();
+  /** Queued tasks in arrival order, kept apart so a scheduling pass does not walk running ones. */
+  private final Map<String, Task> queue = new LinkedHashMap<>();
 
-  /** @return false if a task with this id is already known */
+  /** Adds a new, queued task. @return false if a task with this id is already known */
   public boolean add(Task task) {
-    return tasks.putIfAbsent(task.id(), task) == null;
+    if (tasks.putIfAbsent(task.id(), task) != null) {
+      return false;
+    }
+    queue.put(task.id(), task);
+    return true;
   }
 
   public Optional<Task> get(String id) {
     return Optional.ofNullable(tasks.get(id));
   }
 
-  /** Queued tasks, oldest first. */
+  /** The queue itself, oldest first: read-only, and not to be held across transitions. */
+  public Collection<Task> queuedView() {
+    return java.util.Collections.unmodifiableCollection(queue.values());
+  }
+
+  /** A copy of the queue, oldest first. */
   public List<Task> queued() {
-    List<Task> queued = new ArrayList<>();
-    for (Task task : tasks.values()) {
-      if (task.state == TaskState.QUEUED) {
-        queued.add(task);
-      }
-    }
-    return queued;
+    return new ArrayList<>(queue.values());
   }
 
   public Collection<Task> all() {
@@ -50,6 +56,9 @@ public final class TaskTable {
     if (!task.state.next().contains(to)) {
       throw new IllegalStateException("task " + task.id() + " cannot go from " + task.state
           + " to " + to);
+    }
+    if (task.state == TaskState.QUEUED) {
+      queue.remove(task.id());
     }
     task.state = to;
     if (to.isTerminal()) {

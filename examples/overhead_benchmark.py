@@ -1,0 +1,134 @@
+"""Offload overhead: a no-op call through bulletin, Dask distributed and Ray, side by side.
+
+    make bench                                  # or: python examples/overhead_benchmark.py
+    python examples/overhead_benchmark.py --calls 500 --pipelined 2000 --only bulletin
+
+For each system, on the same machine and in the same run: p50/p99 round-trip latency of a
+synchronous no-op call, synchronous calls per second, and pipelined calls per second (submit
+all, then gather). Each peer gets the same number of worker processes (--workers). Ratios
+compare bulletin with each peer. Systems run one after another, never at the same time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+
+def noop(x=None):
+    return x
+
+
+def measure(call_sync, run_pipelined, calls: int, pipelined: int, warmup: int = 50) -> dict:
+    for _ in range(warmup):
+        call_sync()
+    latencies = []
+    start = time.perf_counter()
+    for _ in range(calls):
+        t = time.perf_counter()
+        call_sync()
+        latencies.append(time.perf_counter() - t)
+    sync_elapsed = time.perf_counter() - start
+    latencies.sort()
+    t = time.perf_counter()
+    run_pipelined(pipelined)
+    pipe_elapsed = time.perf_counter() - t
+    return {
+        "p50_ms": statistics.median(latencies) * 1e3,
+        "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1e3,
+        "sync_per_s": calls / sync_elapsed,
+        "pipelined_per_s": pipelined / pipe_elapsed,
+    }
+
+
+def bench_bulletin(args) -> dict:
+    from _local_cluster import local_cluster
+
+    with local_cluster(cpus=args.workers) as client:
+        def sync():
+            client.submit(noop).result()
+
+        def pipelined(n):
+            client.gather(client.map(noop, range(n)))
+
+        return measure(sync, pipelined, args.calls, args.pipelined)
+
+
+def bench_dask(args) -> dict:
+    from dask.distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        def sync():
+            client.submit(noop, pure=False).result()
+
+        def pipelined(n):
+            client.gather(client.map(noop, range(n), pure=False))
+
+        return measure(sync, pipelined, args.calls, args.pipelined)
+
+
+def bench_ray(args) -> dict:
+    import ray
+
+    ray.init(num_cpus=args.workers, include_dashboard=False, log_to_driver=False,
+             configure_logging=False)
+    try:
+        remote_noop = ray.remote(noop)
+
+        def sync():
+            ray.get(remote_noop.remote())
+
+        def pipelined(n):
+            ray.get([remote_noop.remote(i) for i in range(n)])
+
+        return measure(sync, pipelined, args.calls, args.pipelined)
+    finally:
+        ray.shutdown()
+
+
+SYSTEMS = {"bulletin": bench_bulletin, "dask": bench_dask, "ray": bench_ray}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--calls", type=int, default=1000, help="synchronous calls (default 1000)")
+    parser.add_argument("--pipelined", type=int, default=3000,
+                        help="calls submitted at once for the throughput figure (default 3000)")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="worker processes / CPU slots for every system (default 2)")
+    parser.add_argument("--only", choices=sorted(SYSTEMS), action="append",
+                        help="run only these systems (repeatable)")
+    args = parser.parse_args()
+
+    results = {}
+    for name in args.only or list(SYSTEMS):
+        try:
+            results[name] = SYSTEMS[name](args)
+        except ImportError as error:
+            print(f"{name}: skipped ({error}); install with `make bench`", file=sys.stderr)
+    print(f"\nno-op offload overhead, {args.calls} sync calls, {args.pipelined} pipelined, "
+          f"{args.workers} workers, {os.cpu_count()} cores")
+    print(f"{'system':<10}{'p50 ms':>9}{'p99 ms':>9}{'sync/s':>10}{'pipelined/s':>13}")
+    for name, r in results.items():
+        print(f"{name:<10}{r['p50_ms']:>9.3f}{r['p99_ms']:>9.3f}{r['sync_per_s']:>10.0f}"
+              f"{r['pipelined_per_s']:>13.0f}")
+    ours = results.get("bulletin")
+    if ours:
+        for name, r in results.items():
+            if name == "bulletin":
+                continue
+            print(f"bulletin vs {name}: p50 {ours['p50_ms'] / r['p50_ms']:.2f}x, "
+                  f"p99 {ours['p99_ms'] / r['p99_ms']:.2f}x, pipelined throughput "
+                  f"{ours['pipelined_per_s'] / r['pipelined_per_s']:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
