@@ -11,6 +11,8 @@ MVN         := mvn -B -q
 JAR         := runtime/target/bulletin-runtime.jar
 STAMPS      := .stamps
 export BULLETIN_JAR := $(CURDIR)/$(JAR)
+# Java tests that start real Python executors use the project's interpreter.
+export BULLETIN_TEST_PYTHON := $(CURDIR)/$(PY)
 
 .PHONY: all build demo test test-java test-python bench clean
 
