@@ -1,0 +1,156 @@
+"""The real cluster of the end-to-end tests, and helpers shared by them.
+
+`start_cluster()` runs the real `bulletin up` (the venv's `bulletin` entry point module) with a
+simulated GPU, the one fake the project's rules allow on a machine without GPUs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import cloudpickle
+import pytest
+
+import bulletin
+
+REPO = Path(__file__).resolve().parents[3]
+DEFAULT_JAR = REPO / "runtime" / "target" / "bulletin-runtime.jar"
+UP_SECONDS = 90
+CALL_SECONDS = 30
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(predicate, timeout: float = 5.0, interval: float = 0.05, what: str = "condition"):
+    """Polls predicate until it returns something truthy; fails the test after timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+def pid_gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"  # exited, not reaped yet
+    except FileNotFoundError:
+        return True
+
+
+def cli_env(home: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    for name in ("BULLETIN_ADDRESS", "BULLETIN_TOKEN"):
+        env.pop(name, None)
+    env["BULLETIN_HOME"] = str(home)
+    env.setdefault("BULLETIN_JAR", str(DEFAULT_JAR))
+    return env
+
+
+def run_cli(home: Path, *args: str, timeout: float = UP_SECONDS) -> subprocess.CompletedProcess:
+    """Runs the real `bulletin` command (the venv's entry point module) against home."""
+    return subprocess.run([sys.executable, "-m", "bulletin._cli", *args], env=cli_env(home),
+                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+@dataclass
+class Cluster:
+    home: Path
+    port: int
+    info: dict
+    up_output: str
+
+    @property
+    def address(self) -> str:
+        return self.info["address"]
+
+    @property
+    def pid(self) -> int:
+        return self.info["pid"]
+
+    @property
+    def token(self) -> str:
+        return (self.home / "token").read_text().strip()
+
+    @property
+    def store_dir(self) -> Path:
+        return Path(self.info["store_dir"])
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join((self.home / "runtime.log").read_text().splitlines()[-lines:])
+        except OSError:
+            return "(no runtime.log)"
+
+    def client(self, **kwargs) -> bulletin.Client:
+        return bulletin.Client(self.address, token=self.token, **kwargs)
+
+    def stop(self) -> None:
+        """`bulletin down`, then SIGKILL if the runtime is still there: never leave one behind."""
+        try:
+            run_cli(self.home, "down", timeout=60)
+        finally:
+            if not pid_gone(self.pid):
+                try:
+                    os.kill(self.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
+def start_cluster(home: Path, *extra: str, gpus: int = 1, cpus: int = 2) -> Cluster:
+    port = free_port()
+    result = run_cli(home, "up", "--simulate-gpus", str(gpus), "--cpus", str(cpus),
+                     "--port", str(port), *extra)
+    info_path = home / "runtime.json"
+    if result.returncode != 0:
+        info = json.loads(info_path.read_text()) if info_path.exists() else None
+        if info:  # it started but the command failed later: do not leave it running
+            Cluster(home, port, info, "").stop()
+        pytest.fail(f"`bulletin up` failed with {result.returncode}:\n{result.stdout}\n"
+                    f"{result.stderr}", pytrace=False)
+    return Cluster(home, port, json.loads(info_path.read_text()), result.stdout)
+
+
+# The helpers below that run remotely (wait_for_file) live in this module: ship this module by value.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def assert_serves(client: bulletin.Client) -> None:
+    """The cluster still runs a CPU call and a GPU call after whatever the test did."""
+    import operator
+    assert client.submit(operator.add, 20, 22).result(timeout=CALL_SECONDS) == 42
+    assert client.submit(operator.mul, 6, 7, gpus=1).result(timeout=CALL_SECONDS) == 42
+
+
+def gpu_executor_pid(client: bulletin.Client) -> int:
+    return client.submit(os.getpid, gpus=1).result(timeout=CALL_SECONDS)
+
+
+def wait_for_file(path: str, timeout: float = 30.0) -> bool:
+    """Runs remotely: blocks until path exists (the test's way to release a call)."""
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def nothing_running(client: bulletin.Client):
+    status = client.status()
+    return status if status.running == 0 and status.gpus.reserved == 0 and not status.queue else None

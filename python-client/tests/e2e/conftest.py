@@ -1,0 +1,65 @@
+"""End-to-end fixtures: a real cluster started with the real `bulletin up`.
+
+One cluster serves the whole session (`cluster`, `client`): the runtime JVM with its embedded
+worker agent, `--simulate-gpus 1 --cpus 2`, on a free port, with its state in a temporary
+BULLETIN_HOME. It is stopped with `bulletin down` at the end of the session, and killed if that
+fails. Tests that must stop or break a cluster start their own with `start_cluster()`.
+
+The one fake is the GPU (simulated: this machine has none), as the project's rules allow.
+
+Functions defined at module level in a test module are pickled by value (the executors cannot
+import the test modules), see `_pickle_test_module_by_value`.
+"""
+
+from __future__ import annotations
+
+import cloudpickle
+import pytest
+
+from cluster_support import Cluster, start_cluster
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory) -> Cluster:
+    home = tmp_path_factory.mktemp("bulletin-home")
+    c = start_cluster(home)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture(scope="session")
+def client(cluster):
+    """The session's client; it is also the default client of @bulletin.gpu functions."""
+    c = cluster.client()
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture(autouse=True)
+def _cluster_environment(request, monkeypatch):
+    """Points address/token resolution at the session cluster, and makes its client the default.
+
+    Only for tests that use the session cluster: the others (e.g. a second cluster) get a
+    clean environment for their own BULLETIN_HOME.
+    """
+    for name in ("BULLETIN_ADDRESS", "BULLETIN_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    if "client" in request.fixturenames:
+        cluster = request.getfixturevalue("cluster")
+        client = request.getfixturevalue("client")
+        monkeypatch.setenv("BULLETIN_HOME", str(cluster.home))
+        from bulletin import _client
+        _client._set_default(client)
+
+
+@pytest.fixture(autouse=True)
+def _pickle_test_module_by_value(request):
+    # The executors cannot import test modules; cloudpickle ships their functions by value, as
+    # it does for a notebook's functions.
+    cloudpickle.register_pickle_by_value(request.module)
+
+
