@@ -1,4 +1,5 @@
-"""Shared fixtures. Nothing here is autouse: tests/e2e/ brings its own environment."""
+"""Shared fixtures of the unit tests. Nothing here is autouse: tests/e2e/ brings its own
+environment (a real cluster started with `bulletin up`)."""
 
 from __future__ import annotations
 
@@ -15,23 +16,3 @@ def bulletin_env(tmp_path, monkeypatch):
     monkeypatch.delenv("BULLETIN_TOKEN", raising=False)
     monkeypatch.delenv("BULLETIN_JAR", raising=False)
     return home
-
-
-@pytest.fixture
-def loopback(tmp_path, bulletin_env):
-    from loopback_runtime import LoopbackRuntime
-
-    store = tmp_path / "store"
-    store.mkdir()
-    runtime = LoopbackRuntime(store)
-    yield runtime
-    runtime.stop()
-
-
-@pytest.fixture
-def client(loopback):
-    import bulletin
-
-    c = bulletin.Client(loopback.address, token=loopback.token)
-    yield c
-    c.close()

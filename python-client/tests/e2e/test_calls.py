@@ -98,7 +98,9 @@ def test_blocking_call_prints_stdout_and_stderr_to_the_callers_streams(client, c
 def test_submitted_call_output_is_printed_and_kept_on_the_future(client, capsys):
     f = client.submit(chatty, 2)
     assert f.result(timeout=CALL_SECONDS) == 2
-    assert sorted(f.output.splitlines()) == ["done", "step 0", "step 1"]
+    # stdout and stderr arrive on separate pipes: their relative order is not kept.
+    assert "done" in f.output
+    assert f.output.replace("done", "", 1).replace("\n", "") == "step 0step 1"
     captured = capsys.readouterr()  # printed by the dispatcher thread as the output arrived
     assert captured.out == "step 0\nstep 1\n" and captured.err == "done\n"
 
