@@ -198,7 +198,7 @@ def test_large_argument_and_large_result_round_trip(client):
     assert isinstance(made, bytes) and len(made) == size
 
 
-@pytest.mark.xfail(strict=True, reason=(
+@pytest.mark.xfail(strict=True, raises=bulletin.InvalidRequestError, reason=(
     "runtime bug: ControlPlane.acceptFunction accepts a function only inline or already held by "
     "the session, so a function uploaded with PutObject (over the inline limit, as "
     "docs/internals.md specifies) is rejected with INVALID_REQUEST 'not on the cluster for this "

@@ -101,7 +101,7 @@ def test_executor_death_fails_the_call_and_the_executor_is_replaced(client, how,
     assert_serves(client)
 
 
-@pytest.mark.xfail(strict=True, reason=(
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
     "worker bug: after an executor dies, LocalWorkerAgent.retire() warms up a replacement and "
     "take() launches another one for the next call, so each death leaves one more executor "
     "pinned to the same GPU"))
@@ -233,7 +233,7 @@ def test_closed_client_fails_its_pending_calls_and_is_no_longer_the_default(clie
     assert_serves(client)
 
 
-@pytest.mark.xfail(strict=True, reason=(
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
     "runtime bug: GrpcApi.session() never learns that a client closed its Session stream "
     "(half-close then RST_STREAM CANCEL): plane.sessionClosed() is not called, so the call keeps "
     "running and holding its slot; runtime.log later shows 'The stream is failed: CANCELLED'"))
@@ -290,7 +290,7 @@ def test_store_holds_nothing_after_calls_end(client, cluster):
                what=f"the store to hold only {len(before)} objects again")
 
 
-@pytest.mark.xfail(strict=True, reason=(
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
     "runtime bug: the runtime does not end a Session when the client closes it (see "
     "test_closing_a_client_stops_its_running_calls), so the functions it held stay in the store"))
 def test_closing_a_client_releases_its_functions(client, cluster):
