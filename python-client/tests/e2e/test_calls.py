@@ -198,11 +198,6 @@ def test_large_argument_and_large_result_round_trip(client):
     assert isinstance(made, bytes) and len(made) == size
 
 
-@pytest.mark.xfail(strict=True, raises=bulletin.InvalidRequestError, reason=(
-    "runtime bug: ControlPlane.acceptFunction accepts a function only inline or already held by "
-    "the session, so a function uploaded with PutObject (over the inline limit, as "
-    "docs/internals.md specifies) is rejected with INVALID_REQUEST 'not on the cluster for this "
-    "session'"))
 def test_function_larger_than_the_inline_limit_is_uploaded_and_reused(client):
     blob = bytes(range(256)) * (8 * 2**10)  # 2 MiB captured by value
 

@@ -101,10 +101,6 @@ def test_executor_death_fails_the_call_and_the_executor_is_replaced(client, how,
     assert_serves(client)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "worker bug: after an executor dies, LocalWorkerAgent.retire() warms up a replacement and "
-    "take() launches another one for the next call, so each death leaves one more executor "
-    "pinned to the same GPU"))
 def test_executor_deaths_do_not_grow_the_executor_pool(client):
     wait_until(lambda: client.status().workers[0].idle_executors
                == client.status().workers[0].executors, timeout=10, what="idle executors")
@@ -234,9 +230,8 @@ def test_closed_client_fails_its_pending_calls_and_is_no_longer_the_default(clie
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "runtime bug: GrpcApi.session() never learns that a client closed its Session stream "
-    "(half-close then RST_STREAM CANCEL): plane.sessionClosed() is not called, so the call keeps "
-    "running and holding its slot; runtime.log later shows 'The stream is failed: CANCELLED'"))
+    "known bug: the runtime (Vert.x 5.0.7 gRPC server) is not told when a client closes its "
+    "Session stream (half-close then RST_STREAM), so the call keeps running until it ends"))
 def test_closing_a_client_stops_its_running_calls(client, cluster, tmp_path):
     gate = tmp_path / "release"
     other = cluster.client(set_as_default=False)
@@ -291,8 +286,8 @@ def test_store_holds_nothing_after_calls_end(client, cluster):
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "runtime bug: the runtime does not end a Session when the client closes it (see "
-    "test_closing_a_client_stops_its_running_calls), so the functions it held stay in the store"))
+    "known bug: see test_closing_a_client_stops_its_running_calls; the closed session's "
+    "functions stay in the store until the runtime stops"))
 def test_closing_a_client_releases_its_functions(client, cluster):
     before = store_objects(cluster)
     other = cluster.client(set_as_default=False)

@@ -30,8 +30,14 @@ final class ClientSession implements TaskEventSink {
 
   @Override
   public void send(TaskEvent event) {
-    if (open) {
+    if (!open) {
+      return;
+    }
+    try {
       response.write(ServerMessage.newBuilder().setEvent(event).build());
+    } catch (IllegalStateException streamGone) {
+      // The client reset the stream; the connection's close handler ends the session.
+      open = false;
     }
   }
 

@@ -145,11 +145,29 @@ final class ControlPlane {
       }
       return id;
     }
-    if (!session.holdsFunction(id)) {
-      throw new IllegalArgumentException("function object " + id + " is not on the cluster for"
-          + " this session; send its bytes inline");
+    if (session.holdsFunction(id)) {
+      return id;
     }
-    return id;
+    if (claimUpload(id)) {
+      session.holdFunction(id); // a function too large to inline came through PutObject
+      return id;
+    }
+    throw new IllegalArgumentException("function object " + id + " is not on the cluster for"
+        + " this session; send its bytes inline or upload them with PutObject first");
+  }
+
+  /** Takes over the reference PutObject made for an uploaded object. */
+  private boolean claimUpload(ObjectId id) {
+    Integer uploads = unclaimedUploads.get(id);
+    if (uploads == null) {
+      return false;
+    }
+    if (uploads == 1) {
+      unclaimedUploads.remove(id);
+    } else {
+      unclaimedUploads.put(id, uploads - 1);
+    }
+    return true;
   }
 
   private ObjectId acceptArguments(ObjectRef ref) {
@@ -157,14 +175,7 @@ final class ControlPlane {
     if (!ref.getInlineData().isEmpty() || ref.getSize() == 0) {
       return store().put(id, ref.getInlineData().asReadOnlyByteBuffer());
     }
-    Integer uploads = unclaimedUploads.get(id);
-    if (uploads != null) {
-      // The task takes over the reference PutObject made.
-      if (uploads == 1) {
-        unclaimedUploads.remove(id);
-      } else {
-        unclaimedUploads.put(id, uploads - 1);
-      }
+    if (claimUpload(id)) {
       return id;
     }
     if (!store().contains(id)) {
@@ -208,6 +219,7 @@ final class ControlPlane {
     }
   }
 
+  /** Ends a session: its unfinished calls are stopped and its functions released. Idempotent. */
   void sessionClosed(ClientSession session) {
     for (Task task : tasks.all()) {
       if (task.sink() == session) {

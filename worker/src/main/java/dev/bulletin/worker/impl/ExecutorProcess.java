@@ -79,7 +79,7 @@ final class ExecutorProcess {
       env.put("BULLETIN_EXECUTOR_ID", id);
       env.put("BULLETIN_STORE_DIR", storeDir.toString());
       env.put("CUDA_VISIBLE_DEVICES", gpuIds.stream().map(String::valueOf).collect(Collectors.joining(",")));
-      env.put("BULLETIN_SIMULATED_GPUS", options.gpus().simulated() ? "1" : "0");
+      env.put("BULLETIN_SIMULATED_GPUS", options.gpus().simulated() && !gpuIds.isEmpty() ? "1" : "0");
       env.put("PYTHONUNBUFFERED", "1");
       process = builder.start();
     } catch (IOException e) {

@@ -44,6 +44,8 @@ public final class LocalWorkerAgent implements WorkerAgent {
   /** Idle executors by GPU set; guarded by {@code this}. */
   private final Map<List<Integer>, Deque<ExecutorProcess>> idle = new HashMap<>();
   private final Map<String, ExecutorProcess> running = new ConcurrentHashMap<>();
+  /** Executors being started in the background, by GPU set. */
+  private final Map<List<Integer>, CompletableFuture<Void>> warming = new ConcurrentHashMap<>();
   /** Stops that arrived before the call reached an executor. */
   private final Map<String, String> pendingStops = new ConcurrentHashMap<>();
   private final AtomicInteger sequence = new AtomicInteger();
@@ -163,22 +165,28 @@ public final class LocalWorkerAgent implements WorkerAgent {
   }
 
   private ExecutorProcess take(List<Integer> gpuIds) throws ExecutorStartException {
-    ExecutorProcess found = null;
-    synchronized (this) {
-      Deque<ExecutorProcess> candidates = idle.get(gpuIds);
-      while (candidates != null && !candidates.isEmpty() && found == null) {
-        ExecutorProcess candidate = candidates.poll();
-        if (candidate.isAlive()) {
-          found = candidate;
-        } else {
-          retire(candidate);
-        }
-      }
-    }
     if (gpuIds.isEmpty()) {
       keepCpuSpare();
     }
-    return found != null ? found : launch(gpuIds);
+    while (true) {
+      synchronized (this) {
+        Deque<ExecutorProcess> candidates = idle.get(gpuIds);
+        while (candidates != null && !candidates.isEmpty()) {
+          ExecutorProcess candidate = candidates.poll();
+          if (candidate.isAlive()) {
+            return candidate;
+          }
+          retire(candidate);
+        }
+      }
+      // A replacement already starting for these GPUs is the one to use: launching another
+      // would leave two executors (two CUDA contexts) pinned to the same GPUs.
+      CompletableFuture<Void> starting = warming.get(gpuIds);
+      if (starting == null || gpuIds.isEmpty()) {
+        return launch(gpuIds);
+      }
+      starting.exceptionally(error -> null).join();
+    }
   }
 
   /** Keeps one CPU executor idle, so that concurrent CPU calls do not wait for a Python start. */
@@ -206,7 +214,7 @@ public final class LocalWorkerAgent implements WorkerAgent {
   }
 
   private CompletableFuture<Void> warmUp(List<Integer> gpuIds) {
-    return CompletableFuture.runAsync(() -> {
+    CompletableFuture<Void> starting = CompletableFuture.runAsync(() -> {
       try {
         giveBack(launch(gpuIds));
       } catch (ExecutorStartException e) {
@@ -214,6 +222,9 @@ public final class LocalWorkerAgent implements WorkerAgent {
         throw new IllegalStateException(e.getMessage(), e);
       }
     }, threads);
+    warming.put(gpuIds, starting);
+    starting.whenComplete((ignored, error) -> warming.remove(gpuIds, starting));
+    return starting;
   }
 
   private void giveBack(ExecutorProcess executor) {
@@ -233,11 +244,12 @@ public final class LocalWorkerAgent implements WorkerAgent {
     if (executor.gpuIds().isEmpty()) {
       liveCpu.decrementAndGet();
     }
-    boolean warmKind = executor.gpuIds().size() == 1
-        || (executor.gpuIds().isEmpty() && options.warmCpuExecutors() > 0);
-    if (!closed && warmKind && executor.gpuIds().size() == 1) {
+    if (closed) {
+      return;
+    }
+    if (executor.gpuIds().size() == 1) {
       warmUp(executor.gpuIds());
-    } else if (!closed && warmKind) {
+    } else if (executor.gpuIds().isEmpty()) {
       keepCpuSpare();
     }
   }
