@@ -80,7 +80,7 @@ class Executor:
                     f"the function returned a {_type_name(value)}, which cannot be pickled: "
                     f"{exc}. Return plain data (arrays, tensors moved to the CPU, dicts) instead.")
                 data, kind = dumps_envelope(error), "raised"
-        result_id = self._write(data)
+        result_id = self._write(task_id, data)
         return f"{kind} {result_id} {len(data)} {run_seconds:.6f}"
 
     def _function(self, function_id: str):
@@ -98,9 +98,13 @@ class Executor:
         with open(self.store / object_id, "rb") as f:
             return f.read()
 
-    def _write(self, data: bytes) -> str:
-        """Stores data under its content id; written aside then renamed so it appears whole."""
-        object_id = hashlib.sha256(data).hexdigest()
+    def _write(self, task_id: str, data: bytes) -> str:
+        """Stores a result; written aside then renamed so it appears whole.
+
+        The id hashes the task id with the bytes: two concurrent calls that return equal bytes
+        must not share one file, or releasing the first result would delete the second.
+        """
+        object_id = hashlib.sha256(task_id.encode() + b"\0" + data).hexdigest()
         fd, tmp = tempfile.mkstemp(dir=self.store, prefix=f".{object_id[:16]}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
