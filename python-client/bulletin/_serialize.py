@@ -41,19 +41,14 @@ def dumps_args(args: tuple, kwargs: dict) -> bytes:
     try:
         return cloudpickle.dumps((args, kwargs))
     except Exception as exc:
-        for index, value in enumerate(args, start=1):
+        labelled = [(f"argument {index}", value) for index, value in enumerate(args, 1)]
+        labelled += [(f"keyword argument {key!r}", value) for key, value in kwargs.items()]
+        for label, value in labelled:
             problem = _pickle_problem(value)
             if problem is not None:
                 raise SerializationError(
-                    f"argument {index} (a {type_name(value)}) cannot be pickled: {problem}. "
+                    f"{label} (a {type_name(value)}) cannot be pickled: {problem}. "
                     "Pass something picklable instead, e.g. a path or the data it holds."
-                ) from problem
-        for key, value in kwargs.items():
-            problem = _pickle_problem(value)
-            if problem is not None:
-                raise SerializationError(
-                    f"keyword argument {key!r} (a {type_name(value)}) cannot be pickled: "
-                    f"{problem}. Pass something picklable instead, e.g. a path or the data it holds."
                 ) from problem
         raise SerializationError(f"the arguments cannot be pickled: {exc}") from exc
 

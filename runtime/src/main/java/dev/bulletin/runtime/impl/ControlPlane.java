@@ -95,6 +95,10 @@ final class ControlPlane {
       reject(session, taskId, "task id " + taskId + " is already in use; ids must be unique");
       return;
     }
+    if (spec.getTimeoutSeconds() < 0) {
+      reject(session, taskId, "timeout must be >= 0 seconds, got " + spec.getTimeoutSeconds());
+      return;
+    }
     Demand demand;
     ObjectId function;
     ObjectId args;
@@ -102,19 +106,9 @@ final class ControlPlane {
       demand = new Demand(spec.getResources().getGpus(), spec.getResources().getCpus(),
           spec.getResources().getMemoryBytes());
       function = acceptFunction(session, spec.getFunction());
-    } catch (IllegalArgumentException | ObjectStoreException e) {
-      reject(session, taskId, e.getMessage());
-      return;
-    }
-    try {
       args = acceptArguments(spec.getArgs());
     } catch (IllegalArgumentException | ObjectStoreException e) {
       reject(session, taskId, e.getMessage());
-      return;
-    }
-    if (spec.getTimeoutSeconds() < 0) {
-      store().release(args);
-      reject(session, taskId, "timeout must be >= 0 seconds, got " + spec.getTimeoutSeconds());
       return;
     }
     Task task = new Task(taskId, spec.getName(), session.identity(), demand, function, args,
@@ -158,16 +152,7 @@ final class ControlPlane {
 
   /** Takes over the reference PutObject made for an uploaded object. */
   private boolean claimUpload(ObjectId id) {
-    Integer uploads = unclaimedUploads.get(id);
-    if (uploads == null) {
-      return false;
-    }
-    if (uploads == 1) {
-      unclaimedUploads.remove(id);
-    } else {
-      unclaimedUploads.put(id, uploads - 1);
-    }
-    return true;
+    return takeOne(unclaimedUploads, id);
   }
 
   private ObjectId acceptArguments(ObjectRef ref) {
@@ -341,22 +326,27 @@ final class ControlPlane {
 
   /** @return whether the object was a result awaiting its fetch (now released) */
   boolean fetched(ObjectId id) {
-    Integer waiting = resultsAwaitingFetch.get(id);
-    if (waiting == null) {
+    if (!takeOne(resultsAwaitingFetch, id)) {
       return false;
-    }
-    if (waiting == 1) {
-      resultsAwaitingFetch.remove(id);
-    } else {
-      resultsAwaitingFetch.put(id, waiting - 1);
     }
     store().release(id);
     return true;
   }
 
-  boolean isAwaitingFetch(ObjectId id) {
-    return resultsAwaitingFetch.containsKey(id);
+  /** Counts one holder of {@code id} off {@code counts}; false if it had none. */
+  private static boolean takeOne(Map<ObjectId, Integer> counts, ObjectId id) {
+    Integer count = counts.get(id);
+    if (count == null) {
+      return false;
+    }
+    if (count == 1) {
+      counts.remove(id);
+    } else {
+      counts.put(id, count - 1);
+    }
+    return true;
   }
+
 
   private static RuntimeTimings timings(Task task, double runSeconds) {
     long now = System.nanoTime();

@@ -38,7 +38,6 @@ final class ExecutorProcess {
   private final GatewayServer gateway;
   private final Process process;
   private final PythonExecutor python;
-  private final RecentOutput unattributed = new RecentOutput(4096);
 
   private volatile Running current;
   private volatile String stopReason;
@@ -195,7 +194,6 @@ final class ExecutorProcess {
     if (running != null) {
       running.listener().output(stderr, data);
     } else {
-      unattributed.append(data);
       System.err.print("[" + id + "] " + new String(data, StandardCharsets.UTF_8));
     }
   }

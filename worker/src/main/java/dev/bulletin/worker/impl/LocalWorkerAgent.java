@@ -141,6 +141,7 @@ public final class LocalWorkerAgent implements WorkerAgent {
       outcome = executor.call(request, listener);
     } finally {
       running.remove(taskId);
+      pendingStops.remove(taskId); // a stop that raced the call's end must not linger
     }
     if (outcome instanceof CallOutcome.Returned returned) {
       outcome = adoptResult(returned, executor);
