@@ -2,59 +2,94 @@ package dev.bulletin.bridge;
 
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.util.Collection;
+import java.util.List;
 
 /**
- * A node-local, content-addressed store of immutable objects, shared by the worker agent and the
- * Python executors of one host. Executors open objects by path, so bytes never cross Py4J.
+ * A node-local, content-addressed store of immutable objects, shared by the worker agent, the
+ * Python executors and same-host clients. Objects are files {@code root()/namespace/id} on a
+ * memory filesystem; they appear by atomic rename, so a reader never sees a partial object.
  *
- * <p>Objects are reference counted: whoever puts or retains an object releases it when done, and
- * an object with no references left is removed. Implementations are thread-safe.
+ * <p>Objects are reference counted (futures, refs, running calls, sessions). An object with no
+ * references stays cached until memory is needed, then it is evicted, least recently used first.
+ * When referenced objects alone exceed the capacity, the least recently used are spilled to the
+ * spill folder and read back on use. Implementations are thread-safe.
  */
 public interface ObjectStore extends AutoCloseable {
 
-  /** The folder holding the objects; {@code root().resolve(id.hex())} is an object's file. */
+  /** The memory folder holding every namespace's objects. */
   Path root();
 
+  /** The spill folder, or null when the store does not spill. */
+  Path spillRoot();
+
+  long capacityBytes();
+
+  /** The folder of a namespace's objects, created (owner-only) if needed. */
+  Path folderOf(String namespace);
+
   /** Stores bytes (if not already there) and takes one reference on them. */
-  ObjectId put(ByteBuffer bytes);
+  ObjectKey put(ObjectKey key, ByteBuffer bytes);
 
   /**
-   * Stores bytes claimed to have the given id, and takes one reference.
+   * Starts a chunked write; room is made before the first byte is written, and the object
+   * becomes visible only when the upload commits.
    *
-   * @throws ObjectStoreException if the bytes do not hash to {@code expected}
+   * @throws StoreFullException if the object is larger than the capacity or no room can be made
    */
-  ObjectId put(ObjectId expected, ByteBuffer bytes);
+  Upload beginUpload(ObjectKey key, long size);
 
-  /** Starts a chunked write; the object becomes visible only when the upload commits. */
-  Upload beginUpload(ObjectId expected, long size);
+  /**
+   * Publishes a file someone wrote next to the objects (an executor's result, a same-host
+   * client's upload) under its id, and takes one reference. {@code staged} must be a temporary
+   * (dot-prefixed) file in the key's namespace folder. If the object already exists the staged
+   * file is deleted.
+   *
+   * @throws ObjectStoreException if the staged file is missing or in the wrong place
+   */
+  ObjectKey adopt(ObjectKey key, Path staged);
 
-  boolean contains(ObjectId id);
+  /** Whether the object is visible (in memory or spilled). */
+  boolean contains(ObjectKey key);
+
+  /** Takes a reference if the object is present; the answer to "has it?". */
+  boolean retainIfPresent(ObjectKey key);
 
   /** Size in bytes. @throws ObjectStoreException if absent */
-  long size(ObjectId id);
+  long size(ObjectKey key);
 
-  /** Maps the object read-only. @throws ObjectStoreException if absent */
-  ByteBuffer read(ObjectId id);
+  /** Size, metadata and where it lives. @throws ObjectStoreException if absent */
+  ObjectInfo info(ObjectKey key);
+
+  /** Maps the object read-only (from memory, or from the spill folder). */
+  ByteBuffer read(ObjectKey key);
+
+  /** Copies a small object into a heap array. @throws ObjectStoreException if absent */
+  byte[] readSmall(ObjectKey key);
 
   /**
-   * Copies a small object into a heap array; cheaper than {@link #read} for a few KiB, where
-   * mapping costs more than it saves. @throws ObjectStoreException if absent
+   * Holds objects in memory while a call uses them: they are read back from the spill folder if
+   * they fit, and none of them is spilled or evicted until the lease closes.
+   *
+   * @throws ObjectStoreException if one is absent
    */
-  byte[] readSmall(ObjectId id);
+  Lease lease(Collection<ObjectKey> keys);
 
-  /**
-   * Takes one more reference on an object already in the store (for example, one written by an
-   * executor). @throws ObjectStoreException if absent
-   */
-  void retain(ObjectId id);
+  /** Takes one more reference. @throws ObjectStoreException if absent */
+  void retain(ObjectKey key);
 
-  /** Drops one reference; the object is removed when none are left. */
-  void release(ObjectId id);
+  /** Drops one reference; the object stays cached (evictable) when none are left. */
+  void release(ObjectKey key);
 
-  /** Objects currently stored, for status and leak checks. */
+  /** Deletes the unreferenced objects of a namespace and its stale staged files. */
+  void dropUnreferenced(String namespace, String stagedPrefix);
+
+  /** Visible objects (referenced or cached). */
   int objectCount();
 
-  /** Removes every object and the store's folder. */
+  StoreStats stats();
+
+  /** Removes every object, the store's folders and its spill folder. */
   @Override
   void close();
 
@@ -62,14 +97,26 @@ public interface ObjectStore extends AutoCloseable {
   interface Upload extends AutoCloseable {
     void write(ByteBuffer chunk);
 
-    /**
-     * Checks size and hash, then makes the object visible with one reference.
-     *
-     * @throws ObjectStoreException if size or hash differ from what was announced
-     */
-    ObjectId commit();
+    long written();
 
-    /** Discards the partial object; safe after commit. */
+    /**
+     * Checks the size, then makes the object visible with one reference.
+     *
+     * @throws ObjectStoreException if fewer or more bytes came than announced
+     */
+    ObjectKey commit();
+
+    /** Discards the partial object and its reserved room; safe after commit. */
+    @Override
+    void close();
+  }
+
+  /** Objects held in memory for a call; {@link #path} is where the executor opens each. */
+  interface Lease extends AutoCloseable {
+    List<ObjectKey> keys();
+
+    Path path(ObjectKey key);
+
     @Override
     void close();
   }

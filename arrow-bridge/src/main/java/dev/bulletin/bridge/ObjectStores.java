@@ -8,9 +8,13 @@ import java.nio.file.Path;
 public final class ObjectStores {
   private ObjectStores() {}
 
-  /** A store in {@code folder}, created if needed. Prefer a folder on /dev/shm. */
+  /** A store in {@code folder} with the default capacity and no spill folder. */
   public static ObjectStore inFolder(Path folder) {
-    return new FileObjectStore(folder);
+    return open(StoreOptions.withDefaults(folder, 0, null));
+  }
+
+  public static ObjectStore open(StoreOptions options) {
+    return new FileObjectStore(options);
   }
 
   /** The default place for a cluster's store: /dev/shm when the host has it, else the temp dir. */
@@ -20,5 +24,14 @@ public final class ObjectStores {
         ? shm
         : Path.of(System.getProperty("java.io.tmpdir"));
     return base.resolve("bulletin-" + clusterId);
+  }
+
+  /** The default spill folder: on local disk (the temp dir), never on the memory filesystem. */
+  public static Path defaultSpillFolder(String clusterId) {
+    Path tmp = Path.of(System.getProperty("java.io.tmpdir"));
+    if (tmp.startsWith("/dev/shm")) {
+      tmp = Path.of("/var/tmp");
+    }
+    return tmp.resolve("bulletin-spill-" + clusterId);
   }
 }

@@ -7,129 +7,237 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.Random;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+/** The store's contract: ids, references, owners, capacity, eviction and atomic visibility. */
 class FileObjectStoreTest {
 
   @TempDir Path folder;
 
-  private static ByteBuffer bytes(String text) {
-    return ByteBuffer.wrap(text.getBytes(StandardCharsets.UTF_8));
+  static ByteBuffer data(int size, int seed) {
+    byte[] out = new byte[size];
+    new Random(seed).nextBytes(out);
+    return ByteBuffer.wrap(out);
   }
 
-  private static byte[] array(ByteBuffer buffer) {
+  static byte[] array(ByteBuffer buffer) {
     byte[] out = new byte[buffer.remaining()];
     buffer.duplicate().get(out);
     return out;
   }
 
+  static ObjectKey key(String namespace, int n) {
+    return ObjectKey.of(namespace, String.format("%032x", n));
+  }
+
+  private ObjectStore store(long capacity) {
+    return ObjectStores.open(new StoreOptions(folder.resolve("mem"), capacity, null));
+  }
+
+  /** Visible object files (no temporaries) under a folder. */
+  static List<Path> objectFiles(Path root) throws Exception {
+    try (Stream<Path> files = Files.walk(root)) {
+      return files.filter(Files::isRegularFile)
+          .filter(p -> !p.getFileName().toString().startsWith(".")).toList();
+    }
+  }
+
+  static List<Path> tempFiles(Path root) throws Exception {
+    try (Stream<Path> files = Files.walk(root)) {
+      return files.filter(Files::isRegularFile)
+          .filter(p -> p.getFileName().toString().startsWith(".tmp-")).toList();
+    }
+  }
+
   @Test
-  void identicalBytesShareOneIdAndOneFile() {
-    try (ObjectStore store = ObjectStores.inFolder(folder.resolve("s"))) {
-      ObjectId first = store.put(bytes("hello"));
-      ObjectId second = store.put(bytes("hello"));
-      assertEquals(first, second);
+  void sameIdSharesOneFileAndCountsReferences() throws Exception {
+    try (ObjectStore store = store(1 << 20)) {
+      ObjectKey k = key("ada", 1);
+      store.put(k, data(100, 1));
+      store.put(k, data(100, 1));
       assertEquals(1, store.objectCount());
-      assertArrayEquals("hello".getBytes(StandardCharsets.UTF_8), array(store.read(first)));
+      assertEquals(2, store.info(k).references());
+      assertArrayEquals(array(data(100, 1)), array(store.read(k)));
+      assertEquals(store.root().resolve("ada").resolve(k.id().hex()), objectFiles(store.root()).get(0));
+      store.release(k);
+      store.release(k);
+      // Unreferenced objects stay cached (a later call may need them) until room is needed.
+      assertTrue(store.contains(k));
+      assertEquals(0, store.stats().referenced());
+      assertTrue(store.retainIfPresent(k));
+      assertEquals(1, store.stats().referenced());
     }
   }
 
   @Test
-  void objectIsRemovedWhenItsLastReferenceIsReleased() {
-    try (ObjectStore store = ObjectStores.inFolder(folder.resolve("s"))) {
-      ObjectId id = store.put(bytes("x"));
-      store.put(bytes("x"));
-      store.release(id);
-      assertTrue(store.contains(id));
-      store.release(id);
-      assertFalse(store.contains(id));
+  void objectsOfOneOwnerAreNotAnotherOwners() {
+    try (ObjectStore store = store(1 << 20)) {
+      ObjectKey ada = key("ada", 7);
+      ObjectKey bob = key("bob", 7);
+      store.put(ada, data(10, 1));
+      assertFalse(store.contains(bob));
+      assertFalse(store.retainIfPresent(bob));
+      assertThrows(ObjectStoreException.class, () -> store.read(bob));
+      store.put(bob, data(10, 2));
+      assertFalse(java.util.Arrays.equals(array(store.read(ada)), array(store.read(bob))));
     }
   }
 
   @Test
-  void bytesThatDoNotMatchTheirAnnouncedIdAreRefused() {
-    try (ObjectStore store = ObjectStores.inFolder(folder.resolve("s"))) {
-      ObjectId claimed = ObjectId.of("something else".getBytes(StandardCharsets.UTF_8));
-      ObjectStoreException error =
-          assertThrows(ObjectStoreException.class, () -> store.put(claimed, bytes("payload")));
-      assertTrue(error.getMessage().contains("corrupted"), error.getMessage());
-      assertEquals(0, store.objectCount());
+  void namespacesAreSafeFolderNames() {
+    assertEquals("ada", ObjectKey.namespaceOf("ada"));
+    String odd = ObjectKey.namespaceOf("../etc");
+    assertTrue(odd.startsWith("u-") && !odd.contains("/"), odd);
+    assertThrows(IllegalArgumentException.class, () -> ObjectKey.of("..", "0".repeat(32)));
+    assertThrows(IllegalArgumentException.class, () -> ObjectKey.of("ada", "XYZ"));
+  }
+
+  @Test
+  void objectLargerThanCapacityIsRefusedBeforeAnyByteIsWritten() throws Exception {
+    try (ObjectStore store = store(1000)) {
+      StoreFullException e = assertThrows(StoreFullException.class,
+          () -> store.beginUpload(key("ada", 1), 5000));
+      assertTrue(e.getMessage().contains("5000 bytes") && e.getMessage().contains("1000 bytes"),
+          e.getMessage());
+      assertEquals(List.of(), tempFiles(store.root()));
+      assertEquals(0, store.stats().memoryBytes());
+      store.put(key("ada", 2), data(500, 1)); // and the store keeps working
     }
   }
 
   @Test
-  void chunkedUploadBecomesVisibleOnlyOnCommit() {
-    try (ObjectStore store = ObjectStores.inFolder(folder.resolve("s"))) {
-      ObjectId id = ObjectId.of("abcdef".getBytes(StandardCharsets.UTF_8));
-      try (ObjectStore.Upload upload = store.beginUpload(id, 6)) {
-        upload.write(bytes("abc"));
-        assertFalse(store.contains(id));
-        upload.write(bytes("def"));
-        assertEquals(id, upload.commit());
+  void leastRecentlyUsedUnreferencedObjectIsEvictedFirst() {
+    try (ObjectStore store = store(300)) {
+      for (int i = 1; i <= 3; i++) {
+        store.put(key("ada", i), data(100, i));
+        store.release(key("ada", i));
       }
-      assertTrue(store.contains(id));
-      assertEquals(6, store.size(id));
+      store.read(key("ada", 1)); // 2 is now the least recently used
+      store.put(key("ada", 4), data(100, 4));
+      assertFalse(store.contains(key("ada", 2)));
+      assertTrue(store.contains(key("ada", 1)) && store.contains(key("ada", 3)));
+      assertEquals(300, store.stats().memoryBytes());
     }
   }
 
   @Test
-  void abandonedUploadLeavesNothingBehind() throws Exception {
-    Path root = folder.resolve("s");
-    try (ObjectStore store = ObjectStores.inFolder(root)) {
-      ObjectId id = ObjectId.of("abcdef".getBytes(StandardCharsets.UTF_8));
-      try (ObjectStore.Upload upload = store.beginUpload(id, 6)) {
-        upload.write(bytes("abc"));
+  void referencedObjectsAreNeverEvictedWithoutASpillFolder() {
+    try (ObjectStore store = store(200)) {
+      store.put(key("ada", 1), data(100, 1));
+      store.put(key("ada", 2), data(100, 2));
+      StoreFullException e = assertThrows(StoreFullException.class,
+          () -> store.put(key("ada", 3), data(100, 3)));
+      assertTrue(e.getMessage().contains("no spill folder"), e.getMessage());
+      assertTrue(store.contains(key("ada", 1)) && store.contains(key("ada", 2)));
+      store.release(key("ada", 1));
+      store.put(key("ada", 3), data(100, 3)); // room once one is released
+    }
+  }
+
+  @Test
+  void uploadIsInvisibleUntilCommittedAndLeavesNothingWhenAbandoned() throws Exception {
+    try (ObjectStore store = store(1 << 20)) {
+      ObjectKey k = key("ada", 9);
+      ByteBuffer bytes = data(3000, 9);
+      ObjectStore.Upload upload = store.beginUpload(k, 3000);
+      upload.write(bytes.slice(0, 1000));
+      assertFalse(store.contains(k));
+      assertEquals(List.of(), objectFiles(store.root()));
+      upload.close(); // the client went away
+      assertEquals(List.of(), tempFiles(store.root()));
+      assertEquals(0, store.stats().memoryBytes());
+
+      try (ObjectStore.Upload again = store.beginUpload(k, 3000)) {
+        again.write(bytes.slice(0, 2000));
+        assertThrows(ObjectStoreException.class, again::commit); // short
       }
-      assertFalse(store.contains(id));
-      try (var files = Files.list(root)) {
-        assertEquals(0, files.count());
+      assertFalse(store.contains(k));
+      try (ObjectStore.Upload whole = store.beginUpload(k, 3000)) {
+        whole.write(bytes.slice(0, 1500));
+        whole.write(bytes.slice(1500, 1500));
+        whole.commit();
       }
+      assertArrayEquals(array(bytes), array(store.read(k)));
+      assertEquals(3000, store.stats().memoryBytes());
+      assertEquals(List.of(), tempFiles(store.root()));
     }
   }
 
   @Test
-  void truncatedUploadIsRefusedAtCommit() {
-    try (ObjectStore store = ObjectStores.inFolder(folder.resolve("s"))) {
-      ObjectId id = ObjectId.of("abcdef".getBytes(StandardCharsets.UTF_8));
-      try (ObjectStore.Upload upload = store.beginUpload(id, 6)) {
-        upload.write(bytes("abc"));
-        ObjectStoreException error = assertThrows(ObjectStoreException.class, upload::commit);
-        assertTrue(error.getMessage().contains("3 of 6"), error.getMessage());
-      }
-      assertFalse(store.contains(id));
+  void uploadRefusesMoreBytesThanAnnounced() {
+    try (ObjectStore store = store(1 << 20);
+        ObjectStore.Upload upload = store.beginUpload(key("ada", 1), 10)) {
+      assertThrows(ObjectStoreException.class, () -> upload.write(data(11, 1)));
     }
   }
 
   @Test
-  void retainingAnObjectWrittenByAnotherProcessCountsIt() throws Exception {
-    try (ObjectStore store = ObjectStores.inFolder(folder.resolve("s"))) {
-      byte[] data = "result".getBytes(StandardCharsets.UTF_8);
-      ObjectId id = ObjectId.of(data);
-      Files.write(store.root().resolve(id.hex()), data);
-      store.retain(id);
-      store.release(id);
-      assertFalse(store.contains(id));
-      assertThrows(ObjectStoreException.class, () -> store.retain(id));
+  void adoptPublishesAStagedFileAndDeduplicates() throws Exception {
+    try (ObjectStore store = store(1 << 20)) {
+      ObjectKey k = key("ada", 5);
+      Path staged = store.folderOf("ada").resolve(".stage-1");
+      Files.write(staged, array(data(64, 5)));
+      store.adopt(k, staged);
+      assertFalse(Files.exists(staged));
+      assertArrayEquals(array(data(64, 5)), store.readSmall(k));
+      Path again = store.folderOf("ada").resolve(".stage-2");
+      Files.write(again, array(data(64, 5)));
+      store.adopt(k, again);
+      assertFalse(Files.exists(again));
+      assertEquals(2, store.info(k).references());
+      assertEquals(64, store.stats().memoryBytes());
+      Path elsewhere = store.folderOf("bob").resolve(".stage-3");
+      Files.write(elsewhere, new byte[1]);
+      assertThrows(ObjectStoreException.class, () -> store.adopt(key("ada", 6), elsewhere));
     }
   }
 
   @Test
-  void closeRemovesTheFolder() {
-    Path root = folder.resolve("s");
-    ObjectStore store = ObjectStores.inFolder(root);
-    store.put(bytes("x"));
+  void dropUnreferencedRemovesAnOwnersCachedObjectsAndStagedFiles() throws Exception {
+    try (ObjectStore store = store(1 << 20)) {
+      store.put(key("ada", 1), data(10, 1));
+      store.put(key("ada", 2), data(10, 2));
+      store.release(key("ada", 2));
+      store.put(key("bob", 3), data(10, 3));
+      store.release(key("bob", 3));
+      Path staged = store.folderOf("ada").resolve(".stage-s1-x");
+      Files.write(staged, new byte[5]);
+      store.dropUnreferenced("ada", ".stage-s1-");
+      assertTrue(store.contains(key("ada", 1)));
+      assertFalse(store.contains(key("ada", 2)));
+      assertTrue(store.contains(key("bob", 3)));
+      assertFalse(Files.exists(staged));
+      assertEquals(20, store.stats().memoryBytes());
+    }
+  }
+
+  @Test
+  void closeRemovesEverythingAndAForeignFolderIsRefused() throws Exception {
+    Path root = folder.resolve("mem");
+    ObjectStore store = store(1 << 20);
+    store.put(key("ada", 1), data(10, 1));
     store.close();
     assertFalse(Files.exists(root));
+
+    Path foreign = Files.createDirectories(folder.resolve("home"));
+    Files.writeString(foreign.resolve("thesis.tex"), "precious");
+    ObjectStoreException e = assertThrows(ObjectStoreException.class,
+        () -> ObjectStores.open(new StoreOptions(foreign, 1000, null)));
+    assertTrue(e.getMessage().contains("not empty"), e.getMessage());
+    assertTrue(Files.exists(foreign.resolve("thesis.tex")));
   }
 
   @Test
-  void malformedIdsAreRejectedWithTheExpectedForm() {
-    IllegalArgumentException error =
-        assertThrows(IllegalArgumentException.class, () -> ObjectId.parse("../etc/passwd"));
-    assertTrue(error.getMessage().contains("64 lowercase hex"));
+  void optionsAreValidatedWithTheFieldNamed() {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> new StoreOptions(folder, 0, null));
+    assertTrue(e.getMessage().contains("capacityBytes"), e.getMessage());
+    assertTrue(StoreOptions.withDefaults(folder.resolve("x"), 0, null).capacityBytes() > 0);
   }
 }

@@ -1,0 +1,89 @@
+package dev.bulletin.bridge.impl;
+
+import dev.bulletin.bridge.ObjectKey;
+import dev.bulletin.bridge.ObjectStore;
+import dev.bulletin.bridge.ObjectStoreException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+
+/** A chunked write into a temporary file, in room the store reserved before the first chunk. */
+final class FileUpload implements ObjectStore.Upload {
+  private final FileObjectStore store;
+  private final ObjectKey key;
+  private final long size;
+  private final Path temp;
+  private final FileChannel out;
+  private long written;
+  private boolean finished;
+
+  FileUpload(FileObjectStore store, ObjectKey key, long size, Path temp) {
+    this.store = store;
+    this.key = key;
+    this.size = size;
+    this.temp = temp;
+    try {
+      this.out = FileChannel.open(temp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+    } catch (IOException e) {
+      throw new ObjectStoreException("cannot start upload of " + key + ": " + e, e);
+    }
+  }
+
+  @Override
+  public void write(ByteBuffer chunk) {
+    if (finished) {
+      throw new ObjectStoreException("upload of " + key + " is already finished");
+    }
+    if (written + chunk.remaining() > size) {
+      throw new ObjectStoreException("upload of " + key + " sent more than the announced "
+          + size + " bytes");
+    }
+    try {
+      ByteBuffer source = chunk.duplicate();
+      while (source.hasRemaining()) {
+        written += out.write(source);
+      }
+    } catch (IOException e) {
+      throw new ObjectStoreException("cannot write upload of " + key + ": " + e, e);
+    }
+  }
+
+  @Override
+  public long written() {
+    return written;
+  }
+
+  @Override
+  public ObjectKey commit() {
+    if (finished) {
+      throw new ObjectStoreException("upload of " + key + " is already finished");
+    }
+    closeChannel();
+    if (written != size) {
+      throw new ObjectStoreException("upload of " + key + " ended after " + written + " of "
+          + size + " bytes");
+    }
+    finished = true;
+    return store.commitUpload(key, size, temp);
+  }
+
+  @Override
+  public void close() {
+    closeChannel();
+    if (!finished) {
+      finished = true;
+      Files2.deleteQuietly(temp);
+      store.unreserve(size);
+    }
+  }
+
+  private void closeChannel() {
+    try {
+      out.close();
+    } catch (IOException ignored) {
+      // Nothing to flush on a failed upload.
+    }
+  }
+}
