@@ -1,23 +1,21 @@
 """The executor process: ``python -m bulletin._executor``, started by a worker agent.
 
-It connects back to the agent's Py4J gateway and runs one call at a time: function and
-arguments come from the node-local object store by id, the result goes back into it; only ids
-travel over Py4J (docs/internals.md, "Runtime/worker → executor").
+It connects back to the agent's Py4J gateway and runs one call at a time: function, arguments
+and the objects they refer to are files of the node-local object store that it maps (zero
+copy); the result is encoded into a file the agent then publishes. Only paths and ids travel
+over Py4J (docs/internals.md, "Runtime/worker → executor").
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
-import tempfile
 import time
 from collections import OrderedDict
 from pathlib import Path
 
-import cloudpickle
-
-from ._envelope import dumps_envelope
+from ._envelope import make_envelope as envelope
+from ._objects import StoreRef, encode, open_object, write_file
 from ._errors import BulletinError, ResultSerializationError
 
 _LOG_PREFIX = "[bulletin executor]"
@@ -37,9 +35,10 @@ def _type_name(obj) -> str:
 
 
 class Executor:
-    """Runs calls whose function and arguments are objects in ``store_dir``.
+    """Runs calls whose function, arguments and referenced objects are files in the store.
 
-    Independent of Py4J so it can be tested, and reused, in-process.
+    Files are mapped, not read: arrays inside them come back zero copy. Independent of Py4J so
+    it can be tested, and reused, in-process.
     """
 
     def __init__(self, store_dir: str | os.PathLike, cache_size: int = 128):
@@ -47,17 +46,19 @@ class Executor:
         self._functions: OrderedDict[str, object] = OrderedDict()
         self._cache_size = cache_size
 
-    def run(self, task_id: str, function_id: str, args_id: str) -> str:
+    def run(self, task_id: str, function_path: str, args_path: str, refs: str,
+            result_path: str) -> str:
         """Runs one call; returns ``"ok|raised <resultId> <size> <runSeconds>"``.
 
+        The encoded result is written to ``result_path`` (the agent publishes it under its id).
         Never raises: whatever goes wrong (even SystemExit from the function) is reported as a
         "raised" envelope, so the executor stays warm for the next call.
         """
         run_seconds = 0.0
         try:
             try:
-                fn = self._function(function_id)
-                args, kwargs = cloudpickle.loads(self._read(args_id))
+                fn = self._function(function_path)
+                args, kwargs = self._arguments(args_path, refs)
             except Exception as exc:
                 log(f"task {task_id}: cannot load its function or arguments: {exc!r}")
                 raise BulletinError(
@@ -71,52 +72,57 @@ class Executor:
         except BaseException as exc:
             # Skip this frame: the remote traceback starts in the user's function.
             tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
-            data, kind = dumps_envelope(exc, tb), "raised"
+            encoded, kind = encode(envelope(exc, tb)), "raised"
         else:
             try:
-                data, kind = cloudpickle.dumps(value), "ok"
+                encoded, kind = encode(value), "ok"
             except Exception as exc:
                 error = ResultSerializationError(
                     f"the function returned a {_type_name(value)}, which cannot be pickled: "
                     f"{exc}. Return plain data (arrays, tensors moved to the CPU, dicts) instead.")
-                data, kind = dumps_envelope(error), "raised"
-        result_id = self._write(task_id, data)
-        return f"{kind} {result_id} {len(data)} {run_seconds:.6f}"
+                encoded, kind = encode(envelope(error)), "raised"
+        self._write(result_path, encoded)
+        return f"{kind} {encoded.digest()} {encoded.nbytes} {run_seconds:.6f}"
 
-    def _function(self, function_id: str):
-        fn = self._functions.get(function_id)
+    def _function(self, path: str):
+        key = os.path.basename(path)  # the content id: equal ids, equal functions
+        fn = self._functions.get(key)
         if fn is not None:
-            self._functions.move_to_end(function_id)
+            self._functions.move_to_end(key)
             return fn
-        fn = cloudpickle.loads(self._read(function_id))
-        self._functions[function_id] = fn
+        fn = open_object(path)
+        self._functions[key] = fn
         if len(self._functions) > self._cache_size:
             self._functions.popitem(last=False)
         return fn
 
-    def _read(self, object_id: str) -> bytes:
-        with open(self.store / object_id, "rb") as f:
-            return f.read()
+    @staticmethod
+    def _arguments(args_path: str, refs: str):
+        args, kwargs = open_object(args_path)
+        paths = dict(line.split(" ", 1) for line in refs.splitlines() if line.strip())
+        if not paths:
+            return args, kwargs
+        values: dict[str, object] = {}
 
-    def _write(self, task_id: str, data: bytes) -> str:
-        """Stores a result; written aside then renamed so it appears whole.
+        def resolve(value):
+            if not isinstance(value, StoreRef):
+                return value
+            if value.id not in values:
+                if value.id not in paths:
+                    raise BulletinError(f"argument object {value.id} was not sent with the call")
+                values[value.id] = open_object(paths[value.id])
+            return values[value.id]
 
-        The id hashes the task id with the bytes: two concurrent calls that return equal bytes
-        must not share one file, or releasing the first result would delete the second.
-        """
-        object_id = hashlib.sha256(task_id.encode() + b"\0" + data).hexdigest()
-        fd, tmp = tempfile.mkstemp(dir=self.store, prefix=f".{object_id[:16]}.", suffix=".tmp")
+        return tuple(resolve(a) for a in args), {k: resolve(v) for k, v in kwargs.items()}
+
+    @staticmethod
+    def _write(result_path: str, encoded) -> None:
+        """Writes the result where the agent expects it; the agent publishes it atomically."""
         try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, self.store / object_id)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        return object_id
+            os.unlink(result_path)  # left by an earlier attempt of the same task
+        except FileNotFoundError:
+            pass
+        write_file(Path(result_path), encoded)
 
 
 def _end_marker(task_id: str) -> None:
@@ -138,9 +144,10 @@ class _PythonExecutor:
     def __init__(self, executor: Executor):
         self._executor = executor
 
-    def run(self, taskId: str, functionId: str, argsId: str) -> str:  # noqa: N803 (Java names)
+    def run(self, taskId: str, functionPath: str, argsPath: str, refs: str,  # noqa: N803
+            resultPath: str) -> str:  # noqa: N803 (Java names)
         try:
-            return self._executor.run(taskId, functionId, argsId)
+            return self._executor.run(taskId, functionPath, argsPath, refs, resultPath)
         except BaseException as exc:  # e.g. the store is full: still end the call's output
             log(f"task {taskId}: could not store its result: {exc!r}")
             raise

@@ -8,21 +8,23 @@ import pytest
 import bulletin
 from bulletin._envelope import exception_from_envelope
 from bulletin._executor import Executor
-from bulletin._serialize import object_id
+from bulletin._objects import StoreRef, encode, open_object
 
 
 class Store:
+    """A store folder as the agent lays it out: encoded objects named by their content id."""
+
     def __init__(self, path):
         self.path = path
 
     def put(self, obj) -> str:
-        data = cloudpickle.dumps(obj)
-        oid = object_id(data)
-        (self.path / oid).write_bytes(data)
+        encoded = encode(obj)
+        oid = encoded.digest()
+        (self.path / oid).write_bytes(encoded.to_bytes())
         return oid
 
     def get(self, oid):
-        return cloudpickle.loads((self.path / oid).read_bytes())
+        return open_object(self.path / oid)
 
 
 @pytest.fixture
@@ -30,18 +32,36 @@ def store(tmp_path):
     return Store(tmp_path)
 
 
-def run(executor, store, fn, *args, **kwargs):
-    line = executor.run("t-1", store.put(fn), store.put((args, kwargs)))
+def run(executor, store, fn, *args, refs="", **kwargs):
+    staged = store.path / ".result-t-1"
+    line = executor.run("t-1", str(store.path / store.put(fn)),
+                        str(store.path / store.put((args, kwargs))), refs, str(staged))
     kind, result_id, size, seconds = line.split()
-    assert int(size) == os.path.getsize(store.path / result_id)
+    assert int(size) == os.path.getsize(staged)
     assert float(seconds) >= 0
+    os.replace(staged, store.path / result_id)  # what the agent does: publish under the id
     return kind, store.get(result_id)
 
 
 def test_ok_call_writes_the_result_under_its_content_id(store):
     kind, value = run(Executor(store.path), store, lambda a, b=0: a + b, 2, b=3)
     assert (kind, value) == ("ok", 5)
-    assert not [p for p in store.path.iterdir() if p.name.endswith(".tmp")]
+    assert encode(5).digest() in os.listdir(store.path)
+
+
+def test_store_refs_in_the_arguments_are_mapped_zero_copy(store):
+    import numpy as np
+    big = np.arange(1 << 20, dtype=np.float32)
+    ref = store.put(big)
+
+    def inspect(a, scale, b=None):
+        return float(a.sum() * scale), a.flags.writeable, b is a
+
+    kind, value = run(Executor(store.path), store, inspect, StoreRef(ref), 2.0, b=StoreRef(ref),
+                      refs=f"{ref} {store.path / ref}\n")
+    assert kind == "ok"
+    # read-only: the array is a view on the mapped store file, not a copy; one object, one value
+    assert value == (float(big.sum() * 2.0), False, True)
 
 
 def test_raising_call_returns_an_envelope_with_the_user_traceback(store):
@@ -89,7 +109,9 @@ def test_warm_executor_unpickles_a_function_once(store):
     fid = store.put(_CountsLoads())
     executor = Executor(store.path)
     for _ in range(3):
-        assert executor.run("t", fid, store.put(((-1,), {}))).startswith("ok ")
+        line = executor.run("t", str(store.path / fid), str(store.path / store.put(((-1,), {}))),
+                            "", str(store.path / ".result-t"))
+        assert line.startswith("ok ")
     assert len(LOADS) == 1
 
 
@@ -98,15 +120,18 @@ def test_function_cache_evicts_the_least_recently_used(store):
     ids = [store.put(lambda i=i: i) for i in range(3)]
     args = store.put(((), {}))
     for fid in ids:
-        executor.run("t", fid, args)
+        executor.run("t", str(store.path / fid), str(store.path / args), "",
+                      str(store.path / ".result-t"))
     assert list(executor._functions) == ids[1:]
 
 
 def test_missing_function_object_is_reported_as_raised(store, capsys):
-    line = Executor(store.path).run("t-9", "0" * 64, store.put(((), {})))
+    staged = store.path / ".result-t-9"
+    line = Executor(store.path).run("t-9", str(store.path / ("0" * 32)),
+                                    str(store.path / store.put(((), {}))), "", str(staged))
     kind, result_id, *_ = line.split()
     assert kind == "raised"
-    assert "could not load" in store.get(result_id)["message"]
+    assert "could not load" in open_object(staged)["message"]
     assert "[bulletin executor] task t-9" in capsys.readouterr().err
 
 

@@ -3,6 +3,7 @@ package dev.bulletin.runtime;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.bridge.ObjectStores;
+import dev.bulletin.bridge.StoreOptions;
 import dev.bulletin.runtime.impl.RuntimeVerticle;
 import dev.bulletin.worker.WorkerAgent;
 import dev.bulletin.worker.Workers;
@@ -42,7 +43,10 @@ public final class BulletinRuntime implements AutoCloseable {
     this.vertx = Vertx.vertx();
     Path storeFolder = options.storeFolder() != null ? options.storeFolder()
         : ObjectStores.defaultFolder(clusterId);
-    this.store = ObjectStores.inFolder(storeFolder);
+    Path spillFolder = options.spillFolder() != null ? options.spillFolder()
+        : ObjectStores.defaultSpillFolder(clusterId);
+    this.store = ObjectStores.open(StoreOptions.withDefaults(storeFolder,
+        options.storeCapacityBytes(), spillFolder));
     this.agent = Workers.local(options.worker(), store);
   }
 
@@ -92,6 +96,8 @@ public final class BulletinRuntime implements AutoCloseable {
     state.put("pid", ProcessHandle.current().pid());
     state.put("cluster_id", clusterId);
     state.put("store_dir", store.root().toString());
+    state.put("spill_dir", String.valueOf(store.spillRoot()));
+    state.put("store_capacity_bytes", store.capacityBytes());
     state.put("version", VERSION);
     Path home = options.home();
     Files.createDirectories(home);

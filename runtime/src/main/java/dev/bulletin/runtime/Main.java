@@ -54,6 +54,14 @@ public final class Main implements Callable<Integer> {
   @Option(names = "--store-dir", description = "Object store folder (default: /dev/shm/bulletin-<cluster>).")
   Path storeDir;
 
+  @Option(names = "--store-capacity", defaultValue = "0",
+      description = "Object store memory limit in bytes (default: half of the store's file system).")
+  long storeCapacity;
+
+  @Option(names = "--spill-dir",
+      description = "Local-disk folder for objects pushed out of memory (default: the temp dir).")
+  Path spillDir;
+
   @Option(names = "--inline-limit", defaultValue = "1048576",
       description = "Objects up to this many bytes travel inside control messages (default: ${DEFAULT-VALUE}).")
   long inlineLimit;
@@ -69,7 +77,7 @@ public final class Main implements Callable<Integer> {
         warmCpuExecutors, 60_000, Map.of());
     RuntimeConfig runtimeConfig = config != null ? RuntimeConfig.load(config) : RuntimeConfig.empty();
     RuntimeOptions options = new RuntimeOptions(home, host, port, ownerToken, ownerUser,
-        runtimeConfig, worker, storeDir, inlineLimit);
+        runtimeConfig, worker, storeDir, inlineLimit, storeCapacity, spillDir);
 
     CountDownLatch stop = new CountDownLatch(1);
     BulletinRuntime runtime = BulletinRuntime.start(options, stop::countDown);

@@ -15,8 +15,10 @@ import java.nio.file.Path;
  * @param ownerUser that user's name
  * @param config users and (later) pools, QoS and quotas
  * @param worker the embedded worker agent
- * @param storeFolder the node-local object store
+ * @param storeFolder the node-local object store (null: /dev/shm/bulletin-CLUSTER)
  * @param inlineLimitBytes objects up to this size travel inside control messages
+ * @param storeCapacityBytes the store's memory limit (0: half of its file system)
+ * @param spillFolder where objects go under memory pressure (null: the temp dir)
  */
 public record RuntimeOptions(
     Path home,
@@ -27,7 +29,9 @@ public record RuntimeOptions(
     RuntimeConfig config,
     WorkerOptions worker,
     Path storeFolder,
-    long inlineLimitBytes) {
+    long inlineLimitBytes,
+    long storeCapacityBytes,
+    Path spillFolder) {
 
   public static final long MAX_MESSAGE_BYTES = 8L << 20;
 
@@ -39,5 +43,16 @@ public record RuntimeOptions(
       throw new IllegalArgumentException("inlineLimitBytes must be 0.." + MAX_MESSAGE_BYTES / 2
           + ", got " + inlineLimitBytes);
     }
+    if (storeCapacityBytes < 0) {
+      throw new IllegalArgumentException("storeCapacityBytes must be >= 0 (0 = default), got "
+          + storeCapacityBytes);
+    }
+  }
+
+  /** Options with the store's defaults (half of /dev/shm, spilling to the temp dir). */
+  public RuntimeOptions(Path home, String host, int port, String ownerToken, String ownerUser,
+      RuntimeConfig config, WorkerOptions worker, Path storeFolder, long inlineLimitBytes) {
+    this(home, host, port, ownerToken, ownerUser, config, worker, storeFolder, inlineLimitBytes,
+        0, null);
   }
 }

@@ -1,12 +1,12 @@
 package dev.bulletin.worker;
 
-import dev.bulletin.bridge.ObjectId;
+import dev.bulletin.bridge.ObjectKey;
 
 /** How a call ended on the worker. */
 public sealed interface CallOutcome {
 
   /** The function returned ({@code raised == false}) or raised; the result object is retained. */
-  record Returned(ObjectId result, long size, boolean raised, double runSeconds)
+  record Returned(ObjectKey result, long size, boolean raised, double runSeconds)
       implements CallOutcome {}
 
   /** The executor process died during the call; {@code cause} reads like "killed by SIGKILL". */

@@ -1,14 +1,21 @@
 package dev.bulletin.worker;
 
-import dev.bulletin.bridge.ObjectId;
+import dev.bulletin.bridge.ObjectKey;
 import java.util.List;
 
 /**
- * One call for a worker to run: the function and arguments are objects already in the worker's
- * store, and the GPUs are the ones the scheduler reserved for it.
+ * One call for a worker to run: the function, arguments and the objects the arguments refer to
+ * are already in the worker's store (in the caller's namespace), and the GPUs are the ones the
+ * scheduler reserved for it. The result is stored in the arguments' namespace.
  */
-public record CallRequest(String taskId, ObjectId function, ObjectId args, List<Integer> gpuIds) {
+public record CallRequest(String taskId, ObjectKey function, ObjectKey args, List<ObjectKey> refs,
+    List<Integer> gpuIds) {
   public CallRequest {
+    refs = List.copyOf(refs);
     gpuIds = List.copyOf(gpuIds);
+  }
+
+  public CallRequest(String taskId, ObjectKey function, ObjectKey args, List<Integer> gpuIds) {
+    this(taskId, function, args, List.of(), gpuIds);
   }
 }

@@ -7,12 +7,14 @@ package dev.bulletin.worker;
 public interface PythonExecutor {
 
   /**
-   * Runs one call and blocks until it ends.
+   * Runs one call and blocks until it ends. Paths are files the executor maps read-only.
    *
+   * @param refs the objects the arguments refer to, one {@code "<id> <path>"} per line
+   * @param resultPath where to write the encoded result (a staged file the agent then publishes)
    * @return {@code "ok <resultId> <size> <runSeconds>"} or {@code "raised <resultId> <size>
-   *     <runSeconds>"}; the result object is in the store
+   *     <runSeconds>"}; the result's bytes are in {@code resultPath}
    */
-  String run(String taskId, String functionId, String argsId);
+  String run(String taskId, String functionPath, String argsPath, String refs, String resultPath);
 
   /** Answers "pong"; a health check. */
   String ping();

@@ -1,6 +1,6 @@
 package dev.bulletin.runtime.impl;
 
-import dev.bulletin.bridge.ObjectId;
+import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.protocol.ServerMessage;
 import dev.bulletin.protocol.TaskEvent;
 import dev.bulletin.runtime.identity.Identity;
@@ -16,16 +16,28 @@ import java.util.Set;
 final class ClientSession implements TaskEventSink {
   private final Identity identity;
   private final GrpcServerResponse<?, ServerMessage> response;
-  private final Set<ObjectId> functions = new HashSet<>();
+  private final Set<ObjectKey> functions = new HashSet<>();
+  private final SessionHolds holds;
   private boolean open = true;
 
-  ClientSession(Identity identity, GrpcServerResponse<?, ServerMessage> response) {
+  ClientSession(Identity identity, GrpcServerResponse<?, ServerMessage> response,
+      SessionHolds holds) {
     this.identity = identity;
     this.response = response;
+    this.holds = holds;
   }
 
   Identity identity() {
     return identity;
+  }
+
+  /** The store references this session holds besides its functions. */
+  SessionHolds holds() {
+    return holds;
+  }
+
+  String namespace() {
+    return holds.namespace();
   }
 
   @Override
@@ -42,18 +54,18 @@ final class ClientSession implements TaskEventSink {
   }
 
   /** @return true if this session did not hold the function yet */
-  boolean holdFunction(ObjectId id) {
+  boolean holdFunction(ObjectKey id) {
     return functions.add(id);
   }
 
-  boolean holdsFunction(ObjectId id) {
+  boolean holdsFunction(ObjectKey id) {
     return functions.contains(id);
   }
 
   /** Marks the session closed and hands back the functions it held. */
-  Set<ObjectId> close() {
+  Set<ObjectKey> close() {
     open = false;
-    Set<ObjectId> held = Set.copyOf(functions);
+    Set<ObjectKey> held = Set.copyOf(functions);
     functions.clear();
     return held;
   }

@@ -2,6 +2,7 @@ package dev.bulletin.runtime.impl;
 
 import com.google.protobuf.ByteString;
 import dev.bulletin.bridge.ObjectId;
+import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.bridge.ObjectStoreException;
 import dev.bulletin.protocol.FailureCode;
@@ -42,10 +43,6 @@ final class ControlPlane {
   private final Scheduler scheduler;
   private final long inlineLimit;
   private final TaskTable tasks = new TaskTable();
-  /** Uploaded objects not yet claimed by a task, with the references PutObject took. */
-  private final Map<ObjectId, Integer> unclaimedUploads = new HashMap<>();
-  /** Results too large to inline, held until the client fetches them. */
-  private final Map<ObjectId, Integer> resultsAwaitingFetch = new HashMap<>();
   private final Map<String, Long> timeoutTimers = new HashMap<>();
   private int runningCount;
 
@@ -100,23 +97,23 @@ final class ControlPlane {
       return;
     }
     Demand demand;
-    ObjectId function;
-    ObjectId args;
+    ObjectKey function;
+    TaskObjects.Accepted objects;
     try {
       demand = new Demand(spec.getResources().getGpus(), spec.getResources().getCpus(),
           spec.getResources().getMemoryBytes());
       function = acceptFunction(session, spec.getFunction());
-      args = acceptArguments(spec.getArgs());
+      objects = TaskObjects.accept(store(), session.namespace(), spec);
     } catch (IllegalArgumentException | ObjectStoreException e) {
       reject(session, taskId, e.getMessage());
       return;
     }
-    Task task = new Task(taskId, spec.getName(), session.identity(), demand, function, args,
-        spec.getTimeoutSeconds(), session, System.nanoTime());
+    Task task = new Task(taskId, spec.getName(), session.identity(), demand, function,
+        objects.args(), objects.refs(), spec.getTimeoutSeconds(), session, System.nanoTime());
     tasks.add(task);
     // "Never" is answered at once, even when the scheduling pass below stops early.
     if (scheduler.decide(demand, List.of(slots)) instanceof Decision.Infeasible infeasible) {
-      store().release(args);
+      TaskObjects.release(store(), task);
       tasks.transition(task, TaskState.ERROR, TaskEvents.failed(taskId, FailureCode.INFEASIBLE,
           infeasible.reason(), timings(task, 0)));
       return;
@@ -130,49 +127,15 @@ final class ControlPlane {
         RuntimeTimings.getDefaultInstance()));
   }
 
-  private ObjectId acceptFunction(ClientSession session, ObjectRef ref) {
-    ObjectId id = ObjectId.parse(ref.getId());
-    if (!ref.getInlineData().isEmpty()) {
-      store().put(id, ref.getInlineData().asReadOnlyByteBuffer());
-      if (!session.holdFunction(id)) {
-        store().release(id); // the session holds one reference per function, not one per call
-      }
-      return id;
-    }
+  private ObjectKey acceptFunction(ClientSession session, ObjectRef ref) {
+    ObjectKey id = new ObjectKey(session.namespace(), ObjectId.parse(ref.getId()));
     if (session.holdsFunction(id)) {
       return id;
     }
-    if (claimUpload(id)) {
-      session.holdFunction(id); // a function too large to inline came through PutObject
-      return id;
-    }
-    throw new IllegalArgumentException("function object " + id + " is not on the cluster for"
-        + " this session; send its bytes inline or upload them with PutObject first");
-  }
-
-  /** Takes over the reference PutObject made for an uploaded object. */
-  private boolean claimUpload(ObjectId id) {
-    return takeOne(unclaimedUploads, id);
-  }
-
-  private ObjectId acceptArguments(ObjectRef ref) {
-    ObjectId id = ObjectId.parse(ref.getId());
-    if (!ref.getInlineData().isEmpty() || ref.getSize() == 0) {
-      return store().put(id, ref.getInlineData().asReadOnlyByteBuffer());
-    }
-    if (claimUpload(id)) {
-      return id;
-    }
-    if (!store().contains(id)) {
-      throw new IllegalArgumentException("argument object " + id + " is not on the cluster;"
-          + " upload it with PutObject or send it inline");
-    }
-    store().retain(id);
+    // Inline bytes, or an object the client uploaded (or found) before this submit.
+    TaskObjects.retain(store(), id, ref, "function");
+    session.holdFunction(id); // the session holds one reference per function, not one per call
     return id;
-  }
-
-  void uploaded(ObjectId id) {
-    unclaimedUploads.merge(id, 1, Integer::sum);
   }
 
   // ---- cancelling ------------------------------------------------------------------------
@@ -190,7 +153,7 @@ final class ControlPlane {
   private void stop(Task task, String reason) {
     switch (task.state()) {
       case QUEUED -> {
-        store().release(task.args());
+        TaskObjects.release(store(), task);
         tasks.transition(task, TaskState.CANCELLED, TaskEvents.cancelled(task.id(), "the call was "
             + reason + " while queued"));
       }
@@ -212,6 +175,7 @@ final class ControlPlane {
       }
     }
     session.close().forEach(store()::release);
+    session.holds().releaseAll();
   }
 
   // ---- placing and running ---------------------------------------------------------------
@@ -241,7 +205,8 @@ final class ControlPlane {
     task.placedOn(placed.workerId(), placed.gpuIds(), System.nanoTime());
     tasks.transition(task, TaskState.PLACED, TaskEvents.placed(task.id(), placed.workerId(),
         placed.gpuIds(), slots.simulatedGpus()));
-    CallRequest request = new CallRequest(task.id(), task.function(), task.args(), placed.gpuIds());
+    CallRequest request = new CallRequest(task.id(), task.function(), task.args(), task.refs(),
+        placed.gpuIds());
     agent.run(request, new CallListener() {
       @Override
       public void started(String executorId) {
@@ -283,7 +248,7 @@ final class ControlPlane {
       runningCount--;
     }
     slots.free(task.demand(), task.gpuIds());
-    store().release(task.args());
+    TaskObjects.release(store(), task);
     finish(task, outcome);
     schedule();
   }
@@ -293,7 +258,7 @@ final class ControlPlane {
     RuntimeTimings timings = timings(task, runSeconds);
     if (outcome instanceof CallOutcome.Returned returned) {
       tasks.transition(task, returned.raised() ? TaskState.ERROR : TaskState.FINISHED,
-          TaskEvents.result(task.id(), resultRef(returned), returned.raised(), timings));
+          TaskEvents.result(task.id(), resultRef(task, returned), returned.raised(), timings));
     } else if (outcome instanceof CallOutcome.ExecutorDied died) {
       tasks.transition(task, TaskState.ERROR, TaskEvents.failed(task.id(),
           FailureCode.EXECUTOR_DIED, "the executor running " + task.name() + "() died: "
@@ -311,42 +276,24 @@ final class ControlPlane {
     }
   }
 
-  /** Small results travel inside the event; large ones wait in the store for GetObject. */
-  private ObjectRef resultRef(CallOutcome.Returned returned) {
-    ObjectRef.Builder ref = ObjectRef.newBuilder().setId(returned.result().hex())
+  /**
+   * Small results travel inside the event; large ones stay in the store, held by the session,
+   * until the client fetches them (or passes them to another call) and releases them.
+   */
+  private ObjectRef resultRef(Task task, CallOutcome.Returned returned) {
+    ObjectRef.Builder ref = ObjectRef.newBuilder().setId(returned.result().id().hex())
         .setSize(returned.size());
-    if (returned.size() <= inlineLimit) {
-      ref.setInlineData(ByteString.copyFrom(store().readSmall(returned.result())));
+    if (returned.size() <= inlineLimit || !(task.sink() instanceof ClientSession session)
+        || !session.isOpen()) {
+      if (returned.size() <= inlineLimit) {
+        ref.setInlineData(ByteString.copyFrom(store().readSmall(returned.result())));
+      }
       store().release(returned.result());
     } else {
-      resultsAwaitingFetch.merge(returned.result(), 1, Integer::sum);
+      session.holds().adopt(returned.result());
     }
     return ref.build();
   }
-
-  /** @return whether the object was a result awaiting its fetch (now released) */
-  boolean fetched(ObjectId id) {
-    if (!takeOne(resultsAwaitingFetch, id)) {
-      return false;
-    }
-    store().release(id);
-    return true;
-  }
-
-  /** Counts one holder of {@code id} off {@code counts}; false if it had none. */
-  private static boolean takeOne(Map<ObjectId, Integer> counts, ObjectId id) {
-    Integer count = counts.get(id);
-    if (count == null) {
-      return false;
-    }
-    if (count == 1) {
-      counts.remove(id);
-    } else {
-      counts.put(id, count - 1);
-    }
-    return true;
-  }
-
 
   private static RuntimeTimings timings(Task task, double runSeconds) {
     long now = System.nanoTime();

@@ -1,12 +1,14 @@
 package dev.bulletin.runtime.impl;
 
-import com.google.protobuf.ByteString;
-import dev.bulletin.bridge.ObjectId;
-import dev.bulletin.bridge.ObjectStore;
-import dev.bulletin.bridge.ObjectStoreException;
+import dev.bulletin.bridge.ObjectKey;
+import dev.bulletin.bridge.StoreStats;
+import dev.bulletin.protocol.AdoptObjectRequest;
 import dev.bulletin.protocol.ClientMessage;
 import dev.bulletin.protocol.ClusterStatus;
 import dev.bulletin.protocol.GetObjectRequest;
+import dev.bulletin.protocol.HasObjectsReply;
+import dev.bulletin.protocol.HasObjectsRequest;
+import dev.bulletin.protocol.StoreStatus;
 import dev.bulletin.protocol.HelloReply;
 import dev.bulletin.protocol.HelloRequest;
 import dev.bulletin.protocol.ObjectChunk;
@@ -25,7 +27,6 @@ import io.vertx.grpc.common.ServiceMethod;
 import io.vertx.grpc.common.ServiceName;
 import io.vertx.grpc.server.GrpcServer;
 import io.vertx.grpc.server.GrpcServerRequest;
-import java.nio.ByteBuffer;
 import java.util.Optional;
 
 /**
@@ -35,7 +36,6 @@ import java.util.Optional;
 final class GrpcApi {
 
   private static final ServiceName SERVICE = ServiceName.create("bulletin.v1.Bulletin");
-  static final int CHUNK_BYTES = 1 << 20;
 
   private final ControlPlane plane;
   private final TokenRegistry tokens;
@@ -45,6 +45,9 @@ final class GrpcApi {
   private final long inlineLimit;
   private final long maxMessage;
   private final Runnable shutdown;
+  private final Sessions sessions;
+  private final ObjectApi objects;
+  private final String hostId = HostIdentity.compute();
 
   GrpcApi(ControlPlane plane, TokenRegistry tokens, StatusReport status, String clusterId,
       String version, long inlineLimit, long maxMessage, Runnable shutdown) {
@@ -56,13 +59,21 @@ final class GrpcApi {
     this.inlineLimit = inlineLimit;
     this.maxMessage = maxMessage;
     this.shutdown = shutdown;
+    this.sessions = new Sessions(plane.store());
+    this.objects = new ObjectApi(plane, sessions);
   }
 
   void mount(GrpcServer server) {
     server.callHandler(method("Hello", HelloRequest.newBuilder()), authenticated(this::hello));
     server.callHandler(method("Session", ClientMessage.newBuilder()), authenticated(this::session));
-    server.callHandler(method("PutObject", ObjectChunk.newBuilder()), authenticated(this::putObject));
-    server.callHandler(method("GetObject", GetObjectRequest.newBuilder()), authenticated(this::getObject));
+    server.callHandler(method("PutObject", ObjectChunk.newBuilder()),
+        this.<ObjectChunk, PutObjectReply>inSession(objects::putObject));
+    server.callHandler(method("GetObject", GetObjectRequest.newBuilder()),
+        authenticated(objects::getObject));
+    server.callHandler(method("HasObjects", HasObjectsRequest.newBuilder()),
+        this.<HasObjectsRequest, HasObjectsReply>inSession(objects::hasObjects));
+    server.callHandler(method("AdoptObject", AdoptObjectRequest.newBuilder()),
+        this.<AdoptObjectRequest, PutObjectReply>inSession(objects::adoptObject));
     server.callHandler(method("Status", StatusRequest.newBuilder()), authenticated(this::status));
     server.callHandler(method("Shutdown", ShutdownRequest.newBuilder()), authenticated(this::shutdown));
   }
@@ -91,110 +102,86 @@ final class GrpcApi {
     };
   }
 
+  private interface SessionHandler<Req, Resp> {
+    void handle(Identity identity, String sessionId, GrpcServerRequest<Req, Resp> request);
+  }
+
+  /** Object calls count against the caller's session (its "bulletin-session" metadata). */
+  private <Req, Resp> Handler<GrpcServerRequest<Req, Resp>> inSession(
+      SessionHandler<Req, Resp> handler) {
+    return authenticated((identity, request) -> {
+      String sessionId = request.headers().get(Sessions.HEADER);
+      try {
+        handler.handle(identity, sessionId, request);
+      } catch (IllegalArgumentException e) {
+        request.response().status(GrpcStatus.INVALID_ARGUMENT).statusMessage(e.getMessage())
+            .end();
+      }
+    });
+  }
+
   private void hello(Identity identity, GrpcServerRequest<HelloRequest, HelloReply> request) {
     request.handler(ignored -> request.response().end(HelloReply.newBuilder()
         .setUser(identity.user()).setGroup(identity.group()).setClusterId(clusterId)
         .setRuntimeVersion(version).setInlineLimitBytes(inlineLimit)
-        .setMaxMessageBytes(maxMessage).build()));
+        .setMaxMessageBytes(maxMessage)
+        .setStoreDir(plane.store().folderOf(ObjectKey.namespaceOf(identity.user())).toString())
+        .setHostId(hostId).setStoreCapacityBytes(plane.store().capacityBytes()).build()));
   }
 
   private void session(Identity identity, GrpcServerRequest<ClientMessage, ServerMessage> request) {
-    ClientSession session = new ClientSession(identity, request.response());
+    String sessionId = request.headers().get(Sessions.HEADER);
+    SessionHolds holds;
+    try {
+      // Older clients send no session id: their objects are held by a session of their own.
+      holds = sessions.holds(sessionId != null ? sessionId
+          : java.util.UUID.randomUUID().toString(), identity);
+    } catch (IllegalArgumentException e) {
+      request.response().status(GrpcStatus.INVALID_ARGUMENT).statusMessage(e.getMessage()).end();
+      return;
+    }
+    ClientSession session = new ClientSession(identity, request.response(), holds);
     request.response().writeHead();
     request.handler(message -> {
       switch (message.getKindCase()) {
         case SUBMIT -> plane.submit(session, message.getSubmit());
         case CANCEL -> plane.cancel(session, message.getCancel().getTaskId(),
             ControlPlane.CANCELLED_BY_USER);
+        case RELEASE -> release(session, message.getRelease().getIdsList());
         default -> { } // a newer client's message kind: ignore rather than break the stream
       }
     });
-    request.endHandler(ignored -> {
+    Runnable closed = () -> {
       plane.sessionClosed(session);
+      sessions.remove(holds.sessionId());
+    };
+    request.endHandler(ignored -> {
+      closed.run();
       request.response().end();
     });
-    request.exceptionHandler(error -> plane.sessionClosed(session));
-    request.response().exceptionHandler(error -> plane.sessionClosed(session));
+    request.exceptionHandler(error -> closed.run());
+    request.response().exceptionHandler(error -> closed.run());
   }
 
-  private void putObject(Identity identity, GrpcServerRequest<ObjectChunk, PutObjectReply> request) {
-    ObjectStore.Upload[] upload = new ObjectStore.Upload[1];
-    ObjectId[] id = new ObjectId[1];
-    boolean[] failed = new boolean[1];
-    request.handler(chunk -> {
-      if (failed[0]) {
-        return;
-      }
+  private void release(ClientSession session, java.util.List<String> ids) {
+    for (String id : ids) {
       try {
-        if (upload[0] == null) {
-          id[0] = ObjectId.parse(chunk.getId());
-          upload[0] = plane.store().beginUpload(id[0], chunk.getSize());
-        }
-        upload[0].write(chunk.getData().asReadOnlyByteBuffer());
-      } catch (IllegalArgumentException | ObjectStoreException e) {
-        failed[0] = true;
-        if (upload[0] != null) {
-          upload[0].close();
-        }
-        request.response().status(GrpcStatus.INVALID_ARGUMENT).statusMessage(e.getMessage()).end();
+        session.holds().release(ObjectKey.of(session.namespace(), id));
+      } catch (IllegalArgumentException ignored) {
+        // A malformed id names nothing this session holds.
       }
-    });
-    request.endHandler(ignored -> {
-      if (failed[0]) {
-        return;
-      }
-      if (upload[0] == null) {
-        request.response().status(GrpcStatus.INVALID_ARGUMENT)
-            .statusMessage("PutObject needs at least one chunk").end();
-        return;
-      }
-      try (ObjectStore.Upload finished = upload[0]) {
-        ObjectId stored = finished.commit();
-        plane.uploaded(stored);
-        request.response().end(PutObjectReply.newBuilder().setId(stored.hex())
-            .setSize(plane.store().size(stored)).build());
-      } catch (ObjectStoreException e) {
-        request.response().status(GrpcStatus.DATA_LOSS).statusMessage(e.getMessage()).end();
-      }
-    });
-    // A client that dies mid-upload leaves nothing visible: the partial file goes away.
-    request.exceptionHandler(error -> {
-      if (upload[0] != null) {
-        upload[0].close();
-      }
-    });
-  }
-
-  private void getObject(Identity identity, GrpcServerRequest<GetObjectRequest, ObjectChunk> request) {
-    request.handler(message -> {
-      ObjectId id;
-      ByteBuffer bytes;
-      try {
-        id = ObjectId.parse(message.getId());
-        bytes = plane.store().read(id);
-      } catch (IllegalArgumentException | ObjectStoreException e) {
-        request.response().status(GrpcStatus.NOT_FOUND).statusMessage(e.getMessage()).end();
-        return;
-      }
-      long size = bytes.remaining();
-      boolean first = true;
-      while (first || bytes.hasRemaining()) {
-        ByteBuffer slice = bytes.slice();
-        slice.limit(Math.min(CHUNK_BYTES, bytes.remaining()));
-        bytes.position(bytes.position() + slice.remaining());
-        ObjectChunk.Builder chunk = ObjectChunk.newBuilder().setData(ByteString.copyFrom(slice));
-        if (first) {
-          chunk.setId(id.hex()).setSize(size);
-          first = false;
-        }
-        request.response().write(chunk.build());
-      }
-      request.response().end().onComplete(done -> plane.fetched(id));
-    });
+    }
   }
 
   private void status(Identity identity, GrpcServerRequest<StatusRequest, ClusterStatus> request) {
-    request.handler(ignored -> request.response().end(status.build()));
+    request.handler(ignored -> {
+      StoreStats store = plane.store().stats();
+      request.response().end(status.build().toBuilder().setStore(StoreStatus.newBuilder()
+          .setObjects(store.objects()).setReferenced(store.referenced())
+          .setSpilled(store.spilled()).setMemoryBytes(store.memoryBytes())
+          .setSpilledBytes(store.spilledBytes()).setCapacityBytes(store.capacityBytes()))
+          .build());
+    });
   }
 
   private void shutdown(Identity identity, GrpcServerRequest<ShutdownRequest, ShutdownReply> request) {

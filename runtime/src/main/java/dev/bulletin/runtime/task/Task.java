@@ -1,6 +1,6 @@
 package dev.bulletin.runtime.task;
 
-import dev.bulletin.bridge.ObjectId;
+import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.runtime.identity.Identity;
 import dev.bulletin.runtime.scheduler.Demand;
 import java.util.List;
@@ -14,8 +14,9 @@ public final class Task {
   private final String name;
   private final Identity owner;
   private final Demand demand;
-  private final ObjectId function;
-  private final ObjectId args;
+  private final ObjectKey function;
+  private final ObjectKey args;
+  private final List<ObjectKey> refs;
   private final double timeoutSeconds;
   private final TaskEventSink sink;
   private final long submittedNanos;
@@ -27,14 +28,16 @@ public final class Task {
   private long startedNanos;
   private String stopReason;
 
-  public Task(String id, String name, Identity owner, Demand demand, ObjectId function,
-      ObjectId args, double timeoutSeconds, TaskEventSink sink, long submittedNanos) {
+  public Task(String id, String name, Identity owner, Demand demand, ObjectKey function,
+      ObjectKey args, List<ObjectKey> refs, double timeoutSeconds, TaskEventSink sink,
+      long submittedNanos) {
     this.id = id;
     this.name = name;
     this.owner = owner;
     this.demand = demand;
     this.function = function;
     this.args = args;
+    this.refs = List.copyOf(refs);
     this.timeoutSeconds = timeoutSeconds;
     this.sink = sink;
     this.submittedNanos = submittedNanos;
@@ -44,8 +47,10 @@ public final class Task {
   public String name() { return name; }
   public Identity owner() { return owner; }
   public Demand demand() { return demand; }
-  public ObjectId function() { return function; }
-  public ObjectId args() { return args; }
+  public ObjectKey function() { return function; }
+  public ObjectKey args() { return args; }
+  /** Objects the arguments refer to; the task holds one reference on each until it ends. */
+  public List<ObjectKey> refs() { return refs; }
   public double timeoutSeconds() { return timeoutSeconds; }
   public TaskEventSink sink() { return sink; }
   public TaskState state() { return state; }

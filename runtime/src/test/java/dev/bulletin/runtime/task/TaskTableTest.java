@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.bulletin.bridge.ObjectId;
+import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.protocol.TaskEvent;
 import dev.bulletin.runtime.identity.Identity;
 import dev.bulletin.runtime.scheduler.Demand;
@@ -19,9 +19,9 @@ class TaskTableTest {
   private final TaskTable table = new TaskTable();
 
   private Task task(String id) {
-    ObjectId object = ObjectId.of(new byte[] {1});
+    ObjectKey object = ObjectKey.of("ada", "0".repeat(32));
     return new Task(id, "f", new Identity("ada", "default", true), new Demand(0, 1, 0), object,
-        object, 0, sent::add, 0);
+        object, List.of(), 0, sent::add, 0);
   }
 
   private static TaskEvent event(String id, dev.bulletin.protocol.TaskState state) {

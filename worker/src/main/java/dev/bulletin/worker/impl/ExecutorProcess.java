@@ -1,6 +1,8 @@
 package dev.bulletin.worker.impl;
 
 import dev.bulletin.bridge.ObjectId;
+import dev.bulletin.bridge.ObjectKey;
+import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.worker.CallListener;
 import dev.bulletin.worker.CallOutcome;
 import dev.bulletin.worker.CallRequest;
@@ -125,15 +127,24 @@ final class ExecutorProcess {
     return process.isAlive();
   }
 
-  /** Runs one call on this executor, blocking until it ends. */
-  CallOutcome call(CallRequest request, CallListener listener) {
+  /**
+   * Runs one call on this executor, blocking until it ends. The reply names the result's id;
+   * its bytes are in {@code resultPath}, not yet published.
+   */
+  CallOutcome call(CallRequest request, ObjectStore.Lease lease, Path resultPath,
+      CallListener listener) {
     Running running = new Running(request.taskId(), listener, new CountDownLatch(2));
     current = running;
     listener.started(id);
+    StringBuilder refs = new StringBuilder();
+    for (ObjectKey ref : request.refs()) {
+      refs.append(ref.id().hex()).append(' ').append(lease.path(ref)).append('\n');
+    }
     try {
-      String reply = python.run(request.taskId(), request.function().hex(), request.args().hex());
+      String reply = python.run(request.taskId(), lease.path(request.function()).toString(),
+          lease.path(request.args()).toString(), refs.toString(), resultPath.toString());
       awaitQuietly(running.drained(), OUTPUT_DRAIN_MILLIS);
-      return parseReply(reply);
+      return parseReply(reply, request.args().namespace());
     } catch (RuntimeException e) {
       // Py4J fails the call when the process or its socket goes away.
       if (stopReason != null) {
@@ -180,12 +191,13 @@ final class ExecutorProcess {
         + ") and was stopped";
   }
 
-  private static CallOutcome parseReply(String reply) {
+  private static CallOutcome parseReply(String reply, String namespace) {
     String[] parts = reply == null ? new String[0] : reply.strip().split(" ");
     if (parts.length != 4 || !(parts[0].equals("ok") || parts[0].equals("raised"))) {
       throw new IllegalStateException("executor replied in an unknown form: " + reply);
     }
-    return new CallOutcome.Returned(ObjectId.parse(parts[1]), Long.parseLong(parts[2]),
+    return new CallOutcome.Returned(new ObjectKey(namespace, ObjectId.parse(parts[1])),
+        Long.parseLong(parts[2]),
         parts[0].equals("raised"), Double.parseDouble(parts[3]));
   }
 

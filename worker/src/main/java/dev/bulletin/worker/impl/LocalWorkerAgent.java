@@ -1,5 +1,6 @@
 package dev.bulletin.worker.impl;
 
+import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.bridge.ObjectStoreException;
 import dev.bulletin.worker.CallListener;
@@ -8,6 +9,9 @@ import dev.bulletin.worker.CallRequest;
 import dev.bulletin.worker.WorkerAgent;
 import dev.bulletin.worker.WorkerOptions;
 import dev.bulletin.worker.WorkerStatusView;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
@@ -137,14 +141,26 @@ public final class LocalWorkerAgent implements WorkerAgent {
       return new CallOutcome.Stopped(stopped);
     }
     CallOutcome outcome;
-    try {
-      outcome = executor.call(request, listener);
+    Path staged = store.folderOf(request.args().namespace()).resolve(".result-" + taskId);
+    List<ObjectKey> used = new ArrayList<>(request.refs());
+    used.add(request.function());
+    used.add(request.args());
+    try (ObjectStore.Lease lease = store.lease(used)) {
+      outcome = executor.call(request, lease, staged, listener);
+      if (outcome instanceof CallOutcome.Returned returned) {
+        outcome = adoptResult(returned, staged, executor);
+      }
+    } catch (ObjectStoreException e) {
+      outcome = new CallOutcome.ExecutorDied("the call's objects are not in the store: "
+          + e.getMessage());
     } finally {
       running.remove(taskId);
       pendingStops.remove(taskId); // a stop that raced the call's end must not linger
-    }
-    if (outcome instanceof CallOutcome.Returned returned) {
-      outcome = adoptResult(returned, executor);
+      try {
+        Files.deleteIfExists(staged); // a result half-written by an executor that died
+      } catch (IOException ignored) {
+        // The store's folder is removed when it closes.
+      }
     }
     if (executor.isAlive() && !(outcome instanceof CallOutcome.Stopped)) {
       giveBack(executor);
@@ -154,10 +170,11 @@ public final class LocalWorkerAgent implements WorkerAgent {
     return outcome;
   }
 
-  /** The executor wrote the result file; from here on the store counts references to it. */
-  private CallOutcome adoptResult(CallOutcome.Returned returned, ExecutorProcess executor) {
+  /** The executor wrote the result file; the store publishes it with one reference. */
+  private CallOutcome adoptResult(CallOutcome.Returned returned, Path staged,
+      ExecutorProcess executor) {
     try {
-      store.retain(returned.result());
+      store.adopt(returned.result(), staged);
       return returned;
     } catch (ObjectStoreException e) {
       return new CallOutcome.ExecutorDied("executor " + executor.id()

@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.bulletin.bridge.ObjectId;
+import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.bridge.ObjectStores;
 import dev.bulletin.worker.CallListener;
@@ -58,15 +58,19 @@ class LocalWorkerAgentIT {
     store.close();
   }
 
-  /** cloudpickles a Python expression's value with the test interpreter. */
-  private ObjectId pickle(String expression) throws Exception {
+  /** Encodes a Python expression's value as the client does, with the test interpreter. */
+  private ObjectKey pickle(String expression) throws Exception {
     Path out = folder.resolve("pickle-" + System.nanoTime());
     Process process = new ProcessBuilder(python.toString(), "-c",
-        "import cloudpickle, os, sys, signal, time\n"
-            + "open(sys.argv[1], 'wb').write(cloudpickle.dumps(" + expression + "))",
+        "import os, sys, signal, time\n"
+            + "from bulletin._objects import encode\n"
+            + "e = encode(" + expression + ")\n"
+            + "open(sys.argv[1], 'wb').write(e.to_bytes())\n"
+            + "open(sys.argv[1] + '.id', 'w').write(e.digest())",
         out.toString()).inheritIO().start();
     assertTrue(process.waitFor(60, TimeUnit.SECONDS) && process.exitValue() == 0);
-    return store.put(ByteBuffer.wrap(Files.readAllBytes(out)));
+    ObjectKey key = ObjectKey.of("ada", Files.readString(Path.of(out + ".id")).strip());
+    return store.put(key, ByteBuffer.wrap(Files.readAllBytes(out)));
   }
 
   private static final class Recorder implements CallListener {
@@ -86,7 +90,7 @@ class LocalWorkerAgentIT {
     }
   }
 
-  private CallOutcome run(String taskId, ObjectId function, ObjectId args, List<Integer> gpus,
+  private CallOutcome run(String taskId, ObjectKey function, ObjectKey args, List<Integer> gpus,
       Recorder recorder) throws Exception {
     return agent.run(new CallRequest(taskId, function, args, gpus), recorder)
         .get(60, TimeUnit.SECONDS);
@@ -94,8 +98,8 @@ class LocalWorkerAgentIT {
 
   @Test
   void runsACallInAWarmExecutorPinnedToItsGpuAndForwardsItsOutput() throws Exception {
-    ObjectId function = pickle("lambda n: print('gpu', os.environ['CUDA_VISIBLE_DEVICES']) or n * 2");
-    ObjectId args = pickle("((21,), {})");
+    ObjectKey function = pickle("lambda n: print('gpu', os.environ['CUDA_VISIBLE_DEVICES']) or n * 2");
+    ObjectKey args = pickle("((21,), {})");
     Recorder first = new Recorder();
     CallOutcome outcome = run("t1", function, args, List.of(0), first);
     CallOutcome.Returned returned = assertInstanceOf(CallOutcome.Returned.class, outcome);
@@ -111,20 +115,20 @@ class LocalWorkerAgentIT {
 
   @Test
   void anExecutorThatDiesIsReportedWithItsCauseAndReplaced() throws Exception {
-    ObjectId function = pickle("lambda: os.kill(os.getpid(), signal.SIGKILL)");
-    ObjectId args = pickle("((), {})");
+    ObjectKey function = pickle("lambda: os.kill(os.getpid(), signal.SIGKILL)");
+    ObjectKey args = pickle("((), {})");
     CallOutcome outcome = run("t1", function, args, List.of(), new Recorder());
     CallOutcome.ExecutorDied died = assertInstanceOf(CallOutcome.ExecutorDied.class, outcome);
     assertTrue(died.cause().contains("SIGKILL"), died.cause());
 
-    ObjectId ok = pickle("lambda: 1");
+    ObjectKey ok = pickle("lambda: 1");
     assertInstanceOf(CallOutcome.Returned.class, run("t2", ok, args, List.of(), new Recorder()));
   }
 
   @Test
   void stoppingARunningCallKillsItsExecutor() throws Exception {
-    ObjectId function = pickle("lambda: time.sleep(60)");
-    ObjectId args = pickle("((), {})");
+    ObjectKey function = pickle("lambda: time.sleep(60)");
+    ObjectKey args = pickle("((), {})");
     Recorder recorder = new Recorder();
     var pending = agent.run(new CallRequest("t1", function, args, List.of()), recorder);
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);

@@ -1,0 +1,72 @@
+package dev.bulletin.runtime.impl;
+
+import dev.bulletin.bridge.ObjectKey;
+import dev.bulletin.bridge.ObjectStore;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * The store references one client session holds: objects it uploaded or found with "has it?"
+ * (until the client releases them after the submit that uses them, or keeps them as a scatter
+ * ref), and results not fetched yet. All are released when the session ends, so a client that
+ * goes away leaks nothing. Used on the control plane's event loop only.
+ */
+final class SessionHolds {
+  private final String sessionId;
+  private final String namespace;
+  private final ObjectStore store;
+  private final Map<ObjectKey, Integer> held = new HashMap<>();
+
+  SessionHolds(String sessionId, String namespace, ObjectStore store) {
+    this.sessionId = sessionId;
+    this.namespace = namespace;
+    this.store = store;
+  }
+
+  String sessionId() {
+    return sessionId;
+  }
+
+  String namespace() {
+    return namespace;
+  }
+
+  /** Takes over one store reference the caller already took. */
+  void adopt(ObjectKey key) {
+    held.merge(key, 1, Integer::sum);
+  }
+
+  /** Drops one of this session's references; unknown ids are ignored (already released). */
+  void release(ObjectKey key) {
+    Integer count = held.get(key);
+    if (count == null) {
+      return;
+    }
+    if (count == 1) {
+      held.remove(key);
+    } else {
+      held.put(key, count - 1);
+    }
+    store.release(key);
+  }
+
+  int count() {
+    return held.values().stream().mapToInt(Integer::intValue).sum();
+  }
+
+  /** Releases everything, and deletes files the client staged but never handed over. */
+  void releaseAll() {
+    held.forEach((key, count) -> {
+      for (int i = 0; i < count; i++) {
+        store.release(key);
+      }
+    });
+    held.clear();
+    store.dropUnreferenced(namespace, stagedPrefix(sessionId));
+  }
+
+  /** Staged files of one session start with this, so its end can sweep what it left. */
+  static String stagedPrefix(String sessionId) {
+    return ".stage-" + sessionId + "-";
+  }
+}
