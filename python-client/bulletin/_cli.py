@@ -41,6 +41,12 @@ def _parser() -> argparse.ArgumentParser:
                     help=f"port of the gRPC API (default: {DEFAULT_PORT})")
     up.add_argument("--config", type=Path, metavar="FILE",
                     help="cluster config (pools, QoS classes, groups, quotas, users) in YAML")
+    up.add_argument("--host", default="127.0.0.1", metavar="ADDR",
+                    help="address to listen on (default: 127.0.0.1, this machine only)")
+    up.add_argument("--store-capacity", type=int, default=0, metavar="BYTES",
+                    help="object store memory limit (default: half of /dev/shm)")
+    up.add_argument("--spill-dir", type=Path, metavar="DIR",
+                    help="local-disk folder for objects pushed out of memory (default: temp dir)")
     up.add_argument("--foreground", action="store_true",
                     help="run in this terminal, logging to it, instead of in the background")
     up.set_defaults(run=_up)
@@ -87,7 +93,8 @@ def _up(args) -> int:
         print(f"bulletin runtime already up at {info['address']} (pid {info['pid']})")
         return 0
     opts = _launch.UpOptions(gpus=args.gpus, cpus=args.cpus, simulate_gpus=args.simulate_gpus,
-                             port=args.port, config=args.config)
+                             port=args.port, config=args.config, host=args.host,
+                             store_capacity=args.store_capacity, spill_dir=args.spill_dir)
     if args.foreground:
         _launch.exec_foreground(state_dir, opts)  # does not return
     info = _launch.start(state_dir, opts)

@@ -25,13 +25,15 @@ from ._decorators import RemoteFunction
 from ._envelope import exception_from_envelope
 from ._errors import (
     AuthenticationError, BulletinError, CallTimeoutError, InfeasibleError, InvalidRequestError,
-    RuntimeFailure, RuntimeUnreachableError, WorkerDiedError)
+    RuntimeFailure, RuntimeUnreachableError, SerializationError, WorkerDiedError)
 from ._future import FIRST_EXCEPTION, Future
 from ._future import wait as _wait
 from ._proto import bulletin_pb2 as pb
 from ._proto import bulletin_pb2_grpc as pb_grpc
-from ._serialize import FunctionPickles, callable_name, dumps_args, loads, object_id
+from ._objects import Ref, StoreRef, decode, encode
+from ._serialize import FunctionPickles, callable_name, dumps_args, type_name
 from ._status import ClusterStatus
+from ._transfer import StoreFullError, Transfer
 from ._version import __version__
 
 _CHUNK_BYTES = 1 << 20
@@ -74,7 +76,10 @@ class _Connection:
         token, self._token_source = resolve_token(token)
         self.channel = grpc.insecure_channel(self.address, options=_CHANNEL_OPTIONS)
         self.stub = pb_grpc.BulletinStub(self.channel)
-        self.metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        # Object calls count against the session: what it uploaded goes when it ends.
+        self.session_id = uuid.uuid4().hex
+        self.metadata = ((("authorization", f"Bearer {token}"),) if token else ()) + (
+            ("bulletin-session", self.session_id),)
         # Hello without wait_for_ready fails at once on a refused connection, and within
         # connect_timeout on a host that does not answer.
         try:
@@ -153,6 +158,10 @@ class Client:
         self._sent_functions: set[str] = set()
         self._pickles = FunctionPickles()
         self._downloads: ThreadPoolExecutor | None = None
+        self._transfer = Transfer(self._conn, self._conn.session_id, self._chunk_bytes,
+                                  self._send_release)
+        # Large arguments stay in the store while the caller's object lives: id(obj) -> ids.
+        self._kept: dict[int, tuple[weakref.ref, set[str]]] = {}
 
         self._requests: queue.SimpleQueue = queue.SimpleQueue()
         self._responses = self._conn.stub.Session(self._request_stream(),
@@ -186,6 +195,14 @@ class Client:
         options = _options_for(fn, gpus=gpus, cpus=cpus, memory=memory, qos=qos,
                                priority=priority, timeout=timeout, retries=retries)
         return [self._submit(fn, args, {}, options) for args in zip(*iterables)]
+
+    def scatter(self, value) -> Ref:
+        """Puts ``value`` in the cluster's object store once; pass the returned Ref as an
+        argument (any number of calls) and it is never uploaded again."""
+        self._check_open()
+        encoded = _encode_value(value, "the scattered value")
+        oid = self._transfer.acquire(encoded)
+        return Ref(oid, encoded.nbytes, encoded.kind, self._transfer.release)
 
     def gather(self, futures: cf.Future | Iterable[cf.Future]) -> Any:
         """The results of the futures, in order; raises the first error as soon as one fails."""
@@ -246,42 +263,114 @@ class Client:
         if isinstance(fn, RemoteFunction):
             fn = fn.local
         t0 = perf_counter()
-        fn_id, fn_bytes = self._pickles.get(fn)
-        args_bytes = dumps_args(args, kwargs)
-        args_id = object_id(args_bytes)
+        fn_id, fn_encoded = self._pickles.get(fn)
+        call = _PendingCall(self)
+        args = tuple(call.convert(a) for a in args)
+        kwargs = {k: call.convert(v) for k, v in kwargs.items()}
         t1 = perf_counter()
-        upload_fn = fn_id not in self._sent_functions and len(fn_bytes) > self._inline_limit
+        upload_fn = fn_id not in self._sent_functions and fn_encoded.nbytes > self._inline_limit
         if upload_fn:
-            self._put_object(fn_id, fn_bytes)
+            call.releases.append(self._transfer.acquire(fn_encoded))
         spec = pb.TaskSpec(name=callable_name(fn), qos=options.qos, priority=options.priority,
                            timeout_seconds=options.timeout, retries=options.retries)
         spec.resources.gpus = options.gpus
         spec.resources.cpus = options.cpus
         spec.resources.memory_bytes = options.memory
-        spec.args.id, spec.args.size = args_id, len(args_bytes)
-        if len(args_bytes) > self._inline_limit:
-            self._put_object(args_id, args_bytes)
-        else:
-            spec.args.inline_data = args_bytes
-        t2 = perf_counter()
-
         spec.task_id = f"{_slug(spec.name)}-{uuid.uuid4().hex}"
+        spec.function.id, spec.function.size = fn_id, fn_encoded.nbytes
         future = Future(spec.task_id, spec.name, self._cancel_task)
-        future._timings.update(serialize=t1 - t0, upload=t2 - t1)
+        future._timings.update(serialize=t1 - t0 - call.upload_seconds,
+                               upload=call.upload_seconds)
         if blocking:
             future._sink = queue.SimpleQueue()
-        spec.function.id, spec.function.size = fn_id, len(fn_bytes)
+        with self._lock:
+            self._futures[spec.task_id] = future
+        pending = [dep for dep in call.futures if not dep.done()]
+        if not pending:
+            self._send(call, spec, args, kwargs, fn_encoded, upload_fn, future)
+            return future
+        # A Future argument resolves on the cluster: the call goes out once its inputs finish.
+        remaining = [len(pending)]
+        lock = threading.Lock()
+
+        def input_done(_):
+            with lock:
+                remaining[0] -= 1
+                if remaining[0]:
+                    return
+            try:
+                self._send(call, spec, args, kwargs, fn_encoded, upload_fn, future)
+            except BaseException as exc:
+                with self._lock:
+                    self._futures.pop(spec.task_id, None)
+                future._set_error(exc if isinstance(exc, BulletinError) else BulletinError(
+                    f"call {future.key} could not be sent once its inputs finished: {exc!r}"))
+        for dep in pending:
+            dep.add_done_callback(input_done)
+        return future
+
+    def _send(self, call: "_PendingCall", spec, args: tuple, kwargs: dict, fn_encoded,
+              upload_fn: bool, future: Future) -> None:
+        """Encodes the arguments (Future inputs are done by now) and queues the submit."""
+        args = tuple(call.resolve(a) for a in args)
+        kwargs = {k: call.resolve(v) for k, v in kwargs.items()}
+        try:
+            args_encoded = encode((args, kwargs))
+        except Exception:
+            dumps_args(args, kwargs)  # raises a SerializationError naming the argument
+            raise
+        args_id = args_encoded.digest()
+        spec.args.id, spec.args.size = args_id, args_encoded.nbytes
+        if args_encoded.nbytes > self._inline_limit:
+            start = perf_counter()
+            call.releases.append(self._transfer.acquire(args_encoded))
+            future._timings["upload"] = future._timings.get("upload", 0) + perf_counter() - start
+        else:
+            spec.args.inline_data = args_encoded.to_bytes()
+        for oid, size in call.refs.items():
+            spec.refs.add(id=oid, size=size)
+        fn_id = spec.function.id
         # Deciding "inline or id only" and enqueueing under one lock keeps the message that
-        # carries a function's bytes ahead of every message that only names it.
+        # carries a function's bytes ahead of every message that only names it; releases go
+        # after the submit on the same stream, so the runtime has taken its own references.
         with self._lock:
             self._check_open()
             if fn_id not in self._sent_functions:
                 if not upload_fn:
-                    spec.function.inline_data = fn_bytes
+                    spec.function.inline_data = fn_encoded.to_bytes()
                 self._sent_functions.add(fn_id)
-            self._futures[spec.task_id] = future
             self._requests.put(pb.ClientMessage(submit=spec))
-        return future
+        for oid in call.releases:
+            self._transfer.release(oid)
+        call.releases.clear()
+
+    def _keep_while_alive(self, value, encoded) -> tuple[str, bool]:
+        """Holds a large argument in the store while ``value`` lives; (id, held for good)."""
+        oid = encoded.digest()
+        key = id(value)
+        kept = self._kept.get(key)
+        if kept is not None and kept[0]() is value and oid in kept[1]:
+            return oid, True
+        oid = self._transfer.acquire(encoded)
+        try:
+            ref = weakref.ref(value)
+        except TypeError:
+            return oid, False  # cannot tell when it dies: held for this call only
+        if kept is None or kept[0]() is not value:
+            kept = self._kept[key] = (ref, set())
+        kept[1].add(oid)
+        weakref.finalize(value, self._forget_kept, key, oid)
+        return oid, True
+
+    def _forget_kept(self, key: int, oid: str) -> None:
+        kept = self._kept.get(key)
+        if kept is not None and kept[0]() is None:
+            del self._kept[key]
+        self._transfer.release(oid)
+
+    def _send_release(self, oid: str) -> None:
+        if not self._closed and self._broken is None:
+            self._requests.put(pb.ClientMessage(release=pb.ReleaseObjects(ids=[oid])))
 
     def _call(self, fn: Callable, args: tuple, kwargs: dict, options: Options) -> Any:
         """A blocking call: prints the remote output from this thread, cancels on Ctrl-C."""
@@ -305,30 +394,6 @@ class Client:
             if message is None:
                 return
             yield message
-
-    # -- objects ------------------------------------------------------------------------------
-
-    def _put_object(self, oid: str, data: bytes) -> None:
-        step = self._chunk_bytes
-        view = memoryview(data)
-
-        def chunks():
-            yield pb.ObjectChunk(id=oid, size=len(data), data=bytes(view[:step]))
-            for offset in range(step, len(data), step):
-                yield pb.ObjectChunk(data=bytes(view[offset:offset + step]))
-
-        try:
-            self._conn.stub.PutObject(chunks(), metadata=self._conn.metadata)
-        except grpc.RpcError as exc:
-            raise self._conn.error(exc, f"the upload of object {oid[:12]}") from None
-
-    def _get_object(self, oid: str) -> bytes:
-        try:
-            stream = self._conn.stub.GetObject(pb.GetObjectRequest(id=oid),
-                                               metadata=self._conn.metadata)
-            return b"".join(chunk.data for chunk in stream)
-        except grpc.RpcError as exc:
-            raise self._conn.error(exc, f"the download of object {oid[:12]}") from None
 
     # -- the dispatcher thread ----------------------------------------------------------------
 
@@ -408,25 +473,32 @@ class Client:
         if result.value.inline_data:
             t0 = perf_counter()
             self._resolve(future, result.raised, result.value.inline_data, t0)
+        elif not result.raised:
+            # Stays in the store until result() fetches it, or passes it to another call.
+            future._set_finished_remote(result.value.id, result.value.size, self._transfer.fetch,
+                                        self._send_release)
         else:
             if self._downloads is None:
                 self._downloads = ThreadPoolExecutor(max_workers=4,
                                                      thread_name_prefix="bulletin-download")
-            self._downloads.submit(self._download, future, result.value.id, result.raised)
+            self._downloads.submit(self._download, future, result.value.id, result.raised,
+                                   result.value.size)
 
-    def _download(self, future: Future, oid: str, raised: bool) -> None:
+    def _download(self, future: Future, oid: str, raised: bool, size: int = 0) -> None:
         t0 = perf_counter()
         try:
-            data = self._get_object(oid)
+            value = self._transfer.fetch(oid, size)
         except BulletinError as exc:
             future._set_error(exc)
             return
-        self._resolve(future, raised, data, t0)
+        finally:
+            self._send_release(oid)
+        self._resolve(future, raised, value, t0, decoded=True)
 
     @staticmethod
-    def _resolve(future: Future, raised: bool, data: bytes, t0: float) -> None:
+    def _resolve(future: Future, raised: bool, data, t0: float, decoded: bool = False) -> None:
         try:
-            value = loads(data)
+            value = data if decoded else decode(data)
         except Exception as exc:
             future._set_error(BulletinError(
                 f"the result of call {future.key} cannot be unpickled here: {exc!r}. Install "
@@ -437,6 +509,68 @@ class Client:
             future._set_error(exception_from_envelope(value, future.key))
         else:
             future._set_finished(value)
+
+
+def _encode_value(value, what: str):
+    try:
+        return encode(value)
+    except Exception as exc:
+        raise SerializationError(f"{what} (a {type_name(value)}) cannot be encoded: {exc}. "
+                                 "Pass something picklable instead.") from exc
+
+
+def _bulky(value, limit: int) -> bool:
+    """Large enough to travel as an object of its own (uploaded once, shared by calls)."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return len(value) > limit
+    nbytes = getattr(value, "nbytes", None)
+    return isinstance(nbytes, int) and nbytes > limit and not isinstance(value, type)
+
+
+class _PendingCall:
+    """The objects one submit refers to, and the holds to drop once it is queued."""
+
+    def __init__(self, client: Client):
+        self.client = client
+        self.refs: dict[str, int] = {}
+        self.releases: list[str] = []
+        self.futures: list[Future] = []
+        self.upload_seconds = 0.0
+
+    def convert(self, value):
+        if isinstance(value, Ref):
+            self.refs[value.id] = value.nbytes
+            return StoreRef(value.id)
+        if isinstance(value, Future):
+            self.futures.append(value)
+            return value
+        if _bulky(value, max(self.client._inline_limit, 1 << 16)):
+            encoded = _encode_value(value, "an argument")
+            start = perf_counter()
+            oid, kept = self.client._keep_while_alive(value, encoded)
+            self.upload_seconds += perf_counter() - start
+            if not kept:
+                self.releases.append(oid)
+            self.refs[oid] = encoded.nbytes
+            return StoreRef(oid)
+        return value
+
+    def resolve(self, value):
+        """A done Future argument: its result stays on the cluster when it is still there."""
+        if not isinstance(value, Future):
+            return value
+        if value.cancelled():
+            raise BulletinError(f"an argument is the future of call {value.key}, which was "
+                                "cancelled; nothing was sent")
+        error = value.exception()
+        if error is not None:
+            raise BulletinError(f"an argument is the future of call {value.key}, which failed: "
+                                f"{error!r}; nothing was sent") from error
+        oid = value.remote_id
+        if oid is not None:
+            self.refs[oid] = value._remote[1] if value._remote else 0
+            return StoreRef(oid)
+        return self.convert(value.result())
 
 
 def _record_timings(future: Future, timings) -> None:

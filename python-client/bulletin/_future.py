@@ -12,6 +12,7 @@ import concurrent.futures as cf
 import queue
 import sys
 import threading
+import time
 from typing import Callable, Iterable
 
 ALL_COMPLETED = cf.ALL_COMPLETED
@@ -52,6 +53,11 @@ class Future(cf.Future):
         # Set when the runtime has said its last word about the call (or the session died).
         self._settled = threading.Event()
         self.placement = None
+        # A result left in the cluster's store: (id, size), fetched on first result().
+        self._remote: tuple[str, int] | None = None
+        self._fetch: Callable | None = None
+        self._release: Callable[[str], None] | None = None
+        self._fetch_lock = threading.Lock()
 
     @property
     def key(self) -> str:
@@ -68,6 +74,42 @@ class Future(cf.Future):
     @property
     def output(self) -> str:
         return "".join(self._output)
+
+    def result(self, timeout=None):
+        """The call's value; a large one is fetched from the cluster's store on first use."""
+        value = super().result(timeout)
+        if self._remote is None:
+            return value
+        with self._fetch_lock:
+            remote = self._remote
+            if remote is None:
+                return self._result
+            start = time.perf_counter()
+            value = self._fetch(*remote)
+            self._timings["download"] = time.perf_counter() - start
+            self._result = value
+            self._remote = None
+            self._release_remote(remote[0])
+        return value
+
+    @property
+    def remote_id(self) -> str | None:
+        """The id of the result while it stays in the cluster's store (not fetched yet)."""
+        remote = self._remote
+        return remote[0] if remote else None
+
+    def _release_remote(self, oid: str) -> None:
+        release, self._release = self._release, None
+        if release is not None:
+            release(oid)
+
+    def __del__(self):
+        remote = self._remote
+        if remote is not None:
+            try:
+                self._release_remote(remote[0])
+            except Exception:
+                pass
 
     def running(self) -> bool:
         return self._status == "running"
@@ -132,6 +174,12 @@ class Future(cf.Future):
 
     def _set_finished(self, value) -> None:
         self._settle("finished", lambda: self.set_result(value))
+
+    def _set_finished_remote(self, oid: str, size: int, fetch: Callable,
+                             release: Callable[[str], None]) -> None:
+        """Finished, with the value left in the store until result() or this future's end."""
+        self._remote, self._fetch, self._release = (oid, size), fetch, release
+        self._settle("finished", lambda: self.set_result(None))
 
     def _set_error(self, exc: BaseException) -> None:
         self._settle("error", lambda: self.set_exception(exc))

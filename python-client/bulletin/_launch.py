@@ -111,6 +111,9 @@ class UpOptions:
     simulate_gpus: int = 0
     port: int = DEFAULT_PORT
     config: Path | None = None
+    host: str = "127.0.0.1"
+    store_capacity: int = 0  # 0: half of the store's file system
+    spill_dir: Path | None = None
 
 
 def runtime_command(java: str, jar: Path, state_dir: Path, opts: UpOptions) -> list[str]:
@@ -120,6 +123,12 @@ def runtime_command(java: str, jar: Path, state_dir: Path, opts: UpOptions) -> l
            "--simulate-gpus", str(opts.simulate_gpus)]
     if opts.config is not None:
         cmd += ["--config", str(opts.config)]
+    if opts.host != "127.0.0.1":
+        cmd += ["--host", opts.host]
+    if opts.store_capacity:
+        cmd += ["--store-capacity", str(opts.store_capacity)]
+    if opts.spill_dir is not None:
+        cmd += ["--spill-dir", str(opts.spill_dir)]
     return cmd
 
 

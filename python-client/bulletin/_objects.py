@@ -58,12 +58,8 @@ def host_id() -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def crc32c(data) -> int:
-    import google_crc32c
-    return google_crc32c.value(bytes(data) if not isinstance(data, (bytes, memoryview)) else data)
-
-
-def crc32c_extend(crc: int, data) -> int:
+def crc32c_extend(crc: int, data: bytes) -> int:
+    """CRC32C (Castagnoli) of ``data`` continuing from ``crc`` (0 to start)."""
     import google_crc32c
     return google_crc32c.extend(crc, data)
 
@@ -99,3 +95,33 @@ def stage(folder: str | Path, encoded, session: str) -> str:
 def open_object(path: str | Path):
     """Maps an object file and decodes it: zero copy where the encoding allows."""
     return decode(pa.memory_map(str(path), "r"))
+
+
+class Ref:
+    """An object kept in the cluster's store by ``Client.scatter``: pass it as an argument and
+    the executor gets the value; it is never uploaded again. Dropping the last Python reference
+    to it (or closing its client) lets the store free it."""
+
+    def __init__(self, oid: str, nbytes: int, kind: str, release):
+        self.id = oid
+        self.nbytes = nbytes
+        self.kind = kind
+        self._release = release
+
+    def release(self) -> None:
+        release, self._release = self._release, None
+        if release is not None:
+            release(self.id)
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:
+            pass
+
+    def __reduce__(self):
+        # Nested inside another argument (a list, a dict), a Ref still resolves remotely.
+        return (StoreRef, (self.id,))
+
+    def __repr__(self) -> str:
+        return f"<bulletin.Ref {self.id} {self.kind} {self.nbytes} bytes>"

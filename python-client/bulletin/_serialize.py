@@ -99,7 +99,8 @@ class FunctionPickles:
     def __init__(self) -> None:
         self._cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-    def get(self, fn: Callable) -> tuple[str, bytes]:
+    def get(self, fn: Callable):
+        """(id, encoded) of a function, through the data path's encoder."""
         try:
             cached = self._cache.get(fn)
         except TypeError:  # unhashable or not weak-referenceable
@@ -109,8 +110,13 @@ class FunctionPickles:
             cacheable = True
         if cached is not None:
             return cached
-        data = dumps_function(fn)
-        entry = (object_id(data), data)
+        from ._objects import encode
+        try:
+            encoded = encode(fn)
+        except Exception:
+            dumps_function(fn)  # raises a SerializationError naming what cannot be pickled
+            raise
+        entry = (encoded.digest(), encoded)
         if cacheable:
             try:
                 self._cache[fn] = entry

@@ -1,0 +1,186 @@
+"""Moving objects between a client and the runtime's store.
+
+Same host (HelloReply.host_id equals ours and the store folder is writable): an object is
+written once, straight into a staged file of the store folder, and adopted by the runtime; a
+result is mapped from the store file, zero copy. Otherwise: chunked PutObject / GetObject with a
+CRC32C per chunk and over the whole object; a corrupted upload is sent again, a corrupted
+download chunk is fetched again from its offset. Before any upload the client asks "has it?".
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from time import perf_counter
+
+import grpc
+
+from ._errors import BulletinError
+from ._objects import crc32c_extend, decode, host_id, open_object, stage
+from ._proto import bulletin_pb2 as pb
+
+_RETRIES = 3
+
+
+class StoreFullError(BulletinError):
+    """An object does not fit in the cluster's object store."""
+
+
+class Transfer:
+    def __init__(self, conn, session_id: str, chunk_bytes: int, send_release):
+        hello = conn.hello
+        self._conn = conn
+        self._session = session_id
+        self._chunk = chunk_bytes
+        self._send_release = send_release
+        self.capacity = hello.store_capacity_bytes
+        self.folder = Path(hello.store_dir) if hello.store_dir else None
+        self.same_host = (os.environ.get("BULLETIN_DATA_PATH", "auto") != "grpc"
+                          and self.folder is not None and hello.host_id == host_id()
+                          and os.access(self.folder, os.W_OK))
+        self._lock = threading.Lock()
+        self._held: dict[str, int] = {}
+        # Counters for benchmarks and tests: what crossed the wire or the store folder.
+        self.uploaded_bytes = 0
+        self.uploads = 0
+        self.corrupt_next_chunk = False  # test hook: flips a bit in the next uploaded chunk
+
+    # -- holding objects in the store ---------------------------------------------------------
+
+    def acquire(self, encoded) -> str:
+        """Makes sure the store holds the object for this session; returns its id."""
+        oid = encoded.digest()
+        with self._lock:
+            if self._held.get(oid, 0) > 0:
+                self._held[oid] += 1
+                return oid
+        if encoded.nbytes > self.capacity > 0:
+            raise StoreFullError(
+                f"this object is {encoded.nbytes} bytes, larger than the cluster's object store "
+                f"({self.capacity} bytes); nothing was uploaded. Pass it in smaller pieces, or "
+                "ask for a cluster started with a larger --store-capacity.")
+        reply = self._conn.call(self._conn.stub.HasObjects, pb.HasObjectsRequest(ids=[oid]),
+                                "HasObjects")
+        if not reply.present[0]:
+            self.upload(oid, encoded)
+        with self._lock:
+            self._held[oid] = self._held.get(oid, 0) + 1
+        return oid
+
+    def release(self, oid: str) -> None:
+        with self._lock:
+            count = self._held.get(oid, 0)
+            if count == 0:
+                return
+            if count > 1:
+                self._held[oid] = count - 1
+                return
+            del self._held[oid]
+        self._send_release(oid)
+
+    def held(self) -> int:
+        with self._lock:
+            return len(self._held)
+
+    # -- uploads ------------------------------------------------------------------------------
+
+    def upload(self, oid: str, encoded) -> None:
+        if self.same_host:
+            try:
+                name = stage(self.folder, encoded, self._session)
+            except OSError:
+                self.same_host = False  # e.g. the folder went away: fall back to the network
+            else:
+                self._conn.call(self._conn.stub.AdoptObject, pb.AdoptObjectRequest(
+                    id=oid, size=encoded.nbytes, staged_name=name), "AdoptObject")
+                self.uploads += 1
+                self.uploaded_bytes += encoded.nbytes
+                return
+        for attempt in range(_RETRIES):
+            try:
+                self._put(oid, encoded)
+                return
+            except grpc.RpcError as exc:
+                if exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                    raise StoreFullError(f"the cluster's object store refused object {oid}: "
+                                         f"{exc.details()}") from None
+                if exc.code() != grpc.StatusCode.DATA_LOSS or attempt == _RETRIES - 1:
+                    raise self._conn.error(exc, f"the upload of object {oid[:12]}") from None
+
+    def _put(self, oid: str, encoded) -> None:
+        size = encoded.nbytes
+        state = {"crc": 0}
+
+        def chunks():
+            offset = 0
+            for piece in encoded.iter_chunks(self._chunk):
+                data = bytes(piece)
+                crc = crc32c_extend(0, data)
+                state["crc"] = crc32c_extend(state["crc"], data)
+                if self.corrupt_next_chunk and data:
+                    self.corrupt_next_chunk = False
+                    data = bytes([data[0] ^ 1]) + data[1:]
+                last = offset + len(data) >= size
+                chunk = pb.ObjectChunk(data=data, offset=offset, crc32c=crc, last=last)
+                if offset == 0:
+                    chunk.id, chunk.size = oid, size
+                if last:
+                    chunk.object_crc32c = state["crc"]
+                offset += len(data)
+                self.uploaded_bytes += len(data)
+                yield chunk
+            if offset == 0:  # an empty object still needs its first (and last) chunk
+                yield pb.ObjectChunk(id=oid, size=0, last=True)
+
+        self._conn.stub.PutObject(chunks(), metadata=self._conn.metadata)
+        self.uploads += 1
+
+    # -- downloads ----------------------------------------------------------------------------
+
+    def fetch(self, oid: str, size: int):
+        """The object's value: mapped from the store on this host, else downloaded."""
+        if self.same_host:
+            try:
+                return open_object(self.folder / oid)
+            except FileNotFoundError:
+                pass  # spilled to disk on the runtime's side: take the network path
+        return decode(self._download(oid, size))
+
+    def _download(self, oid: str, size: int) -> bytearray:
+        out = bytearray(size)
+        view = memoryview(out)
+        offset, failures = 0, 0
+        while True:
+            try:
+                stream = self._conn.stub.GetObject(pb.GetObjectRequest(id=oid, offset=offset),
+                                                   metadata=self._conn.metadata)
+                for chunk in stream:
+                    data = chunk.data
+                    if crc32c_extend(0, data) != chunk.crc32c or chunk.offset != offset:
+                        raise _BadChunk(chunk.offset)
+                    view[offset:offset + len(data)] = data
+                    offset += len(data)
+                return out
+            except _BadChunk as bad:
+                stream.cancel()
+                failures += 1
+                if failures >= _RETRIES:
+                    raise BulletinError(
+                        f"the download of object {oid[:12]} failed its CRC32C check {failures} "
+                        f"times at offset {bad.offset}; the network corrupts data. Check the "
+                        "link between this machine and the cluster.") from None
+            except grpc.RpcError as exc:
+                raise self._conn.error(exc, f"the download of object {oid[:12]}") from None
+
+
+class _BadChunk(Exception):
+    def __init__(self, offset: int):
+        super().__init__(offset)
+        self.offset = offset
+
+
+def timed(fn, *args):
+    start = perf_counter()
+    value = fn(*args)
+    return value, perf_counter() - start
