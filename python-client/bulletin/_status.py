@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 def format_bytes(n: int) -> str:
@@ -66,6 +66,8 @@ class ClusterStatus:
     cpus: Slots
     queue: tuple[QueuedCall, ...]
     running: int
+    # The object store: objects, referenced, spilled, memory_bytes, spilled_bytes, capacity_bytes.
+    store: dict = field(default_factory=dict)
 
     @property
     def simulated_gpus(self) -> bool:
@@ -82,8 +84,10 @@ class ClusterStatus:
             QueuedCall(q.task_id, q.name, q.user, q.resources.gpus, q.resources.cpus,
                        q.resources.memory_bytes, q.position, q.reason)
             for q in msg.queue)
+        store = {name: getattr(msg.store, name) for name in (
+            "objects", "referenced", "spilled", "memory_bytes", "spilled_bytes", "capacity_bytes")}
         return cls(msg.cluster_id, workers, Slots._from_proto(msg.gpus),
-                   Slots._from_proto(msg.cpus), queue, msg.running)
+                   Slots._from_proto(msg.cpus), queue, msg.running, store)
 
     def __str__(self) -> str:
         sim = " (simulated)" if self.simulated_gpus else ""

@@ -13,10 +13,13 @@ import the test modules), see `_pickle_test_module_by_value`.
 
 from __future__ import annotations
 
+import gc
+import os
+
 import cloudpickle
 import pytest
 
-from cluster_support import Cluster, start_cluster
+from cluster_support import Cluster, start_cluster, wait_until
 
 
 @pytest.fixture(scope="session")
@@ -54,6 +57,37 @@ def _cluster_environment(request, monkeypatch):
         monkeypatch.setenv("BULLETIN_HOME", str(cluster.home))
         from bulletin import _client
         _client._set_default(client)
+
+
+def referenced_objects(client) -> int:
+    return client.status().store["referenced"]
+
+
+def staged_files(cluster) -> list[str]:
+    return [name for folder in cluster.store_dir.iterdir() if folder.is_dir()
+            for name in os.listdir(folder) if name.startswith(".")]
+
+
+@pytest.fixture(autouse=True)
+def _store_leak_check(request):
+    """After every test on the session cluster, the store holds what it held before: the
+    objects some call, future, ref or session still references come back to their count (plus
+    one per function the session client sent for the first time: sessions keep functions), and
+    no staged or temporary file is left."""
+    if "client" not in request.fixturenames:
+        yield
+        return
+    client = request.getfixturevalue("client")
+    cluster = request.getfixturevalue("cluster")
+    before = referenced_objects(client)
+    functions_before = set(client._sent_functions)
+    yield
+    gc.collect()  # futures and refs the test dropped release their objects
+    expected = before + len(set(client._sent_functions) - functions_before)
+    wait_until(lambda: referenced_objects(client) == expected, timeout=10,
+               what=f"the store to hold {expected} referenced objects again "
+                    f"(it holds {referenced_objects(client)})")
+    assert staged_files(cluster) == []
 
 
 @pytest.fixture(autouse=True)

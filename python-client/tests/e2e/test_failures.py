@@ -249,7 +249,9 @@ def test_closing_a_client_stops_its_running_calls(client, cluster, tmp_path):
 
 
 def store_objects(cluster) -> set[str]:
-    return {name for name in os.listdir(cluster.store_dir) if not name.startswith(".")}
+    """Objects someone references (cached, unreferenced ones may linger until evicted)."""
+    with cluster.client(set_as_default=False) as probe:
+        return probe.status().store["referenced"]
 
 
 def big_result(n):

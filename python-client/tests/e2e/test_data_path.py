@@ -1,0 +1,167 @@
+"""The data path against real clusters: same-host store files, the gRPC path with its checks,
+content addressing, Future arguments, scatter refs, capacity, owners and a killed uploader."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+import bulletin
+from bulletin._transfer import StoreFullError
+from cluster_support import CALL_SECONDS, assert_serves, start_cluster, wait_until
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def double(x):
+    return x * 2
+
+
+def pick(x, i):
+    return float(x[i])
+
+
+def total(x):
+    return float(np.asarray(x).sum())
+
+
+def make(n):
+    return np.arange(n, dtype=np.float32)
+
+
+def test_large_array_round_trip_maps_the_result_from_the_store(client):
+    assert client._transfer.same_host
+    a = np.random.default_rng(1).random(1 << 20, dtype=np.float32)
+    value = client.submit(double, a).result(timeout=CALL_SECONDS)
+    np.testing.assert_array_equal(value, a * 2)
+    assert value.dtype == np.float32 and not value.flags.writeable  # a view on the mapped file
+
+
+def test_same_array_to_ten_calls_is_uploaded_once(client):
+    data = make(1 << 20)
+    uploads = client._transfer.uploads
+    futures = [client.submit(pick, data, i) for i in range(10)]
+    assert [f.result(timeout=CALL_SECONDS) for f in futures] == [float(i) for i in range(10)]
+    assert client._transfer.uploads - uploads == 1
+    # An equal array built again is found with "has it?": nothing is sent.
+    sent = client._transfer.uploaded_bytes
+    assert client.submit(pick, make(1 << 20), 3).result(timeout=CALL_SECONDS) == 3.0
+    assert client._transfer.uploaded_bytes == sent
+
+
+def test_scatter_uploads_once_and_refs_resolve_remotely(client):
+    ref = client.scatter(make(1 << 18))
+    uploads = client._transfer.uploads
+    results = [client.submit(pick, ref, i).result(timeout=CALL_SECONDS) for i in (1, 2, 3)]
+    assert results == [1.0, 2.0, 3.0] and client._transfer.uploads == uploads
+    assert client.submit(lambda refs: len(refs), [ref, ref]).result(timeout=CALL_SECONDS) == 2
+
+
+def test_future_argument_resolves_on_the_cluster_without_a_fetch(client):
+    first = client.submit(make, 1 << 20)
+    second = client.submit(total, first)  # submitted before first finishes
+    assert second.result(timeout=CALL_SECONDS) == float(np.arange(1 << 20, dtype=np.float32).sum())
+    assert first.remote_id is not None, "the first result never came to the client"
+    assert first.result(timeout=CALL_SECONDS)[5] == 5.0  # and it can still be fetched
+    assert first.remote_id is None
+
+
+def test_failed_future_argument_fails_the_dependent_call_naming_it(client):
+    def boom():
+        raise ValueError("no")
+
+    first = client.submit(boom)
+    with pytest.raises(bulletin.BulletinError, match=first.key):
+        client.submit(total, first).result(timeout=CALL_SECONDS)
+    assert_serves(client)
+
+
+def test_unsupported_dtype_falls_back_to_pickle(client):
+    odd = np.array([{"a": 1}, None, "text"] * 200_000, dtype=object)
+    assert client.submit(len, odd).result(timeout=CALL_SECONDS) == 600_000
+    assert_serves(client)
+
+
+def test_grpc_path_with_a_corrupted_chunk_retries_and_succeeds(cluster, monkeypatch):
+    monkeypatch.setenv("BULLETIN_DATA_PATH", "grpc")
+    with cluster.client(set_as_default=False) as remote:
+        assert not remote._transfer.same_host
+        a = np.random.default_rng(2).random(3 << 20)  # 24 MiB: many chunks
+        remote._transfer.corrupt_next_chunk = True
+        value = remote.submit(double, a).result(timeout=CALL_SECONDS)
+        np.testing.assert_array_equal(value, a * 2)
+        assert not remote._transfer.corrupt_next_chunk  # the corruption was sent, then retried
+        assert remote.submit(pick, a, 7).result(timeout=CALL_SECONDS) == a[7]
+
+
+UPLOADER = textwrap.dedent("""
+    import os, sys, numpy as np, bulletin
+    client = bulletin.Client()
+    data = np.random.default_rng(0).random(400 << 17)  # 400 MiB
+    print("uploading", flush=True)
+    client.submit(len, data).result()
+""")
+
+
+@pytest.mark.parametrize("path", ["grpc", "auto"])
+def test_client_killed_mid_upload_leaves_nothing(cluster, client, path):
+    env = dict(os.environ, BULLETIN_ADDRESS=cluster.address, BULLETIN_TOKEN=cluster.token,
+               BULLETIN_DATA_PATH=path)
+    proc = subprocess.Popen([sys.executable, "-c", UPLOADER], env=env, stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout.readline().strip() == "uploading"
+        time.sleep(0.8)  # mid-way through encoding and writing the 400 MiB
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    # The leak check after this test also verifies no staged file and no held object remain.
+    wait_until(lambda: not [n for f in cluster.store_dir.iterdir() if f.is_dir()
+                            for n in os.listdir(f) if n.startswith(".")], timeout=10,
+               what="the killed client's partial object to go away")
+    assert_serves(client)
+
+
+def test_small_store_refuses_too_large_objects_and_keeps_other_users_out(tmp_path):
+    config = tmp_path / "cluster.yaml"
+    config.write_text("users:\n  - name: ada\n    group: g\n    token: ada-token-0123456789\n"
+                      "  - name: bob\n    group: g\n    token: bob-token-0123456789\n")
+    cluster = start_cluster(tmp_path / "home", "--store-capacity", str(32 << 20),
+                            "--config", str(config))
+    try:
+        ada = bulletin.Client(cluster.address, token="ada-token-0123456789",
+                              set_as_default=False)
+        bob = bulletin.Client(cluster.address, token="bob-token-0123456789",
+                              set_as_default=False)
+        with ada, bob:
+            with pytest.raises(StoreFullError, match=r"\d+ bytes, larger than .*33554432 bytes"):
+                ada.submit(len, np.zeros(40 << 20, dtype=np.uint8))
+            assert ada._transfer.uploads == 0
+            # Beyond the capacity in total, not one by one: unreferenced objects are evicted.
+            for i in range(4):
+                assert ada.submit(pick, np.full(12 << 20, i, dtype=np.uint8), 0).result(
+                    timeout=CALL_SECONDS) == i
+            f = ada.submit(make, 1 << 20)
+            f.exception(timeout=CALL_SECONDS)
+            oid = f.remote_id
+            # Bob cannot read ada's result, nor find it with "has it?", nor pass it to a call.
+            with pytest.raises(bulletin.BulletinError, match="NOT_FOUND"):
+                bob._transfer.fetch(oid, 4 << 20)
+            from bulletin._proto import bulletin_pb2 as pb
+            assert not bob._conn.call(bob._conn.stub.HasObjects, pb.HasObjectsRequest(ids=[oid]),
+                                      "HasObjects").present[0]
+            from bulletin._objects import Ref
+            stolen = Ref(oid, 4 << 20, "pickle", None)
+            with pytest.raises(bulletin.BulletinError, match="not in this user's store"):
+                bob.submit(total, stolen).result(timeout=CALL_SECONDS)
+            assert f.result(timeout=CALL_SECONDS)[3] == 3.0
+            assert_serves(ada)
+    finally:
+        cluster.stop()
