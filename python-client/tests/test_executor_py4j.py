@@ -16,7 +16,7 @@ import pytest
 
 from py4j.java_gateway import find_jar_path
 
-from bulletin._serialize import object_id
+from bulletin._objects import encode, open_object
 
 pytestmark = pytest.mark.skipif(shutil.which("javac") is None, reason="needs a JDK (javac)")
 
@@ -50,7 +50,8 @@ public class Agent {
     gateway.resetCallbackClient(java.net.InetAddress.getLoopbackAddress(), (Integer) reg[1]);
     PythonExecutor executor = (PythonExecutor) reg[0];
     System.out.println("PING " + executor.ping());
-    System.out.println("RUN " + executor.run("task-1", args[2], args[3]));
+    System.out.println("RUN " + executor.run("task-1", args[1] + "/" + args[2],
+        args[1] + "/" + args[3], "", args[1] + "/.result-task-1"));
     System.out.flush();
     gateway.shutdown();
     System.out.println("EXIT " + (python.waitFor(20, TimeUnit.SECONDS) ? python.exitValue() : -1));
@@ -60,7 +61,7 @@ public class Agent {
 
 PYTHON_EXECUTOR = '''
 package dev.bulletin.worker;
-public interface PythonExecutor { String run(String taskId, String functionId, String argsId); String ping(); }
+public interface PythonExecutor { String run(String taskId, String functionPath, String argsPath, String refs, String resultPath); String ping(); }
 '''
 
 
@@ -84,9 +85,9 @@ def agent_classes(tmp_path_factory):
 
 
 def put(store: Path, obj) -> str:
-    data = cloudpickle.dumps(obj)
-    (store / object_id(data)).write_bytes(data)
-    return object_id(data)
+    encoded = encode(obj)
+    (store / encoded.digest()).write_bytes(encoded.to_bytes())
+    return encoded.digest()
 
 
 def test_executor_registers_runs_a_call_and_exits_with_the_gateway(agent_classes, tmp_path):
@@ -99,7 +100,7 @@ def test_executor_registers_runs_a_call_and_exits_with_the_gateway(agent_classes
     run_line = next(line for line in out.splitlines() if line.startswith("RUN "))
     kind, result_id, size, _ = run_line.split()[1:]
     assert kind == "ok"
-    assert cloudpickle.loads((tmp_path / result_id).read_bytes()) == "PY4J"
+    assert open_object(tmp_path / ".result-task-1") == "PY4J"
     assert "hello py4j\n\x1eBULLETIN-END task-1\n" in out
     assert "\x1eBULLETIN-END task-1\n" in proc.stderr
     assert "EXIT 0" in out

@@ -284,7 +284,7 @@ def test_store_holds_nothing_after_calls_end(client, cluster):
         client.submit(sleeper, 30, timeout=0.5).result(timeout=CALL_SECONDS)
 
     wait_until(lambda: store_objects(cluster) == before, timeout=5,
-               what=f"the store to hold only {len(before)} objects again")
+               what=f"the store to hold only {before} referenced objects again")
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
