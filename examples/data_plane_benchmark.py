@@ -1,0 +1,330 @@
+"""Data plane: moving a 1 GiB float32 array through bulletin, against the machine's own limits
+and against Dask distributed and Ray, in one run on one machine.
+
+    make bench-data                   # or: python examples/data_plane_benchmark.py
+    python examples/data_plane_benchmark.py --gib 0.25 --only same-host,dataset
+
+Sections (each prints its numbers and ratios; --only picks some):
+  same-host  the one copy into the store (encode + write) against a single-thread memcpy of the
+             same bytes; opening the object on the other side (map + decode); a full call that
+             takes the array and returns it (client -> executor -> client).
+  cross-host two network namespaces on a veth pair (root needed): PutObject/GetObject of the
+             array against a raw TCP stream between the same namespaces.
+  dask, ray  the same round trip (argument in, result out) through each peer, if installed.
+  dataset    a CIFAR-10-sized uint8 dataset (50,000 x 3 x 32 x 32) passed to 5 consecutive
+             calls: the bytes uploaded on calls 2 to 5 (must be 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+GIB = 1 << 30
+
+
+def echo(x):
+    return x
+
+
+def first(x):
+    return float(x.reshape(-1)[0])
+
+
+def best(fn, repeat: int = 3) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def gbps(nbytes: int, seconds: float) -> float:
+    return nbytes / seconds / 1e9
+
+
+def array(nbytes: int) -> np.ndarray:
+    return np.random.default_rng(0).random(nbytes // 4, dtype=np.float32)
+
+
+# -- same host --------------------------------------------------------------------------------
+
+
+def same_host(client, a: np.ndarray) -> dict:
+    from bulletin._objects import encode, open_object, stage
+
+    nbytes = a.nbytes
+    touched = np.empty_like(a)
+    touched.fill(1)
+    memcpy = best(lambda: np.copyto(touched, a))  # numpy's copy is one thread's memcpy
+    del touched
+    # The same copy into memory never touched before: the page faults a store write also pays.
+    memcpy_fresh = best(lambda: np.copyto(np.empty_like(a), a))
+    folder = client._transfer.folder
+    names = []
+
+    def one_copy():
+        names.append(stage(folder, encode(a), "benchmark0"))
+
+    write = best(one_copy)
+    for name in names:
+        os.unlink(folder / name)
+    digest = best(lambda: encode(a).digest())
+
+    # The full handoff: in to the executor (one copy into the store), out again (the executor's
+    # one copy of its result), opened here by mapping.
+    client.submit(first, a[:1024]).result()  # warm the function and executor
+    timings = []
+    for _ in range(3):
+        start = time.perf_counter()
+        f = client.submit(echo, a)
+        out = f.result()
+        timings.append((time.perf_counter() - start, dict(f.timings)))
+        assert out.shape == a.shape
+        del out, f
+    round_trip, phase = min(timings, key=lambda t: t[0])
+    # Opening an object in the store, as the executor and a same-host client do.
+    f = client.submit(lambda n: np.ones(n // 4, dtype=np.float32), nbytes)
+    f.exception()
+    path = folder / f.remote_id
+    opened = best(lambda: open_object(path), repeat=5)
+    del f
+    return {
+        "bytes": nbytes,
+        "memcpy_GBps": gbps(nbytes, memcpy),
+        "store_write_GBps": gbps(nbytes, write),
+        "store_write_vs_memcpy": memcpy / write,
+        "memcpy_fresh_GBps": gbps(nbytes, memcpy_fresh),
+        "store_write_vs_memcpy_fresh": memcpy_fresh / write,
+        "digest_GBps": gbps(nbytes, digest),
+        "open_ms": opened * 1e3,
+        "round_trip_s": round_trip,
+        "round_trip_phases_s": {k: round(v, 4) for k, v in phase.items()},
+    }
+
+
+# -- cross host -------------------------------------------------------------------------------
+
+TCP_PORT = 18999
+
+
+def tcp_server(nbytes: int) -> None:
+    with socket.create_server(("0.0.0.0", TCP_PORT)) as server:
+        print("ready", flush=True)
+        conn, _ = server.accept()
+        buf = bytearray(8 << 20)
+        view = memoryview(buf)
+        got = 0
+        with conn:
+            while got < nbytes:
+                n = conn.recv_into(view)
+                if not n:
+                    break
+                got += n
+            conn.sendall(b"k")
+
+
+def tcp_client(host: str, nbytes: int) -> float:
+    data = memoryview(array(nbytes)).cast("B")
+    with socket.create_connection((host, TCP_PORT)) as conn:
+        start = time.perf_counter()
+        conn.sendall(data)
+        conn.recv(1)
+        return time.perf_counter() - start
+
+
+def cross_client(address: str, token: str, nbytes: int) -> dict:
+    """Runs in the client namespace: upload then download through the gRPC path."""
+    import bulletin
+    from bulletin._objects import encode
+
+    client = bulletin.Client(address, token=token, connect_timeout=10)
+    assert not client._transfer.same_host
+    a = array(nbytes)
+    encoded = encode(a)
+    oid = encoded.digest()
+    start = time.perf_counter()
+    client._transfer.upload(oid, encoded)
+    upload = time.perf_counter() - start
+    start = time.perf_counter()
+    back = client._transfer.fetch(oid, encoded.nbytes)
+    download = time.perf_counter() - start
+    assert back.shape == a.shape and back[123] == a[123]
+    start = time.perf_counter()
+    out = client.submit(echo, a).result()
+    call = time.perf_counter() - start
+    assert out.shape == a.shape
+    client.close()
+    return {"upload_s": upload, "download_s": download, "call_round_trip_s": call}
+
+
+def cross_host(nbytes: int) -> dict:
+    import _netns
+
+    why = _netns.available()
+    if why:
+        return {"skipped": why}
+    me = os.path.abspath(__file__)
+    with _netns.two_hosts() as (server_ns, client_ns), tempfile.TemporaryDirectory() as home:
+        # Raw TCP between the namespaces: the ceiling for any protocol on this link.
+        server = subprocess.Popen(_netns.in_ns(server_ns, [sys.executable, me, "--_tcp-server",
+                                                           str(nbytes)]), stdout=subprocess.PIPE,
+                                  text=True)
+        server.stdout.readline()
+        raw = json.loads(subprocess.check_output(_netns.in_ns(client_ns, [
+            sys.executable, me, "--_tcp-client", _netns.SERVER_IP, str(nbytes)])))
+        server.wait(30)
+        env = dict(os.environ, BULLETIN_HOME=home)
+        env.pop("BULLETIN_ADDRESS", None)
+        env.pop("BULLETIN_TOKEN", None)
+        subprocess.run(_netns.in_ns(server_ns, [
+            sys.executable, "-m", "bulletin._cli", "up", "--host", "0.0.0.0", "--port", "18771",
+            "--simulate-gpus", "1", "--cpus", "2"]), env=env, check=True, capture_output=True)
+        try:
+            token = open(os.path.join(home, "token")).read().strip()
+            out = subprocess.run(_netns.in_ns(client_ns, [
+                sys.executable, me, "--_cross-client", f"{_netns.SERVER_IP}:18771", str(nbytes)]),
+                env=dict(env, BULLETIN_TOKEN=token), capture_output=True, text=True)
+            if out.returncode:
+                raise RuntimeError(f"cross-host client failed:\n{out.stderr}")
+            result = json.loads(out.stdout)
+        finally:
+            subprocess.run(_netns.in_ns(server_ns, [sys.executable, "-m", "bulletin._cli",
+                                                    "down"]), env=env, capture_output=True)
+    tcp_gbps = gbps(nbytes, raw)
+    return {
+        "raw_tcp_GBps": tcp_gbps,
+        "put_GBps": gbps(nbytes, result["upload_s"]),
+        "get_GBps": gbps(nbytes, result["download_s"]),
+        "put_vs_tcp": gbps(nbytes, result["upload_s"]) / tcp_gbps,
+        "get_vs_tcp": gbps(nbytes, result["download_s"]) / tcp_gbps,
+        "call_round_trip_s": result["call_round_trip_s"],
+    }
+
+
+# -- peers ------------------------------------------------------------------------------------
+
+
+def round_trips(call, repeat: int = 3) -> float:
+    call()
+    return best(call, repeat)
+
+
+def dask_round_trip(a: np.ndarray) -> dict:
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        return {"skipped": "dask[distributed] is not installed (make bench installs it)"}
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        return {"round_trip_s": round_trips(lambda: client.submit(echo, a, pure=False).result())}
+
+
+def ray_round_trip(a: np.ndarray) -> dict:
+    try:
+        import ray
+    except ImportError:
+        return {"skipped": "ray is not installed (make bench installs it)"}
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, configure_logging=False,
+             object_store_memory=max(3 * a.nbytes, 1 << 30))
+    try:
+        remote_echo = ray.remote(echo)
+        return {"round_trip_s": round_trips(lambda: ray.get(remote_echo.remote(a)))}
+    finally:
+        ray.shutdown()
+
+
+# -- dataset ----------------------------------------------------------------------------------
+
+
+def dataset(client) -> dict:
+    data = np.random.default_rng(1).integers(0, 255, (50_000, 3, 32, 32), dtype=np.uint8)
+    uploaded = []
+    for call in range(5):
+        before = client._transfer.uploaded_bytes
+        assert client.submit(first, data).result() == float(data.reshape(-1)[0])
+        uploaded.append(client._transfer.uploaded_bytes - before)
+    return {"dataset_bytes": data.nbytes, "uploaded_per_call": uploaded,
+            "uploaded_calls_2_to_5": sum(uploaded[1:])}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--gib", type=float, default=1.0, help="array size in GiB (default 1)")
+    parser.add_argument("--only", default="same-host,cross-host,dask,ray,dataset")
+    parser.add_argument("--_tcp-server", dest="tcp_server", type=int)
+    parser.add_argument("--_tcp-client", dest="tcp_client", nargs=2)
+    parser.add_argument("--_cross-client", dest="cross_client", nargs=2)
+    args = parser.parse_args()
+    if args.tcp_server:
+        return tcp_server(args.tcp_server)
+    if args.tcp_client:
+        return print(json.dumps(tcp_client(args.tcp_client[0], int(args.tcp_client[1]))))
+    if args.cross_client:
+        return print(json.dumps(cross_client(args.cross_client[0], os.environ["BULLETIN_TOKEN"],
+                                             int(args.cross_client[1]))))
+
+    nbytes = int(args.gib * GIB) // 4 * 4
+    only = set(args.only.split(","))
+    results: dict[str, dict] = {}
+    a = array(nbytes)
+    if only & {"same-host", "dataset"}:
+        from _local_cluster import local_cluster
+        with local_cluster(cpus=2) as client:
+            if "same-host" in only:
+                results["same-host"] = same_host(client, a)
+                print("same-host", json.dumps(results["same-host"], indent=1), flush=True)
+            if "dataset" in only:
+                results["dataset"] = dataset(client)
+                print("dataset", json.dumps(results["dataset"]), flush=True)
+    if "cross-host" in only:
+        results["cross-host"] = cross_host(nbytes)
+        print("cross-host", json.dumps(results["cross-host"], indent=1), flush=True)
+    if "dask" in only:
+        results["dask"] = dask_round_trip(a)
+        print("dask", json.dumps(results["dask"]), flush=True)
+    if "ray" in only:
+        results["ray"] = ray_round_trip(a)
+        print("ray", json.dumps(results["ray"]), flush=True)
+
+    print("\nsummary")
+    same = results.get("same-host")
+    if same:
+        print(f"  one copy into the store: {same['store_write_GBps']:.2f} GB/s = "
+              f"{same['store_write_vs_memcpy']:.2f}x single-thread memcpy "
+              f"({same['memcpy_GBps']:.2f} GB/s); target >= 0.8x")
+        print(f"  the same memcpy into fresh memory: {same['memcpy_fresh_GBps']:.2f} GB/s; the store"
+              f" write is {same['store_write_vs_memcpy_fresh']:.2f}x that")
+        print(f"  open on the other side: {same['open_ms']:.3f} ms; target < 1 ms")
+        print(f"  1 GiB round trip through bulletin: {same['round_trip_s']:.3f} s")
+        for peer in ("dask", "ray"):
+            seconds = results.get(peer, {}).get("round_trip_s")
+            if seconds:
+                print(f"  {peer}: {seconds:.3f} s; bulletin is {seconds / same['round_trip_s']:.2f}x "
+                      "as fast")
+    cross = results.get("cross-host", {})
+    if "put_vs_tcp" in cross:
+        print(f"  cross-host: PutObject {cross['put_vs_tcp']:.2f}x, GetObject "
+              f"{cross['get_vs_tcp']:.2f}x raw TCP ({cross['raw_tcp_GBps']:.2f} GB/s); "
+              "target >= 0.8x")
+    elif cross:
+        print(f"  cross-host skipped: {cross['skipped']}")
+    if "dataset" in results:
+        print(f"  dataset to 5 calls: {results['dataset']['uploaded_calls_2_to_5']} bytes "
+              "uploaded on calls 2-5; must be 0")
+
+
+if __name__ == "__main__":
+    main()
