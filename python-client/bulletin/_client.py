@@ -25,7 +25,8 @@ from ._decorators import RemoteFunction
 from ._envelope import exception_from_envelope
 from ._errors import (
     AuthenticationError, BulletinError, CallTimeoutError, InfeasibleError, InvalidRequestError,
-    RuntimeFailure, RuntimeUnreachableError, WorkerDiedError)
+    RuntimeFailure, RuntimeUnreachableError, WorkerDiedError,
+    WorkerLostError)
 from ._future import FIRST_EXCEPTION, Future
 from ._future import wait as _wait
 from ._proto import bulletin_pb2 as pb
@@ -57,6 +58,7 @@ _FAILURES = {
     pb.EXECUTOR_DIED: (WorkerDiedError,
                        "It may have run out of memory or crashed (see its output); "
                        "retries=N resubmits such calls automatically."),
+    pb.WORKER_LOST: (WorkerLostError, ""),  # the runtime's message says what to do
     pb.TIMED_OUT: (CallTimeoutError, ""),  # the runtime's message says which timeout hit
     pb.INVALID_REQUEST: (InvalidRequestError,
                          "This is probably a bulletin bug; please report it with the runtime log."),

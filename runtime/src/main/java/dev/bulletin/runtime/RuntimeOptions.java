@@ -13,10 +13,13 @@ import java.nio.file.Path;
  * @param port port to listen on; 0 picks a free one
  * @param ownerToken the token of the user who started the cluster
  * @param ownerUser that user's name
+ * @param workerToken the cluster's worker token: remote workers attach with it (null: none can)
  * @param config users and (later) pools, QoS and quotas
  * @param worker the embedded worker agent
  * @param storeFolder the node-local object store
  * @param inlineLimitBytes objects up to this size travel inside control messages
+ * @param drainMarginSeconds a worker whose allocation ends within this takes no call without a
+ *     timeout
  */
 public record RuntimeOptions(
     Path home,
@@ -24,10 +27,12 @@ public record RuntimeOptions(
     int port,
     String ownerToken,
     String ownerUser,
+    String workerToken,
     RuntimeConfig config,
     WorkerOptions worker,
     Path storeFolder,
-    long inlineLimitBytes) {
+    long inlineLimitBytes,
+    double drainMarginSeconds) {
 
   public static final long MAX_MESSAGE_BYTES = 8L << 20;
 
@@ -38,6 +43,10 @@ public record RuntimeOptions(
     if (inlineLimitBytes < 0 || inlineLimitBytes > MAX_MESSAGE_BYTES / 2) {
       throw new IllegalArgumentException("inlineLimitBytes must be 0.." + MAX_MESSAGE_BYTES / 2
           + ", got " + inlineLimitBytes);
+    }
+    if (!(drainMarginSeconds >= 0)) {
+      throw new IllegalArgumentException("drainMarginSeconds must be >= 0, got "
+          + drainMarginSeconds);
     }
   }
 }

@@ -16,17 +16,12 @@ import dev.bulletin.protocol.ShutdownReply;
 import dev.bulletin.protocol.ShutdownRequest;
 import dev.bulletin.protocol.StatusRequest;
 import dev.bulletin.runtime.identity.Identity;
-import dev.bulletin.runtime.identity.TokenRegistry;
-import io.vertx.core.Handler;
-import io.vertx.grpc.common.GrpcMessageDecoder;
-import io.vertx.grpc.common.GrpcMessageEncoder;
 import io.vertx.grpc.common.GrpcStatus;
 import io.vertx.grpc.common.ServiceMethod;
 import io.vertx.grpc.common.ServiceName;
 import io.vertx.grpc.server.GrpcServer;
 import io.vertx.grpc.server.GrpcServerRequest;
 import java.nio.ByteBuffer;
-import java.util.Optional;
 
 /**
  * The client-facing gRPC service ({@code bulletin.v1.Bulletin}): authenticates each call and
@@ -38,7 +33,6 @@ final class GrpcApi {
   static final int CHUNK_BYTES = 1 << 20;
 
   private final ControlPlane plane;
-  private final TokenRegistry tokens;
   private final StatusReport status;
   private final String clusterId;
   private final String version;
@@ -46,10 +40,9 @@ final class GrpcApi {
   private final long maxMessage;
   private final Runnable shutdown;
 
-  GrpcApi(ControlPlane plane, TokenRegistry tokens, StatusReport status, String clusterId,
+  GrpcApi(ControlPlane plane, StatusReport status, String clusterId,
       String version, long inlineLimit, long maxMessage, Runnable shutdown) {
     this.plane = plane;
-    this.tokens = tokens;
     this.status = status;
     this.clusterId = clusterId;
     this.version = version;
@@ -58,37 +51,18 @@ final class GrpcApi {
     this.shutdown = shutdown;
   }
 
-  void mount(GrpcServer server) {
-    server.callHandler(method("Hello", HelloRequest.newBuilder()), authenticated(this::hello));
-    server.callHandler(method("Session", ClientMessage.newBuilder()), authenticated(this::session));
-    server.callHandler(method("PutObject", ObjectChunk.newBuilder()), authenticated(this::putObject));
-    server.callHandler(method("GetObject", GetObjectRequest.newBuilder()), authenticated(this::getObject));
-    server.callHandler(method("Status", StatusRequest.newBuilder()), authenticated(this::status));
-    server.callHandler(method("Shutdown", ShutdownRequest.newBuilder()), authenticated(this::shutdown));
+  void mount(GrpcServer server, Authenticator auth) {
+    server.callHandler(method("Hello", HelloRequest.newBuilder()), auth.any(this::hello));
+    server.callHandler(method("Session", ClientMessage.newBuilder()), auth.users(this::session));
+    server.callHandler(method("PutObject", ObjectChunk.newBuilder()), auth.any(this::putObject));
+    server.callHandler(method("GetObject", GetObjectRequest.newBuilder()), auth.any(this::getObject));
+    server.callHandler(method("Status", StatusRequest.newBuilder()), auth.users(this::status));
+    server.callHandler(method("Shutdown", ShutdownRequest.newBuilder()), auth.users(this::shutdown));
   }
 
   private static <Req, Resp extends com.google.protobuf.MessageLite> ServiceMethod<Req, Resp> method(
       String name, com.google.protobuf.Message.Builder requestType) {
-    return ServiceMethod.server(SERVICE, name, GrpcMessageEncoder.encoder(),
-        GrpcMessageDecoder.decoder(requestType));
-  }
-
-  private interface AuthenticatedHandler<Req, Resp> {
-    void handle(Identity identity, GrpcServerRequest<Req, Resp> request);
-  }
-
-  private <Req, Resp> Handler<GrpcServerRequest<Req, Resp>> authenticated(
-      AuthenticatedHandler<Req, Resp> handler) {
-    return request -> {
-      Optional<Identity> identity = tokens.authenticate(request.headers().get("authorization"));
-      if (identity.isEmpty()) {
-        request.response().status(GrpcStatus.UNAUTHENTICATED).statusMessage("the token is not"
-            + " known to this cluster: use the token `bulletin up` wrote (~/.bulletin/token) or the"
-            + " one your administrator gave you (BULLETIN_TOKEN)").end();
-        return;
-      }
-      handler.handle(identity.get(), request);
-    };
+    return Authenticator.method(SERVICE, name, requestType);
   }
 
   private void hello(Identity identity, GrpcServerRequest<HelloRequest, HelloReply> request) {
@@ -150,7 +124,7 @@ final class GrpcApi {
       }
       try (ObjectStore.Upload finished = upload[0]) {
         ObjectId stored = finished.commit();
-        plane.uploaded(stored);
+        plane.uploaded(stored); // a worker's large result is claimed when it reports the call
         request.response().end(PutObjectReply.newBuilder().setId(stored.hex())
             .setSize(plane.store().size(stored)).build());
       } catch (ObjectStoreException e) {
@@ -189,7 +163,11 @@ final class GrpcApi {
         }
         request.response().write(chunk.build());
       }
-      request.response().end().onComplete(done -> plane.fetched(id));
+      if (identity.worker()) {
+        request.response().end(); // a worker fetching a call's input: nothing to release
+      } else {
+        request.response().end().onComplete(done -> plane.fetched(id));
+      }
     });
   }
 
