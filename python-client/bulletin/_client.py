@@ -125,6 +125,10 @@ class _Connection:
         self.channel.close()
 
 
+# How long close() waits for the runtime to end the session before cutting the stream.
+_GOODBYE_SECONDS = 2.0
+
+
 def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")[:48] or "call"
 
@@ -212,9 +216,15 @@ class Client:
             if self._closed:
                 return
             self._closed = True
+        # Half-close first and let the runtime end the session (stopping this client's calls and
+        # releasing its functions); cancelling at once would race the half-close with a reset,
+        # which the runtime is not told about.
         self._requests.put(None)
+        on_dispatcher = threading.current_thread() is self._dispatcher
+        if not on_dispatcher:
+            self._dispatcher.join(timeout=_GOODBYE_SECONDS)
         self._responses.cancel()
-        if threading.current_thread() is not self._dispatcher:
+        if not on_dispatcher:
             self._dispatcher.join(timeout=5)
         if self._downloads is not None:
             self._downloads.shutdown(wait=False)
