@@ -24,6 +24,7 @@ from ._errors import (
     RuntimeUnreachableError,
     SerializationError,
     WorkerDiedError,
+    WorkerLostError,
 )
 from ._future import ALL_COMPLETED, FIRST_COMPLETED, FIRST_EXCEPTION, Future, as_completed, wait
 from ._version import __version__
@@ -51,6 +52,6 @@ __all__ = [
     "AuthenticationError", "BulletinError", "CallTimeoutError", "Client", "ClusterStatus",
     "Future", "InfeasibleError", "InvalidArgumentError", "InvalidRequestError", "RemoteError",
     "RemoteFunction", "RemoteTraceback", "ResultSerializationError", "RuntimeFailure",
-    "RuntimeUnreachableError", "SerializationError", "WorkerDiedError", "__version__",
+    "RuntimeUnreachableError", "SerializationError", "WorkerDiedError", "WorkerLostError", "__version__",
     "as_completed", "cpu", "get_client", "gpu", "wait",
 ]

@@ -1,4 +1,4 @@
-"""The `bulletin` command: up, down, status.
+"""The `bulletin` command: up, down, status, worker.
 
 Exit codes: 0 ok, 1 failure, 2 usage error.
 """
@@ -59,6 +59,33 @@ def _parser() -> argparse.ArgumentParser:
                             description="Show the workers, GPU and CPU slots (total, reserved, "
                                         "busy) and the queue of the runtime.")
     status.set_defaults(run=_status)
+
+    worker = sub.add_parser(
+        "worker", help="offer this machine's GPUs to a runtime on another machine",
+        description="Start a worker agent on this machine that attaches to the runtime at --head "
+                    "and runs its calls until the runtime goes away. It authenticates with the "
+                    "cluster's worker token: $BULLETIN_WORKER_TOKEN, else "
+                    "$BULLETIN_HOME/worker-token (written by `bulletin up` on the head). Pool "
+                    "providers (local, Slurm) start workers this way.")
+    worker.add_argument("--head", required=True, metavar="HOST:PORT",
+                        help="address of the runtime (what `bulletin up` printed)")
+    worker.add_argument("--pool", default="", metavar="NAME",
+                        help="the pool this worker belongs to (set by providers)")
+    worker.add_argument("--worker-id", metavar="ID",
+                        help="name in status and logs (default: HOST-PID); unique per cluster")
+    worker.add_argument("--gpus", type=_gpus_arg, default="auto", metavar="auto|N",
+                        help="GPUs of this machine to offer (default: auto, all that are found)")
+    worker.add_argument("--simulate-gpus", type=int, default=0, metavar="N",
+                        help="pretend to have N GPUs (machines without any, tests)")
+    worker.add_argument("--cpus", type=int, default=0, metavar="N",
+                        help="CPU slots (default: all cores)")
+    worker.add_argument("--memory", metavar="SIZE", help="memory to offer, e.g. 64GiB")
+    worker.add_argument("--expires-at", type=float, default=0.0, metavar="EPOCH_SECONDS",
+                        help="when this worker's allocation ends (e.g. Slurm walltime); it takes "
+                             "no call it cannot finish by then")
+    worker.add_argument("--store-dir", type=Path, metavar="DIR",
+                        help="object store folder (default: /dev/shm/bulletin-worker-ID)")
+    worker.set_defaults(run=_worker)
     return parser
 
 
@@ -159,6 +186,23 @@ def _status(args) -> int:
     print(f"runtime {conn.address}, version {conn.hello.runtime_version}, "
           f"you are {conn.hello.user} ({conn.hello.group})")
     print(ClusterStatus._from_proto(reply))
+    return 0
+
+
+def _worker(args) -> int:
+    if args.simulate_gpus < 0 or args.cpus < 0 or args.expires_at < 0:
+        print("bulletin worker: --cpus, --simulate-gpus and --expires-at must be >= 0",
+              file=sys.stderr)
+        return 2
+    host, _, port = args.head.rpartition(":")
+    if not host or not port.isdigit():
+        print(f"bulletin worker: --head must be HOST:PORT, got {args.head!r}", file=sys.stderr)
+        return 2
+    opts = _launch.WorkerOptions(head=args.head, pool=args.pool, worker_id=args.worker_id,
+                                 gpus=args.gpus, simulate_gpus=args.simulate_gpus, cpus=args.cpus,
+                                 memory=args.memory, expires_at=args.expires_at,
+                                 store_dir=args.store_dir)
+    _launch.exec_worker(home(), opts)  # does not return
     return 0
 
 

@@ -25,7 +25,8 @@ from ._decorators import RemoteFunction
 from ._envelope import exception_from_envelope
 from ._errors import (
     AuthenticationError, BulletinError, CallTimeoutError, InfeasibleError, InvalidRequestError,
-    RuntimeFailure, RuntimeUnreachableError, SerializationError, WorkerDiedError)
+    RuntimeFailure, RuntimeUnreachableError, SerializationError, WorkerDiedError,
+    WorkerLostError)
 from ._future import FIRST_EXCEPTION, Future
 from ._future import wait as _wait
 from ._proto import bulletin_pb2 as pb
@@ -59,6 +60,7 @@ _FAILURES = {
     pb.EXECUTOR_DIED: (WorkerDiedError,
                        "It may have run out of memory or crashed (see its output); "
                        "retries=N resubmits such calls automatically."),
+    pb.WORKER_LOST: (WorkerLostError, ""),  # the runtime's message says what to do
     pb.TIMED_OUT: (CallTimeoutError, ""),  # the runtime's message says which timeout hit
     pb.INVALID_REQUEST: (InvalidRequestError,
                          "This is probably a bulletin bug; please report it with the runtime log."),
@@ -126,6 +128,10 @@ class _Connection:
 
     def close(self) -> None:
         self.channel.close()
+
+
+# How long close() waits for the runtime to end the session before cutting the stream.
+_GOODBYE_SECONDS = 2.0
 
 
 def _slug(name: str) -> str:
@@ -227,9 +233,15 @@ class Client:
             if self._closed:
                 return
             self._closed = True
+        # Half-close first and let the runtime end the session (stopping this client's calls and
+        # releasing its functions); cancelling at once would race the half-close with a reset,
+        # which the runtime is not told about.
         self._requests.put(None)
+        on_dispatcher = threading.current_thread() is self._dispatcher
+        if not on_dispatcher:
+            self._dispatcher.join(timeout=_GOODBYE_SECONDS)
         self._responses.cancel()
-        if threading.current_thread() is not self._dispatcher:
+        if not on_dispatcher:
             self._dispatcher.join(timeout=5)
         if self._downloads is not None:
             self._downloads.shutdown(wait=False)

@@ -53,6 +53,10 @@ class WorkerDiedError(BulletinError):
     """The process running the call died (exit, signal, out of memory)."""
 
 
+class WorkerLostError(WorkerDiedError):
+    """The worker running the call went away (stopped, killed, its allocation ended)."""
+
+
 class CallTimeoutError(BulletinError, TimeoutError):
     """The call ran past its timeout and was stopped."""
 

@@ -54,11 +54,15 @@ def find_java() -> str:
                         "openjdk-17-jre-headless`) or set JAVA_HOME.")
 
 
-def ensure_token(state_dir: Path) -> Path:
-    """Creates the owner's token (mode 0600, in a 0700 folder) unless one exists."""
+WORKER_TOKEN_FILE = "worker-token"
+
+
+def ensure_token(state_dir: Path, name: str = "token") -> Path:
+    """Creates a secret (mode 0600, in a 0700 folder) unless one exists: the owner's token, or
+    the cluster's worker token (name="worker-token") that workers attach with."""
     state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(state_dir, 0o700)
-    path = state_dir / "token"
+    path = state_dir / name
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
@@ -133,11 +137,70 @@ def runtime_command(java: str, jar: Path, state_dir: Path, opts: UpOptions) -> l
 
 
 def runtime_env(token_path: Path) -> dict[str, str]:
-    # The token goes in the environment, never in argv, where `ps` would show it.
+    # Tokens go in the environment, never in argv, where `ps` would show them.
     env = dict(os.environ)
     env["BULLETIN_OWNER_TOKEN"] = token_path.read_text().strip()
     env["BULLETIN_OWNER_USER"] = getpass.getuser()
+    worker_token = ensure_token(token_path.parent, WORKER_TOKEN_FILE)
+    env["BULLETIN_WORKER_TOKEN"] = worker_token.read_text().strip()
     return env
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    head: str
+    pool: str = ""
+    worker_id: str | None = None
+    gpus: str = "auto"
+    simulate_gpus: int = 0
+    cpus: int = 0  # 0: all of this machine's cores
+    memory: str | None = None
+    expires_at: float = 0.0
+    store_dir: Path | None = None
+
+
+def worker_command(java: str, jar: Path, opts: WorkerOptions) -> list[str]:
+    cmd = [java, "--add-opens=java.base/java.nio=ALL-UNNAMED", "-jar", str(jar), "worker",
+           "--head", opts.head, "--python", sys.executable, "--gpus", opts.gpus,
+           "--simulate-gpus", str(opts.simulate_gpus),
+           "--cpus", str(opts.cpus or os.cpu_count() or 1)]
+    if opts.pool:
+        cmd += ["--pool", opts.pool]
+    if opts.worker_id:
+        cmd += ["--worker-id", opts.worker_id]
+    if opts.memory:
+        cmd += ["--memory", opts.memory]
+    if opts.expires_at:
+        cmd += ["--expires-at", f"{opts.expires_at:.3f}"]
+    if opts.store_dir is not None:
+        cmd += ["--store-dir", str(opts.store_dir)]
+    return cmd
+
+
+def worker_token(state_dir: Path) -> str:
+    """$BULLETIN_WORKER_TOKEN, else the worker-token file `bulletin up` wrote."""
+    token = os.environ.get("BULLETIN_WORKER_TOKEN", "").strip()
+    if token:
+        return token
+    path = state_dir / WORKER_TOKEN_FILE
+    try:
+        token = path.read_text().strip()
+    except OSError:
+        token = ""
+    if not token:
+        raise BulletinError(f"no worker token: set BULLETIN_WORKER_TOKEN to the cluster's worker "
+                            f"token, or run on a machine that shares {path} with the head "
+                            f"(`bulletin up` writes it there)")
+    return token
+
+
+def exec_worker(state_dir: Path, opts: WorkerOptions) -> None:
+    """Replaces this process with a worker agent attached to the runtime at opts.head."""
+    java, jar = find_java(), find_jar()
+    env = dict(os.environ)
+    env["BULLETIN_WORKER_TOKEN"] = worker_token(state_dir)
+    sys.stdout.flush()
+    os.execve(java, worker_command(java, jar, opts), env)
 
 
 def start(state_dir: Path, opts: UpOptions, wait_seconds: float = 60.0) -> dict:

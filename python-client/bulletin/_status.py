@@ -44,6 +44,9 @@ class WorkerInfo:
     executors: int
     idle_executors: int
     gpu_names: tuple[str, ...]
+    pool: str = ""
+    state: str = "ready"
+    remote: bool = False
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ class ClusterStatus:
         workers = tuple(
             WorkerInfo(w.worker_id, w.host, Slots._from_proto(w.gpus), Slots._from_proto(w.cpus),
                        w.memory_bytes, w.simulated_gpus, w.executors, w.idle_executors,
-                       tuple(w.gpu_names))
+                       tuple(w.gpu_names), w.pool, w.state or "ready", w.remote)
             for w in msg.workers)
         queue = tuple(
             QueuedCall(q.task_id, q.name, q.user, q.resources.gpus, q.resources.cpus,
@@ -98,14 +101,15 @@ class ClusterStatus:
             f"CPUs: {self.cpus}",
         ]
         if self.workers:
-            rows = [("worker", "host", "GPUs res/busy/total", "CPUs res/busy/total", "memory",
-                     "executors idle/all")]
+            rows = [("worker", "host", "pool", "state", "GPUs res/busy/total",
+                     "CPUs res/busy/total", "memory", "executors idle/all")]
             for w in self.workers:
                 gpu_sim = " sim" if w.simulated_gpus and w.gpus.total else ""
-                rows.append((w.worker_id, w.host,
+                executors = f"{w.idle_executors}/{w.executors}" if not w.remote else "-"
+                rows.append((w.worker_id, w.host, w.pool or "-", w.state,
                              f"{w.gpus.reserved}/{w.gpus.busy}/{w.gpus.total}{gpu_sim}",
                              f"{w.cpus.reserved}/{w.cpus.busy}/{w.cpus.total}",
-                             format_bytes(w.memory_bytes), f"{w.idle_executors}/{w.executors}"))
+                             format_bytes(w.memory_bytes), executors))
             lines += ["", *_table(rows)]
         if self.queue:
             rows = [("pos", "task", "user", "gpus", "cpus", "reason")]

@@ -229,9 +229,6 @@ def test_closed_client_fails_its_pending_calls_and_is_no_longer_the_default(clie
     assert_serves(client)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "known bug: the runtime (Vert.x 5.0.7 gRPC server) is not told when a client closes its "
-    "Session stream (half-close then RST_STREAM), so the call keeps running until it ends"))
 def test_closing_a_client_stops_its_running_calls(client, cluster, tmp_path):
     gate = tmp_path / "release"
     other = cluster.client(set_as_default=False)
@@ -287,9 +284,6 @@ def test_store_holds_nothing_after_calls_end(client, cluster):
                what=f"the store to hold only {before} referenced objects again")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "known bug: see test_closing_a_client_stops_its_running_calls; the closed session's "
-    "functions stay in the store until the runtime stops"))
 def test_closing_a_client_releases_its_functions(client, cluster):
     before = store_objects(cluster)
     other = cluster.client(set_as_default=False)

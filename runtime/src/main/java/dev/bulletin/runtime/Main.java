@@ -66,9 +66,15 @@ public final class Main implements Callable<Integer> {
       description = "Objects up to this many bytes travel inside control messages (default: ${DEFAULT-VALUE}).")
   long inlineLimit;
 
+  @Option(names = "--drain-margin", defaultValue = "60",
+      description = "Seconds before a worker's allocation ends from which it takes no call without"
+          + " a timeout (default: ${DEFAULT-VALUE}).")
+  double drainMargin;
+
   @Override
   public Integer call() throws Exception {
     String ownerToken = System.getenv("BULLETIN_OWNER_TOKEN");
+    String workerToken = System.getenv("BULLETIN_WORKER_TOKEN");
     String ownerUser = System.getenv().getOrDefault("BULLETIN_OWNER_USER",
         System.getProperty("user.name"));
     GpuInventory inventory = GpuInventoryDetection.resolve(gpus, simulateGpus);
@@ -77,7 +83,8 @@ public final class Main implements Callable<Integer> {
         warmCpuExecutors, 60_000, Map.of());
     RuntimeConfig runtimeConfig = config != null ? RuntimeConfig.load(config) : RuntimeConfig.empty();
     RuntimeOptions options = new RuntimeOptions(home, host, port, ownerToken, ownerUser,
-        runtimeConfig, worker, storeDir, inlineLimit, storeCapacity, spillDir);
+        workerToken, runtimeConfig, worker, storeDir, inlineLimit, drainMargin, storeCapacity,
+        spillDir);
 
     CountDownLatch stop = new CountDownLatch(1);
     BulletinRuntime runtime = BulletinRuntime.start(options, stop::countDown);
@@ -91,7 +98,7 @@ public final class Main implements Callable<Integer> {
     return 0;
   }
 
-  private static long totalMemory() {
+  static long totalMemory() {
     var os = ManagementFactory.getOperatingSystemMXBean();
     if (os instanceof com.sun.management.OperatingSystemMXBean sun) {
       return sun.getTotalMemorySize();
@@ -100,6 +107,10 @@ public final class Main implements Callable<Integer> {
   }
 
   public static void main(String[] args) {
+    // `java -jar bulletin-runtime.jar worker ...` runs a worker agent that attaches to a runtime.
+    if (args.length > 0 && args[0].equals("worker")) {
+      System.exit(WorkerMain.run(java.util.Arrays.copyOfRange(args, 1, args.length)));
+    }
     CommandLine commandLine = new CommandLine(new Main());
     commandLine.setExecutionExceptionHandler((error, cmd, parsed) -> {
       cmd.getErr().println("bulletin-runtime: " + error.getMessage());

@@ -13,10 +13,13 @@ import java.nio.file.Path;
  * @param port port to listen on; 0 picks a free one
  * @param ownerToken the token of the user who started the cluster
  * @param ownerUser that user's name
+ * @param workerToken the cluster's worker token: remote workers attach with it (null: none can)
  * @param config users and (later) pools, QoS and quotas
  * @param worker the embedded worker agent
  * @param storeFolder the node-local object store (null: /dev/shm/bulletin-CLUSTER)
  * @param inlineLimitBytes objects up to this size travel inside control messages
+ * @param drainMarginSeconds a worker whose allocation ends within this takes no call without a
+ *     timeout
  * @param storeCapacityBytes the store's memory limit (0: half of its file system)
  * @param spillFolder where objects go under memory pressure (null: the temp dir)
  */
@@ -26,10 +29,12 @@ public record RuntimeOptions(
     int port,
     String ownerToken,
     String ownerUser,
+    String workerToken,
     RuntimeConfig config,
     WorkerOptions worker,
     Path storeFolder,
     long inlineLimitBytes,
+    double drainMarginSeconds,
     long storeCapacityBytes,
     Path spillFolder) {
 
@@ -43,16 +48,13 @@ public record RuntimeOptions(
       throw new IllegalArgumentException("inlineLimitBytes must be 0.." + MAX_MESSAGE_BYTES / 2
           + ", got " + inlineLimitBytes);
     }
+    if (!(drainMarginSeconds >= 0)) {
+      throw new IllegalArgumentException("drainMarginSeconds must be >= 0, got "
+          + drainMarginSeconds);
+    }
     if (storeCapacityBytes < 0) {
       throw new IllegalArgumentException("storeCapacityBytes must be >= 0 (0 = default), got "
           + storeCapacityBytes);
     }
-  }
-
-  /** Options with the store's defaults (half of /dev/shm, spilling to the temp dir). */
-  public RuntimeOptions(Path home, String host, int port, String ownerToken, String ownerUser,
-      RuntimeConfig config, WorkerOptions worker, Path storeFolder, long inlineLimitBytes) {
-    this(home, host, port, ownerToken, ownerUser, config, worker, storeFolder, inlineLimitBytes,
-        0, null);
   }
 }

@@ -14,4 +14,10 @@ public sealed interface CallOutcome {
 
   /** The call was stopped on request ({@link WorkerAgent#stop}); its executor was replaced. */
   record Stopped(String reason) implements CallOutcome {}
+
+  /**
+   * The worker running the call went away (its process or allocation ended, its connection
+   * broke) or could not run it; {@code cause} says which. The call may run again elsewhere.
+   */
+  record WorkerLost(String cause) implements CallOutcome {}
 }

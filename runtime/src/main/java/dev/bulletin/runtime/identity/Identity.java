@@ -1,4 +1,18 @@
 package dev.bulletin.runtime.identity;
 
-/** Who makes a call. {@code owner} is the user who started the cluster: only they may stop it. */
-public record Identity(String user, String group, boolean owner) {}
+/**
+ * Who makes a call. {@code owner} is the user who started the cluster: only they may stop it.
+ * {@code worker} marks the cluster's worker agents: they attach and move objects, and submit
+ * nothing.
+ */
+public record Identity(String user, String group, boolean owner, boolean worker) {
+
+  public Identity(String user, String group, boolean owner) {
+    this(user, group, owner, false);
+  }
+
+  /** The identity every worker agent of this cluster presents (with the worker token). */
+  public static Identity workerAgent() {
+    return new Identity("bulletin-worker", "", false, true);
+  }
+}

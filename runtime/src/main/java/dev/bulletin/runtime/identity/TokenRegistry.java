@@ -24,6 +24,15 @@ public final class TokenRegistry {
    * @param config users from the config file
    */
   public static TokenRegistry of(String ownerToken, String ownerUser, RuntimeConfig config) {
+    return of(ownerToken, ownerUser, null, config);
+  }
+
+  /**
+   * @param workerToken the cluster's worker token (workers attach with it), may be null: then no
+   *     worker can attach and only the embedded one runs calls
+   */
+  public static TokenRegistry of(String ownerToken, String ownerUser, String workerToken,
+      RuntimeConfig config) {
     Map<String, Identity> tokens = new HashMap<>();
     for (RuntimeConfig.User user : config.users()) {
       if (tokens.put(user.token(), new Identity(user.name(), user.group(), false)) != null) {
@@ -35,6 +44,11 @@ public final class TokenRegistry {
       String group = config.users().stream().filter(u -> u.name().equals(ownerUser))
           .map(RuntimeConfig.User::group).findFirst().orElse(RuntimeConfig.DEFAULT_GROUP);
       tokens.put(ownerToken, new Identity(ownerUser, group, true));
+    }
+    if (workerToken != null && !workerToken.isBlank()
+        && tokens.put(workerToken, Identity.workerAgent()) != null) {
+      throw new IllegalArgumentException("the worker token equals a user's token: workers need a"
+          + " token of their own (BULLETIN_WORKER_TOKEN)");
     }
     if (tokens.isEmpty()) {
       throw new IllegalArgumentException("no tokens: set BULLETIN_OWNER_TOKEN or list users with"

@@ -19,17 +19,18 @@ import dev.bulletin.runtime.task.TaskTable;
 import dev.bulletin.worker.CallListener;
 import dev.bulletin.worker.CallOutcome;
 import dev.bulletin.worker.CallRequest;
-import dev.bulletin.worker.WorkerAgent;
 import io.vertx.core.Context;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
 /**
  * The runtime's state and the rules that change it: accepting calls, placing them through the
- * scheduler, handing them to the worker agent and turning outcomes into events. Every method runs
- * on one Vert.x event loop ({@code context}); worker callbacks hop back onto it.
+ * scheduler on the attached workers, handing them over and turning outcomes into events. Every
+ * method runs on one Vert.x event loop ({@code context}); worker callbacks hop back onto it.
  */
 final class ControlPlane {
 
@@ -38,41 +39,81 @@ final class ControlPlane {
   static final String TIMEOUT_PREFIX = "stopped after its timeout";
 
   private final Context context;
-  private final WorkerAgent agent;
-  private final WorkerSlots slots;
+  private final ObjectStore store;
   private final Scheduler scheduler;
   private final long inlineLimit;
+  private final double drainMarginSeconds;
   private final TaskTable tasks = new TaskTable();
+  /** Attached workers in the order they joined (first fit prefers the earliest). */
+  private final Map<String, AttachedWorker> workers = new LinkedHashMap<>();
+  /** Where each placed or running call runs; its slots go back to that worker when it ends. */
+  private final Map<String, AttachedWorker> placements = new HashMap<>();
+  /** Results remote workers uploaded, not yet claimed by the report of their call. */
+  private final Map<ObjectKey, Integer> unclaimedUploads = new HashMap<>();
   private final Map<String, Long> timeoutTimers = new HashMap<>();
   private int runningCount;
 
-  ControlPlane(Context context, WorkerAgent agent, WorkerSlots slots, Scheduler scheduler,
-      long inlineLimit) {
+  /**
+   * @param drainMarginSeconds a worker whose allocation ends sooner than this takes no call
+   *     without a timeout (a call with one goes there only if it can finish in time)
+   */
+  ControlPlane(Context context, ObjectStore store, Scheduler scheduler, long inlineLimit,
+      double drainMarginSeconds) {
     this.context = context;
-    this.agent = agent;
-    this.slots = slots;
+    this.store = store;
     this.scheduler = scheduler;
     this.inlineLimit = inlineLimit;
+    this.drainMarginSeconds = drainMarginSeconds;
   }
 
+  /** The runtime's object store: every call's function and arguments are in it. */
   ObjectStore store() {
-    return agent.store();
+    return store;
   }
 
   TaskTable tasks() {
     return tasks;
   }
 
-  WorkerSlots slots() {
-    return slots;
-  }
-
   Scheduler scheduler() {
     return scheduler;
   }
 
-  WorkerAgent agent() {
-    return agent;
+  Collection<AttachedWorker> workers() {
+    return List.copyOf(workers.values());
+  }
+
+  double drainMarginSeconds() {
+    return drainMarginSeconds;
+  }
+
+  /** Every worker's slots, draining ones too: what could run a call at all. */
+  List<WorkerSlots> allSlots() {
+    return workers.values().stream().map(AttachedWorker::slots).toList();
+  }
+
+  // ---- workers ---------------------------------------------------------------------------
+
+  /** @return false if a worker with this id is already attached */
+  boolean attach(AttachedWorker worker) {
+    if (workers.putIfAbsent(worker.id(), worker) != null) {
+      return false;
+    }
+    schedule();
+    return true;
+  }
+
+  boolean isAttached(String workerId) {
+    return workers.containsKey(workerId);
+  }
+
+  /**
+   * Forgets a worker that went away. Its link has already ended the calls it ran (as
+   * {@link CallOutcome.WorkerLost}); they are requeued or failed as those outcomes arrive.
+   */
+  void detach(AttachedWorker worker) {
+    workers.remove(worker.id(), worker);
+    schedule();
   }
 
   int runningCount() {
@@ -110,9 +151,10 @@ final class ControlPlane {
     }
     Task task = new Task(taskId, spec.getName(), session.identity(), demand, function,
         objects.args(), objects.refs(), spec.getTimeoutSeconds(), session, System.nanoTime());
+    task.allowRetries(spec.getRetries());
     tasks.add(task);
     // "Never" is answered at once, even when the scheduling pass below stops early.
-    if (scheduler.decide(demand, List.of(slots)) instanceof Decision.Infeasible infeasible) {
+    if (scheduler.decide(demand, allSlots()) instanceof Decision.Infeasible infeasible) {
       TaskObjects.release(store(), task);
       tasks.transition(task, TaskState.ERROR, TaskEvents.failed(taskId, FailureCode.INFEASIBLE,
           infeasible.reason(), timings(task, 0)));
@@ -138,6 +180,25 @@ final class ControlPlane {
     return id;
   }
 
+  /** A remote worker uploaded a call's result; its report of the call claims it. */
+  void uploaded(ObjectKey key) {
+    unclaimedUploads.merge(key, 1, Integer::sum);
+  }
+
+  /** Takes over the reference a worker's PutObject made; false if there is none. */
+  boolean claimUpload(ObjectKey key) {
+    Integer count = unclaimedUploads.get(key);
+    if (count == null) {
+      return false;
+    }
+    if (count == 1) {
+      unclaimedUploads.remove(key);
+    } else {
+      unclaimedUploads.put(key, count - 1);
+    }
+    return true;
+  }
+
   // ---- cancelling ------------------------------------------------------------------------
 
   /** @return false if the caller may not cancel it or it is unknown (already ended) */
@@ -158,9 +219,10 @@ final class ControlPlane {
             + reason + " while queued"));
       }
       case PLACED, RUNNING -> {
-        if (task.stopReason() == null) {
+        AttachedWorker worker = placements.get(task.id());
+        if (task.stopReason() == null && worker != null) {
           task.stopping(reason);
-          agent.stop(task.id(), reason);
+          worker.link().stop(task.id(), reason);
         }
       }
       default -> { }
@@ -182,32 +244,49 @@ final class ControlPlane {
 
   /** Places every queued call that fits now, oldest first. */
   void schedule() {
-    List<WorkerSlots> workers = List.of(slots);
-    List<Map.Entry<Task, Decision.Placed>> placements = new ArrayList<>();
+    double now = System.currentTimeMillis() / 1000.0;
+    // Draining workers stay candidates: a call with a short enough timeout may still go there.
+    List<AttachedWorker> open = List.copyOf(workers.values());
+    List<Map.Entry<Task, Decision.Placed>> chosen = new ArrayList<>();
     // Walk the live queue without changing it; slots are reserved as we go so later decisions
     // see them taken, and the queue itself changes only after the walk.
     for (Task task : tasks.queuedView()) {
-      if (slots.freeCpus() <= 0) {
+      if (open.stream().noneMatch(worker -> worker.slots().freeCpus() > 0)) {
         // Every call needs CPU: nothing more can be placed until one ends. Stopping here keeps a
         // pass cheap when thousands of calls wait; status works out their reasons on demand.
         break;
       }
-      if (scheduler.decide(task.demand(), workers) instanceof Decision.Placed placed) {
-        slots.reserve(task.demand(), placed.gpuIds());
-        placements.add(Map.entry(task, placed));
+      List<WorkerSlots> candidates = candidatesFor(task, open, now);
+      if (scheduler.decide(task.demand(), candidates) instanceof Decision.Placed placed) {
+        workers.get(placed.workerId()).slots().reserve(task.demand(), placed.gpuIds());
+        chosen.add(Map.entry(task, placed));
       }
     }
-    placements.forEach(placement -> dispatch(placement.getKey(), placement.getValue()));
+    chosen.forEach(placement -> dispatch(placement.getKey(), placement.getValue()));
+  }
+
+  /** The workers where the call can finish before their allocation ends. */
+  List<WorkerSlots> candidatesFor(Task task, List<AttachedWorker> open, double now) {
+    double mayRun = task.timeoutSeconds() > 0 ? task.timeoutSeconds() : drainMarginSeconds;
+    List<WorkerSlots> candidates = new ArrayList<>(open.size());
+    for (AttachedWorker worker : open) {
+      if (worker.canFinish(now, mayRun)) {
+        candidates.add(worker.slots());
+      }
+    }
+    return candidates;
   }
 
   /** Starts a call on the slots already reserved for it. */
   private void dispatch(Task task, Decision.Placed placed) {
+    AttachedWorker worker = workers.get(placed.workerId());
+    placements.put(task.id(), worker);
     task.placedOn(placed.workerId(), placed.gpuIds(), System.nanoTime());
     tasks.transition(task, TaskState.PLACED, TaskEvents.placed(task.id(), placed.workerId(),
-        placed.gpuIds(), slots.simulatedGpus()));
+        placed.gpuIds(), worker.slots().simulatedGpus()));
     CallRequest request = new CallRequest(task.id(), task.function(), task.args(), task.refs(),
         placed.gpuIds());
-    agent.run(request, new CallListener() {
+    worker.link().run(request, new CallListener() {
       @Override
       public void started(String executorId) {
         context.runOnContext(ignored -> onStarted(task));
@@ -247,9 +326,20 @@ final class ControlPlane {
     if (task.state() == TaskState.RUNNING) {
       runningCount--;
     }
-    slots.free(task.demand(), task.gpuIds());
-    TaskObjects.release(store(), task);
-    finish(task, outcome);
+    AttachedWorker worker = placements.remove(task.id());
+    if (worker != null) {
+      worker.slots().free(task.demand(), task.gpuIds());
+    }
+    boolean died = outcome instanceof CallOutcome.WorkerLost
+        || outcome instanceof CallOutcome.ExecutorDied;
+    if (died && task.stopReason() == null && task.retriesLeft() > 0) {
+      // The call never finished anywhere: it runs again, with the objects it still holds.
+      task.requeued();
+      tasks.transition(task, TaskState.QUEUED, TaskEvents.queued(task.id()));
+    } else {
+      TaskObjects.release(store(), task);
+      finish(task, outcome);
+    }
     schedule();
   }
 
@@ -264,6 +354,17 @@ final class ControlPlane {
           FailureCode.EXECUTOR_DIED, "the executor running " + task.name() + "() died: "
               + died.cause() + ". It has been replaced; the cluster keeps serving other calls.",
           timings));
+    } else if (outcome instanceof CallOutcome.WorkerLost lost) {
+      if (task.stopReason() != null) {
+        tasks.transition(task, TaskState.CANCELLED, TaskEvents.cancelled(task.id(),
+            "the call was " + task.stopReason() + " while its worker went away"));
+        return;
+      }
+      tasks.transition(task, TaskState.ERROR, TaskEvents.failed(task.id(),
+          FailureCode.WORKER_LOST, "the worker running " + task.name() + "() went away: "
+              + lost.cause() + (task.requeues() > 0 ? " (after " + task.requeues()
+              + " earlier attempt" + (task.requeues() == 1 ? "" : "s") + ")" : "")
+              + ". Pass retries=N to run such calls again on another worker.", timings));
     } else if (outcome instanceof CallOutcome.Stopped stopped) {
       if (stopped.reason().startsWith(TIMEOUT_PREFIX)) {
         tasks.transition(task, TaskState.ERROR, TaskEvents.failed(task.id(),

@@ -18,16 +18,12 @@ import dev.bulletin.protocol.ShutdownReply;
 import dev.bulletin.protocol.ShutdownRequest;
 import dev.bulletin.protocol.StatusRequest;
 import dev.bulletin.runtime.identity.Identity;
-import dev.bulletin.runtime.identity.TokenRegistry;
 import io.vertx.core.Handler;
-import io.vertx.grpc.common.GrpcMessageDecoder;
-import io.vertx.grpc.common.GrpcMessageEncoder;
 import io.vertx.grpc.common.GrpcStatus;
 import io.vertx.grpc.common.ServiceMethod;
 import io.vertx.grpc.common.ServiceName;
 import io.vertx.grpc.server.GrpcServer;
 import io.vertx.grpc.server.GrpcServerRequest;
-import java.util.Optional;
 
 /**
  * The client-facing gRPC service ({@code bulletin.v1.Bulletin}): authenticates each call and
@@ -38,7 +34,6 @@ final class GrpcApi {
   private static final ServiceName SERVICE = ServiceName.create("bulletin.v1.Bulletin");
 
   private final ControlPlane plane;
-  private final TokenRegistry tokens;
   private final StatusReport status;
   private final String clusterId;
   private final String version;
@@ -49,10 +44,9 @@ final class GrpcApi {
   private final ObjectApi objects;
   private final String hostId = HostIdentity.compute();
 
-  GrpcApi(ControlPlane plane, TokenRegistry tokens, StatusReport status, String clusterId,
+  GrpcApi(ControlPlane plane, StatusReport status, String clusterId,
       String version, long inlineLimit, long maxMessage, Runnable shutdown) {
     this.plane = plane;
-    this.tokens = tokens;
     this.status = status;
     this.clusterId = clusterId;
     this.version = version;
@@ -60,59 +54,48 @@ final class GrpcApi {
     this.maxMessage = maxMessage;
     this.shutdown = shutdown;
     this.sessions = new Sessions(plane.store());
-    this.objects = new ObjectApi(plane, sessions);
+    this.objects = new ObjectApi(plane);
   }
 
-  void mount(GrpcServer server) {
-    server.callHandler(method("Hello", HelloRequest.newBuilder()), authenticated(this::hello));
-    server.callHandler(method("Session", ClientMessage.newBuilder()), authenticated(this::session));
+  void mount(GrpcServer server, Authenticator auth) {
+    server.callHandler(method("Hello", HelloRequest.newBuilder()), auth.any(this::hello));
+    server.callHandler(method("Session", ClientMessage.newBuilder()), auth.users(this::session));
+    // Objects move for users (in their sessions) and for workers (on behalf of a call's owner).
     server.callHandler(method("PutObject", ObjectChunk.newBuilder()),
-        this.<ObjectChunk, PutObjectReply>inSession(objects::putObject));
+        this.<ObjectChunk, PutObjectReply>objectCall(auth, objects::putObject));
     server.callHandler(method("GetObject", GetObjectRequest.newBuilder()),
-        authenticated(objects::getObject));
+        this.<GetObjectRequest, ObjectChunk>objectCall(auth, objects::getObject));
     server.callHandler(method("HasObjects", HasObjectsRequest.newBuilder()),
-        this.<HasObjectsRequest, HasObjectsReply>inSession(objects::hasObjects));
+        this.<HasObjectsRequest, HasObjectsReply>objectCall(auth, objects::hasObjects));
     server.callHandler(method("AdoptObject", AdoptObjectRequest.newBuilder()),
-        this.<AdoptObjectRequest, PutObjectReply>inSession(objects::adoptObject));
-    server.callHandler(method("Status", StatusRequest.newBuilder()), authenticated(this::status));
-    server.callHandler(method("Shutdown", ShutdownRequest.newBuilder()), authenticated(this::shutdown));
+        this.<AdoptObjectRequest, PutObjectReply>objectCall(auth, objects::adoptObject));
+    server.callHandler(method("Status", StatusRequest.newBuilder()), auth.users(this::status));
+    server.callHandler(method("Shutdown", ShutdownRequest.newBuilder()), auth.users(this::shutdown));
   }
 
   private static <Req, Resp extends com.google.protobuf.MessageLite> ServiceMethod<Req, Resp> method(
       String name, com.google.protobuf.Message.Builder requestType) {
-    return ServiceMethod.server(SERVICE, name, GrpcMessageEncoder.encoder(),
-        GrpcMessageDecoder.decoder(requestType));
+    return Authenticator.method(SERVICE, name, requestType);
   }
 
-  private interface AuthenticatedHandler<Req, Resp> {
-    void handle(Identity identity, GrpcServerRequest<Req, Resp> request);
-  }
-
-  private <Req, Resp> Handler<GrpcServerRequest<Req, Resp>> authenticated(
-      AuthenticatedHandler<Req, Resp> handler) {
-    return request -> {
-      Optional<Identity> identity = tokens.authenticate(request.headers().get("authorization"));
-      if (identity.isEmpty()) {
-        request.response().status(GrpcStatus.UNAUTHENTICATED).statusMessage("the token is not"
-            + " known to this cluster: use the token `bulletin up` wrote (~/.bulletin/token) or the"
-            + " one your administrator gave you (BULLETIN_TOKEN)").end();
-        return;
-      }
-      handler.handle(identity.get(), request);
-    };
-  }
-
-  private interface SessionHandler<Req, Resp> {
-    void handle(Identity identity, String sessionId, GrpcServerRequest<Req, Resp> request);
-  }
-
-  /** Object calls count against the caller's session (its "bulletin-session" metadata). */
-  private <Req, Resp> Handler<GrpcServerRequest<Req, Resp>> inSession(
-      SessionHandler<Req, Resp> handler) {
-    return authenticated((identity, request) -> {
-      String sessionId = request.headers().get(Sessions.HEADER);
+  /**
+   * Object calls name the caller's session ("bulletin-session" metadata): what a user uploads
+   * is held by it. A worker names instead the namespace of the call it works for.
+   */
+  private <Req, Resp> Handler<GrpcServerRequest<Req, Resp>> objectCall(Authenticator auth,
+      ObjectApi.Handler<Req, Resp> handler) {
+    return auth.any((identity, request) -> {
       try {
-        handler.handle(identity, sessionId, request);
+        ObjectApi.Caller caller;
+        if (identity.worker()) {
+          caller = ObjectApi.Caller.worker(request.headers().get(ObjectApi.NAMESPACE_HEADER));
+        } else {
+          String namespace = ObjectKey.namespaceOf(identity.user());
+          String sessionId = request.headers().get(Sessions.HEADER);
+          caller = ObjectApi.Caller.user(namespace,
+              sessionId == null ? null : sessions.holds(sessionId, identity));
+        }
+        handler.handle(caller, request);
       } catch (IllegalArgumentException e) {
         request.response().status(GrpcStatus.INVALID_ARGUMENT).statusMessage(e.getMessage())
             .end();

@@ -11,7 +11,6 @@ import dev.bulletin.protocol.HasObjectsReply;
 import dev.bulletin.protocol.HasObjectsRequest;
 import dev.bulletin.protocol.ObjectChunk;
 import dev.bulletin.protocol.PutObjectReply;
-import dev.bulletin.runtime.identity.Identity;
 import io.vertx.grpc.common.GrpcStatus;
 import io.vertx.grpc.server.GrpcServerRequest;
 import io.vertx.grpc.server.GrpcServerResponse;
@@ -26,21 +25,47 @@ import java.util.zip.CRC32C;
  */
 final class ObjectApi {
   static final int CHUNK_BYTES = 1 << 20;
+  /** A worker moving objects for a call names the call owner's namespace in this metadata. */
+  static final String NAMESPACE_HEADER = "bulletin-namespace";
+
+  interface Handler<Req, Resp> {
+    void handle(Caller caller, GrpcServerRequest<Req, Resp> request);
+  }
+
+  /**
+   * Who moves an object, and for whom: a user in one of their sessions (whose holds keep what
+   * they upload), or a worker agent working for a call owned by {@code namespace}.
+   */
+  record Caller(String namespace, SessionHolds holds, boolean worker) {
+    static Caller user(String namespace, SessionHolds holds) {
+      return new Caller(namespace, holds, false);
+    }
+
+    static Caller worker(String namespace) {
+      if (namespace == null) {
+        throw new IllegalArgumentException("a worker's object call must name the call owner's"
+            + " namespace in the " + NAMESPACE_HEADER + " metadata; upgrade the worker");
+      }
+      return new Caller(ObjectKey.of(namespace, "0".repeat(32)).namespace(), null, true);
+    }
+
+    SessionHolds session() {
+      if (holds == null) {
+        throw new IllegalArgumentException("object uploads need the bulletin-session metadata"
+            + " naming the client's Session stream; upgrade the bulletin client");
+      }
+      return holds;
+    }
+  }
 
   private final ControlPlane plane;
-  private final Sessions sessions;
 
-  ObjectApi(ControlPlane plane, Sessions sessions) {
+  ObjectApi(ControlPlane plane) {
     this.plane = plane;
-    this.sessions = sessions;
   }
 
   private ObjectStore store() {
     return plane.store();
-  }
-
-  private static String namespace(Identity identity) {
-    return ObjectKey.namespaceOf(identity.user());
   }
 
   static int crc32c(ByteBuffer data) {
@@ -49,16 +74,15 @@ final class ObjectApi {
     return (int) crc.getValue();
   }
 
-  void putObject(Identity identity, String sessionId,
-      GrpcServerRequest<ObjectChunk, PutObjectReply> request) {
-    SessionHolds holds = sessions.holds(sessionId, identity);
+  void putObject(Caller caller, GrpcServerRequest<ObjectChunk, PutObjectReply> request) {
+    SessionHolds holds = caller.worker() ? null : caller.session();
     PutState state = new PutState();
     request.handler(chunk -> {
       if (state.failed) {
         return;
       }
       try {
-        state.accept(chunk, identity);
+        state.accept(chunk, caller.namespace());
       } catch (IllegalArgumentException | ObjectStoreException e) {
         state.abort();
         GrpcStatus status = e instanceof StoreFullException ? GrpcStatus.RESOURCE_EXHAUSTED
@@ -81,7 +105,11 @@ final class ObjectApi {
               + " CRC32C check (or lost its last chunk); nothing was stored");
         }
         ObjectKey stored = finished.commit();
-        holds.adopt(stored);
+        if (holds != null) {
+          holds.adopt(stored);
+        } else {
+          plane.uploaded(stored); // a worker's result: claimed when it reports the call
+        }
         request.response().end(PutObjectReply.newBuilder().setId(stored.id().hex())
             .setSize(store().size(stored)).build());
       } catch (ObjectStoreException e) {
@@ -107,9 +135,9 @@ final class ObjectApi {
     boolean sawLast;
     boolean failed;
 
-    void accept(ObjectChunk chunk, Identity identity) {
+    void accept(ObjectChunk chunk, String namespace) {
       if (upload == null) {
-        key = ObjectKey.of(namespace(identity), chunk.getId());
+        key = ObjectKey.of(namespace, chunk.getId());
         upload = store().beginUpload(key, chunk.getSize());
       }
       ByteBuffer data = chunk.getData().asReadOnlyByteBuffer();
@@ -138,12 +166,12 @@ final class ObjectApi {
     }
   }
 
-  void getObject(Identity identity, GrpcServerRequest<GetObjectRequest, ObjectChunk> request) {
+  void getObject(Caller caller, GrpcServerRequest<GetObjectRequest, ObjectChunk> request) {
     request.handler(message -> {
       ObjectKey key;
       ByteBuffer bytes;
       try {
-        key = ObjectKey.of(namespace(identity), message.getId());
+        key = ObjectKey.of(caller.namespace(), message.getId());
         bytes = store().read(key);
       } catch (IllegalArgumentException | ObjectStoreException e) {
         request.response().status(GrpcStatus.NOT_FOUND).statusMessage(e.getMessage()).end();
@@ -199,16 +227,15 @@ final class ObjectApi {
     }
   }
 
-  void hasObjects(Identity identity, String sessionId,
-      GrpcServerRequest<HasObjectsRequest, HasObjectsReply> request) {
-    SessionHolds holds = sessions.holds(sessionId, identity);
+  void hasObjects(Caller caller, GrpcServerRequest<HasObjectsRequest, HasObjectsReply> request) {
+    SessionHolds holds = caller.worker() ? null : caller.session();
     request.handler(message -> {
       HasObjectsReply.Builder reply = HasObjectsReply.newBuilder();
       try {
         for (String id : message.getIdsList()) {
-          ObjectKey key = ObjectKey.of(namespace(identity), id);
-          boolean present = store().retainIfPresent(key);
-          if (present) {
+          ObjectKey key = ObjectKey.of(caller.namespace(), id);
+          boolean present = holds == null ? store().contains(key) : store().retainIfPresent(key);
+          if (present && holds != null) {
             holds.adopt(key);
           }
           reply.addPresent(present);
@@ -221,17 +248,17 @@ final class ObjectApi {
     });
   }
 
-  void adoptObject(Identity identity, String sessionId,
-      GrpcServerRequest<AdoptObjectRequest, PutObjectReply> request) {
-    SessionHolds holds = sessions.holds(sessionId, identity);
+  void adoptObject(Caller caller, GrpcServerRequest<AdoptObjectRequest, PutObjectReply> request) {
+    SessionHolds holds = caller.session();
+    String prefix = SessionHolds.stagedPrefix(holds.sessionId());
     request.handler(message -> {
       try {
         String name = message.getStagedName();
-        if (!name.startsWith(SessionHolds.stagedPrefix(sessionId)) || name.contains("/")) {
+        if (!name.startsWith(prefix) || name.contains("/")) {
           throw new IllegalArgumentException("staged_name must be a file name starting with "
-              + SessionHolds.stagedPrefix(sessionId) + ", got " + name);
+              + prefix + ", got " + name);
         }
-        ObjectKey key = ObjectKey.of(namespace(identity), message.getId());
+        ObjectKey key = ObjectKey.of(caller.namespace(), message.getId());
         Path staged = store().folderOf(key.namespace()).resolve(name);
         ObjectKey stored = store().adopt(key, staged);
         holds.adopt(stored);

@@ -37,17 +37,22 @@ public final class RuntimeVerticle extends VerticleBase {
   @Override
   public Future<?> start() {
     TokenRegistry tokens = TokenRegistry.of(options.ownerToken(), options.ownerUser(),
-        options.config());
+        options.workerToken(), options.config());
+    ControlPlane plane = new ControlPlane(context, agent.store(), new FirstFitScheduler(),
+        options.inlineLimitBytes(), options.drainMarginSeconds());
     WorkerOptions worker = options.worker();
     WorkerSlots slots = new WorkerSlots(worker.workerId(), worker.gpus().count(),
         worker.gpus().simulated(), worker.cpus(), worker.memoryBytes());
-    ControlPlane plane = new ControlPlane(context, agent, slots, new FirstFitScheduler(),
-        options.inlineLimitBytes());
-    StatusReport status = new StatusReport(plane, clusterId, options.host());
+    plane.attach(new AttachedWorker(worker.workerId(), options.host(), "", worker.gpus().names(),
+        false, 0, "", slots, WorkerLink.embedded(agent)));
+    StatusReport status = new StatusReport(plane, clusterId);
     GrpcServer grpc = GrpcServer.server(vertx,
         new GrpcServerOptions().setMaxMessageSize(RuntimeOptions.MAX_MESSAGE_BYTES));
-    new GrpcApi(plane, tokens, status, clusterId, version, options.inlineLimitBytes(),
-        RuntimeOptions.MAX_MESSAGE_BYTES, shutdown).mount(grpc);
+    Authenticator auth = new Authenticator(tokens);
+    new GrpcApi(plane, status, clusterId, version, options.inlineLimitBytes(),
+        RuntimeOptions.MAX_MESSAGE_BYTES, shutdown).mount(grpc, auth);
+    new WorkerAttachApi(vertx, plane, clusterId, version, options.inlineLimitBytes(),
+        RuntimeOptions.MAX_MESSAGE_BYTES).mount(grpc, auth);
     server = vertx.createHttpServer(new HttpServerOptions().setHost(options.host())
         .setPort(options.port()).setTcpNoDelay(true));
     return server.requestHandler(grpc).listen();

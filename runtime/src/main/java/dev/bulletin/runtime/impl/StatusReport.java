@@ -10,54 +10,73 @@ import dev.bulletin.runtime.scheduler.WorkerSlots;
 import dev.bulletin.runtime.task.Task;
 import dev.bulletin.runtime.task.TaskState;
 import dev.bulletin.worker.WorkerStatusView;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
-/** Builds the cluster's status: slots total / reserved / busy, and the queue with reasons. */
+/** Builds the cluster's status: slots total / reserved / busy per worker, and the queue with reasons. */
 final class StatusReport {
   private final ControlPlane plane;
   private final String clusterId;
-  private final String host;
 
-  StatusReport(ControlPlane plane, String clusterId, String host) {
+  StatusReport(ControlPlane plane, String clusterId) {
     this.plane = plane;
     this.clusterId = clusterId;
-    this.host = host;
   }
 
   /** Why a queued call waits, asked of the scheduler now (passes stop early and keep none). */
   private String reason(Task task) {
-    Decision decision = plane.scheduler().decide(task.demand(), List.of(plane.slots()));
+    List<WorkerSlots> slots = plane.allSlots();
+    Decision decision = plane.scheduler().decide(task.demand(), slots);
     if (decision instanceof Decision.Wait wait) {
       return wait.reason();
     }
-    return decision instanceof Decision.Infeasible infeasible ? infeasible.reason()
-        : "waiting for its turn: calls ahead of it in the queue go first";
+    if (decision instanceof Decision.Infeasible infeasible) {
+      return infeasible.reason();
+    }
+    double now = System.currentTimeMillis() / 1000.0;
+    if (plane.candidatesFor(task, List.copyOf(plane.workers()), now).stream()
+        .noneMatch(worker -> worker.couldEverFit(task.demand()))) {
+      return "every worker that could run it is draining: its allocation ends before the call"
+          + " could finish (a replacement is on its way if the worker belongs to a pool)";
+    }
+    return "waiting for its turn: calls ahead of it in the queue go first";
   }
 
   ClusterStatus build() {
-    WorkerSlots slots = plane.slots();
-    List<Task> tasks = List.copyOf(plane.tasks().all());
-    int busyGpus = 0;
-    double busyCpus = 0;
-    for (Task task : tasks) {
-      if (task.state() == TaskState.RUNNING) {
-        busyGpus += task.demand().gpus();
-        busyCpus += task.demand().cpus();
+    Map<String, int[]> busyGpus = new HashMap<>();
+    Map<String, double[]> busyCpus = new HashMap<>();
+    for (Task task : plane.tasks().all()) {
+      if (task.state() == TaskState.RUNNING && task.workerId() != null) {
+        busyGpus.computeIfAbsent(task.workerId(), id -> new int[1])[0] += task.demand().gpus();
+        busyCpus.computeIfAbsent(task.workerId(), id -> new double[1])[0] += task.demand().cpus();
       }
     }
-    SlotCounts gpus = SlotCounts.newBuilder().setTotal(slots.gpus())
-        .setReserved(slots.gpus() - slots.freeGpuCount()).setBusy(busyGpus).build();
-    SlotCounts cpus = SlotCounts.newBuilder().setTotal((int) slots.cpus())
-        .setReserved((int) Math.ceil(slots.cpus() - slots.freeCpus() - 1e-9))
-        .setBusy((int) Math.ceil(busyCpus - 1e-9)).build();
-    WorkerStatusView executors = plane.agent().status();
-    WorkerStatus worker = WorkerStatus.newBuilder().setWorkerId(slots.workerId()).setHost(host)
-        .setGpus(gpus).setCpus(cpus).setMemoryBytes(slots.memoryBytes())
-        .setSimulatedGpus(slots.simulatedGpus()).setExecutors(executors.executors())
-        .setIdleExecutors(executors.idleExecutors())
-        .addAllGpuNames(plane.agent().options().gpus().names()).build();
+    double now = System.currentTimeMillis() / 1000.0;
     ClusterStatus.Builder status = ClusterStatus.newBuilder().setClusterId(clusterId)
-        .addWorkers(worker).setGpus(gpus).setCpus(cpus).setRunning(plane.runningCount());
+        .setRunning(plane.runningCount());
+    SlotCounts.Builder gpuTotals = SlotCounts.newBuilder();
+    SlotCounts.Builder cpuTotals = SlotCounts.newBuilder();
+    for (AttachedWorker worker : plane.workers()) {
+      WorkerSlots slots = worker.slots();
+      SlotCounts gpus = SlotCounts.newBuilder().setTotal(slots.gpus())
+          .setReserved(slots.gpus() - slots.freeGpuCount())
+          .setBusy(busyGpus.getOrDefault(worker.id(), new int[1])[0]).build();
+      SlotCounts cpus = SlotCounts.newBuilder().setTotal((int) slots.cpus())
+          .setReserved((int) Math.ceil(slots.cpus() - slots.freeCpus() - 1e-9))
+          .setBusy((int) Math.ceil(busyCpus.getOrDefault(worker.id(), new double[1])[0] - 1e-9))
+          .build();
+      WorkerStatusView executors = worker.link().status();
+      status.addWorkers(WorkerStatus.newBuilder().setWorkerId(worker.id()).setHost(worker.host())
+          .setPool(worker.pool()).setRemote(worker.remote()).setExpiresAt(worker.expiresAt())
+          .setState(worker.draining(now, plane.drainMarginSeconds()) ? "draining" : "ready")
+          .setGpus(gpus).setCpus(cpus).setMemoryBytes(slots.memoryBytes())
+          .setSimulatedGpus(slots.simulatedGpus()).setExecutors(executors.executors())
+          .setIdleExecutors(executors.idleExecutors()).addAllGpuNames(worker.gpuNames()));
+      add(gpuTotals, gpus);
+      add(cpuTotals, cpus);
+    }
+    status.setGpus(gpuTotals).setCpus(cpuTotals);
     int position = 0;
     for (Task task : plane.tasks().queued()) {
       status.addQueue(QueuedTask.newBuilder().setTaskId(task.id()).setName(task.name())
@@ -66,5 +85,11 @@ final class StatusReport {
               .setCpus(task.demand().cpus()).setMemoryBytes(task.demand().memoryBytes())));
     }
     return status.build();
+  }
+
+  private static void add(SlotCounts.Builder total, SlotCounts one) {
+    total.setTotal(total.getTotal() + one.getTotal())
+        .setReserved(total.getReserved() + one.getReserved())
+        .setBusy(total.getBusy() + one.getBusy());
   }
 }

@@ -27,6 +27,8 @@ public final class Task {
   private long placedNanos;
   private long startedNanos;
   private String stopReason;
+  private int retriesLeft;
+  private int requeues;
 
   public Task(String id, String name, Identity owner, Demand demand, ObjectKey function,
       ObjectKey args, List<ObjectKey> refs, double timeoutSeconds, TaskEventSink sink,
@@ -71,6 +73,26 @@ public final class Task {
   /** Records why the call is being stopped (cancel, timeout), before its executor is killed. */
   public void stopping(String reason) {
     this.stopReason = reason;
+  }
+
+  /** How many more times the call may run again after losing its worker. */
+  public int retriesLeft() { return retriesLeft; }
+  /** How many times the call went back to the queue (worker lost, preempted). */
+  public int requeues() { return requeues; }
+
+  public void allowRetries(int retries) {
+    this.retriesLeft = Math.max(0, retries);
+  }
+
+  /** Forgets the placement of a run that ended without a result; uses up one retry. */
+  public void requeued() {
+    retriesLeft = Math.max(0, retriesLeft - 1);
+    requeues++;
+    workerId = null;
+    gpuIds = List.of();
+    placedNanos = 0;
+    startedNanos = 0;
+    stopReason = null;
   }
 
   public double queueSeconds(long now) {

@@ -16,8 +16,9 @@ public enum TaskState {
       // A queued call fails at once when it can never run, or is cancelled.
       case QUEUED -> EnumSet.of(PLACED, ERROR, CANCELLED);
       // Placed but not started: the executor may fail to start, or the call be cancelled.
-      case PLACED -> EnumSet.of(RUNNING, ERROR, CANCELLED);
-      case RUNNING -> EnumSet.of(FINISHED, ERROR, CANCELLED);
+      // Back to QUEUED when its worker is lost (or it is preempted) and it may run again.
+      case PLACED -> EnumSet.of(RUNNING, ERROR, CANCELLED, QUEUED);
+      case RUNNING -> EnumSet.of(FINISHED, ERROR, CANCELLED, QUEUED);
       case FINISHED, ERROR, CANCELLED -> EnumSet.noneOf(TaskState.class);
     };
   }

@@ -59,6 +59,8 @@ public final class TaskTable {
     }
     if (task.state == TaskState.QUEUED) {
       queue.remove(task.id());
+    } else if (to == TaskState.QUEUED) {
+      queue.put(task.id(), task); // requeued: it waits behind the calls already queued
     }
     task.state = to;
     if (to.isTerminal()) {

@@ -26,6 +26,19 @@ class TokenRegistryTest {
   }
 
   @Test
+  void theWorkerTokenIsAWorkerAndNoUser() {
+    TokenRegistry registry = TokenRegistry.of("owner-token-0123456789", "ada",
+        "worker-token-0123456789", RuntimeConfig.empty());
+    Identity worker = registry.authenticate("Bearer worker-token-0123456789").orElseThrow();
+    assertTrue(worker.worker());
+    assertTrue(!registry.authenticate("Bearer owner-token-0123456789").orElseThrow().worker());
+    IllegalArgumentException shared = assertThrows(IllegalArgumentException.class,
+        () -> TokenRegistry.of("same-token-0123456789", "ada", "same-token-0123456789",
+            RuntimeConfig.empty()));
+    assertTrue(shared.getMessage().contains("BULLETIN_WORKER_TOKEN"), shared.getMessage());
+  }
+
+  @Test
   void configUsersGetTheirGroups() throws Exception {
     Path file = folder.resolve("bulletin.yaml");
     Files.writeString(file, """

@@ -54,4 +54,21 @@ class TaskTableTest {
     assertTrue(table.add(task("t1")));
     assertFalse(table.add(task("t1")));
   }
+
+  @Test
+  void aRequeuedTaskWaitsBehindTheQueueAndUsesUpARetry() {
+    Task lost = task("lost");
+    Task waiting = task("waiting");
+    lost.allowRetries(1);
+    table.add(lost);
+    table.add(waiting);
+    table.transition(lost, TaskState.PLACED, event("lost", dev.bulletin.protocol.TaskState.PLACED));
+    table.transition(lost, TaskState.RUNNING, event("lost", dev.bulletin.protocol.TaskState.RUNNING));
+    lost.requeued();
+    table.transition(lost, TaskState.QUEUED, event("lost", dev.bulletin.protocol.TaskState.QUEUED));
+    assertEquals(List.of(waiting, lost), table.queued());
+    assertEquals(0, lost.retriesLeft());
+    assertEquals(1, lost.requeues());
+    assertEquals(null, lost.workerId());
+  }
 }

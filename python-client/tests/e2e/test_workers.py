@@ -1,0 +1,228 @@
+"""Remote workers: `bulletin worker --head ADDR` attaches real worker agents to a real runtime.
+
+The runtime offers no GPU of its own (`--simulate-gpus 0`), so every GPU call must run on an
+attached worker; each worker is the real command in its own process, with its own object store.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import bulletin
+from cluster_support import (CALL_SECONDS, Cluster, assert_serves, cli_env, pid_gone, start_cluster,
+                             wait_for_file, wait_until)
+
+ATTACH_SECONDS = 60
+
+
+class Worker:
+    """A `bulletin worker` process; stopped (SIGKILL if needed) by the fixture that made it."""
+
+    def __init__(self, cluster: Cluster, worker_id: str, *extra: str, env: dict | None = None):
+        self.worker_id = worker_id
+        self.log = cluster.home / f"worker-{worker_id}.log"
+        command = [sys.executable, "-m", "bulletin", "worker", "--head", cluster.address,
+                   "--worker-id", worker_id, "--cpus", "1", *extra]
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(command, env=env or cli_env(cluster.home), stdout=log,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+
+def attached(client: bulletin.Client, worker_id: str):
+    return next((w for w in client.status().workers if w.worker_id == worker_id), None)
+
+
+def detached(client: bulletin.Client, worker_id: str) -> bool:
+    return attached(client, worker_id) is None
+
+
+@pytest.fixture(scope="module")
+def head(tmp_path_factory):
+    c = start_cluster(tmp_path_factory.mktemp("bulletin-head"), gpus=0, cpus=1)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture
+def head_client(head):
+    c = head.client()
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture
+def workers(head, head_client):
+    started: list[Worker] = []
+
+    def start(worker_id: str, *extra: str, wait: bool = True, env: dict | None = None) -> Worker:
+        worker = Worker(head, worker_id, *extra, env=env)
+        started.append(worker)
+        if wait:
+            wait_until(lambda: attached(head_client, worker_id) or worker.proc.poll() is not None,
+                       timeout=ATTACH_SECONDS, what=f"worker {worker_id} to attach")
+            assert worker.proc.poll() is None, worker.output()
+        return worker
+
+    yield start
+    for worker in started:
+        worker.kill()
+    for worker in started:
+        wait_until(lambda: detached(head_client, worker.worker_id), timeout=30,
+                   what=f"worker {worker.worker_id} to detach")
+
+
+def test_gpu_calls_run_on_the_attached_worker_with_output_objects_and_errors(head_client, workers):
+    workers("gpu-a", "--simulate-gpus", "1")
+    status = attached(head_client, "gpu-a")
+    assert status.remote and status.gpus.total == 1 and status.state == "ready"
+
+    lines = []
+
+    def shout(n):
+        print("hello from", os.environ.get("CUDA_VISIBLE_DEVICES"))
+        return n * 2
+
+    future = head_client.submit(shout, 21, gpus=1)
+    future.add_done_callback(lambda f: lines.append(f.output))
+    assert future.result(timeout=CALL_SECONDS) == 42
+    assert future.placement.worker_id == "gpu-a"
+    assert "hello from 0" in future.output
+
+    # Objects above the inline limit go both ways through the worker's own store.
+    big = os.urandom(3 << 20)
+    assert head_client.submit(lambda b: b[::-1], big, gpus=1).result(timeout=CALL_SECONDS) \
+        == big[::-1]
+
+    def boom():
+        raise KeyError("remote boom")
+
+    with pytest.raises(KeyError, match="remote boom"):
+        head_client.submit(boom, gpus=1).result(timeout=CALL_SECONDS)
+    # The second call to a function reuses the worker's warm executor.
+    pids = {head_client.submit(os.getpid, gpus=1).result(timeout=CALL_SECONDS) for _ in range(3)}
+    assert len(pids) == 1
+
+
+def test_a_killed_worker_fails_its_call_naming_the_worker_and_the_cluster_serves_on(
+        head, head_client, workers, tmp_path):
+    worker = workers("gpu-b", "--simulate-gpus", "1")
+    gate = str(tmp_path / "never")
+    future = head_client.submit(wait_for_file, gate, 60, gpus=1)
+    wait_until(lambda: future.status == "running", timeout=CALL_SECONDS, what="call to start")
+    worker.kill()
+    with pytest.raises(bulletin.WorkerLostError, match="gpu-b") as raised:
+        future.result(timeout=CALL_SECONDS)
+    assert "retries=" in str(raised.value)
+    wait_until(lambda: detached(head_client, "gpu-b"), timeout=CALL_SECONDS, what="detach")
+    # GPU calls now wait (no worker has a GPU) and CPU calls still run on the head's worker.
+    assert head_client.submit(int, "7").result(timeout=CALL_SECONDS) == 7
+    workers("gpu-c", "--simulate-gpus", "1")
+    assert_serves(head_client)
+
+
+def test_a_call_with_retries_runs_again_on_the_next_worker(head_client, workers, tmp_path):
+    first = workers("gpu-d", "--simulate-gpus", "1")
+
+    def worker_name(gate):
+        import os
+        import time
+        deadline = time.monotonic() + 60
+        while not os.path.exists(gate) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return os.environ["BULLETIN_EXECUTOR_ID"]
+
+    gate = tmp_path / "gate"
+    future = head_client.submit(worker_name, str(gate), gpus=1, retries=1)
+    wait_until(lambda: future.status == "running", timeout=CALL_SECONDS, what="call to start")
+    first.kill()
+    wait_until(lambda: future.status == "queued", timeout=CALL_SECONDS, what="call requeued")
+    workers("gpu-e", "--simulate-gpus", "1")
+    gate.touch()
+    assert future.result(timeout=CALL_SECONDS).startswith("gpu-e")
+    assert future.placement.worker_id == "gpu-e"
+
+
+def test_a_worker_is_refused_with_a_wrong_token_a_user_token_or_a_taken_id(head, workers):
+    env = cli_env(head.home)
+    env["BULLETIN_WORKER_TOKEN"] = "made-up"
+    wrong = workers("bad-token", env=env, wait=False)
+    assert wrong.proc.wait(timeout=ATTACH_SECONDS) == 3
+    assert "not known to this cluster" in wrong.output()
+
+    env["BULLETIN_WORKER_TOKEN"] = head.token  # a user's token cannot attach a worker
+    user = workers("user-token", env=env, wait=False)
+    assert user.proc.wait(timeout=ATTACH_SECONDS) == 3
+    assert "only worker agents attach" in user.output()
+
+    workers("twin")
+    twin = workers("twin", wait=False)
+    assert twin.proc.wait(timeout=ATTACH_SECONDS) == 3
+    assert "already attached" in twin.output()
+
+
+def test_the_worker_token_cannot_submit_calls(head):
+    token = (head.home / "worker-token").read_text().strip()
+    with bulletin.Client(head.address, token=token) as c:
+        with pytest.raises(bulletin.BulletinError, match="worker token"):
+            c.submit(int, "1").result(timeout=CALL_SECONDS)
+
+
+def test_a_worker_whose_allocation_ends_soon_drains(head_client, workers):
+    # The runtime's drain margin is 60 s: a worker ending in 30 s takes no call without a
+    # timeout, and shows as draining.
+    workers("short", "--simulate-gpus", "1", "--expires-at", f"{time.time() + 30:.0f}")
+    assert attached(head_client, "short").state == "draining"
+    future = head_client.submit(int, "5", gpus=1)
+    wait_until(lambda: head_client.status().queue, timeout=CALL_SECONDS, what="call queued")
+    assert "draining" in head_client.status().queue[0].reason
+    # A call whose timeout fits in the time left may still go there.
+    assert head_client.submit(int, "6", gpus=1, timeout=5).result(timeout=CALL_SECONDS) == 6
+    future.cancel()
+
+
+def test_bulletin_worker_help_and_bad_arguments(head):
+    from cluster_support import run_cli
+    helped = run_cli(head.home, "worker", "--help", timeout=30)
+    assert helped.returncode == 0 and "--head" in helped.stdout and "worker token" in helped.stdout
+    bad = run_cli(head.home, "worker", "--head", "nohostport", timeout=30)
+    assert bad.returncode == 2 and "HOST:PORT" in bad.stderr
+    unreachable = run_cli(head.home, "worker", "--head", "127.0.0.1:1", "--cpus", "1", timeout=90)
+    assert unreachable.returncode == 3 and "cannot reach the runtime at 127.0.0.1:1" in \
+        unreachable.stderr
+
+
+def test_a_call_whose_executor_dies_runs_again_when_it_has_retries(head_client, tmp_path):
+    marker = str(tmp_path / "died-once")
+
+    def die_the_first_time(path):
+        import os
+        if not os.path.exists(path):
+            open(path, "w").close()
+            os._exit(9)
+        return "second attempt"
+
+    future = head_client.submit(die_the_first_time, marker, retries=1)
+    assert future.result(timeout=CALL_SECONDS) == "second attempt"
+    with pytest.raises(bulletin.WorkerDiedError, match="exit"):
+        head_client.submit(die_the_first_time, str(tmp_path / "no-retries")).result(
+            timeout=CALL_SECONDS)

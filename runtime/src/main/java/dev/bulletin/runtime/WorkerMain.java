@@ -1,0 +1,126 @@
+package dev.bulletin.runtime;
+
+import dev.bulletin.bridge.ObjectStores;
+import dev.bulletin.runtime.node.WorkerNode;
+import dev.bulletin.runtime.node.WorkerNodeOptions;
+import dev.bulletin.runtime.node.WorkerRefusedException;
+import dev.bulletin.worker.GpuInventory;
+import dev.bulletin.worker.GpuInventoryDetection;
+import dev.bulletin.worker.WorkerOptions;
+import java.net.InetAddress;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code bulletin worker}: a worker agent on this host that attaches to a runtime. The cluster's
+ * worker token comes from BULLETIN_WORKER_TOKEN (never argv, where other users could read it).
+ */
+@Command(name = "bulletin worker", mixinStandardHelpOptions = true, version = BulletinRuntime.VERSION,
+    description = "Offer this host's GPUs and CPUs to a bulletin runtime. The worker runs until the"
+        + " runtime goes away or it is stopped; the cluster's worker token comes from the"
+        + " BULLETIN_WORKER_TOKEN variable.")
+public final class WorkerMain implements Callable<Integer> {
+
+  static final int EXIT_REFUSED = 3;
+
+  @Option(names = "--head", required = true, description = "The runtime's address, HOST:PORT.")
+  String head;
+
+  @Option(names = "--python", required = true, description = "Python interpreter with the bulletin package, for executors.")
+  Path python;
+
+  @Option(names = "--pool", defaultValue = "", description = "The pool this worker belongs to (set by providers).")
+  String pool;
+
+  @Option(names = "--worker-id", description = "Name in status and logs (default: HOST-PID).")
+  String workerId;
+
+  @Option(names = "--gpus", defaultValue = "auto", description = "GPUs to offer: auto (all nvidia-smi reports) or N.")
+  String gpus;
+
+  @Option(names = "--simulate-gpus", defaultValue = "0", description = "Advertise N simulated GPU slots.")
+  int simulateGpus;
+
+  @Option(names = "--cpus", description = "CPU slots to offer (default: the machine's cores).")
+  Integer cpus;
+
+  @Option(names = "--memory", description = "Memory to offer, e.g. 16GiB (default: the machine's).")
+  String memory;
+
+  @Option(names = "--expires-at", defaultValue = "0",
+      description = "Epoch seconds when this worker's allocation ends; it takes no call it cannot finish by then.")
+  double expiresAt;
+
+  @Option(names = "--store-dir",
+      description = "Object store folder (default: /dev/shm/bulletin-worker-<id>-<pid>).")
+  Path storeDir;
+
+  @Option(names = "--warm-cpu-executors", defaultValue = "1", description = "CPU executors kept warm (default: ${DEFAULT-VALUE}).")
+  int warmCpuExecutors;
+
+  @Override
+  public Integer call() throws Exception {
+    int colon = head.lastIndexOf(':');
+    if (colon <= 0) {
+      throw new IllegalArgumentException("--head must be HOST:PORT, got " + head);
+    }
+    int port;
+    try {
+      port = Integer.parseInt(head.substring(colon + 1));
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("--head must be HOST:PORT, got " + head);
+    }
+    String host = hostName();
+    String id = workerId != null ? workerId : host + "-" + ProcessHandle.current().pid();
+    GpuInventory inventory = GpuInventoryDetection.resolve(gpus, simulateGpus);
+    int cpuSlots = cpus != null ? cpus : Runtime.getRuntime().availableProcessors();
+    long memoryBytes = memory != null ? Sizes.parse("--memory", memory) : Main.totalMemory();
+    WorkerOptions worker = new WorkerOptions(id, python, inventory, cpuSlots, memoryBytes,
+        warmCpuExecutors, 60_000, Map.of());
+    String slurmJob = System.getenv("SLURM_JOB_ID");
+    String handle = System.getenv().getOrDefault("BULLETIN_PROVIDER_HANDLE",
+        slurmJob != null ? "slurm:" + slurmJob : "");
+    WorkerNodeOptions options = new WorkerNodeOptions(head.substring(0, colon), port,
+        System.getenv("BULLETIN_WORKER_TOKEN"), pool, worker, host, expiresAt, handle,
+        // The pid keeps two workers of one id (a restart racing its predecessor's exit) apart.
+        storeDir != null ? storeDir
+            : ObjectStores.defaultFolder("worker-" + id + "-" + ProcessHandle.current().pid()),
+        BulletinRuntime.VERSION);
+    WorkerNode node;
+    try {
+      node = WorkerNode.start(options);
+    } catch (WorkerRefusedException e) {
+      System.err.println("bulletin worker: " + e.getMessage());
+      return EXIT_REFUSED;
+    }
+    Runtime.getRuntime().addShutdownHook(new Thread(node::close, "bulletin-worker-close"));
+    System.out.println("bulletin worker " + id + " attached to " + head + " (" + inventory.count()
+        + " GPU" + (inventory.count() == 1 ? "" : "s") + (inventory.simulated() ? " simulated" : "")
+        + ", " + cpuSlots + " CPUs" + (pool.isEmpty() ? "" : ", pool " + pool) + ")");
+    String why = node.ended().get();
+    System.out.println("bulletin worker " + id + " stops: " + why);
+    node.close();
+    return 0;
+  }
+
+  private static String hostName() {
+    try {
+      return InetAddress.getLocalHost().getHostName();
+    } catch (java.io.IOException e) {
+      return "localhost";
+    }
+  }
+
+  static int run(String[] args) {
+    CommandLine commandLine = new CommandLine(new WorkerMain());
+    commandLine.setExecutionExceptionHandler((error, cmd, parsed) -> {
+      cmd.getErr().println("bulletin worker: " + error.getMessage());
+      return 1;
+    });
+    return commandLine.execute(args);
+  }
+}

@@ -1,0 +1,56 @@
+package dev.bulletin.runtime.impl;
+
+import dev.bulletin.runtime.scheduler.WorkerSlots;
+import java.util.List;
+
+/**
+ * A worker the control plane may place calls on: who it is, its slots (reserved and freed by the
+ * control plane) and the link that runs calls on it. Owned by the control plane's event loop.
+ */
+final class AttachedWorker {
+  private final String id;
+  private final String host;
+  private final String pool;
+  private final List<String> gpuNames;
+  private final boolean remote;
+  private final double expiresAtEpochSeconds;
+  private final String providerHandle;
+  private final WorkerSlots slots;
+  private final WorkerLink link;
+
+  AttachedWorker(String id, String host, String pool, List<String> gpuNames, boolean remote,
+      double expiresAtEpochSeconds, String providerHandle, WorkerSlots slots, WorkerLink link) {
+    this.id = id;
+    this.host = host;
+    this.pool = pool;
+    this.gpuNames = List.copyOf(gpuNames);
+    this.remote = remote;
+    this.expiresAtEpochSeconds = expiresAtEpochSeconds;
+    this.providerHandle = providerHandle;
+    this.slots = slots;
+    this.link = link;
+  }
+
+  String id() { return id; }
+  String host() { return host; }
+  String pool() { return pool; }
+  List<String> gpuNames() { return gpuNames; }
+  boolean remote() { return remote; }
+  double expiresAt() { return expiresAtEpochSeconds; }
+  String providerHandle() { return providerHandle; }
+  WorkerSlots slots() { return slots; }
+  WorkerLink link() { return link; }
+
+  /**
+   * Whether a call that may run {@code runSeconds} can still finish here before the worker's
+   * allocation ends. A worker without an end takes everything.
+   */
+  boolean canFinish(double nowEpochSeconds, double runSeconds) {
+    return expiresAtEpochSeconds <= 0 || nowEpochSeconds + runSeconds < expiresAtEpochSeconds;
+  }
+
+  /** Draining: its allocation ends within {@code marginSeconds}, so it takes no call without a timeout. */
+  boolean draining(double nowEpochSeconds, double marginSeconds) {
+    return !canFinish(nowEpochSeconds, marginSeconds);
+  }
+}

@@ -1,0 +1,44 @@
+package dev.bulletin.runtime.impl;
+
+import dev.bulletin.worker.CallListener;
+import dev.bulletin.worker.CallOutcome;
+import dev.bulletin.worker.CallRequest;
+import dev.bulletin.worker.WorkerAgent;
+import dev.bulletin.worker.WorkerStatusView;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * How the control plane reaches one worker: the embedded agent in this JVM, or a remote agent
+ * over its Attach stream. Either way the function and arguments are objects of the runtime's
+ * store; getting them to the worker's host is the link's business.
+ */
+interface WorkerLink {
+
+  /** Runs a call; the future never fails: every ending is a {@link CallOutcome}. */
+  CompletableFuture<CallOutcome> run(CallRequest request, CallListener listener);
+
+  /** Stops a call (its outcome becomes {@link CallOutcome.Stopped}); unknown ids are ignored. */
+  void stop(String taskId, String reason);
+
+  WorkerStatusView status();
+
+  /** The link to the runtime's own worker agent, which shares the runtime's store. */
+  static WorkerLink embedded(WorkerAgent agent) {
+    return new WorkerLink() {
+      @Override
+      public CompletableFuture<CallOutcome> run(CallRequest request, CallListener listener) {
+        return agent.run(request, listener);
+      }
+
+      @Override
+      public void stop(String taskId, String reason) {
+        agent.stop(taskId, reason);
+      }
+
+      @Override
+      public WorkerStatusView status() {
+        return agent.status();
+      }
+    };
+  }
+}

@@ -1,0 +1,331 @@
+package dev.bulletin.runtime.node;
+
+import com.google.protobuf.ByteString;
+import dev.bulletin.bridge.ObjectId;
+import dev.bulletin.bridge.ObjectKey;
+import dev.bulletin.bridge.ObjectStore;
+import dev.bulletin.bridge.ObjectStores;
+import dev.bulletin.protocol.CallEnded;
+import dev.bulletin.protocol.CallOutput;
+import dev.bulletin.protocol.CallReturned;
+import dev.bulletin.protocol.CallStarted;
+import dev.bulletin.protocol.HeadMessage;
+import dev.bulletin.protocol.ObjectRef;
+import dev.bulletin.protocol.Output;
+import dev.bulletin.protocol.OutputStream;
+import dev.bulletin.protocol.RegisterWorker;
+import dev.bulletin.protocol.RunCall;
+import dev.bulletin.protocol.WorkerAccepted;
+import dev.bulletin.protocol.WorkerHeartbeat;
+import dev.bulletin.protocol.WorkerMessage;
+import dev.bulletin.runtime.RuntimeOptions;
+import dev.bulletin.worker.CallListener;
+import dev.bulletin.worker.CallOutcome;
+import dev.bulletin.worker.CallRequest;
+import dev.bulletin.worker.WorkerAgent;
+import dev.bulletin.worker.Workers;
+import io.vertx.core.Context;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.net.SocketAddress;
+import io.vertx.grpc.client.GrpcClient;
+import io.vertx.grpc.client.GrpcClientOptions;
+import io.vertx.grpc.client.GrpcClientRequest;
+import io.vertx.grpc.common.GrpcMessageDecoder;
+import io.vertx.grpc.common.GrpcMessageEncoder;
+import io.vertx.grpc.common.GrpcStatus;
+import io.vertx.grpc.common.ServiceMethod;
+import io.vertx.grpc.common.ServiceName;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.logging.Logger;
+
+/**
+ * A worker agent attached to a runtime on another host (or in a Slurm allocation): its own object
+ * store and warm executors, driven over the runtime's {@code Workers.Attach} stream. It lives as
+ * long as that stream: when the runtime goes away, the node stops its executors and ends.
+ */
+public final class WorkerNode implements AutoCloseable {
+
+  private static final Logger LOG = Logger.getLogger(WorkerNode.class.getName());
+  private static final ServiceMethod<HeadMessage, WorkerMessage> ATTACH = ServiceMethod.client(
+      ServiceName.create("bulletin.v1.Workers"), "Attach", GrpcMessageEncoder.encoder(),
+      GrpcMessageDecoder.decoder(HeadMessage.newBuilder()));
+
+  private final WorkerNodeOptions options;
+  private final Vertx vertx = Vertx.vertx();
+  private final Context context = vertx.getOrCreateContext();
+  private final ObjectStore store;
+  private final WorkerAgent agent;
+  private final GrpcClient client;
+  private final HeadObjects objects;
+  private final CompletableFuture<WorkerAccepted> accepted = new CompletableFuture<>();
+  private final CompletableFuture<String> ended = new CompletableFuture<>();
+  /** Functions held in the local store for the node's lifetime (calls send them once). */
+  private final Set<ObjectKey> functions = new HashSet<>();
+  /** Calls the runtime stopped before they reached an executor. */
+  private final Set<String> stoppedEarly = new HashSet<>();
+  private GrpcClientRequest<WorkerMessage, HeadMessage> stream;
+  private long inlineLimit;
+  private int running;
+
+  private WorkerNode(WorkerNodeOptions options) {
+    this.options = options;
+    this.store = ObjectStores.inFolder(options.storeFolder());
+    this.agent = Workers.local(options.worker(), store);
+    this.client = GrpcClient.client(vertx,
+        new GrpcClientOptions().setMaxMessageSize(RuntimeOptions.MAX_MESSAGE_BYTES));
+    SocketAddress head = SocketAddress.inetSocketAddress(options.headPort(), options.headHost());
+    this.objects = new HeadObjects(client, head, options.token(), store);
+  }
+
+  /**
+   * Starts the executors, attaches to the runtime and returns once it accepted the worker.
+   *
+   * @throws WorkerRefusedException if the runtime refused it (token, duplicate id, version) or
+   *     cannot be reached
+   */
+  public static WorkerNode start(WorkerNodeOptions options) throws Exception {
+    WorkerNode node = new WorkerNode(options);
+    try {
+      node.agent.start().get(options.worker().executorStartTimeoutMillis() * 2,
+          TimeUnit.MILLISECONDS);
+      node.context.runOnContext(ignored -> node.attach());
+      node.accepted.get(30, TimeUnit.SECONDS);
+      return node;
+    } catch (java.util.concurrent.ExecutionException e) {
+      node.close();
+      throw e.getCause() instanceof Exception cause ? cause : e;
+    } catch (Exception e) {
+      node.close();
+      throw e;
+    }
+  }
+
+  /** Completes with the reason the node stopped serving (the runtime went away, or close). */
+  public CompletableFuture<String> ended() {
+    return ended;
+  }
+
+  private void attach() {
+    SocketAddress head = SocketAddress.inetSocketAddress(options.headPort(), options.headHost());
+    client.request(head, ATTACH).onFailure(this::unreachable).onSuccess(request -> {
+      stream = request;
+      request.headers().set("authorization", "Bearer " + options.token());
+      request.write(WorkerMessage.newBuilder().setRegister(registration()).build());
+      request.response().onFailure(this::unreachable).onSuccess(response -> {
+        response.handler(this::onHead);
+        response.exceptionHandler(error -> stop("lost the runtime: " + error.getMessage()));
+        response.endHandler(ignored -> {
+          String why = response.status() == GrpcStatus.OK ? "the runtime ended the stream"
+              : response.status() + ": " + response.statusMessage();
+          if (!accepted.isDone()) {
+            accepted.completeExceptionally(new WorkerRefusedException("the runtime at "
+                + options.headAddress() + " refused this worker: " + why));
+          }
+          stop(why);
+        });
+      });
+    });
+  }
+
+  private void unreachable(Throwable error) {
+    accepted.completeExceptionally(new WorkerRefusedException("cannot reach the runtime at "
+        + options.headAddress() + ": " + error.getMessage()));
+    stop("the runtime is unreachable");
+  }
+
+  private RegisterWorker registration() {
+    return RegisterWorker.newBuilder().setWorkerId(options.worker().workerId())
+        .setHost(options.hostName()).setPool(options.pool())
+        .addAllGpuNames(options.worker().gpus().names())
+        .setSimulatedGpus(options.worker().gpus().simulated()).setCpus(options.worker().cpus())
+        .setMemoryBytes(options.worker().memoryBytes()).setExpiresAt(options.expiresAt())
+        .setProviderHandle(options.providerHandle()).setVersion(options.version()).build();
+  }
+
+  private void onHead(HeadMessage message) {
+    if (message.hasAccepted()) {
+      inlineLimit = message.getAccepted().getInlineLimitBytes();
+      long every = Math.max(100, (long) (message.getAccepted().getHeartbeatSeconds() * 1000));
+      vertx.setPeriodic(every, id -> send(WorkerMessage.newBuilder().setHeartbeat(
+          WorkerHeartbeat.newBuilder().setRunningCalls(running)).build()));
+      accepted.complete(message.getAccepted());
+    } else if (message.hasRun()) {
+      run(message.getRun());
+    } else if (message.hasStop()) {
+      String taskId = message.getStop().getTaskId();
+      stoppedEarly.add(taskId);
+      agent.stop(taskId, message.getStop().getReason());
+    }
+  }
+
+  // ---- running calls -------------------------------------------------------------------------
+
+  private void run(RunCall call) {
+    String taskId = call.getTaskId();
+    running++;
+    String namespace = call.getNamespace().isEmpty() ? "head" : call.getNamespace();
+    Future<ObjectKey> function = holdFunction(namespace, call.getFunction());
+    Future<ObjectKey> args = function.compose(ignored -> localCopy(namespace, call.getArgs()));
+    List<ObjectKey> refs = new ArrayList<>();
+    Future<ObjectKey> inputs = args;
+    for (ObjectRef ref : call.getRefsList()) {
+      inputs = inputs.compose(ignored -> localCopy(namespace, ref).onSuccess(refs::add));
+    }
+    inputs.onFailure(error -> {
+      function.onSuccess(ignored -> { }); // the function stays held for later calls
+      args.onSuccess(store::release);
+      refs.forEach(store::release);
+      ended(taskId, CallEnded.newBuilder().setFailed("worker " + options.worker().workerId()
+          + " could not get the call's objects from the runtime: " + error.getMessage()));
+    }).onSuccess(ignoredInputs -> {
+      ObjectKey argsId = args.result();
+      if (stoppedEarly.remove(taskId)) {
+        store.release(argsId);
+        refs.forEach(store::release);
+        ended(taskId, CallEnded.newBuilder().setStopped("stopped before it started"));
+        return;
+      }
+      CallRequest request = new CallRequest(taskId, function.result(), argsId, refs,
+          call.getGpuIdsList());
+      agent.run(request, listener(taskId)).whenComplete((outcome, error) ->
+          context.runOnContext(ignored -> {
+            store.release(argsId);
+            refs.forEach(store::release);
+            stoppedEarly.remove(taskId);
+            report(taskId, error == null ? outcome
+                : new CallOutcome.ExecutorDied("worker agent failed: " + error));
+          }));
+    });
+  }
+
+  private CallListener listener(String taskId) {
+    return new CallListener() {
+      @Override
+      public void started(String executorId) {
+        context.runOnContext(ignored -> send(WorkerMessage.newBuilder().setStarted(
+            CallStarted.newBuilder().setTaskId(taskId).setExecutorId(executorId)).build()));
+      }
+
+      @Override
+      public void output(boolean stderr, byte[] data) {
+        context.runOnContext(ignored -> send(WorkerMessage.newBuilder().setOutput(
+            CallOutput.newBuilder().setTaskId(taskId).setOutput(Output.newBuilder()
+                .setStream(stderr ? OutputStream.STDERR : OutputStream.STDOUT)
+                .setData(ByteString.copyFrom(data)))).build()));
+      }
+    };
+  }
+
+  /** The function in the local store, held for the node's lifetime once fetched. */
+  private Future<ObjectKey> holdFunction(String namespace, ObjectRef ref) {
+    ObjectKey id;
+    try {
+      id = new ObjectKey(namespace, ObjectId.parse(ref.getId()));
+    } catch (IllegalArgumentException e) {
+      return Future.failedFuture(e);
+    }
+    if (functions.contains(id)) {
+      return Future.succeededFuture(id);
+    }
+    return localCopy(namespace, ref).onSuccess(functions::add);
+  }
+
+  /** Puts the object in the local store (inline bytes, or fetched) with one reference. */
+  private Future<ObjectKey> localCopy(String namespace, ObjectRef ref) {
+    try {
+      ObjectKey id = new ObjectKey(namespace, ObjectId.parse(ref.getId()));
+      if (!ref.getInlineData().isEmpty() || ref.getSize() == 0) {
+        return Future.succeededFuture(store.put(id, ref.getInlineData().asReadOnlyByteBuffer()));
+      }
+      if (store.retainIfPresent(id)) {
+        return Future.succeededFuture(id);
+      }
+      return objects.fetch(id, ref.getSize());
+    } catch (RuntimeException e) {
+      return Future.failedFuture(e);
+    }
+  }
+
+  private void report(String taskId, CallOutcome outcome) {
+    if (outcome instanceof CallOutcome.Returned returned) {
+      returnResult(taskId, returned);
+    } else if (outcome instanceof CallOutcome.ExecutorDied died) {
+      ended(taskId, CallEnded.newBuilder().setExecutorDied(died.cause()));
+    } else if (outcome instanceof CallOutcome.Stopped stopped) {
+      ended(taskId, CallEnded.newBuilder().setStopped(stopped.reason()));
+    } else if (outcome instanceof CallOutcome.WorkerLost lost) {
+      ended(taskId, CallEnded.newBuilder().setFailed(lost.cause()));
+    }
+  }
+
+  /** Small results travel in the message; larger ones are uploaded to the runtime first. */
+  private void returnResult(String taskId, CallOutcome.Returned returned) {
+    CallReturned.Builder message = CallReturned.newBuilder().setRaised(returned.raised())
+        .setRunSeconds(returned.runSeconds());
+    if (returned.size() <= inlineLimit) {
+      byte[] bytes = store.readSmall(returned.result());
+      store.release(returned.result());
+      message.setResult(ObjectRef.newBuilder().setId(returned.result().id().hex())
+          .setSize(bytes.length).setInlineData(ByteString.copyFrom(bytes)));
+      ended(taskId, CallEnded.newBuilder().setReturned(message));
+      return;
+    }
+    // The executor named the result by its content; the runtime keeps that name.
+    ObjectKey local = returned.result();
+    objects.upload(local).onComplete(done -> {
+      store.release(local);
+      if (done.failed()) {
+        ended(taskId, CallEnded.newBuilder().setFailed("worker " + options.worker().workerId()
+            + " could not upload the result: " + done.cause().getMessage()));
+        return;
+      }
+      message.setResult(ObjectRef.newBuilder().setId(done.result().id().hex())
+          .setSize(returned.size()));
+      ended(taskId, CallEnded.newBuilder().setReturned(message));
+    });
+  }
+
+  private void ended(String taskId, CallEnded.Builder ending) {
+    running = Math.max(0, running - 1);
+    send(WorkerMessage.newBuilder().setEnded(ending.setTaskId(taskId)).build());
+  }
+
+  private void send(WorkerMessage message) {
+    if (stream == null || ended.isDone()) {
+      return;
+    }
+    try {
+      stream.write(message);
+    } catch (IllegalStateException streamGone) {
+      stop("lost the runtime");
+    }
+  }
+
+  private void stop(String why) {
+    if (ended.complete(why)) {
+      LOG.info(() -> "worker " + options.worker().workerId() + " stops: " + why);
+    }
+  }
+
+  /** Detaches from the runtime, stops every executor and removes the local store. */
+  @Override
+  public void close() {
+    stop("closed");
+    if (stream != null) {
+      context.runOnContext(ignored -> stream.cancel());
+    }
+    agent.close();
+    try {
+      vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    } catch (Exception ignored) {
+      // Closing anyway.
+    }
+    store.close();
+  }
+}
