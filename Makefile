@@ -1,7 +1,8 @@
 # bulletin: two commands a newcomer needs, each installs what it needs and can be re-run.
 #   make demo   builds everything, starts a local cluster, runs examples/quickstart.py, stops it
 #   make test   builds everything and runs the Java and Python test suites
-# Also: make build, make bench (offload overhead against Dask and Ray), make clean.
+# Also: make build, make bench (offload overhead against Dask and Ray), make bench-data (data
+# plane: 1 GiB handoff, cross-host, Dask, Ray), make clean.
 
 PYTHON_BOOT ?= python3
 VENV        := .venv
@@ -14,7 +15,7 @@ export BULLETIN_JAR := $(CURDIR)/$(JAR)
 # Java tests that start real Python executors use the project's interpreter.
 export BULLETIN_TEST_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: all build demo test test-java test-python bench clean
+.PHONY: all build demo test test-java test-python bench bench-data clean
 
 all: build
 
@@ -56,6 +57,9 @@ demo: build
 
 bench: build $(STAMPS)/bench
 	$(PY) examples/overhead_benchmark.py
+
+bench-data: build $(STAMPS)/bench
+	$(PY) examples/data_plane_benchmark.py
 
 clean:
 	$(MVN) clean

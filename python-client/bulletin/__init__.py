@@ -23,6 +23,7 @@ from ._errors import (
     RuntimeFailure,
     RuntimeUnreachableError,
     SerializationError,
+    StoreFullError,
     WorkerDiedError,
     WorkerLostError,
 )
@@ -31,7 +32,8 @@ from ._version import __version__
 
 # Client and get_client load grpc; they are imported on first access (PEP 562) so that
 # `import bulletin` stays cheap, above all in the executor processes.
-_LAZY = {"Client": "._client", "get_client": "._client", "ClusterStatus": "._status"}
+_LAZY = {"Client": "._client", "get_client": "._client", "ClusterStatus": "._status",
+         "Ref": "._objects"}
 
 
 def __getattr__(name: str):
@@ -51,7 +53,8 @@ __all__ = [
     "ALL_COMPLETED", "FIRST_COMPLETED", "FIRST_EXCEPTION",
     "AuthenticationError", "BulletinError", "CallTimeoutError", "Client", "ClusterStatus",
     "Future", "InfeasibleError", "InvalidArgumentError", "InvalidRequestError", "RemoteError",
-    "RemoteFunction", "RemoteTraceback", "ResultSerializationError", "RuntimeFailure",
-    "RuntimeUnreachableError", "SerializationError", "WorkerDiedError", "WorkerLostError", "__version__",
+    "Ref", "RemoteFunction", "RemoteTraceback", "ResultSerializationError", "RuntimeFailure",
+    "RuntimeUnreachableError", "SerializationError", "StoreFullError", "WorkerDiedError",
+    "WorkerLostError", "__version__",
     "as_completed", "cpu", "get_client", "gpu", "wait",
 ]

@@ -81,3 +81,7 @@ class RemoteTraceback(Exception):
 
     def __str__(self) -> str:
         return self.tb
+
+
+class StoreFullError(BulletinError):
+    """An object does not fit in the cluster's object store; nothing was uploaded."""

@@ -16,15 +16,11 @@ from time import perf_counter
 
 import grpc
 
-from ._errors import BulletinError
+from ._errors import BulletinError, StoreFullError
 from ._objects import crc32c_extend, decode, host_id, open_object, stage
 from ._proto import bulletin_pb2 as pb
 
 _RETRIES = 3
-
-
-class StoreFullError(BulletinError):
-    """An object does not fit in the cluster's object store."""
 
 
 class Transfer:

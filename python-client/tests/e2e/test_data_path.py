@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import bulletin
-from bulletin._transfer import StoreFullError
+from bulletin import StoreFullError
 from cluster_support import CALL_SECONDS, assert_serves, start_cluster, wait_until
 
 pytestmark = pytest.mark.timeout(120)
