@@ -161,8 +161,12 @@ final class ControlPlane {
           infeasible.reason(), timings(task, 0)));
       return;
     }
-    tasks.announce(task, TaskEvents.queued(taskId));
     schedule();
+    // A call placed in this very pass is announced once, when it starts; one that waits is
+    // announced as queued now.
+    if (task.state() == TaskState.QUEUED) {
+      tasks.announce(task, TaskEvents.queued(taskId));
+    }
   }
 
   private void reject(ClientSession session, String taskId, String message) {
@@ -297,8 +301,7 @@ final class ControlPlane {
     AttachedWorker worker = workers.get(placed.workerId());
     placements.put(task.id(), worker);
     task.placedOn(placed.workerId(), placed.gpuIds(), System.nanoTime());
-    tasks.transition(task, TaskState.PLACED, TaskEvents.placed(task.id(), placed.workerId(),
-        placed.gpuIds(), worker.slots().simulatedGpus()));
+    tasks.transitionQuietly(task, TaskState.PLACED);
     CallRequest request = new CallRequest(task.id(), task.function(), task.args(), placed.gpuIds());
     worker.link().run(request, new CallListener() {
       @Override
@@ -324,7 +327,9 @@ final class ControlPlane {
     }
     task.startedAt(System.nanoTime());
     runningCount++;
-    tasks.transition(task, TaskState.RUNNING, TaskEvents.running(task.id()));
+    AttachedWorker worker = placements.get(task.id());
+    tasks.transition(task, TaskState.RUNNING, TaskEvents.running(task.id(), task.workerId(),
+        task.gpuIds(), worker != null && worker.slots().simulatedGpus()));
     if (task.timeoutSeconds() > 0) {
       long millis = Math.max(1, (long) (task.timeoutSeconds() * 1000));
       timeoutTimers.put(task.id(), context.owner().setTimer(millis, id -> stop(task,

@@ -15,6 +15,8 @@ import dev.bulletin.protocol.ServerMessage;
 import dev.bulletin.protocol.ShutdownReply;
 import dev.bulletin.protocol.ShutdownRequest;
 import dev.bulletin.protocol.StatusRequest;
+import dev.bulletin.protocol.SubmitReply;
+import dev.bulletin.protocol.SubmitRequest;
 import dev.bulletin.runtime.identity.Identity;
 import io.vertx.grpc.common.GrpcStatus;
 import io.vertx.grpc.common.ServiceMethod;
@@ -22,6 +24,8 @@ import io.vertx.grpc.common.ServiceName;
 import io.vertx.grpc.server.GrpcServer;
 import io.vertx.grpc.server.GrpcServerRequest;
 import java.nio.ByteBuffer;
+import java.util.HashMap;
+import java.util.Map;
 
 /**
  * The client-facing gRPC service ({@code bulletin.v1.Bulletin}): authenticates each call and
@@ -33,6 +37,8 @@ final class GrpcApi {
   static final int CHUNK_BYTES = 1 << 20;
 
   private final ControlPlane plane;
+  /** Open sessions by id, for Submit; a session leaves when its stream ends. */
+  private final Map<String, ClientSession> sessions = new HashMap<>();
   private final StatusReport status;
   private final String clusterId;
   private final String version;
@@ -54,6 +60,7 @@ final class GrpcApi {
   void mount(GrpcServer server, Authenticator auth) {
     server.callHandler(method("Hello", HelloRequest.newBuilder()), auth.any(this::hello));
     server.callHandler(method("Session", ClientMessage.newBuilder()), auth.users(this::session));
+    server.callHandler(method("Submit", SubmitRequest.newBuilder()), auth.users(this::submit));
     server.callHandler(method("PutObject", ObjectChunk.newBuilder()), auth.any(this::putObject));
     server.callHandler(method("GetObject", GetObjectRequest.newBuilder()), auth.any(this::getObject));
     server.callHandler(method("Status", StatusRequest.newBuilder()), auth.users(this::status));
@@ -74,7 +81,13 @@ final class GrpcApi {
 
   private void session(Identity identity, GrpcServerRequest<ClientMessage, ServerMessage> request) {
     ClientSession session = new ClientSession(identity, request.response());
+    sessions.put(session.id(), session);
     request.response().writeHead();
+    session.opened();
+    Runnable closed = () -> {
+      sessions.remove(session.id());
+      plane.sessionClosed(session);
+    };
     request.handler(message -> {
       switch (message.getKindCase()) {
         case SUBMIT -> plane.submit(session, message.getSubmit());
@@ -84,11 +97,35 @@ final class GrpcApi {
       }
     });
     request.endHandler(ignored -> {
-      plane.sessionClosed(session);
+      closed.run();
       request.response().end();
     });
-    request.exceptionHandler(error -> plane.sessionClosed(session));
-    request.response().exceptionHandler(error -> plane.sessionClosed(session));
+    request.exceptionHandler(error -> closed.run());
+    request.response().exceptionHandler(error -> closed.run());
+  }
+
+  private void submit(Identity identity, GrpcServerRequest<SubmitRequest, SubmitReply> request) {
+    request.handler(message -> {
+      ClientSession session = sessions.get(message.getSessionId());
+      if (session == null || !session.isOpen()) {
+        request.response().status(GrpcStatus.NOT_FOUND).statusMessage("session "
+            + message.getSessionId() + " is not open on this runtime (it ended, or the runtime"
+            + " restarted); create a new bulletin.Client").end();
+        return;
+      }
+      if (!session.identity().equals(identity)) {
+        request.response().status(GrpcStatus.PERMISSION_DENIED)
+            .statusMessage("this session belongs to another user").end();
+        return;
+      }
+      session.holdEvents();
+      try {
+        message.getTasksList().forEach(spec -> plane.submit(session, spec));
+      } finally {
+        session.releaseEvents();
+      }
+      request.response().end(SubmitReply.getDefaultInstance());
+    });
   }
 
   private void putObject(Identity identity, GrpcServerRequest<ObjectChunk, PutObjectReply> request) {
