@@ -535,7 +535,14 @@ def test_decoded_objects_keep_their_buffer_alive(tmp_path):
     table_path = tmp_path / "table"
     table_path.write_bytes(encode(pa.table({"x": x})).to_bytes())
     table = decode(pa.memory_map(str(table_path), "r"))
+    array_path = tmp_path / "array"
+    array_path.write_bytes(encode(x).to_bytes())
+    mapped = pa.memory_map(str(array_path), "r")
+    array = decode(mapped)
+    mapped.close()  # the decoded array holds the mapped region, not the file object
+    del mapped
     gc.collect()
+    assert np.array_equal(array, x)
     assert np.array_equal(out, x)
     assert np.array_equal(table.column("x").to_numpy(), x)
 

@@ -146,7 +146,7 @@ def plain_torch_tensor(t) -> bool:
     named or meta tensors: those keep torch's own pickling)."""
     torch = _torch()
     return (t.layout == torch.strided and not t.is_quantized and not t.is_nested
-            and t.device.type != "meta" and not any(t.names))
+            and t.device.type != "meta" and not any(getattr(t, "names", None) or ()))
 
 
 def tensor_from_torch(t) -> TensorPlan | None:
