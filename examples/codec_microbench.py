@@ -64,16 +64,28 @@ def best(fn, repeat: int) -> float:
     return min(times)
 
 
-def fresh_copy_time(directory: str, n: int, repeat: int, copy) -> float:
-    """Best time of ``copy(dest_uint8_view)`` into a new file each time (page faults included)."""
-    times = []
+def paired(repeat: int, reference, candidate) -> tuple[float, float]:
+    """Best times of ``reference()`` and ``candidate()`` run alternately, so that both see the
+    same machine (this box is shared: a drift in load hits both sides of each ratio)."""
+    ref, cand = [], []
     for _ in range(repeat):
+        for fn, out in ((reference, ref), (candidate, cand)):
+            t0 = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - t0)
+    return min(ref), min(cand)
+
+
+def into_fresh(directory: str, n: int, copy):
+    """A callable that maps a new file of n bytes, runs ``copy(mapping)`` (the timed part
+    includes the page faults that allocate the file's memory) and removes the file."""
+    def run() -> None:
         dest = Mapped(directory, n)
-        t0 = time.perf_counter()
-        copy(dest.array)
-        times.append(time.perf_counter() - t0)
-        dest.close()
-    return min(times)
+        try:
+            copy(dest)
+        finally:
+            dest.close()
+    return run
 
 
 def row(label: str, seconds: float, nbytes: int, reference: float | None = None) -> None:
@@ -90,28 +102,27 @@ def main() -> None:
     if args.mib < 1 or args.repeat < 1:
         parser.error("--mib and --repeat must be >= 1")
     cpus = len(os.sched_getaffinity(0))
+    thread_counts = sorted({2, 4, min(8, cpus), cpus} - {1})
+    thread_counts = [k for k in thread_counts if k <= cpus]
     n = args.mib * 1024 * 1024
     x = np.random.default_rng(0).standard_normal(n // 4, dtype=np.float32)
     source = x.view(np.uint8)
     print(f"bulletin codec microbenchmark: {args.mib} MiB float32, {cpus} CPUs, dest {args.dir},"
-          f" best of {args.repeat}")
+          f" best of {args.repeat}, each ratio against a memcpy run alternately with it")
 
     t_encode = best(lambda: encode(x), args.repeat)
     enc = encode(x)
-    overhead = enc.nbytes - x.nbytes
-    print(f"\nencode (metadata only): {t_encode * 1e6:.0f} us; stream = payload + {overhead} bytes")
+    print(f"\nencode (metadata only): {t_encode * 1e6:.0f} us; "
+          f"stream = payload + {enc.nbytes - x.nbytes} bytes")
 
-    print("\ninto a fresh mapped file (the copy allocates the pages):")
-    ref_fresh = fresh_copy_time(args.dir, n, args.repeat, lambda d: np.copyto(d, source))
-    row("memcpy (np.copyto, 1 thread)", ref_fresh, n)
-    t = fresh_copy_time(args.dir, enc.nbytes, args.repeat,
-                        lambda d: encode(x).write_into(d, threads=1))
-    row("encode + write_into, 1 thread", t, n, ref_fresh)
-    for threads in sorted({2, 4, min(8, cpus), cpus} - {1}):
-        if threads <= cpus:
-            t = fresh_copy_time(args.dir, enc.nbytes, args.repeat,
-                                lambda d, k=threads: encode(x).write_into(d, threads=k))
-            row(f"encode + write_into, {threads} threads", t, n, ref_fresh)
+    print("\ninto a fresh mapped file (the copy itself allocates the file's pages):")
+    memcpy_fresh = into_fresh(args.dir, n, lambda d: np.copyto(d.array, source))
+    for threads in [1] + thread_counts:
+        ref, t = paired(args.repeat, memcpy_fresh, into_fresh(
+            args.dir, enc.nbytes, lambda d, k=threads: encode(x).write_into(d.map, threads=k)))
+        if threads == 1:
+            row("memcpy (np.copyto, 1 thread)", ref, n)
+        row(f"encode + write_into, {threads} thread{'s' * (threads > 1)}", t, n, ref)
     populated = []
     t_populate = best(lambda: populated.append(Mapped(args.dir, enc.nbytes, populate=True)) or
                       populated.pop().close(), args.repeat)
@@ -120,27 +131,29 @@ def main() -> None:
     print("\ninto a warm mapping (pages already there, as in a store that reuses memory):")
     warm = Mapped(args.dir, enc.nbytes, populate=True)
     warm_src = warm.array[:n]
-    np.copyto(warm_src, source)
-    ref_warm = best(lambda: np.copyto(warm_src, source), args.repeat)
-    row("memcpy (np.copyto, 1 thread)", ref_warm, n)
-    t = best(lambda: encode(x).write_into(warm.map, threads=1), args.repeat)
-    row("encode + write_into, 1 thread", t, n, ref_warm)
-    for threads in sorted({2, 4, min(8, cpus), cpus} - {1}):
-        if threads <= cpus:
-            t = best(lambda k=threads: encode(x).write_into(warm.map, threads=k), args.repeat)
-            row(f"encode + write_into, {threads} threads", t, n, ref_warm)
 
-    t = best(lambda: encode(x).digest(), args.repeat)
+    def memcpy_warm() -> None:
+        np.copyto(warm_src, source)
+
+    for threads in [1] + thread_counts:
+        ref, t = paired(args.repeat, memcpy_warm,
+                        lambda k=threads: encode(x).write_into(warm.map, threads=k))
+        if threads == 1:
+            row("memcpy (np.copyto, 1 thread)", ref, n)
+        row(f"encode + write_into, {threads} thread{'s' * (threads > 1)}", t, n, ref)
+
     print("\ndigest:")
-    row("xxh3-128 of the stream (encode + digest)", t, n, ref_warm)
+    ref, t = paired(args.repeat, memcpy_warm, lambda: encode(x).digest())
+    row("xxh3-128 of the stream (encode + digest)", t, n, ref)
 
     print("\nother kinds, warm destination, 1 thread:")
     for label, obj in (("pickle: {'x': array, 'lr': 0.1}", {"x": x, "lr": 0.1}),
                        ("table: pyarrow.table({'x': array})", pa.table({"x": x}))):
         e = encode(obj)
         dest = Mapped(args.dir, e.nbytes, populate=True)
-        t = best(lambda o=obj, d=dest: encode(o).write_into(d.map, threads=1), args.repeat)
-        row(label, t, n, ref_warm)
+        ref, t = paired(args.repeat, memcpy_warm,
+                        lambda o=obj, d=dest: encode(o).write_into(d.map, threads=1))
+        row(label, t, n, ref)
         dest.close()
 
     print("\ndecode from a memory-mapped file (median of 200):")
@@ -148,17 +161,17 @@ def main() -> None:
     warm.map.flush()
     timings = {"pyarrow.memory_map(path) + decode": lambda: decode(pa.memory_map(warm.path)),
                "map_file(path) + decode (copy-on-write)": lambda: decode(map_file(warm.path))}
+    cleanup = []
     for label, obj in (("pickle", {"x": x}), ("table", pa.table({"x": x}))):
         e = encode(obj)
         path = Path(args.dir) / f"bulletin-bench-{label}-{os.getpid()}"
+        cleanup.append(path)
         with open(path, "wb+") as f:
             f.truncate(e.nbytes)
             with mmap.mmap(f.fileno(), e.nbytes) as m:
                 e.write_into(m)
         timings[f"{label}: pyarrow.memory_map(path) + decode"] = (
             lambda p=str(path): decode(pa.memory_map(p)))
-        timings.setdefault("_cleanup", []).append(path)
-    cleanup = timings.pop("_cleanup")
     for label, fn in timings.items():
         fn()
         samples = []
@@ -173,7 +186,8 @@ def main() -> None:
     out = decode(mapped)  # a view of the mapping, not a copy
     assert out.shape == x.shape and np.shares_memory(out, np.frombuffer(mapped, np.uint8))
     assert np.array_equal(out[:1000], x[:1000]) and np.array_equal(out[-1000:], x[-1000:])
-    del out, mapped, warm_src
+    del out, mapped
+    warm_src = None  # the mapping cannot close while a view of it exists
     warm.close()
     for path in cleanup:
         path.unlink()

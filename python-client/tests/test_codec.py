@@ -487,6 +487,28 @@ def test_many_buffers_and_user_classes():
     assert decode(encode("plain").to_bytes()) == "plain"
 
 
+def test_arrow_and_pandas_objects_inside_a_pickle_travel_out_of_band():
+    pd = pytest.importorskip("pandas")
+    x = np.arange(1 << 18, dtype=np.float64)
+    for obj in ({"table": pa.table({"x": x})}, {"frame": pd.DataFrame({"x": x})},
+                [pd.Series(x)], (pa.array(x),)):
+        enc = encode(obj)
+        assert enc.kind == "pickle" and enc.metadata["bulletin.pickle.buffers"] == "1"
+        assert enc.nbytes < x.nbytes + 8192
+        out = decode(enc.to_bytes())
+        assert type(out) is type(obj) and len(out) == 1
+
+
+def test_memmap_is_a_tensor(tmp_path):
+    path = tmp_path / "m.bin"
+    m = np.memmap(path, dtype=np.float32, mode="w+", shape=(64, 32))
+    m[:] = np.arange(64 * 32).reshape(64, 32)
+    enc = encode(m)
+    assert enc.kind == "tensor"
+    out = decode(enc.to_bytes())
+    assert type(out) is np.ndarray and np.array_equal(out, m)
+
+
 def test_unpicklable_object_names_its_type():
     with pytest.raises(SerializationError, match="_thread.lock|lock"):
         encode({"lock": threading.Lock()})

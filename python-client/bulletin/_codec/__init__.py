@@ -102,7 +102,7 @@ def _encode_pickle(obj: Any, reason: str | None = None) -> Encoded:
 
 def encode(obj: Any) -> Encoded:
     """Serializes ``obj`` as an Arrow IPC stream held by reference (see the module doc)."""
-    if type(obj) is np.ndarray:
+    if type(obj) is np.ndarray or type(obj) is np.memmap:  # a memmap decodes as an ndarray
         plan = _tensor.tensor_from_numpy(obj)
         if plan is not None:
             return _assemble("tensor", plan)

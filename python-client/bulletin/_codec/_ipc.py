@@ -111,7 +111,7 @@ class BodyLayout:
         self.size += nbytes
 
     def finish(self) -> int:
-        """Pads the body to a multiple of 8 (what the IPC format requires) and returns its length."""
+        """Pads the body to a multiple of 8 (what the IPC format requires); returns its length."""
         gap = pad_to(self.size, 8)
         if gap:
             self.pieces.append(("pad", gap))

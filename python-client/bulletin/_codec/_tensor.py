@@ -2,14 +2,15 @@
 
 Layout of the stream (schema metadata keys are listed in ``bulletin._codec``):
 
-- ``ndim >= 2``: one column ``tensor`` of the canonical extension type ``arrow.fixed_shape_tensor``
-  (storage ``fixed_size_list<value_type>[list_size]``; its ``shape`` is the physical one and its
-  ``permutation`` maps it to the logical one, as the Arrow spec and pyarrow define). When the outermost axis in memory is axis 0
-  (C order, or any layout that only permutes the other axes) a row is one ``arr[i]``:
-  ``shape = arr.shape[1:]``, ``rows = arr.shape[0]``; otherwise (Fortran order, a transpose that
-  moves axis 0 inward) the whole array is one row. The extension type's ``permutation`` records a
-  dense but permuted layout, so a transposed or Fortran-ordered array is written in its own memory
-  order (no transposing copy on encode) and decodes to a view with the same strides.
+- ``ndim >= 2``: one column ``tensor`` of the canonical extension type
+  ``arrow.fixed_shape_tensor`` (storage ``fixed_size_list<value_type>[list_size]``; its ``shape``
+  is the physical one and its ``permutation`` maps it to the logical one, as the Arrow spec and
+  pyarrow define them). When the outermost axis in memory is axis 0 (C order, or any layout that
+  only permutes the other axes) a row is one ``arr[i]``: ``rows = arr.shape[0]``; otherwise
+  (Fortran order, a transpose that moves axis 0 inward) the whole array is one row. The
+  ``permutation`` records a dense but permuted layout, so a transposed or Fortran-ordered array
+  is written in its own memory order (no transposing copy on encode) and decodes to a view with
+  the same strides.
 - ``ndim <= 1``, or a tensor whose row holds more than 2**31 - 1 elements (``list_size`` is an
   int32 in Arrow): one plain column ``values`` holding every element in memory order.
 - An array that is not one dense block (stepped slices, negative strides) is copied to C order:
@@ -22,8 +23,8 @@ view of the buffer (read-only when the buffer is, writable otherwise).
 Element types: signed and unsigned integers, float16/32/64, and datetime64/timedelta64 in
 s/ms/us/ns (Arrow timestamp/duration). Everything else (bool, which Arrow bit-packs; complex;
 datetime64 in days; strings; objects; records; bfloat16; non-native byte order) is not a tensor:
-``tensor_layout`` returns None and the object goes through the pickle kind, which still carries
-the array bytes out of band without copying them.
+``tensor_from_numpy``/``tensor_from_torch`` return None and the object goes through the pickle
+kind, which still carries the array bytes out of band without copying them.
 """
 
 from __future__ import annotations
