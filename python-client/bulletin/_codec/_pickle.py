@@ -77,7 +77,10 @@ def dumps(obj) -> tuple[bytes, list[memoryview]]:
     buffers: list[memoryview] = []
 
     def keep(buffer: pickle.PickleBuffer):
-        raw = buffer.raw()
+        try:
+            raw = buffer.raw()
+        except BufferError:  # not contiguous: only pickle itself can serialize it (in band)
+            return True
         if raw.nbytes < OUT_OF_BAND_MIN:
             return True  # in band
         buffers.append(raw)
