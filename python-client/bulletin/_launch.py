@@ -115,11 +115,13 @@ class UpOptions:
     simulate_gpus: int = 0
     port: int = DEFAULT_PORT
     config: Path | None = None
+    host: str = "127.0.0.1"
 
 
 def runtime_command(java: str, jar: Path, state_dir: Path, opts: UpOptions) -> list[str]:
     cmd = [java, "--add-opens=java.base/java.nio=ALL-UNNAMED", "-jar", str(jar),
-           "--home", str(state_dir), "--port", str(opts.port), "--python", sys.executable,
+           "--home", str(state_dir), "--host", opts.host, "--port", str(opts.port),
+           "--python", sys.executable,
            "--gpus", opts.gpus, "--cpus", str(opts.cpus or os.cpu_count() or 1),
            "--simulate-gpus", str(opts.simulate_gpus)]
     if opts.config is not None:

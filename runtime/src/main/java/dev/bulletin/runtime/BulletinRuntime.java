@@ -74,8 +74,11 @@ public final class BulletinRuntime implements AutoCloseable {
     writeStateFile();
   }
 
+  /** Where clients on this machine reach the runtime (loopback when it listens everywhere). */
   public String address() {
-    return options.host() + ":" + port;
+    String host = options.host().equals("0.0.0.0") || options.host().equals("::")
+        ? "127.0.0.1" : options.host();
+    return host + ":" + port;
   }
 
   public String clusterId() {
