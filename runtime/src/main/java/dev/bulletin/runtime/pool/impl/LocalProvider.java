@@ -146,6 +146,12 @@ public final class LocalProvider implements WorkerProvider {
       }
       // The group may outlive its leader (executors): kill whatever is left of it.
       signalGroup(entry.pid(), "KILL");
+      try {
+        process.get().onExit().get(10, TimeUnit.SECONDS);
+      } catch (Exception e) {
+        throw new ProviderException("worker " + entry.worker() + " (pid " + entry.pid()
+            + ") is still alive 10s after SIGKILL");
+      }
     }
     try {
       Files.deleteIfExists(folder.resolve(entry.worker() + ".json"));
