@@ -16,8 +16,9 @@ import java.util.regex.Pattern;
  * @param warmWorkers idle workers kept ready beyond the demand, within maxWorkers
  * @param idleTimeout an idle worker above the minimum and warm buffer is stopped after this long
  * @param replaceBeforeExpiry a worker this close to its walltime is drained and replaced
- * @param startTimeout a launched worker that has not registered after this long is stopped and
- *     counts as a failed launch; zero waits forever (a busy Slurm queue is not a failure)
+ * @param startTimeout a worker whose process or job runs but has not registered after this long
+ *     is stopped and counts as a failed launch (time waiting in the Slurm queue does not count);
+ *     zero waits forever
  * @param backoffInitial wait after the first failed launch; doubles per failure in a row
  * @param backoffMax the longest wait between launch attempts
  * @param python the interpreter with the bulletin package on the worker hosts; empty = the
@@ -110,9 +111,12 @@ public record PoolConfig(
     return quarter.compareTo(Duration.ofMinutes(10)) < 0 ? quarter : Duration.ofMinutes(10);
   }
 
-  /** Local workers that do not register in 2 minutes are broken; Slurm jobs may queue for hours. */
+  /**
+   * A local worker that has not registered 2 minutes after its process started is broken; a Slurm
+   * job gets 5 minutes from when it starts running (shared file systems make imports slow).
+   */
   public static Duration defaultStartTimeout(ProviderKind provider) {
-    return provider == ProviderKind.LOCAL ? Duration.ofMinutes(2) : Duration.ZERO;
+    return provider == ProviderKind.LOCAL ? Duration.ofMinutes(2) : Duration.ofMinutes(5);
   }
 
   public PoolConfig withWarm(int warm) {

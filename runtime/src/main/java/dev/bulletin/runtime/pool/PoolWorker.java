@@ -8,7 +8,8 @@ import java.util.Optional;
  *
  * @param workerId the id the pool gave it at launch (it registers with it)
  * @param state where it stands
- * @param since when it entered that state (launch time for STARTING, idle since for IDLE)
+ * @param since STARTING: when its process or job started running (now while it waits in a
+ *     queue); IDLE: when its last call ended; otherwise when it entered the state
  * @param runningCalls calls running on it (a DRAINING worker with none is stopped)
  * @param expiresAt when its allocation ends (Slurm walltime); empty = never
  */

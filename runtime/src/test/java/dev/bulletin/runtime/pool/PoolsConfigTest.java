@@ -64,7 +64,7 @@ class PoolsConfigTest {
     assertEquals(1, gpu.warmWorkers());
     assertEquals(Duration.ofMinutes(10), gpu.idleTimeout());
     assertEquals(Duration.ofMinutes(15), gpu.replaceBeforeExpiry());
-    assertEquals(Duration.ZERO, gpu.startTimeout(), "Slurm jobs may queue: no start timeout by default");
+    assertEquals(Duration.ofMinutes(5), gpu.startTimeout());
     assertEquals(Duration.ofSeconds(2), gpu.backoffInitial());
     assertEquals(Optional.of("gpu"), gpu.slurm().partition());
     assertEquals(List.of("--constraint=a100"), gpu.slurm().extraArgs());
