@@ -73,6 +73,7 @@ public final class SlurmProvider implements WorkerProvider {
     Path script = scripts.resolve(workerId + ".sbatch");
     try {
       Files.createDirectories(logDir);
+      Files.createDirectories(scripts);
       Files.writeString(script, script(pool, workerId));
     } catch (IOException e) {
       throw new UncheckedIOException("cannot write the batch script " + script + ": " + e.getMessage(), e);
