@@ -3,6 +3,7 @@ package dev.bulletin.runtime;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.bridge.ObjectStores;
+import dev.bulletin.runtime.identity.ClusterId;
 import dev.bulletin.runtime.impl.RuntimeVerticle;
 import dev.bulletin.worker.WorkerAgent;
 import dev.bulletin.worker.Workers;
@@ -13,7 +14,6 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -38,7 +38,8 @@ public final class BulletinRuntime implements AutoCloseable {
   private BulletinRuntime(RuntimeOptions options, Runnable onShutdownRequest) {
     this.options = options;
     this.onShutdownRequest = onShutdownRequest;
-    this.clusterId = UUID.randomUUID().toString().substring(0, 8);
+    // Kept across restarts: pool providers find their workers again by it.
+    this.clusterId = ClusterId.loadOrCreate(options.home());
     this.vertx = Vertx.vertx();
     Path storeFolder = options.storeFolder() != null ? options.storeFolder()
         : ObjectStores.defaultFolder(clusterId);

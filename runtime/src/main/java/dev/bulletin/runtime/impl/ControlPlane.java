@@ -25,6 +25,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * The runtime's state and the rules that change it: accepting calls, placing them through the
@@ -47,6 +48,7 @@ final class ControlPlane {
   private final Map<String, AttachedWorker> workers = new LinkedHashMap<>();
   /** Where each placed or running call runs; its slots go back to that worker when it ends. */
   private final Map<String, AttachedWorker> placements = new HashMap<>();
+  private List<WorkerSlots> potential = List.of();
   /** Uploaded objects not yet claimed by a task, with the references PutObject took. */
   private final Map<ObjectId, Integer> unclaimedUploads = new HashMap<>();
   /** Results too large to inline, held until the client fetches them. */
@@ -93,6 +95,27 @@ final class ControlPlane {
     return workers.values().stream().map(AttachedWorker::slots).toList();
   }
 
+  /**
+   * Workers that pools could start (one idle worker per pool shape): a call only they could run
+   * waits for one instead of failing as infeasible.
+   */
+  void potentialWorkers(List<WorkerSlots> shapes) {
+    potential = List.copyOf(shapes);
+  }
+
+  private List<WorkerSlots> feasibilitySlots() {
+    if (potential.isEmpty()) {
+      return allSlots();
+    }
+    List<WorkerSlots> all = new ArrayList<>(allSlots());
+    all.addAll(potential);
+    return all;
+  }
+
+  Optional<AttachedWorker> worker(String workerId) {
+    return Optional.ofNullable(workers.get(workerId));
+  }
+
   // ---- workers ---------------------------------------------------------------------------
 
   /** @return false if a worker with this id is already attached */
@@ -102,6 +125,15 @@ final class ControlPlane {
     }
     schedule();
     return true;
+  }
+
+  /** Stops using a worker its pool is stopping: its calls end as lost (requeued with retries). */
+  void forget(String workerId, String cause) {
+    AttachedWorker worker = workers.get(workerId);
+    if (worker != null) {
+      worker.link().detach(cause);
+      detach(worker);
+    }
   }
 
   boolean isAttached(String workerId) {
@@ -155,7 +187,7 @@ final class ControlPlane {
     task.allowRetries(spec.getRetries());
     tasks.add(task);
     // "Never" is answered at once, even when the scheduling pass below stops early.
-    if (scheduler.decide(demand, allSlots()) instanceof Decision.Infeasible infeasible) {
+    if (scheduler.decide(demand, feasibilitySlots()) instanceof Decision.Infeasible infeasible) {
       store().release(args);
       tasks.transition(task, TaskState.ERROR, TaskEvents.failed(taskId, FailureCode.INFEASIBLE,
           infeasible.reason(), timings(task, 0)));
@@ -300,6 +332,7 @@ final class ControlPlane {
   private void dispatch(Task task, Decision.Placed placed) {
     AttachedWorker worker = workers.get(placed.workerId());
     placements.put(task.id(), worker);
+    worker.callPlaced();
     task.placedOn(placed.workerId(), placed.gpuIds(), System.nanoTime());
     tasks.transitionQuietly(task, TaskState.PLACED);
     CallRequest request = new CallRequest(task.id(), task.function(), task.args(), placed.gpuIds());
@@ -348,6 +381,7 @@ final class ControlPlane {
     AttachedWorker worker = placements.remove(task.id());
     if (worker != null) {
       worker.slots().free(task.demand(), task.gpuIds());
+      worker.callEnded();
     }
     boolean died = outcome instanceof CallOutcome.WorkerLost
         || outcome instanceof CallOutcome.ExecutorDied;
