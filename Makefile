@@ -2,7 +2,8 @@
 #   make demo   builds everything, starts a local cluster, runs examples/quickstart.py, stops it
 #   make test   builds everything and runs the Java and Python test suites
 # Also: make build, make bench (offload overhead against Dask and Ray), make bench-data (data
-# plane: 1 GiB handoff, cross-host, Dask, Ray), make clean.
+# plane: 1 GiB handoff, cross-host, Dask, Ray), make clean,
+#       make slurm-up / slurm-down (the one-node test Slurm of .ci/slurm; make test brings it up).
 
 PYTHON_BOOT ?= python3
 VENV        := .venv
@@ -15,7 +16,7 @@ export BULLETIN_JAR := $(CURDIR)/$(JAR)
 # Java tests that start real Python executors use the project's interpreter.
 export BULLETIN_TEST_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: all build demo test test-java test-python bench bench-data clean
+.PHONY: all build demo test test-java test-python bench bench-data clean slurm-up slurm-down
 
 all: build
 
@@ -44,7 +45,17 @@ python-client/bulletin/_jars/bulletin-runtime.jar: $(JAR)
 build: $(STAMPS)/venv $(JAR) python-client/bulletin/_jars/bulletin-runtime.jar
 	$(PY) python-client/tools/gen_proto.py
 
-test-java: build
+# The Slurm provider's tests run against a real one-node Slurm on loopback. up.sh installs and
+# starts it (root, apt) and is a no-op when it already answers; it runs every time because a
+# stamp would outlive the daemons (a reboot). Exit 3 = it cannot run here (not root, no apt):
+# the Slurm tests then skip, saying why.
+slurm-up:
+	@bash .ci/slurm/up.sh || { rc=$$?; [ $$rc -eq 3 ] || exit $$rc; echo "slurm: tests that need it will be skipped"; }
+
+slurm-down:
+	@bash .ci/slurm/down.sh
+
+test-java: build slurm-up
 	$(MVN) install
 
 test-python: build

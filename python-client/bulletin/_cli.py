@@ -39,10 +39,11 @@ def _parser() -> argparse.ArgumentParser:
                     help="pretend to have N GPUs, for trying bulletin on a machine without any")
     up.add_argument("--port", type=int, default=DEFAULT_PORT, metavar="N",
                     help=f"port of the gRPC API (default: {DEFAULT_PORT})")
+    up.add_argument("--host", default="127.0.0.1", metavar="ADDR",
+                    help="address to listen on (default: 127.0.0.1, this machine only; "
+                         "0.0.0.0 lets workers on other machines attach)")
     up.add_argument("--config", type=Path, metavar="FILE",
                     help="cluster config (pools, QoS classes, groups, quotas, users) in YAML")
-    up.add_argument("--host", default="127.0.0.1", metavar="ADDR",
-                    help="address to listen on (default: 127.0.0.1, this machine only)")
     up.add_argument("--store-capacity", type=int, default=0, metavar="BYTES",
                     help="object store memory limit (default: half of /dev/shm)")
     up.add_argument("--spill-dir", type=Path, metavar="DIR",
@@ -136,6 +137,10 @@ def _up(args) -> int:
     finally:
         conn.close()
     print(f"bulletin runtime up at {info['address']} (pid {info['pid']})")
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        import socket
+        print(f"workers on other machines: bulletin worker --head "
+              f"{socket.gethostname()}:{info['address'].rsplit(':', 1)[1]}")
     print(_cluster_summary(status))
     print(f"log: {state_dir / 'runtime.log'}; stop it with `bulletin down`")
     return 0

@@ -114,6 +114,8 @@ class _Connection:
                 f"the runtime at {self.address} does not accept the token from "
                 f"{self._token_source} ({details}). Use the token `bulletin up` wrote to "
                 "$BULLETIN_HOME/token, or the one your cluster's admin gave you.")
+        if code == grpc.StatusCode.PERMISSION_DENIED:
+            return AuthenticationError(f"the runtime at {self.address} refused {what}: {details}")
         if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
             return RuntimeUnreachableError(
                 f"lost the bulletin runtime at {self.address} during {what} ({details}). "
@@ -132,6 +134,9 @@ class _Connection:
 
 # How long close() waits for the runtime to end the session before cutting the stream.
 _GOODBYE_SECONDS = 2.0
+# A Submit batch stays under the runtime's message limit (one spec may carry up to the inline
+# limit) and bounded in count.
+_BATCH_CALLS = 1000
 
 
 def _slug(name: str) -> str:
@@ -156,6 +161,7 @@ class Client:
         self._inline_limit = hello.inline_limit_bytes
         max_message = hello.max_message_bytes or 4 << 20
         self._chunk_bytes = max(1, min(_CHUNK_BYTES, max_message - _CHUNK_HEADROOM))
+        self._batch_bytes = max(1, max_message // 2)
 
         self._lock = threading.Lock()
         self._closed = False
@@ -169,12 +175,26 @@ class Client:
         # Large arguments stay in the store while the caller's object lives: id(obj) -> ids.
         self._kept: dict[int, tuple[weakref.ref, set[str]]] = {}
 
+        # Submissions leave from one thread, one Submit RPC at a time: specs queued while one is
+        # in flight go as the next batch (in order, which keeps a function's bytes first).
+        self._outbox: queue.SimpleQueue = queue.SimpleQueue()
+        self._submitter = threading.Thread(target=self._submit_loop, name="bulletin-submitter",
+                                           daemon=True)
+        self._session_id: str | None = None
+        self._session_opened = threading.Event()
+
         self._requests: queue.SimpleQueue = queue.SimpleQueue()
         self._responses = self._conn.stub.Session(self._request_stream(),
                                                   metadata=self._conn.metadata)
         self._dispatcher = threading.Thread(target=self._dispatch, name="bulletin-dispatcher",
                                             daemon=True)
         self._dispatcher.start()
+        self._submitter.start()
+        if not self._session_opened.wait(max(connect_timeout, 1.0)) or self._session_id is None:
+            self.close()
+            raise self._broken or RuntimeUnreachableError(
+                f"the runtime at {self.address} did not open a session within "
+                f"{max(connect_timeout, 1.0):g} s; check it with `bulletin status`")
         _live_clients.add(self)
         if set_as_default:
             _set_default(self)
@@ -236,6 +256,7 @@ class Client:
         # Half-close first and let the runtime end the session (stopping this client's calls and
         # releasing its functions); cancelling at once would race the half-close with a reset,
         # which the runtime is not told about.
+        self._outbox.put(None)
         self._requests.put(None)
         on_dispatcher = threading.current_thread() is self._dispatcher
         if not on_dispatcher:
@@ -351,7 +372,7 @@ class Client:
                 if not upload_fn:
                     spec.function.inline_data = fn_encoded.to_bytes()
                 self._sent_functions.add(fn_id)
-            self._requests.put(pb.ClientMessage(submit=spec))
+            self._outbox.put(spec)
         for oid in call.releases:
             self._transfer.release(oid)
         call.releases.clear()
@@ -381,8 +402,54 @@ class Client:
         self._transfer.release(oid)
 
     def _send_release(self, oid: str) -> None:
+        # Through the outbox: a release leaves only after every Submit queued before it has
+        # returned, so the runtime has taken its own references for those calls first.
         if not self._closed and self._broken is None:
-            self._requests.put(pb.ClientMessage(release=pb.ReleaseObjects(ids=[oid])))
+            self._outbox.put(_Release(oid))
+
+    def _submit_loop(self) -> None:
+        while True:
+            item = self._outbox.get()
+            if item is None:
+                return
+            batch, releases, size = [], [], 0
+            while True:
+                if isinstance(item, _Release):
+                    releases.append(item.oid)
+                else:
+                    batch.append(item)
+                    size += item.ByteSize()
+                if len(batch) >= _BATCH_CALLS or size >= self._batch_bytes:
+                    break
+                try:
+                    item = self._outbox.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    self._outbox.put(None)  # stop after sending what came before it
+                    break
+            if batch:
+                try:
+                    self._conn.stub.Submit(pb.SubmitRequest(session_id=self._session_id,
+                                                            tasks=batch),
+                                           metadata=self._conn.metadata)
+                except Exception as exc:  # noqa: BLE001 - every failure fails the batch's calls
+                    self._fail_batch(batch, exc)
+            if releases:
+                self._requests.put(pb.ClientMessage(release=pb.ReleaseObjects(ids=releases)))
+
+    def _fail_batch(self, batch: list, error) -> None:
+        if error is None:
+            return
+        if isinstance(error, grpc.RpcError):
+            failure = self._conn.error(error, "the submission")
+        else:
+            failure = RuntimeFailure(f"bulletin could not submit: {error!r}")
+        for spec in batch:
+            with self._lock:
+                future = self._futures.pop(spec.task_id, None)
+            if future is not None:
+                future._set_error(failure)
 
     def _call(self, fn: Callable, args: tuple, kwargs: dict, options: Options) -> Any:
         """A blocking call: prints the remote output from this thread, cancels on Ctrl-C."""
@@ -413,8 +480,15 @@ class Client:
         error: BulletinError | None = None
         try:
             for message in self._responses:
-                if message.HasField("event"):
+                kind = message.WhichOneof("kind")
+                if kind == "events":
+                    for event in message.events.events:
+                        self._on_event(event)
+                elif kind == "event":
                     self._on_event(message.event)
+                elif kind == "opened":
+                    self._session_id = message.opened.session_id
+                    self._session_opened.set()
         except grpc.RpcError as exc:
             if not self._closed:
                 error = self._conn.error(exc, "the session")
@@ -425,6 +499,7 @@ class Client:
                 error = RuntimeUnreachableError(
                     f"the runtime at {self.address} ended the session. Check it with "
                     "`bulletin status`; start it again with `bulletin up`.")
+        self._session_opened.set()  # a session that never opened: __init__ stops waiting
         self._fail_all(error or BulletinError(
             "the client was closed before this call finished; its result is lost"))
 
@@ -448,6 +523,8 @@ class Client:
             return
         state = event.state
         if state == pb.RUNNING:
+            if detail == "placement":
+                future.placement = event.placement
             future._set_status("running")
         elif state == pb.QUEUED:  # also after a retry or a preemption
             future._set_status("queued")
@@ -537,6 +614,15 @@ def _bulky(value, limit: int) -> bool:
         return len(value) > limit
     nbytes = getattr(value, "nbytes", None)
     return isinstance(nbytes, int) and nbytes > limit and not isinstance(value, type)
+
+
+class _Release:
+    """An outbox entry: drop the session's hold on an object once earlier submits are in."""
+
+    __slots__ = ("oid",)
+
+    def __init__(self, oid: str):
+        self.oid = oid
 
 
 class _PendingCall:

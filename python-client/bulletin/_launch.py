@@ -122,13 +122,12 @@ class UpOptions:
 
 def runtime_command(java: str, jar: Path, state_dir: Path, opts: UpOptions) -> list[str]:
     cmd = [java, "--add-opens=java.base/java.nio=ALL-UNNAMED", "-jar", str(jar),
-           "--home", str(state_dir), "--port", str(opts.port), "--python", sys.executable,
+           "--home", str(state_dir), "--host", opts.host, "--port", str(opts.port),
+           "--python", sys.executable,
            "--gpus", opts.gpus, "--cpus", str(opts.cpus or os.cpu_count() or 1),
            "--simulate-gpus", str(opts.simulate_gpus)]
     if opts.config is not None:
         cmd += ["--config", str(opts.config)]
-    if opts.host != "127.0.0.1":
-        cmd += ["--host", opts.host]
     if opts.store_capacity:
         cmd += ["--store-capacity", str(opts.store_capacity)]
     if opts.spill_dir is not None:

@@ -62,6 +62,18 @@ class QueuedCall:
 
 
 @dataclass(frozen=True)
+class PoolInfo:
+    name: str
+    provider: str
+    starting: int
+    idle: int
+    busy: int
+    draining: int
+    max_workers: int
+    backoff_until: float  # epoch seconds; 0 when launches do not back off
+
+
+@dataclass(frozen=True)
 class ClusterStatus:
     cluster_id: str
     workers: tuple[WorkerInfo, ...]
@@ -69,6 +81,8 @@ class ClusterStatus:
     cpus: Slots
     queue: tuple[QueuedCall, ...]
     running: int
+    pools: tuple[PoolInfo, ...] = ()
+    pool_events: tuple[str, ...] = ()
     # The object store: objects, referenced, spilled, memory_bytes, spilled_bytes, capacity_bytes.
     store: dict = field(default_factory=dict)
 
@@ -89,8 +103,11 @@ class ClusterStatus:
             for q in msg.queue)
         store = {name: getattr(msg.store, name) for name in (
             "objects", "referenced", "spilled", "memory_bytes", "spilled_bytes", "capacity_bytes")}
+        pools = tuple(PoolInfo(p.name, p.provider, p.starting, p.idle, p.busy, p.draining,
+                               p.max_workers, p.backoff_until) for p in msg.pools)
         return cls(msg.cluster_id, workers, Slots._from_proto(msg.gpus),
-                   Slots._from_proto(msg.cpus), queue, msg.running, store)
+                   Slots._from_proto(msg.cpus), queue, msg.running, pools,
+                   tuple(msg.pool_events), store)
 
     def __str__(self) -> str:
         sim = " (simulated)" if self.simulated_gpus else ""
@@ -111,6 +128,12 @@ class ClusterStatus:
                              f"{w.cpus.reserved}/{w.cpus.busy}/{w.cpus.total}",
                              format_bytes(w.memory_bytes), executors))
             lines += ["", *_table(rows)]
+        if self.pools:
+            rows = [("pool", "provider", "starting", "idle", "busy", "draining", "max")]
+            rows += [(p.name, p.provider, str(p.starting), str(p.idle), str(p.busy),
+                      str(p.draining), str(p.max_workers)) for p in self.pools]
+            lines += ["", "pools:", *_table(rows)]
+            lines += [f"  {event}" for event in self.pool_events[-5:]]
         if self.queue:
             rows = [("pos", "task", "user", "gpus", "cpus", "reason")]
             rows += [(str(q.position), q.task_id, q.user, str(q.gpus), f"{q.cpus:g}", q.reason)

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.bridge.ObjectStores;
 import dev.bulletin.bridge.StoreOptions;
+import dev.bulletin.runtime.identity.ClusterId;
 import dev.bulletin.runtime.impl.RuntimeVerticle;
 import dev.bulletin.worker.WorkerAgent;
 import dev.bulletin.worker.Workers;
@@ -14,7 +15,6 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -39,7 +39,8 @@ public final class BulletinRuntime implements AutoCloseable {
   private BulletinRuntime(RuntimeOptions options, Runnable onShutdownRequest) {
     this.options = options;
     this.onShutdownRequest = onShutdownRequest;
-    this.clusterId = UUID.randomUUID().toString().substring(0, 8);
+    // Kept across restarts: pool providers find their workers again by it.
+    this.clusterId = ClusterId.loadOrCreate(options.home());
     this.vertx = Vertx.vertx();
     Path storeFolder = options.storeFolder() != null ? options.storeFolder()
         : ObjectStores.defaultFolder(clusterId);
@@ -78,8 +79,11 @@ public final class BulletinRuntime implements AutoCloseable {
     writeStateFile();
   }
 
+  /** Where clients on this machine reach the runtime (loopback when it listens everywhere). */
   public String address() {
-    return options.host() + ":" + port;
+    String host = options.host().equals("0.0.0.0") || options.host().equals("::")
+        ? "127.0.0.1" : options.host();
+    return host + ":" + port;
   }
 
   public String clusterId() {

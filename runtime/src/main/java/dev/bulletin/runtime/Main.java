@@ -1,6 +1,7 @@
 package dev.bulletin.runtime;
 
 import dev.bulletin.runtime.identity.RuntimeConfig;
+import dev.bulletin.runtime.pool.WorkerProviders;
 import dev.bulletin.worker.GpuInventory;
 import dev.bulletin.worker.GpuInventoryDetection;
 import dev.bulletin.worker.WorkerOptions;
@@ -82,6 +83,7 @@ public final class Main implements Callable<Integer> {
     WorkerOptions worker = new WorkerOptions("local", python, inventory, cpuSlots, totalMemory(),
         warmCpuExecutors, 60_000, Map.of());
     RuntimeConfig runtimeConfig = config != null ? RuntimeConfig.load(config) : RuntimeConfig.empty();
+    WorkerProviders.check(runtimeConfig.pools()); // a missing partition fails here, not later
     RuntimeOptions options = new RuntimeOptions(home, host, port, ownerToken, ownerUser,
         workerToken, runtimeConfig, worker, storeDir, inlineLimit, drainMargin, storeCapacity,
         spillDir);

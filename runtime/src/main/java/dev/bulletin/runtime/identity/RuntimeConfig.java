@@ -5,13 +5,15 @@ import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import dev.bulletin.runtime.pool.PoolsConfig;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 
 /**
- * The runtime's YAML file. Today it lists users; later issues add pools, QoS classes and quotas.
+ * The runtime's YAML file: users and worker pools (docs/pools.md); later issues add QoS classes
+ * and quotas.
  *
  * <pre>
  * users:
@@ -20,16 +22,23 @@ import java.util.List;
  *     token: "a-long-random-string"
  * </pre>
  */
-public record RuntimeConfig(List<User> users) {
+public record RuntimeConfig(
+    @JsonProperty("users") List<User> users,
+    @JsonProperty("pools") PoolsConfig pools) {
 
   public static final String DEFAULT_GROUP = "default";
 
   public RuntimeConfig {
     users = users == null ? List.of() : List.copyOf(users);
+    pools = pools == null ? PoolsConfig.none() : pools;
+  }
+
+  public RuntimeConfig(List<User> users) {
+    this(users, PoolsConfig.none());
   }
 
   public static RuntimeConfig empty() {
-    return new RuntimeConfig(List.of());
+    return new RuntimeConfig(List.of(), PoolsConfig.none());
   }
 
   public record User(

@@ -1,6 +1,7 @@
 package dev.bulletin.runtime.impl;
 
 import dev.bulletin.runtime.scheduler.WorkerSlots;
+import java.time.Instant;
 import java.util.List;
 
 /**
@@ -17,6 +18,9 @@ final class AttachedWorker {
   private final String providerHandle;
   private final WorkerSlots slots;
   private final WorkerLink link;
+  private int runningCalls;
+  private Instant idleSince = Instant.now();
+  private String drainReason;
 
   AttachedWorker(String id, String host, String pool, List<String> gpuNames, boolean remote,
       double expiresAtEpochSeconds, String providerHandle, WorkerSlots slots, WorkerLink link) {
@@ -41,11 +45,39 @@ final class AttachedWorker {
   WorkerSlots slots() { return slots; }
   WorkerLink link() { return link; }
 
+  int runningCalls() { return runningCalls; }
+  /** When its last call ended, or when it attached; meaningful while it runs nothing. */
+  Instant idleSince() { return idleSince; }
+
+  void callPlaced() {
+    runningCalls++;
+  }
+
+  void callEnded() {
+    runningCalls = Math.max(0, runningCalls - 1);
+    if (runningCalls == 0) {
+      idleSince = Instant.now();
+    }
+  }
+
+  /** Takes no new call from now on (its pool is replacing or stopping it). */
+  void drain(String reason) {
+    drainReason = reason;
+  }
+
+  /** Why it takes no new call, or null while it does. */
+  String drainReason() {
+    return drainReason;
+  }
+
   /**
    * Whether a call that may run {@code runSeconds} can still finish here before the worker's
-   * allocation ends. A worker without an end takes everything.
+   * allocation ends. A worker without an end takes everything; a drained one nothing.
    */
   boolean canFinish(double nowEpochSeconds, double runSeconds) {
+    if (drainReason != null) {
+      return false;
+    }
     return expiresAtEpochSeconds <= 0 || nowEpochSeconds + runSeconds < expiresAtEpochSeconds;
   }
 

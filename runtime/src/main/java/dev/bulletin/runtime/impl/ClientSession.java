@@ -1,30 +1,46 @@
 package dev.bulletin.runtime.impl;
 
 import dev.bulletin.bridge.ObjectKey;
+import dev.bulletin.protocol.EventBatch;
 import dev.bulletin.protocol.ServerMessage;
+import dev.bulletin.protocol.SessionOpened;
 import dev.bulletin.protocol.TaskEvent;
 import dev.bulletin.runtime.identity.Identity;
 import dev.bulletin.runtime.task.TaskEventSink;
 import io.vertx.grpc.server.GrpcServerResponse;
+import java.util.ArrayList;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Set;
+import java.util.UUID;
 
 /**
  * One client's Session stream: where its tasks' events go, and the functions it has sent (kept
  * in the store while the session lasts, so later calls send only their id).
+ *
+ * <p>Events go out at once, except while a batch is being handled ({@link #holdEvents}): then
+ * they leave together as one message when it ends, so a batch of a thousand submissions costs
+ * one write rather than a thousand.
  */
 final class ClientSession implements TaskEventSink {
+  private final String id = UUID.randomUUID().toString();
   private final Identity identity;
   private final GrpcServerResponse<?, ServerMessage> response;
   private final Set<ObjectKey> functions = new HashSet<>();
-  private final SessionHolds holds;
+  private final SessionHolds objects;
+  private List<TaskEvent> held = new ArrayList<>();
+  private int holds;
   private boolean open = true;
 
   ClientSession(Identity identity, GrpcServerResponse<?, ServerMessage> response,
       SessionHolds holds) {
     this.identity = identity;
     this.response = response;
-    this.holds = holds;
+    this.objects = holds;
+  }
+
+  String id() {
+    return id;
   }
 
   Identity identity() {
@@ -33,11 +49,17 @@ final class ClientSession implements TaskEventSink {
 
   /** The store references this session holds besides its functions. */
   SessionHolds holds() {
-    return holds;
+    return objects;
   }
 
   String namespace() {
-    return holds.namespace();
+    return objects.namespace();
+  }
+
+  /** Tells the client its session id; the first message on the stream. */
+  void opened() {
+    write(ServerMessage.newBuilder().setOpened(SessionOpened.newBuilder().setSessionId(id))
+        .build());
   }
 
   @Override
@@ -45,8 +67,36 @@ final class ClientSession implements TaskEventSink {
     if (!open) {
       return;
     }
+    if (holds > 0) {
+      held.add(event);
+    } else {
+      write(ServerMessage.newBuilder().setEvent(event).build());
+    }
+  }
+
+  /** Keeps events back until the matching {@link #releaseEvents}. */
+  void holdEvents() {
+    holds++;
+  }
+
+  /** Sends the events held since the outermost {@link #holdEvents}, as one message. */
+  void releaseEvents() {
+    if (holds == 0 || --holds > 0) {
+      return;
+    }
+    List<TaskEvent> events = held;
+    held = new ArrayList<>();
+    if (!open || events.isEmpty()) {
+      return;
+    }
+    write(events.size() == 1 ? ServerMessage.newBuilder().setEvent(events.get(0)).build()
+        : ServerMessage.newBuilder().setEvents(EventBatch.newBuilder().addAllEvents(events))
+            .build());
+  }
+
+  private void write(ServerMessage message) {
     try {
-      response.write(ServerMessage.newBuilder().setEvent(event).build());
+      response.write(message);
     } catch (IllegalStateException streamGone) {
       // The client reset the stream; the connection's close handler ends the session.
       open = false;
@@ -64,6 +114,8 @@ final class ClientSession implements TaskEventSink {
 
   /** Marks the session closed and hands back the functions it held. */
   Set<ObjectKey> close() {
+    holds = Math.min(holds, 1);
+    releaseEvents();
     open = false;
     Set<ObjectKey> held = Set.copyOf(functions);
     functions.clear();

@@ -26,6 +26,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * The runtime's state and the rules that change it: accepting calls, placing them through the
@@ -48,6 +49,7 @@ final class ControlPlane {
   private final Map<String, AttachedWorker> workers = new LinkedHashMap<>();
   /** Where each placed or running call runs; its slots go back to that worker when it ends. */
   private final Map<String, AttachedWorker> placements = new HashMap<>();
+  private List<WorkerSlots> potential = List.of();
   /** Results remote workers uploaded, not yet claimed by the report of their call. */
   private final Map<ObjectKey, Integer> unclaimedUploads = new HashMap<>();
   private final Map<String, Long> timeoutTimers = new HashMap<>();
@@ -92,6 +94,27 @@ final class ControlPlane {
     return workers.values().stream().map(AttachedWorker::slots).toList();
   }
 
+  /**
+   * Workers that pools could start (one idle worker per pool shape): a call only they could run
+   * waits for one instead of failing as infeasible.
+   */
+  void potentialWorkers(List<WorkerSlots> shapes) {
+    potential = List.copyOf(shapes);
+  }
+
+  private List<WorkerSlots> feasibilitySlots() {
+    if (potential.isEmpty()) {
+      return allSlots();
+    }
+    List<WorkerSlots> all = new ArrayList<>(allSlots());
+    all.addAll(potential);
+    return all;
+  }
+
+  Optional<AttachedWorker> worker(String workerId) {
+    return Optional.ofNullable(workers.get(workerId));
+  }
+
   // ---- workers ---------------------------------------------------------------------------
 
   /** @return false if a worker with this id is already attached */
@@ -101,6 +124,15 @@ final class ControlPlane {
     }
     schedule();
     return true;
+  }
+
+  /** Stops using a worker its pool is stopping: its calls end as lost (requeued with retries). */
+  void forget(String workerId, String cause) {
+    AttachedWorker worker = workers.get(workerId);
+    if (worker != null) {
+      worker.link().detach(cause);
+      detach(worker);
+    }
   }
 
   boolean isAttached(String workerId) {
@@ -154,14 +186,18 @@ final class ControlPlane {
     task.allowRetries(spec.getRetries());
     tasks.add(task);
     // "Never" is answered at once, even when the scheduling pass below stops early.
-    if (scheduler.decide(demand, allSlots()) instanceof Decision.Infeasible infeasible) {
+    if (scheduler.decide(demand, feasibilitySlots()) instanceof Decision.Infeasible infeasible) {
       TaskObjects.release(store(), task);
       tasks.transition(task, TaskState.ERROR, TaskEvents.failed(taskId, FailureCode.INFEASIBLE,
           infeasible.reason(), timings(task, 0)));
       return;
     }
-    tasks.announce(task, TaskEvents.queued(taskId));
     schedule();
+    // A call placed in this very pass is announced once, when it starts; one that waits is
+    // announced as queued now.
+    if (task.state() == TaskState.QUEUED) {
+      tasks.announce(task, TaskEvents.queued(taskId));
+    }
   }
 
   private void reject(ClientSession session, String taskId, String message) {
@@ -281,9 +317,9 @@ final class ControlPlane {
   private void dispatch(Task task, Decision.Placed placed) {
     AttachedWorker worker = workers.get(placed.workerId());
     placements.put(task.id(), worker);
+    worker.callPlaced();
     task.placedOn(placed.workerId(), placed.gpuIds(), System.nanoTime());
-    tasks.transition(task, TaskState.PLACED, TaskEvents.placed(task.id(), placed.workerId(),
-        placed.gpuIds(), worker.slots().simulatedGpus()));
+    tasks.transitionQuietly(task, TaskState.PLACED);
     CallRequest request = new CallRequest(task.id(), task.function(), task.args(), task.refs(),
         placed.gpuIds());
     worker.link().run(request, new CallListener() {
@@ -310,7 +346,9 @@ final class ControlPlane {
     }
     task.startedAt(System.nanoTime());
     runningCount++;
-    tasks.transition(task, TaskState.RUNNING, TaskEvents.running(task.id()));
+    AttachedWorker worker = placements.get(task.id());
+    tasks.transition(task, TaskState.RUNNING, TaskEvents.running(task.id(), task.workerId(),
+        task.gpuIds(), worker != null && worker.slots().simulatedGpus()));
     if (task.timeoutSeconds() > 0) {
       long millis = Math.max(1, (long) (task.timeoutSeconds() * 1000));
       timeoutTimers.put(task.id(), context.owner().setTimer(millis, id -> stop(task,
@@ -329,6 +367,7 @@ final class ControlPlane {
     AttachedWorker worker = placements.remove(task.id());
     if (worker != null) {
       worker.slots().free(task.demand(), task.gpuIds());
+      worker.callEnded();
     }
     boolean died = outcome instanceof CallOutcome.WorkerLost
         || outcome instanceof CallOutcome.ExecutorDied;

@@ -17,6 +17,8 @@ import dev.bulletin.protocol.ServerMessage;
 import dev.bulletin.protocol.ShutdownReply;
 import dev.bulletin.protocol.ShutdownRequest;
 import dev.bulletin.protocol.StatusRequest;
+import dev.bulletin.protocol.SubmitReply;
+import dev.bulletin.protocol.SubmitRequest;
 import dev.bulletin.runtime.identity.Identity;
 import io.vertx.core.Handler;
 import io.vertx.grpc.common.GrpcStatus;
@@ -24,6 +26,9 @@ import io.vertx.grpc.common.ServiceMethod;
 import io.vertx.grpc.common.ServiceName;
 import io.vertx.grpc.server.GrpcServer;
 import io.vertx.grpc.server.GrpcServerRequest;
+import java.nio.ByteBuffer;
+import java.util.HashMap;
+import java.util.Map;
 
 /**
  * The client-facing gRPC service ({@code bulletin.v1.Bulletin}): authenticates each call and
@@ -34,13 +39,16 @@ final class GrpcApi {
   private static final ServiceName SERVICE = ServiceName.create("bulletin.v1.Bulletin");
 
   private final ControlPlane plane;
+  /** Open sessions by id, for Submit; a session leaves when its stream ends. */
+  private final Map<String, ClientSession> sessions = new HashMap<>();
   private final StatusReport status;
   private final String clusterId;
   private final String version;
   private final long inlineLimit;
   private final long maxMessage;
   private final Runnable shutdown;
-  private final Sessions sessions;
+  /** Object holds by the client's bulletin-session metadata. */
+  private final Sessions objectSessions;
   private final ObjectApi objects;
   private final String hostId = HostIdentity.compute();
 
@@ -53,13 +61,14 @@ final class GrpcApi {
     this.inlineLimit = inlineLimit;
     this.maxMessage = maxMessage;
     this.shutdown = shutdown;
-    this.sessions = new Sessions(plane.store());
+    this.objectSessions = new Sessions(plane.store());
     this.objects = new ObjectApi(plane);
   }
 
   void mount(GrpcServer server, Authenticator auth) {
     server.callHandler(method("Hello", HelloRequest.newBuilder()), auth.any(this::hello));
     server.callHandler(method("Session", ClientMessage.newBuilder()), auth.users(this::session));
+    server.callHandler(method("Submit", SubmitRequest.newBuilder()), auth.users(this::submit));
     // Objects move for users (in their sessions) and for workers (on behalf of a call's owner).
     server.callHandler(method("PutObject", ObjectChunk.newBuilder()),
         this.<ObjectChunk, PutObjectReply>objectCall(auth, objects::putObject));
@@ -93,7 +102,7 @@ final class GrpcApi {
           String namespace = ObjectKey.namespaceOf(identity.user());
           String sessionId = request.headers().get(Sessions.HEADER);
           caller = ObjectApi.Caller.user(namespace,
-              sessionId == null ? null : sessions.holds(sessionId, identity));
+              sessionId == null ? null : objectSessions.holds(sessionId, identity));
         }
         handler.handle(caller, request);
       } catch (IllegalArgumentException e) {
@@ -117,14 +126,16 @@ final class GrpcApi {
     SessionHolds holds;
     try {
       // Older clients send no session id: their objects are held by a session of their own.
-      holds = sessions.holds(sessionId != null ? sessionId
+      holds = objectSessions.holds(sessionId != null ? sessionId
           : java.util.UUID.randomUUID().toString(), identity);
     } catch (IllegalArgumentException e) {
       request.response().status(GrpcStatus.INVALID_ARGUMENT).statusMessage(e.getMessage()).end();
       return;
     }
     ClientSession session = new ClientSession(identity, request.response(), holds);
+    sessions.put(session.id(), session);
     request.response().writeHead();
+    session.opened();
     request.handler(message -> {
       switch (message.getKindCase()) {
         case SUBMIT -> plane.submit(session, message.getSubmit());
@@ -135,8 +146,9 @@ final class GrpcApi {
       }
     });
     Runnable closed = () -> {
+      sessions.remove(session.id());
       plane.sessionClosed(session);
-      sessions.remove(holds.sessionId());
+      objectSessions.remove(holds.sessionId());
     };
     request.endHandler(ignored -> {
       closed.run();
@@ -144,6 +156,30 @@ final class GrpcApi {
     });
     request.exceptionHandler(error -> closed.run());
     request.response().exceptionHandler(error -> closed.run());
+  }
+
+  private void submit(Identity identity, GrpcServerRequest<SubmitRequest, SubmitReply> request) {
+    request.handler(message -> {
+      ClientSession session = sessions.get(message.getSessionId());
+      if (session == null || !session.isOpen()) {
+        request.response().status(GrpcStatus.NOT_FOUND).statusMessage("session "
+            + message.getSessionId() + " is not open on this runtime (it ended, or the runtime"
+            + " restarted); create a new bulletin.Client").end();
+        return;
+      }
+      if (!session.identity().equals(identity)) {
+        request.response().status(GrpcStatus.PERMISSION_DENIED)
+            .statusMessage("this session belongs to another user").end();
+        return;
+      }
+      session.holdEvents();
+      try {
+        message.getTasksList().forEach(spec -> plane.submit(session, spec));
+      } finally {
+        session.releaseEvents();
+      }
+      request.response().end(SubmitReply.getDefaultInstance());
+    });
   }
 
   private void release(ClientSession session, java.util.List<String> ids) {

@@ -156,6 +156,11 @@ final class RemoteWorkerLink implements WorkerLink {
     }
   }
 
+  @Override
+  public void detach(String cause) {
+    close(cause);
+  }
+
   /** The worker went away: every call it had ends as lost. Idempotent. */
   void close(String cause) {
     if (closed) {

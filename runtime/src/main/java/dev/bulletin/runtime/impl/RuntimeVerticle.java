@@ -2,6 +2,16 @@ package dev.bulletin.runtime.impl;
 
 import dev.bulletin.runtime.RuntimeOptions;
 import dev.bulletin.runtime.identity.TokenRegistry;
+import dev.bulletin.runtime.pool.Autoscaler;
+import dev.bulletin.runtime.pool.PoolsConfig;
+import dev.bulletin.runtime.pool.ProviderContext;
+import dev.bulletin.runtime.pool.ScalingMetrics;
+import dev.bulletin.runtime.pool.WorkerCommand;
+import dev.bulletin.runtime.pool.WorkerProviders;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.net.InetAddress;
+import java.time.Clock;
+import java.util.concurrent.TimeUnit;
 import dev.bulletin.runtime.scheduler.FirstFitScheduler;
 import dev.bulletin.runtime.scheduler.WorkerSlots;
 import dev.bulletin.worker.WorkerAgent;
@@ -24,6 +34,9 @@ public final class RuntimeVerticle extends VerticleBase {
   private final String version;
   private final Runnable shutdown;
   private HttpServer server;
+  private Autoscaler autoscaler;
+  /** Set when the owner stops the cluster: pool workers stop too (a crash leaves them). */
+  private volatile boolean stopPoolWorkers;
 
   public RuntimeVerticle(RuntimeOptions options, WorkerAgent agent, String clusterId,
       String version, Runnable shutdown) {
@@ -45,17 +58,62 @@ public final class RuntimeVerticle extends VerticleBase {
         worker.gpus().simulated(), worker.cpus(), worker.memoryBytes());
     plane.attach(new AttachedWorker(worker.workerId(), options.host(), "", worker.gpus().names(),
         false, 0, "", slots, WorkerLink.embedded(agent)));
-    StatusReport status = new StatusReport(plane, clusterId);
+    PoolsConfig pools = options.config().pools();
+    PoolRunner poolRunner = pools.pools().isEmpty() ? null : new PoolRunner(plane, pools);
+    StatusReport status = new StatusReport(plane, clusterId, poolRunner);
     GrpcServer grpc = GrpcServer.server(vertx,
         new GrpcServerOptions().setMaxMessageSize(RuntimeOptions.MAX_MESSAGE_BYTES));
     Authenticator auth = new Authenticator(tokens);
+    Runnable stopCluster = () -> {
+      stopPoolWorkers = true;
+      shutdown.run();
+    };
     new GrpcApi(plane, status, clusterId, version, options.inlineLimitBytes(),
-        RuntimeOptions.MAX_MESSAGE_BYTES, shutdown).mount(grpc, auth);
+        RuntimeOptions.MAX_MESSAGE_BYTES, stopCluster).mount(grpc, auth);
     new WorkerAttachApi(vertx, plane, clusterId, version, options.inlineLimitBytes(),
         RuntimeOptions.MAX_MESSAGE_BYTES).mount(grpc, auth);
     server = vertx.createHttpServer(new HttpServerOptions().setHost(options.host())
         .setPort(options.port()).setTcpNoDelay(true));
-    return server.requestHandler(grpc).listen();
+    return server.requestHandler(grpc).listen().compose(listening -> poolRunner == null
+        ? Future.succeededFuture() : startPools(pools, poolRunner));
+  }
+
+  private Future<Void> startPools(PoolsConfig pools, PoolRunner poolRunner) {
+    if (options.workerToken() == null || options.workerToken().isBlank()) {
+      return Future.failedFuture("the config has pools but the runtime has no worker token"
+          + " (BULLETIN_WORKER_TOKEN; `bulletin up` sets it)");
+    }
+    ProviderContext providers = new ProviderContext(clusterId, headAddress(),
+        options.workerToken(), options.worker().python().toString(),
+        options.home().resolve("pools"), WorkerCommand.bulletin());
+    autoscaler = Autoscaler.create(pools, WorkerProviders.forPools(pools, providers),
+        Clock.systemUTC(), new ScalingMetrics(new SimpleMeterRegistry()),
+        task -> context.runOnContext(ignored -> task.run()), poolRunner);
+    poolRunner.start(autoscaler);
+    vertx.setPeriodic(PoolRunner.TICK_MILLIS, id -> poolRunner.tick());
+    return Future.fromCompletionStage(autoscaler.start(), context);
+  }
+
+  /** The address pool workers dial: loopback for a runtime on loopback, else the host name. */
+  private String headAddress() {
+    String host = options.host();
+    if (host.equals("0.0.0.0") || host.equals("::")) {
+      try {
+        host = InetAddress.getLocalHost().getHostName();
+      } catch (java.io.IOException e) {
+        host = "127.0.0.1";
+      }
+    }
+    return host + ":" + server.actualPort();
+  }
+
+  @Override
+  public Future<?> stop() {
+    if (autoscaler == null) {
+      return Future.succeededFuture();
+    }
+    return Future.fromCompletionStage(autoscaler.shutdown(stopPoolWorkers)
+        .orTimeout(60, TimeUnit.SECONDS).exceptionally(error -> null));
   }
 
   public int actualPort() {

@@ -1,10 +1,12 @@
 package dev.bulletin.runtime.impl;
 
 import dev.bulletin.protocol.ClusterStatus;
+import dev.bulletin.protocol.PoolState;
 import dev.bulletin.protocol.QueuedTask;
 import dev.bulletin.protocol.Resources;
 import dev.bulletin.protocol.SlotCounts;
 import dev.bulletin.protocol.WorkerStatus;
+import dev.bulletin.runtime.pool.PoolStatus;
 import dev.bulletin.runtime.scheduler.Decision;
 import dev.bulletin.runtime.scheduler.WorkerSlots;
 import dev.bulletin.runtime.task.Task;
@@ -18,10 +20,13 @@ import java.util.Map;
 final class StatusReport {
   private final ControlPlane plane;
   private final String clusterId;
+  private final PoolRunner pools;
 
-  StatusReport(ControlPlane plane, String clusterId) {
+  /** @param pools the pools' runner, or null when the config has none */
+  StatusReport(ControlPlane plane, String clusterId, PoolRunner pools) {
     this.plane = plane;
     this.clusterId = clusterId;
+    this.pools = pools;
   }
 
   /** Why a queued call waits, asked of the scheduler now (passes stop early and keep none). */
@@ -69,7 +74,8 @@ final class StatusReport {
       WorkerStatusView executors = worker.link().status();
       status.addWorkers(WorkerStatus.newBuilder().setWorkerId(worker.id()).setHost(worker.host())
           .setPool(worker.pool()).setRemote(worker.remote()).setExpiresAt(worker.expiresAt())
-          .setState(worker.draining(now, plane.drainMarginSeconds()) ? "draining" : "ready")
+          .setState(worker.drainReason() != null || worker.draining(now,
+              plane.drainMarginSeconds()) ? "draining" : "ready")
           .setGpus(gpus).setCpus(cpus).setMemoryBytes(slots.memoryBytes())
           .setSimulatedGpus(slots.simulatedGpus()).setExecutors(executors.executors())
           .setIdleExecutors(executors.idleExecutors()).addAllGpuNames(worker.gpuNames()));
@@ -77,6 +83,16 @@ final class StatusReport {
       add(cpuTotals, cpus);
     }
     status.setGpus(gpuTotals).setCpus(cpuTotals);
+    if (pools != null) {
+      for (PoolStatus pool : pools.status()) {
+        status.addPools(PoolState.newBuilder().setName(pool.pool())
+            .setProvider(pool.provider().name().toLowerCase(java.util.Locale.ROOT))
+            .setStarting(pool.starting()).setIdle(pool.idle()).setBusy(pool.busy())
+            .setDraining(pool.draining()).setMaxWorkers(pool.maxWorkers())
+            .setBackoffUntil(pool.backoffUntil().map(at -> at.toEpochMilli() / 1000.0).orElse(0.0)));
+      }
+      pools.recentEvents().forEach(event -> status.addPoolEvents(event.toString()));
+    }
     int position = 0;
     for (Task task : plane.tasks().queued()) {
       status.addQueue(QueuedTask.newBuilder().setTaskId(task.id()).setName(task.name())

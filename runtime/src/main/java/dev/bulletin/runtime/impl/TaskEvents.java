@@ -21,13 +21,11 @@ final class TaskEvents {
     return state(taskId, TaskState.QUEUED).build();
   }
 
-  static TaskEvent placed(String taskId, String workerId, List<Integer> gpuIds, boolean simulated) {
-    return state(taskId, TaskState.PLACED).setPlacement(Placement.newBuilder()
+  /** The call started; where it runs comes with it (placing is not announced on its own). */
+  static TaskEvent running(String taskId, String workerId, List<Integer> gpuIds,
+      boolean simulated) {
+    return state(taskId, TaskState.RUNNING).setPlacement(Placement.newBuilder()
         .setWorkerId(workerId).addAllGpuIds(gpuIds).setSimulatedGpus(simulated)).build();
-  }
-
-  static TaskEvent running(String taskId) {
-    return state(taskId, TaskState.RUNNING).build();
   }
 
   static TaskEvent output(String taskId, boolean stderr, byte[] data) {

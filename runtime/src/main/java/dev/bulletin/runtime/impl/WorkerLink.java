@@ -22,6 +22,12 @@ interface WorkerLink {
 
   WorkerStatusView status();
 
+  /**
+   * The runtime stops using this worker (its pool stops it): calls it still runs end as lost.
+   * The embedded worker is never detached.
+   */
+  default void detach(String cause) {}
+
   /** The link to the runtime's own worker agent, which shares the runtime's store. */
   static WorkerLink embedded(WorkerAgent agent) {
     return new WorkerLink() {

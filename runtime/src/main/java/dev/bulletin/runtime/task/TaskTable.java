@@ -53,6 +53,11 @@ public final class TaskTable {
    * @throws IllegalStateException if the life cycle does not allow the move
    */
   public void transition(Task task, TaskState to, TaskEvent event) {
+    move(task, to);
+    task.sink().send(event);
+  }
+
+  private void move(Task task, TaskState to) {
     if (!task.state.next().contains(to)) {
       throw new IllegalStateException("task " + task.id() + " cannot go from " + task.state
           + " to " + to);
@@ -66,7 +71,14 @@ public final class TaskTable {
     if (to.isTerminal()) {
       tasks.remove(task.id());
     }
-    task.sink().send(event);
+  }
+
+  /**
+   * Moves a task to {@code to} without telling its session: for steps the client does not see
+   * on their own (a placement is announced with the call's start).
+   */
+  public void transitionQuietly(Task task, TaskState to) {
+    move(task, to);
   }
 
   /** Sends an event that does not change state (output). */

@@ -1,0 +1,233 @@
+"""An encoded object: the Arrow IPC stream as an ordered list of segments.
+
+Small segments (IPC metadata, padding, pickle streams) are bytes; payload segments are
+memoryviews over the caller's own arrays and Arrow buffers, never copies. An array whose memory
+is not one dense block is a ``StridedSegment``: its bytes are produced in C order straight into
+the destination by ``write_into`` (one strided copy) or through a bounded scratch block when
+hashed or streamed.
+
+The content id (``digest``) is XXH3-128 (seed 0) of the whole serialized stream, fed segment
+by segment: XXH3's streaming state gives the same value as hashing the concatenated bytes, so
+any reader holding the bytes (the Java store, a test) can recompute it without knowing how they
+were produced.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Iterator
+
+import numpy as np
+import xxhash
+
+_COALESCE_BELOW = 64 * 1024     # adjacent segments smaller than this are joined at build time
+_SCRATCH_BYTES = 8 * 1024 * 1024  # block size when a strided array is hashed or streamed
+_PARALLEL_MIN = 64 * 1024 * 1024  # a buffer is split across threads only above this size
+_PARALLEL_PIECE = 16 * 1024 * 1024
+
+
+def _bytes_view(obj) -> memoryview:
+    mv = obj if isinstance(obj, memoryview) else memoryview(obj)
+    if mv.format != "B" or mv.ndim != 1:
+        mv = mv.cast("B")
+    return mv
+
+
+class StridedSegment:
+    """A numpy array that is not one dense block (stepped slices, negative strides): it is
+    serialized as its C-order copy."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+        self.nbytes = array.nbytes
+
+    def copy_into(self, dest: np.ndarray) -> None:
+        np.copyto(dest.view(self.array.dtype).reshape(self.array.shape), self.array,
+                  casting="no")
+
+    def blocks(self, limit: int = _SCRATCH_BYTES) -> Iterator[memoryview]:
+        for block in _c_order_blocks(self.array, limit):
+            yield _bytes_view(block.reshape(-1).view(np.uint8))
+
+
+def _c_order_blocks(a: np.ndarray, limit: int) -> Iterator[np.ndarray]:
+    """Contiguous copies of consecutive pieces of ``a`` in C order, each at most ``limit`` bytes
+    (or one element)."""
+    if a.nbytes <= limit or a.ndim == 0:
+        yield np.ascontiguousarray(a)
+        return
+    row = a[0].nbytes if a.ndim > 1 else a.itemsize
+    if row <= limit:
+        step = max(1, limit // max(row, 1))
+        for i in range(0, a.shape[0], step):
+            yield np.ascontiguousarray(a[i:i + step])
+    else:
+        for i in range(a.shape[0]):
+            yield from _c_order_blocks(a[i], limit)
+
+
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _default_threads() -> int:
+    env = os.environ.get("BULLETIN_COPY_THREADS")
+    if env:
+        try:
+            value = int(env)
+        except ValueError:
+            raise ValueError(f"BULLETIN_COPY_THREADS must be a whole number >= 1, not {env!r}")
+        if value < 1:
+            raise ValueError(f"BULLETIN_COPY_THREADS must be >= 1, not {value}")
+        return value
+    return 1
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=32, thread_name_prefix="bulletin-copy")
+    return _POOL
+
+
+class Encoded:
+    """One object serialized as an Arrow IPC stream, held as references (see module doc).
+
+    ``kind``: "tensor" | "table" | "pickle"; ``nbytes``: the exact stream size; ``metadata``:
+    the ``bulletin.*`` keys of the schema. The referenced arrays must not change until the
+    bytes have been written or streamed (the digest is computed once and cached).
+    """
+
+    __slots__ = ("kind", "nbytes", "metadata", "_segments", "_digest")
+
+    def __init__(self, kind: str, segments: list, metadata: dict[str, str]) -> None:
+        self.kind = kind
+        self.metadata = dict(metadata)
+        self._segments = _coalesce(segments)
+        self.nbytes = sum(_nbytes(s) for s in self._segments)
+        self._digest: str | None = None
+
+    def __repr__(self) -> str:
+        return f"<Encoded {self.kind} {self.nbytes} bytes in {len(self._segments)} segments>"
+
+    # -- writing -------------------------------------------------------------------------------
+    def write_into(self, dest, threads: int | None = None) -> None:
+        """Copies the stream into ``dest`` (writable, exactly ``nbytes`` long): one copy of
+        each payload byte, no intermediate buffers. ``threads`` > 1 splits buffers above 64 MiB
+        across threads (default: ``$BULLETIN_COPY_THREADS``, else 1: see the microbenchmark)."""
+        mv = memoryview(dest)
+        if mv.readonly:
+            raise ValueError("write_into needs a writable destination; got a read-only buffer "
+                             "(map the file with write access, or pass a bytearray)")
+        mv = _bytes_view(mv)
+        if len(mv) != self.nbytes:
+            raise ValueError(f"write_into needs a destination of exactly {self.nbytes} bytes "
+                             f"(Encoded.nbytes), got {len(mv)} bytes")
+        threads = _default_threads() if threads is None else threads
+        if threads < 1:
+            raise ValueError(f"threads must be >= 1, not {threads}")
+        out = np.frombuffer(mv, dtype=np.uint8)
+        jobs = []
+        offset = 0
+        for seg in self._segments:
+            n = _nbytes(seg)
+            target = out[offset:offset + n]
+            if isinstance(seg, StridedSegment):
+                seg.copy_into(target)
+            elif threads > 1 and n >= _PARALLEL_MIN:
+                src = np.frombuffer(seg, dtype=np.uint8)
+                piece = max(_PARALLEL_PIECE, -(-n // threads))
+                for lo in range(0, n, piece):
+                    jobs.append(_pool().submit(np.copyto, target[lo:lo + piece],
+                                               src[lo:lo + piece]))
+            elif n >= _COALESCE_BELOW:
+                np.copyto(target, np.frombuffer(seg, dtype=np.uint8))
+            else:
+                mv[offset:offset + n] = seg
+            offset += n
+        for job in jobs:
+            job.result()
+
+    def to_bytes(self) -> bytes:
+        """The whole stream as bytes (a copy: meant for small objects)."""
+        if len(self._segments) == 1 and isinstance(self._segments[0], memoryview):
+            return self._segments[0].tobytes()
+        out = bytearray(self.nbytes)
+        self.write_into(out, threads=1)
+        return bytes(out)
+
+    # -- streaming -----------------------------------------------------------------------------
+    def _pieces(self, limit: int) -> Iterator[memoryview]:
+        for seg in self._segments:
+            if isinstance(seg, StridedSegment):
+                yield from seg.blocks(limit)
+            else:
+                yield seg
+
+    def iter_chunks(self, chunk_size: int) -> Iterator[memoryview]:
+        """The stream's bytes as consecutive chunks of exactly ``chunk_size`` bytes (the last
+        may be shorter). Chunks inside one payload buffer are views of it (no copy); only a
+        chunk that straddles two segments is assembled in a fresh buffer."""
+        if not isinstance(chunk_size, int) or chunk_size < 1:
+            raise ValueError(f"chunk_size must be a whole number of bytes >= 1, not {chunk_size!r}")
+        pending: bytearray | None = None  # a straddling chunk being assembled
+        for piece in self._pieces(max(chunk_size, _SCRATCH_BYTES)):
+            pos = 0
+            n = len(piece)
+            if pending is not None:
+                take = min(chunk_size - len(pending), n)
+                pending += piece[:take]
+                pos = take
+                if len(pending) < chunk_size:
+                    continue
+                yield memoryview(pending)
+                pending = None
+            while n - pos >= chunk_size:
+                yield piece[pos:pos + chunk_size]
+                pos += chunk_size
+            if pos < n:
+                pending = bytearray(piece[pos:])
+        if pending:
+            yield memoryview(pending)
+
+    # -- identity ------------------------------------------------------------------------------
+    def digest(self) -> str:
+        """Lowercase hex XXH3-128 (seed 0) of the serialized bytes: 32 characters."""
+        if self._digest is None:
+            h = xxhash.xxh3_128()
+            for piece in self._pieces(_SCRATCH_BYTES):
+                h.update(piece)
+            self._digest = h.hexdigest()
+        return self._digest
+
+
+def _nbytes(seg) -> int:
+    return seg.nbytes if isinstance(seg, StridedSegment) else len(seg)
+
+
+def _coalesce(segments: list) -> list:
+    """Normalizes segments to byte memoryviews / StridedSegments and joins runs of small ones."""
+    out: list = []
+    small: list = []
+
+    def flush() -> None:
+        if small:
+            out.append(memoryview(b"".join(small)) if len(small) > 1 else small[0])
+            small.clear()
+
+    for seg in segments:
+        if isinstance(seg, StridedSegment):
+            if seg.nbytes:
+                flush()
+                out.append(seg)
+            continue
+        mv = _bytes_view(seg)
+        if not len(mv):
+            continue
+        if len(mv) < _COALESCE_BELOW:
+            small.append(mv)
+        else:
+            flush()
+            out.append(mv)
+    flush()
+    return out

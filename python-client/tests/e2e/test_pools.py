@@ -1,0 +1,97 @@
+"""Worker pools through the real runtime: a call for a GPU nobody has starts a worker (a local
+process, or a job of the one-node test Slurm that `make test` brings up), runs there, and the
+worker goes away once idle. The GPUs are simulated; everything else is real."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+
+import pytest
+
+import bulletin
+from cluster_support import CALL_SECONDS, run_cli, start_cluster, wait_until
+
+SCALE_SECONDS = 90
+
+
+def pool_config(tmp_path, provider: str, **extra: str) -> str:
+    lines = ["pools:", "  - name: gpu", f"    provider: {provider}",
+             "    worker: {gpus: 1, cpus: 1" + (", walltime: 10m" if provider == "slurm" else "")
+             + "}", "    max_workers: 1", "    idle_timeout: 3s"]
+    lines += [f"    {key}: {value}" for key, value in extra.items()]
+    path = tmp_path / "pools.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def executor_id():
+    import os
+    return os.environ["BULLETIN_EXECUTOR_ID"]
+
+
+def scale_from_zero_and_back(tmp_path, config: str) -> None:
+    head = start_cluster(tmp_path / "home", "--config", config, gpus=0, cpus=1)
+    try:
+        with head.client() as client:
+            assert [w.worker_id for w in client.status().workers] == ["local"]
+            started = time.monotonic()
+            future = client.submit(executor_id, gpus=1)
+            assert future.result(timeout=SCALE_SECONDS).startswith("gpu-")
+            print(f"first result from zero workers after {time.monotonic() - started:.2f} s")
+            assert future.placement.worker_id.startswith("gpu-")
+            status = client.status()
+            assert status.pools and status.pools[0].name == "gpu"
+            assert any("launch" in event for event in status.pool_events)
+            # Idle past idle_timeout: the pool stops its worker.
+            wait_until(lambda: len(client.status().workers) == 1, timeout=SCALE_SECONDS,
+                       what="the idle pool worker to go")
+            assert any("idle" in event for event in client.status().pool_events)
+            # And a later call scales it up again.
+            assert client.submit(executor_id, gpus=1).result(timeout=SCALE_SECONDS)
+    finally:
+        head.stop()
+
+
+def test_a_local_pool_scales_from_zero_and_back(tmp_path):
+    scale_from_zero_and_back(tmp_path, pool_config(tmp_path, "local",
+                                                   local="{simulate_gpus: true}"))
+
+
+def slurm_partition() -> str | None:
+    if shutil.which("sinfo") is None:
+        return None
+    result = subprocess.run(["sinfo", "-h", "-o", "%P %a"], capture_output=True, text=True,
+                            timeout=10)
+    rows = [row.split() for row in result.stdout.splitlines() if row.strip()]
+    up = [name.rstrip("*") for name, state in rows if state == "up"]
+    return up[0] if result.returncode == 0 and up else None
+
+
+@pytest.mark.skipif(slurm_partition() is None,
+                    reason="no Slurm here (`make slurm-up` starts the one-node test Slurm; it "
+                           "needs root and apt)")
+def test_a_slurm_pool_scales_from_zero_and_back(tmp_path):
+    scale_from_zero_and_back(tmp_path, pool_config(
+        tmp_path, "slurm", slurm=f"{{partition: {slurm_partition()}, simulate_gpus: true}}"))
+
+
+def test_a_pool_config_error_names_the_field(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("pools:\n  - name: gpu\n    provider: kubernetes\n    max_workers: 1\n")
+    home = tmp_path / "home"
+    result = run_cli(home, "up", "--port", "0", "--config", str(bad))
+    assert result.returncode == 1
+    assert "provider" in result.stderr and "local, slurm" in result.stderr
+
+
+def test_a_gpu_call_no_pool_can_serve_is_still_infeasible(tmp_path):
+    head = start_cluster(tmp_path / "home", "--config", pool_config(
+        tmp_path, "local", local="{simulate_gpus: true}"), gpus=0, cpus=1)
+    try:
+        with head.client() as client:
+            with pytest.raises(bulletin.InfeasibleError, match="4 GPUs"):
+                client.submit(executor_id, gpus=4).result(timeout=CALL_SECONDS)
+    finally:
+        head.stop()

@@ -1,0 +1,43 @@
+package dev.bulletin.runtime.pool;
+
+import java.nio.file.Path;
+
+/**
+ * What every provider of one runtime shares.
+ *
+ * @param clusterId the runtime's cluster id; job names and state files carry it, so a restarted
+ *     runtime (same id, see ClusterId) finds its workers and no other cluster's
+ * @param headAddress HOST:PORT the workers dial; must be reachable from the worker hosts
+ * @param workerToken the token workers register with; passed in the environment, never argv
+ * @param python the runtime's interpreter, for pools that name none
+ * @param stateDir where providers keep their files (scripts, logs, local pids)
+ * @param command the worker command (the real one, or a test's stand-in)
+ */
+public record ProviderContext(String clusterId, String headAddress, String workerToken,
+    String python, Path stateDir, WorkerCommand command) {
+
+  public ProviderContext {
+    if (clusterId == null || !clusterId.matches("[A-Za-z0-9_-]{1,40}")) {
+      throw new IllegalArgumentException("clusterId must be 1..40 letters, digits, '-' or '_', got "
+          + clusterId);
+    }
+    if (headAddress == null || !headAddress.matches(".+:\\d+")) {
+      throw new IllegalArgumentException("headAddress must be HOST:PORT, got " + headAddress);
+    }
+    if (workerToken == null || workerToken.isEmpty() || python == null || stateDir == null
+        || command == null) {
+      throw new IllegalArgumentException("workerToken, python, stateDir and command are required");
+    }
+  }
+
+  public String pythonFor(PoolConfig pool) {
+    return pool.python().orElse(python);
+  }
+
+  /** Never prints the token. */
+  @Override
+  public String toString() {
+    return "ProviderContext[cluster=" + clusterId + ", head=" + headAddress + ", python=" + python
+        + ", stateDir=" + stateDir + ", command=" + command + "]";
+  }
+}

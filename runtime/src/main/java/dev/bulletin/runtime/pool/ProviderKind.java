@@ -1,0 +1,30 @@
+package dev.bulletin.runtime.pool;
+
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.stream.Collectors;
+
+/** Where a pool's workers come from. */
+public enum ProviderKind {
+  /** Worker processes on the runtime's own host. */
+  LOCAL,
+  /** Slurm batch jobs, one worker per job. */
+  SLURM;
+
+  public String configName() {
+    return name().toLowerCase(Locale.ROOT);
+  }
+
+  static String allowed() {
+    return Arrays.stream(values()).map(ProviderKind::configName).collect(Collectors.joining(", "));
+  }
+
+  static ProviderKind parse(String text) {
+    for (ProviderKind kind : values()) {
+      if (kind.configName().equals(text)) {
+        return kind;
+      }
+    }
+    throw new IllegalArgumentException("unknown provider '" + text + "' (allowed: " + allowed() + ")");
+  }
+}
