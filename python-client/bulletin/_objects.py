@@ -1,8 +1,8 @@
 """The data path of the client and the executor: how objects are encoded, named, written into
 the node-local store, checked in transit and opened again.
 
-The encoding comes from one import below: ``_codec`` (the Arrow codec of issue 3) once it is in
-the package, else the stand-in ``_fallback_codec`` with the same API.
+The encoding is the Arrow codec (``bulletin._codec``), imported here only: every other module
+encodes and decodes through this one.
 """
 
 from __future__ import annotations
@@ -16,10 +16,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-try:  # the one switch between the Arrow codec and its stand-in
-    from ._codec import decode, encode, peek_kind  # noqa: F401
-except ImportError:  # pragma: no cover - depends on which branch is merged
-    from ._fallback_codec import decode, encode, peek_kind  # noqa: F401
+from ._codec import decode, encode, peek_kind  # noqa: F401
 
 STAGE_PREFIX = ".stage-"
 
