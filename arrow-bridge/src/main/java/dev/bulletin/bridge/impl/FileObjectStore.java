@@ -13,15 +13,12 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.UUID;
 import java.util.stream.Stream;
 
 /**
@@ -32,37 +29,20 @@ import java.util.stream.Stream;
  */
 public final class FileObjectStore implements ObjectStore {
 
-  static final String TEMP_PREFIX = ".tmp-";
   private static final String MARKER = ".bulletin-store";
 
   private final Path root;
   private final Path spillRoot;
   private final long capacity;
-  private final Map<ObjectKey, Entry> entries = new HashMap<>();
-  /** Bytes of in-memory objects plus room reserved by uploads in progress. */
-  private long memoryBytes;
-  private long spilledBytes;
-  private long clock;
-
-  private static final class Entry {
-    final ObjectKey key;
-    final long size;
-    int references;
-    int leases;
-    boolean spilled;
-    long lastUse;
-    ArrowMetadata.Parsed metadata;
-
-    Entry(ObjectKey key, long size) {
-      this.key = key;
-      this.size = size;
-    }
-  }
+  private final StoreLayout layout;
+  private final StoreTable table;
 
   public FileObjectStore(StoreOptions options) {
     this.root = options.folder();
     this.spillRoot = options.spillFolder();
     this.capacity = options.capacityBytes();
+    this.layout = new StoreLayout(root, spillRoot);
+    this.table = new StoreTable(layout, capacity);
     try {
       prepare(root);
       if (spillRoot != null) {
@@ -117,26 +97,23 @@ public final class FileObjectStore implements ObjectStore {
   }
 
   private Path memoryPath(ObjectKey key) {
-    return root.resolve(key.namespace()).resolve(key.id().hex());
+    return layout.memoryPath(key);
   }
 
-  private Path spillPath(ObjectKey key) {
-    return spillRoot.resolve(key.namespace()).resolve(key.id().hex());
-  }
-
-  private Path pathOf(Entry entry) {
-    return entry.spilled ? spillPath(entry.key) : memoryPath(entry.key);
+  private Path pathOf(StoreTable.Entry entry) {
+    return layout.pathOf(entry);
   }
 
   Path tempPath(String namespace) {
-    return folderOf(namespace).resolve(TEMP_PREFIX + UUID.randomUUID());
+    folderOf(namespace);
+    return layout.tempPath(namespace);
   }
 
   // ---- writing -----------------------------------------------------------------------------
 
   @Override
   public synchronized ObjectKey put(ObjectKey key, ByteBuffer bytes) {
-    Entry existing = entries.get(key);
+    StoreTable.Entry existing = table.get(key);
     if (existing != null) {
       existing.references++;
       touch(existing);
@@ -165,7 +142,7 @@ public final class FileObjectStore implements ObjectStore {
     checkFits(key, size);
     synchronized (this) {
       makeRoom(size, key);
-      memoryBytes += size; // reserved until commit or close
+      table.reserve(size); // until commit or close
     }
     try {
       return new FileUpload(this, key, size, tempPath(key.namespace()));
@@ -176,14 +153,14 @@ public final class FileObjectStore implements ObjectStore {
   }
 
   synchronized void unreserve(long size) {
-    memoryBytes -= size;
+    table.unreserve(size);
   }
 
   /** Publishes a finished upload; its reserved room becomes the object's (or is given back). */
   synchronized ObjectKey commitUpload(ObjectKey key, long size, Path temp) {
-    Entry existing = entries.get(key);
+    StoreTable.Entry existing = table.get(key);
     if (existing != null) {
-      memoryBytes -= size;
+      table.unreserve(size);
       Files2.deleteQuietly(temp);
       existing.references++;
       touch(existing);
@@ -192,11 +169,11 @@ public final class FileObjectStore implements ObjectStore {
     try {
       Files2.publish(temp, memoryPath(key));
     } catch (IOException e) {
-      memoryBytes -= size;
+      table.unreserve(size);
       Files2.deleteQuietly(temp);
       throw new ObjectStoreException("cannot publish object " + key + ": " + e, e);
     }
-    memoryBytes -= size; // add() counts it again as an object
+    table.unreserve(size); // add() counts it again as an object
     add(key, size).references = 1;
     return key;
   }
@@ -216,7 +193,7 @@ public final class FileObjectStore implements ObjectStore {
       throw new ObjectStoreException("staged object " + staged + " for " + key
           + " cannot be read: " + e, e);
     }
-    Entry existing = entries.get(key);
+    StoreTable.Entry existing = table.get(key);
     if (existing != null) {
       Files2.deleteQuietly(staged);
       existing.references++;
@@ -242,16 +219,16 @@ public final class FileObjectStore implements ObjectStore {
     return key;
   }
 
-  private Entry add(ObjectKey key, long size) {
-    Entry entry = new Entry(key, size);
-    memoryBytes += size;
-    touch(entry);
-    entries.put(key, entry);
-    return entry;
+  private StoreTable.Entry add(ObjectKey key, long size) {
+    return table.add(key, size);
   }
 
-  private void touch(Entry entry) {
-    entry.lastUse = ++clock;
+  private void touch(StoreTable.Entry entry) {
+    table.touch(entry);
+  }
+
+  private void makeRoom(long needed, ObjectKey forKey) {
+    table.makeRoom(needed, forKey);
   }
 
   private void checkFits(ObjectKey key, long size) {
@@ -268,102 +245,10 @@ public final class FileObjectStore implements ObjectStore {
 
   // ---- making room -------------------------------------------------------------------------
 
-  /**
-   * Evicts unreferenced objects, then spills referenced ones, least recently used first, until
-   * {@code needed} more bytes fit. Objects leased by running calls stay.
-   */
-  private void makeRoom(long needed, ObjectKey forKey) {
-    while (memoryBytes + needed > capacity) {
-      Entry victim = leastRecentlyUsed(true);
-      if (victim != null) {
-        Files2.deleteQuietly(memoryPath(victim.key));
-        entries.remove(victim.key);
-        memoryBytes -= victim.size;
-        continue;
-      }
-      victim = leastRecentlyUsed(false);
-      if (victim == null) {
-        throw new StoreFullException("the object store cannot make room for " + forKey.id()
-            + " (" + needed + " bytes): " + memoryBytes + " of " + capacity + " bytes are held"
-            + " by running calls; retry when they end, or start the cluster with a larger"
-            + " --store-capacity");
-      }
-      spill(victim, needed, forKey);
-    }
-  }
-
-  private Entry leastRecentlyUsed(boolean unreferenced) {
-    Entry best = null;
-    for (Entry entry : entries.values()) {
-      if (entry.spilled || entry.leases > 0 || (entry.references == 0) != unreferenced) {
-        continue;
-      }
-      if (best == null || entry.lastUse < best.lastUse) {
-        best = entry;
-      }
-    }
-    return best;
-  }
-
-  private void spill(Entry victim, long needed, ObjectKey forKey) {
-    if (spillRoot == null) {
-      throw new StoreFullException("the object store is full: " + forKey.id() + " needs " + needed
-          + " bytes, " + memoryBytes + " of " + capacity + " are held by referenced objects and"
-          + " no spill folder is configured (--spill-dir)");
-    }
-    Path folder = spillRoot.resolve(victim.key.namespace());
-    Path temp = folder.resolve(TEMP_PREFIX + UUID.randomUUID());
-    try {
-      Files2.ownerOnlyFolder(folder);
-      Files.copy(memoryPath(victim.key), temp, StandardCopyOption.COPY_ATTRIBUTES);
-      Files2.publish(temp, spillPath(victim.key));
-    } catch (IOException e) {
-      Files2.deleteQuietly(temp);
-      throw new StoreFullException("the object store is full and spilling failed: " + forKey.id()
-          + " needs " + needed + " bytes, " + memoryBytes + " of " + capacity + " are in use, and"
-          + " writing " + victim.key.id() + " (" + victim.size + " bytes) to the spill folder "
-          + spillRoot + " failed: " + e + ". Free disk space there or give another --spill-dir", e);
-    }
-    Files2.deleteQuietly(memoryPath(victim.key));
-    victim.spilled = true;
-    memoryBytes -= victim.size;
-    spilledBytes += victim.size;
-  }
-
-  /** Reads a spilled object back into memory when room can be made; else it stays on disk. */
-  private void unspill(Entry entry) {
-    if (!entry.spilled || memoryBytes + entry.size > capacity && !canMakeRoom(entry)) {
-      return;
-    }
-    Path temp = tempPath(entry.key.namespace());
-    try {
-      makeRoom(entry.size, entry.key);
-      Files.copy(spillPath(entry.key), temp);
-      Files2.publish(temp, memoryPath(entry.key));
-    } catch (IOException | StoreFullException e) {
-      Files2.deleteQuietly(temp);
-      return; // served from the spill folder
-    }
-    Files2.deleteQuietly(spillPath(entry.key));
-    entry.spilled = false;
-    spilledBytes -= entry.size;
-    memoryBytes += entry.size;
-  }
-
-  private boolean canMakeRoom(Entry entry) {
-    long movable = 0;
-    for (Entry other : entries.values()) {
-      if (!other.spilled && other.leases == 0 && other != entry) {
-        movable += other.size;
-      }
-    }
-    return memoryBytes - movable + entry.size <= capacity;
-  }
-
   // ---- reading -----------------------------------------------------------------------------
 
-  private Entry entry(ObjectKey key) {
-    Entry entry = entries.get(key);
+  private StoreTable.Entry entry(ObjectKey key) {
+    StoreTable.Entry entry = table.get(key);
     if (entry == null) {
       throw new ObjectStoreException("object " + key + " is not in the store");
     }
@@ -372,12 +257,12 @@ public final class FileObjectStore implements ObjectStore {
 
   @Override
   public synchronized boolean contains(ObjectKey key) {
-    return entries.containsKey(key);
+    return table.get(key) != null;
   }
 
   @Override
   public synchronized boolean retainIfPresent(ObjectKey key) {
-    Entry entry = entries.get(key);
+    StoreTable.Entry entry = table.get(key);
     if (entry == null) {
       return false;
     }
@@ -393,7 +278,7 @@ public final class FileObjectStore implements ObjectStore {
 
   @Override
   public ObjectInfo info(ObjectKey key) {
-    Entry entry;
+    StoreTable.Entry entry;
     Path path;
     synchronized (this) {
       entry = entry(key);
@@ -414,7 +299,7 @@ public final class FileObjectStore implements ObjectStore {
 
   @Override
   public synchronized ByteBuffer read(ObjectKey key) {
-    Entry entry = entry(key);
+    StoreTable.Entry entry = entry(key);
     touch(entry);
     try (FileChannel in = FileChannel.open(pathOf(entry), StandardOpenOption.READ)) {
       return in.map(FileChannel.MapMode.READ_ONLY, 0, in.size());
@@ -425,7 +310,7 @@ public final class FileObjectStore implements ObjectStore {
 
   @Override
   public synchronized byte[] readSmall(ObjectKey key) {
-    Entry entry = entry(key);
+    StoreTable.Entry entry = entry(key);
     touch(entry);
     try {
       return Files.readAllBytes(pathOf(entry));
@@ -438,17 +323,17 @@ public final class FileObjectStore implements ObjectStore {
 
   @Override
   public synchronized Lease lease(Collection<ObjectKey> keys) {
-    List<Entry> leased = new ArrayList<>();
+    List<StoreTable.Entry> leased = new ArrayList<>();
     for (ObjectKey key : new java.util.LinkedHashSet<>(keys)) {
       leased.add(entry(key)); // all present before any is held
     }
     Map<ObjectKey, Path> paths = new LinkedHashMap<>();
-    for (Entry entry : leased) {
+    for (StoreTable.Entry entry : leased) {
       entry.leases++;
       touch(entry);
     }
-    for (Entry entry : leased) {
-      unspill(entry);
+    for (StoreTable.Entry entry : leased) {
+      table.unspill(entry);
       paths.put(entry.key, pathOf(entry));
     }
     return new StoreLease(this, paths);
@@ -456,7 +341,7 @@ public final class FileObjectStore implements ObjectStore {
 
   synchronized void endLease(Collection<ObjectKey> keys) {
     for (ObjectKey key : keys) {
-      Entry entry = entries.get(key);
+      StoreTable.Entry entry = table.get(key);
       if (entry != null && entry.leases > 0) {
         entry.leases--;
       }
@@ -467,40 +352,29 @@ public final class FileObjectStore implements ObjectStore {
 
   @Override
   public synchronized void retain(ObjectKey key) {
-    Entry entry = entry(key);
+    StoreTable.Entry entry = entry(key);
     entry.references++;
     touch(entry);
   }
 
   @Override
   public synchronized void release(ObjectKey key) {
-    Entry entry = entries.get(key);
+    StoreTable.Entry entry = table.get(key);
     if (entry == null || entry.references == 0) {
       return;
     }
     entry.references--;
     if (entry.references == 0 && entry.spilled && entry.leases == 0) {
-      // Disk is not a cache: a spilled object nobody holds goes at once.
-      Files2.deleteQuietly(spillPath(key));
-      spilledBytes -= entry.size;
-      entries.remove(key);
+      table.remove(entry); // disk is not a cache: a spilled object nobody holds goes at once
     }
   }
 
   @Override
   public synchronized void dropUnreferenced(String namespace, String stagedPrefix) {
-    entries.values().removeIf(entry -> {
-      if (!entry.key.namespace().equals(namespace) || entry.references > 0 || entry.leases > 0) {
-        return false;
-      }
-      Files2.deleteQuietly(pathOf(entry));
-      if (entry.spilled) {
-        spilledBytes -= entry.size;
-      } else {
-        memoryBytes -= entry.size;
-      }
-      return true;
-    });
+    List<StoreTable.Entry> unused = table.all().stream()
+        .filter(entry -> entry.key.namespace().equals(namespace) && entry.references == 0
+            && entry.leases == 0).toList();
+    unused.forEach(table::remove);
     if (stagedPrefix != null && !stagedPrefix.isEmpty()) {
       Path folder = root.resolve(namespace);
       if (Files.isDirectory(folder)) {
@@ -516,24 +390,17 @@ public final class FileObjectStore implements ObjectStore {
 
   @Override
   public synchronized int objectCount() {
-    return entries.size();
+    return table.size();
   }
 
   @Override
   public synchronized StoreStats stats() {
-    int referenced = 0;
-    int spilled = 0;
-    for (Entry entry : entries.values()) {
-      referenced += entry.references > 0 ? 1 : 0;
-      spilled += entry.spilled ? 1 : 0;
-    }
-    return new StoreStats(entries.size(), referenced, spilled, memoryBytes, spilledBytes,
-        capacity);
+    return table.stats();
   }
 
   @Override
   public synchronized void close() {
-    entries.clear();
+    table.clear();
     Files2.deleteTree(root);
     Files2.deleteTree(spillRoot);
   }

@@ -1,0 +1,197 @@
+package dev.bulletin.bridge.impl;
+
+import dev.bulletin.bridge.ObjectKey;
+import dev.bulletin.bridge.StoreFullException;
+import dev.bulletin.bridge.StoreStats;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.UUID;
+
+/**
+ * The store's table of objects and its memory accounting: which objects exist, their references
+ * and leases, and the policy that makes room (evict the least recently used unreferenced object,
+ * else spill the least recently used referenced one). Not thread-safe: the store's lock guards it.
+ */
+final class StoreTable {
+
+  static final class Entry {
+    final ObjectKey key;
+    final long size;
+    int references;
+    int leases;
+    boolean spilled;
+    long lastUse;
+    ArrowMetadata.Parsed metadata;
+
+    Entry(ObjectKey key, long size) {
+      this.key = key;
+      this.size = size;
+    }
+  }
+
+  private final StoreLayout layout;
+  private final long capacity;
+  private final Map<ObjectKey, Entry> entries = new HashMap<>();
+  /** Bytes of in-memory objects plus room reserved by uploads in progress. */
+  private long memoryBytes;
+  private long spilledBytes;
+  private long clock;
+
+  StoreTable(StoreLayout layout, long capacity) {
+    this.layout = layout;
+    this.capacity = capacity;
+  }
+
+  Entry get(ObjectKey key) {
+    return entries.get(key);
+  }
+
+  Collection<Entry> all() {
+    return entries.values();
+  }
+
+  int size() {
+    return entries.size();
+  }
+
+  Entry add(ObjectKey key, long size) {
+    Entry entry = new Entry(key, size);
+    memoryBytes += size;
+    touch(entry);
+    entries.put(key, entry);
+    return entry;
+  }
+
+  void touch(Entry entry) {
+    entry.lastUse = ++clock;
+  }
+
+  void reserve(long size) {
+    memoryBytes += size;
+  }
+
+  void unreserve(long size) {
+    memoryBytes -= size;
+  }
+
+  /** Forgets an entry and deletes its file. */
+  void remove(Entry entry) {
+    Files2.deleteQuietly(layout.pathOf(entry));
+    entries.remove(entry.key);
+    if (entry.spilled) {
+      spilledBytes -= entry.size;
+    } else {
+      memoryBytes -= entry.size;
+    }
+  }
+
+  void clear() {
+    entries.clear();
+  }
+
+  StoreStats stats() {
+    int referenced = 0;
+    int spilled = 0;
+    for (Entry entry : entries.values()) {
+      referenced += entry.references > 0 ? 1 : 0;
+      spilled += entry.spilled ? 1 : 0;
+    }
+    return new StoreStats(entries.size(), referenced, spilled, memoryBytes, spilledBytes,
+        capacity);
+  }
+
+  /**
+   * Evicts unreferenced objects, then spills referenced ones, least recently used first, until
+   * {@code needed} more bytes fit. Objects leased by running calls stay.
+   */
+  void makeRoom(long needed, ObjectKey forKey) {
+    while (memoryBytes + needed > capacity) {
+      Entry victim = leastRecentlyUsed(true);
+      if (victim != null) {
+        remove(victim);
+        continue;
+      }
+      victim = leastRecentlyUsed(false);
+      if (victim == null) {
+        throw new StoreFullException("the object store cannot make room for " + forKey.id()
+            + " (" + needed + " bytes): " + memoryBytes + " of " + capacity + " bytes are held"
+            + " by running calls; retry when they end, or start the cluster with a larger"
+            + " --store-capacity");
+      }
+      spill(victim, needed, forKey);
+    }
+  }
+
+  private Entry leastRecentlyUsed(boolean unreferenced) {
+    Entry best = null;
+    for (Entry entry : entries.values()) {
+      if (entry.spilled || entry.leases > 0 || (entry.references == 0) != unreferenced) {
+        continue;
+      }
+      if (best == null || entry.lastUse < best.lastUse) {
+        best = entry;
+      }
+    }
+    return best;
+  }
+
+  private void spill(Entry victim, long needed, ObjectKey forKey) {
+    if (layout.spillRoot() == null) {
+      throw new StoreFullException("the object store is full: " + forKey.id() + " needs " + needed
+          + " bytes, " + memoryBytes + " of " + capacity + " are held by referenced objects and"
+          + " no spill folder is configured (--spill-dir)");
+    }
+    Path folder = layout.spillRoot().resolve(victim.key.namespace());
+    Path temp = folder.resolve(StoreLayout.TEMP_PREFIX + UUID.randomUUID());
+    try {
+      Files2.ownerOnlyFolder(folder);
+      Files.copy(layout.memoryPath(victim.key), temp, StandardCopyOption.COPY_ATTRIBUTES);
+      Files2.publish(temp, layout.spillPath(victim.key));
+    } catch (IOException e) {
+      Files2.deleteQuietly(temp);
+      throw new StoreFullException("the object store is full and spilling failed: " + forKey.id()
+          + " needs " + needed + " bytes, " + memoryBytes + " of " + capacity + " are in use, and"
+          + " writing " + victim.key.id() + " (" + victim.size + " bytes) to the spill folder "
+          + layout.spillRoot() + " failed: " + e + ". Free disk space there or give another --spill-dir", e);
+    }
+    Files2.deleteQuietly(layout.memoryPath(victim.key));
+    victim.spilled = true;
+    memoryBytes -= victim.size;
+    spilledBytes += victim.size;
+  }
+
+  /** Reads a spilled object back into memory when room can be made; else it stays on disk. */
+  void unspill(Entry entry) {
+    if (!entry.spilled || memoryBytes + entry.size > capacity && !canMakeRoom(entry)) {
+      return;
+    }
+    Path temp = layout.tempPath(entry.key.namespace());
+    try {
+      makeRoom(entry.size, entry.key);
+      Files.copy(layout.spillPath(entry.key), temp);
+      Files2.publish(temp, layout.memoryPath(entry.key));
+    } catch (IOException | StoreFullException e) {
+      Files2.deleteQuietly(temp);
+      return; // served from the spill folder
+    }
+    Files2.deleteQuietly(layout.spillPath(entry.key));
+    entry.spilled = false;
+    spilledBytes -= entry.size;
+    memoryBytes += entry.size;
+  }
+
+  private boolean canMakeRoom(Entry entry) {
+    long movable = 0;
+    for (Entry other : entries.values()) {
+      if (!other.spilled && other.leases == 0 && other != entry) {
+        movable += other.size;
+      }
+    }
+    return memoryBytes - movable + entry.size <= capacity;
+  }
+}
