@@ -19,6 +19,7 @@ import dev.bulletin.worker.WorkerOptions;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.http.HttpServer;
+import io.vertx.core.http.Http2Settings;
 import io.vertx.core.http.HttpServerOptions;
 import io.vertx.grpc.server.GrpcServer;
 import io.vertx.grpc.server.GrpcServerOptions;
@@ -28,6 +29,8 @@ import io.vertx.grpc.server.GrpcServerOptions;
  * runtime: the state is not shared between event loops.
  */
 public final class RuntimeVerticle extends VerticleBase {
+  /** Per-stream HTTP/2 flow-control window: eight 1 MiB object chunks in flight. */
+  static final int OBJECT_WINDOW_BYTES = 8 << 20;
   private final RuntimeOptions options;
   private final WorkerAgent agent;
   private final String clusterId;
@@ -72,7 +75,9 @@ public final class RuntimeVerticle extends VerticleBase {
         RuntimeOptions.MAX_MESSAGE_BYTES, stopCluster).mount(grpc, auth);
     new WorkerAttachApi(vertx, plane, clusterId, version, options.inlineLimitBytes(),
         RuntimeOptions.MAX_MESSAGE_BYTES).mount(grpc, auth);
-    server = vertx.createHttpServer(new HttpServerOptions().setHost(options.host())
+    server = vertx.createHttpServer(new HttpServerOptions()
+        .setInitialSettings(new Http2Settings().setInitialWindowSize(OBJECT_WINDOW_BYTES))
+        .setHttp2ConnectionWindowSize(4 * OBJECT_WINDOW_BYTES).setHost(options.host())
         .setPort(options.port()).setTcpNoDelay(true));
     return server.requestHandler(grpc).listen().compose(listening -> poolRunner == null
         ? Future.succeededFuture() : startPools(pools, poolRunner));
