@@ -84,6 +84,13 @@ class Executor:
         self._write(result_path, encoded)
         return f"{kind} {encoded.digest()} {encoded.nbytes} {run_seconds:.6f}"
 
+    @staticmethod
+    def _already_stored(result_path: str, encoded) -> bool:
+        """Content addressing: when the store already holds these bytes (the function returned
+        its argument, or a value computed before), there is nothing to write."""
+        folder = os.path.dirname(result_path)
+        return os.path.exists(os.path.join(folder, encoded.digest()))
+
     def _function(self, path: str):
         key = os.path.basename(path)  # the content id: equal ids, equal functions
         fn = self._functions.get(key)
@@ -115,14 +122,14 @@ class Executor:
 
         return tuple(resolve(a) for a in args), {k: resolve(v) for k, v in kwargs.items()}
 
-    @staticmethod
-    def _write(result_path: str, encoded) -> None:
+    def _write(self, result_path: str, encoded) -> None:
         """Writes the result where the agent expects it; the agent publishes it atomically."""
         try:
             os.unlink(result_path)  # left by an earlier attempt of the same task
         except FileNotFoundError:
             pass
-        write_file(Path(result_path), encoded)
+        if not self._already_stored(result_path, encoded):
+            write_file(Path(result_path), encoded)
 
 
 def _end_marker(task_id: str) -> None:

@@ -154,3 +154,16 @@ def test_call_failing_before_entering_the_function_shows_no_executor_frames(stor
     kind, envelope = run(Executor(store.path), store, abs, 1, 2)
     assert kind == "raised" and "bulletin/_executor.py" not in envelope["traceback"]
     assert envelope["traceback"].startswith("TypeError")
+
+
+def test_a_result_already_in_the_store_is_not_written_again(store):
+    import numpy as np
+    data = np.arange(1 << 16, dtype=np.float32)
+    ref = store.put(data)
+    staged = store.path / ".result-t-echo"
+    line = Executor(store.path).run("t-echo", str(store.path / store.put(lambda x: x)),
+                                    str(store.path / store.put(((StoreRef(ref),), {}))),
+                                    f"{ref} {store.path / ref}\n", str(staged))
+    kind, result_id, size, _ = line.split()
+    assert (kind, result_id) == ("ok", ref)  # same bytes, same id: the arguments' object
+    assert not staged.exists()

@@ -43,7 +43,7 @@ public interface ObjectStore extends AutoCloseable {
    * Publishes a file someone wrote next to the objects (an executor's result, a same-host
    * client's upload) under its id, and takes one reference. {@code staged} must be a temporary
    * (dot-prefixed) file in the key's namespace folder. If the object already exists the staged
-   * file is deleted.
+   * file is deleted (or need not exist: a writer that saw the object may skip writing it).
    *
    * @throws ObjectStoreException if the staged file is missing or in the wrong place
    */

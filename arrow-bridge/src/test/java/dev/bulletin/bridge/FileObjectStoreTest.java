@@ -192,6 +192,11 @@ class FileObjectStoreTest {
       assertFalse(Files.exists(again));
       assertEquals(2, store.info(k).references());
       assertEquals(64, store.stats().memoryBytes());
+      // A writer that saw the object already there wrote nothing: adoption still counts it.
+      store.adopt(k, store.folderOf("ada").resolve(".stage-never-written"));
+      assertEquals(3, store.info(k).references());
+      assertThrows(ObjectStoreException.class,
+          () -> store.adopt(key("ada", 9), store.folderOf("ada").resolve(".stage-missing")));
       Path elsewhere = store.folderOf("bob").resolve(".stage-3");
       Files.write(elsewhere, new byte[1]);
       assertThrows(ObjectStoreException.class, () -> store.adopt(key("ada", 6), elsewhere));

@@ -186,19 +186,20 @@ public final class FileObjectStore implements ObjectStore {
       throw new ObjectStoreException("a staged object must be a dot-prefixed file in " + folder
           + ", got " + staged);
     }
+    StoreTable.Entry existing = table.get(key);
+    if (existing != null) {
+      // Equal bytes are already here (the writer may have seen them and written nothing).
+      Files2.deleteQuietly(staged);
+      existing.references++;
+      touch(existing);
+      return key;
+    }
     long size;
     try {
       size = Files.size(staged);
     } catch (IOException e) {
       throw new ObjectStoreException("staged object " + staged + " for " + key
           + " cannot be read: " + e, e);
-    }
-    StoreTable.Entry existing = table.get(key);
-    if (existing != null) {
-      Files2.deleteQuietly(staged);
-      existing.references++;
-      touch(existing);
-      return key;
     }
     if (size > capacity) {
       Files2.deleteQuietly(staged);
