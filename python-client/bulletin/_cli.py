@@ -20,6 +20,16 @@ def _gpus_arg(value: str) -> str:
     raise argparse.ArgumentTypeError(f"expected 'auto' or a number of GPUs, got {value!r}")
 
 
+def _add_offer_arguments(parser: argparse.ArgumentParser) -> None:
+    """What this machine offers: shared by `up` (its embedded worker) and `worker`."""
+    parser.add_argument("--gpus", type=_gpus_arg, default="auto", metavar="auto|N",
+                        help="GPUs of this machine to offer (default: auto, all that are found)")
+    parser.add_argument("--cpus", type=int, default=0, metavar="N",
+                        help="CPU slots (default: all cores)")
+    parser.add_argument("--simulate-gpus", type=int, default=0, metavar="N",
+                        help="pretend to have N GPUs, for trying bulletin on a machine without any")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bulletin",
@@ -31,12 +41,7 @@ def _parser() -> argparse.ArgumentParser:
         "up", help="start a runtime with a local worker on this machine",
         description="Start the bulletin runtime with a local worker in the background, creating "
                     "the owner's token if needed. Does nothing if one is already up.")
-    up.add_argument("--gpus", type=_gpus_arg, default="auto", metavar="auto|N",
-                    help="GPUs of this machine to use (default: auto, all that are found)")
-    up.add_argument("--cpus", type=int, default=0, metavar="N",
-                    help="CPU slots (default: all cores)")
-    up.add_argument("--simulate-gpus", type=int, default=0, metavar="N",
-                    help="pretend to have N GPUs, for trying bulletin on a machine without any")
+    _add_offer_arguments(up)
     up.add_argument("--port", type=int, default=DEFAULT_PORT, metavar="N",
                     help=f"port of the gRPC API (default: {DEFAULT_PORT})")
     up.add_argument("--host", default="127.0.0.1", metavar="ADDR",
@@ -74,12 +79,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="the pool this worker belongs to (set by providers)")
     worker.add_argument("--worker-id", metavar="ID",
                         help="name in status and logs (default: HOST-PID); unique per cluster")
-    worker.add_argument("--gpus", type=_gpus_arg, default="auto", metavar="auto|N",
-                        help="GPUs of this machine to offer (default: auto, all that are found)")
-    worker.add_argument("--simulate-gpus", type=int, default=0, metavar="N",
-                        help="pretend to have N GPUs (machines without any, tests)")
-    worker.add_argument("--cpus", type=int, default=0, metavar="N",
-                        help="CPU slots (default: all cores)")
+    _add_offer_arguments(worker)
     worker.add_argument("--memory", metavar="SIZE", help="memory to offer, e.g. 64GiB")
     worker.add_argument("--expires-at", type=float, default=0.0, metavar="EPOCH_SECONDS",
                         help="when this worker's allocation ends (e.g. Slurm walltime); it takes "

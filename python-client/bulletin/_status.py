@@ -47,6 +47,7 @@ class WorkerInfo:
     pool: str = ""
     state: str = "ready"
     remote: bool = False
+    provider_handle: str = ""  # e.g. "slurm:1234"
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,8 @@ class ClusterStatus:
         workers = tuple(
             WorkerInfo(w.worker_id, w.host, Slots._from_proto(w.gpus), Slots._from_proto(w.cpus),
                        w.memory_bytes, w.simulated_gpus, w.executors, w.idle_executors,
-                       tuple(w.gpu_names), w.pool, w.state or "ready", w.remote)
+                       tuple(w.gpu_names), w.pool, w.state or "ready", w.remote,
+                       w.provider_handle)
             for w in msg.workers)
         queue = tuple(
             QueuedCall(q.task_id, q.name, q.user, q.resources.gpus, q.resources.cpus,

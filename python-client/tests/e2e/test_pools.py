@@ -95,3 +95,33 @@ def test_a_gpu_call_no_pool_can_serve_is_still_infeasible(tmp_path):
                 client.submit(executor_id, gpus=4).result(timeout=CALL_SECONDS)
     finally:
         head.stop()
+
+
+@pytest.mark.skipif(slurm_partition() is None,
+                    reason="no Slurm here (`make slurm-up` starts the one-node test Slurm; it "
+                           "needs root and apt)")
+def test_a_slurm_worker_job_cancelled_mid_call_fails_the_call_or_reruns_it(tmp_path):
+    from cluster_support import wait_for_file
+    config = pool_config(tmp_path, "slurm",
+                         slurm=f"{{partition: {slurm_partition()}, simulate_gpus: true}}")
+    head = start_cluster(tmp_path / "home", "--config", config, gpus=0, cpus=1)
+    try:
+        with head.client() as client:
+            gate = tmp_path / "gate"
+            lost = client.submit(wait_for_file, str(gate), 120, gpus=1)
+            rerun = client.submit(wait_for_file, str(gate), 120, gpus=1, retries=1)
+            wait_until(lambda: lost.status == "running", timeout=SCALE_SECONDS,
+                       what="the call to start on a Slurm worker")
+            worker = lost.placement.worker_id
+            handle = next(w.provider_handle for w in client.status().workers
+                          if w.worker_id == worker)
+            assert handle.startswith("slurm:")
+            subprocess.run(["scancel", handle.split(":", 1)[1]], check=True)
+            with pytest.raises(bulletin.WorkerLostError, match=worker):
+                lost.result(timeout=SCALE_SECONDS)
+            # The call with a retry waits for the pool's next worker and runs there.
+            gate.touch()
+            assert rerun.result(timeout=SCALE_SECONDS) is True
+            assert rerun.placement.worker_id != worker
+    finally:
+        head.stop()

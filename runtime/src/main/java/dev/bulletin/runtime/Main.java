@@ -2,16 +2,13 @@ package dev.bulletin.runtime;
 
 import dev.bulletin.runtime.identity.RuntimeConfig;
 import dev.bulletin.runtime.pool.WorkerProviders;
-import dev.bulletin.worker.GpuInventory;
-import dev.bulletin.worker.GpuInventoryDetection;
 import dev.bulletin.worker.WorkerOptions;
-import java.lang.management.ManagementFactory;
 import java.nio.file.Path;
-import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -33,21 +30,8 @@ public final class Main implements Callable<Integer> {
   @Option(names = "--port", defaultValue = "8770", description = "Port (default: ${DEFAULT-VALUE}; 0 = any free).")
   int port;
 
-  @Option(names = "--python", required = true, description = "Python interpreter with the bulletin package, for executors.")
-  Path python;
-
-  @Option(names = "--gpus", defaultValue = "auto", description = "GPUs to offer: auto (all nvidia-smi reports) or N.")
-  String gpus;
-
-  @Option(names = "--simulate-gpus", defaultValue = "0",
-      description = "Advertise N simulated GPU slots (for machines without GPUs).")
-  int simulateGpus;
-
-  @Option(names = "--cpus", description = "CPU slots to offer (default: the machine's cores).")
-  Integer cpus;
-
-  @Option(names = "--warm-cpu-executors", defaultValue = "2", description = "CPU executors kept warm (default: ${DEFAULT-VALUE}).")
-  int warmCpuExecutors;
+  @Mixin
+  ResourceOptions resources = new ResourceOptions();
 
   @Option(names = "--config", description = "YAML config file (users and their tokens).")
   Path config;
@@ -78,10 +62,7 @@ public final class Main implements Callable<Integer> {
     String workerToken = System.getenv("BULLETIN_WORKER_TOKEN");
     String ownerUser = System.getenv().getOrDefault("BULLETIN_OWNER_USER",
         System.getProperty("user.name"));
-    GpuInventory inventory = GpuInventoryDetection.resolve(gpus, simulateGpus);
-    int cpuSlots = cpus != null ? cpus : Runtime.getRuntime().availableProcessors();
-    WorkerOptions worker = new WorkerOptions("local", python, inventory, cpuSlots, totalMemory(),
-        warmCpuExecutors, 60_000, Map.of());
+    WorkerOptions worker = resources.worker("local");
     RuntimeConfig runtimeConfig = config != null ? RuntimeConfig.load(config) : RuntimeConfig.empty();
     WorkerProviders.check(runtimeConfig.pools()); // a missing partition fails here, not later
     RuntimeOptions options = new RuntimeOptions(home, host, port, ownerToken, ownerUser,
@@ -92,20 +73,11 @@ public final class Main implements Callable<Integer> {
     BulletinRuntime runtime = BulletinRuntime.start(options, stop::countDown);
     Runtime.getRuntime().addShutdownHook(new Thread(runtime::close, "bulletin-close"));
     System.out.println("bulletin runtime " + BulletinRuntime.VERSION + " serving at "
-        + runtime.address() + " (cluster " + runtime.clusterId() + "; " + inventory.count()
-        + " GPU" + (inventory.count() == 1 ? "" : "s") + (inventory.simulated() ? " simulated" : "")
-        + ", " + cpuSlots + " CPUs; store " + runtime.store().root() + ")");
+        + runtime.address() + " (cluster " + runtime.clusterId() + "; "
+        + ResourceOptions.describe(worker) + "; store " + runtime.store().root() + ")");
     stop.await();
     runtime.close();
     return 0;
-  }
-
-  static long totalMemory() {
-    var os = ManagementFactory.getOperatingSystemMXBean();
-    if (os instanceof com.sun.management.OperatingSystemMXBean sun) {
-      return sun.getTotalMemorySize();
-    }
-    return Runtime.getRuntime().maxMemory();
   }
 
   public static void main(String[] args) {

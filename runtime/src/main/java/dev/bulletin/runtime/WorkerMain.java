@@ -4,15 +4,13 @@ import dev.bulletin.bridge.ObjectStores;
 import dev.bulletin.runtime.node.WorkerNode;
 import dev.bulletin.runtime.node.WorkerNodeOptions;
 import dev.bulletin.runtime.node.WorkerRefusedException;
-import dev.bulletin.worker.GpuInventory;
-import dev.bulletin.worker.GpuInventoryDetection;
 import dev.bulletin.worker.WorkerOptions;
 import java.net.InetAddress;
 import java.nio.file.Path;
-import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -30,26 +28,14 @@ public final class WorkerMain implements Callable<Integer> {
   @Option(names = "--head", required = true, description = "The runtime's address, HOST:PORT.")
   String head;
 
-  @Option(names = "--python", required = true, description = "Python interpreter with the bulletin package, for executors.")
-  Path python;
-
   @Option(names = "--pool", defaultValue = "", description = "The pool this worker belongs to (set by providers).")
   String pool;
 
   @Option(names = "--worker-id", description = "Name in status and logs (default: HOST-PID).")
   String workerId;
 
-  @Option(names = "--gpus", defaultValue = "auto", description = "GPUs to offer: auto (all nvidia-smi reports) or N.")
-  String gpus;
-
-  @Option(names = "--simulate-gpus", defaultValue = "0", description = "Advertise N simulated GPU slots.")
-  int simulateGpus;
-
-  @Option(names = "--cpus", description = "CPU slots to offer (default: the machine's cores).")
-  Integer cpus;
-
-  @Option(names = "--memory", description = "Memory to offer, e.g. 16GiB (default: the machine's).")
-  String memory;
+  @Mixin
+  ResourceOptions resources = new ResourceOptions();
 
   @Option(names = "--expires-at", defaultValue = "0",
       description = "Epoch seconds when this worker's allocation ends; it takes no call it cannot finish by then.")
@@ -59,8 +45,6 @@ public final class WorkerMain implements Callable<Integer> {
       description = "Object store folder (default: /dev/shm/bulletin-worker-<id>-<pid>).")
   Path storeDir;
 
-  @Option(names = "--warm-cpu-executors", defaultValue = "1", description = "CPU executors kept warm (default: ${DEFAULT-VALUE}).")
-  int warmCpuExecutors;
 
   @Override
   public Integer call() throws Exception {
@@ -76,11 +60,7 @@ public final class WorkerMain implements Callable<Integer> {
     }
     String host = hostName();
     String id = workerId != null ? workerId : host + "-" + ProcessHandle.current().pid();
-    GpuInventory inventory = GpuInventoryDetection.resolve(gpus, simulateGpus);
-    int cpuSlots = cpus != null ? cpus : Runtime.getRuntime().availableProcessors();
-    long memoryBytes = memory != null ? Sizes.parse("--memory", memory) : Main.totalMemory();
-    WorkerOptions worker = new WorkerOptions(id, python, inventory, cpuSlots, memoryBytes,
-        warmCpuExecutors, 60_000, Map.of());
+    WorkerOptions worker = resources.worker(id);
     String slurmJob = System.getenv("SLURM_JOB_ID");
     String handle = System.getenv().getOrDefault("BULLETIN_PROVIDER_HANDLE",
         slurmJob != null ? "slurm:" + slurmJob : "");
@@ -98,9 +78,8 @@ public final class WorkerMain implements Callable<Integer> {
       return EXIT_REFUSED;
     }
     Runtime.getRuntime().addShutdownHook(new Thread(node::close, "bulletin-worker-close"));
-    System.out.println("bulletin worker " + id + " attached to " + head + " (" + inventory.count()
-        + " GPU" + (inventory.count() == 1 ? "" : "s") + (inventory.simulated() ? " simulated" : "")
-        + ", " + cpuSlots + " CPUs" + (pool.isEmpty() ? "" : ", pool " + pool) + ")");
+    System.out.println("bulletin worker " + id + " attached to " + head + " ("
+        + ResourceOptions.describe(worker) + (pool.isEmpty() ? "" : ", pool " + pool) + ")");
     String why = node.ended().get();
     System.out.println("bulletin worker " + id + " stops: " + why);
     node.close();

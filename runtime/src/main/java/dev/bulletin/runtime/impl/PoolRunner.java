@@ -103,7 +103,7 @@ final class PoolRunner implements PoolListener {
 
   @Override
   public void stopping(String workerId, String reason) {
-    plane.forget(workerId, "its pool stopped it: " + reason);
+    plane.forget(workerId, "worker " + workerId + " left its pool: " + reason);
   }
 
   @Override

@@ -73,7 +73,8 @@ final class StatusReport {
           .build();
       WorkerStatusView executors = worker.link().status();
       status.addWorkers(WorkerStatus.newBuilder().setWorkerId(worker.id()).setHost(worker.host())
-          .setPool(worker.pool()).setRemote(worker.remote()).setExpiresAt(worker.expiresAt())
+          .setPool(worker.pool()).setRemote(worker.remote())
+          .setProviderHandle(worker.providerHandle()).setExpiresAt(worker.expiresAt())
           .setState(worker.drainReason() != null || worker.draining(now,
               plane.drainMarginSeconds()) ? "draining" : "ready")
           .setGpus(gpus).setCpus(cpus).setMemoryBytes(slots.memoryBytes())

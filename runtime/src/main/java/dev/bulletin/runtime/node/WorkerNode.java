@@ -56,6 +56,8 @@ public final class WorkerNode implements AutoCloseable {
       ServiceName.create("bulletin.v1.Workers"), "Attach", GrpcMessageEncoder.encoder(),
       GrpcMessageDecoder.decoder(HeadMessage.newBuilder()));
 
+  private static final long SIGTERM_GRACE_MILLIS = 500;
+
   private final WorkerNodeOptions options;
   private final Vertx vertx = Vertx.vertx();
   private final Context context = vertx.getOrCreateContext();
@@ -256,6 +258,14 @@ public final class WorkerNode implements AutoCloseable {
     if (outcome instanceof CallOutcome.Returned returned) {
       returnResult(taskId, returned);
     } else if (outcome instanceof CallOutcome.ExecutorDied died) {
+      if (died.cause().contains("SIGTERM")) {
+        // A cancelled or ending allocation (scancel, walltime) signals the whole job at once:
+        // give this node's own shutdown a moment to win, so the runtime hears "worker lost"
+        // (the call may run again elsewhere) rather than "executor died, replaced".
+        vertx.setTimer(SIGTERM_GRACE_MILLIS, id -> ended(taskId,
+            CallEnded.newBuilder().setExecutorDied(died.cause())));
+        return;
+      }
       ended(taskId, CallEnded.newBuilder().setExecutorDied(died.cause()));
     } else if (outcome instanceof CallOutcome.Stopped stopped) {
       ended(taskId, CallEnded.newBuilder().setStopped(stopped.reason()));
