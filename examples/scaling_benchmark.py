@@ -9,7 +9,9 @@ on machines without any), then measures, per round:
 - from zero: submit to result while the pool has no worker (the worker is launched, starts its
   JVM and warm executor, attaches, runs the call), then the launch-to-attached time the pool
   reported ("registered after N ms"); for Slurm also Slurm's job start to attached;
-- warm: submit to result of the next calls, with the worker attached and its executor warm.
+- warm: submit to result of the next calls, with the worker attached and its executor warm:
+  the first 100 (the worker's JVM is still compiling its hot paths) and, in the last round, the
+  steady state (median of the last 500 of --warm-calls).
 
 Between rounds the pool's idle timeout (2 s) takes the worker away again. Targets (issue 5):
 warm equal to the no-op round trip of the overhead benchmark; from zero with the local provider
@@ -72,15 +74,14 @@ def _registered_ms(events) -> float | None:
 
 
 def _slurm_start_to_attach(client) -> float | None:
-    """Slurm's StartTime of the worker's job (1 s resolution) to now-attached, in seconds."""
+    """Slurm's StartTime of the worker's job (1 s resolution) to now (it has attached), in s."""
     for worker in client.status().workers:
-        if worker.pool:
-            out = subprocess.run(["squeue", "-h", "-o", "%i %S %j"], capture_output=True,
-                                 text=True).stdout
-            for line in out.splitlines():
-                job, start, name = line.split(None, 2)
-                if worker.worker_id in name:
-                    return time.time() - datetime.fromisoformat(start).timestamp()
+        if worker.provider_handle.startswith("slurm:"):
+            job = worker.provider_handle.split(":", 1)[1]
+            start = subprocess.run(["squeue", "-h", "-j", job, "-o", "%S"], capture_output=True,
+                                   text=True).stdout.strip()
+            if start and start[0].isdigit():
+                return time.time() - datetime.fromisoformat(start).timestamp()
     return None
 
 
@@ -88,33 +89,38 @@ def bench(provider: str, rounds: int, warm_calls: int, partition: str | None) ->
     home = tempfile.mkdtemp(prefix=f"bulletin-scaling-{provider}-")
     _cli(home, "up", "--port", "0", "--cpus", "1", "--simulate-gpus", "0",
          "--config", _config(home, provider, partition))
-    zero, launch, slurm_start, warm = [], [], [], []
+    zero, launch, slurm_start, warm, steady = [], [], [], [], []
     try:
         os.environ["BULLETIN_HOME"] = home
         with bulletin.Client() as client:
-            for _ in range(rounds):
+            for round_ in range(rounds):
                 while any(w.pool for w in client.status().workers):
                     time.sleep(0.2)  # wait for the idle timeout to take the worker away
                 t = time.perf_counter()
                 client.submit(noop, gpus=1).result(timeout=300)
                 zero.append(time.perf_counter() - t)
-                launch.append((_registered_ms(client.status().pool_events) or float("nan")) / 1e3)
                 if provider == "slurm":
                     slurm_start.append(_slurm_start_to_attach(client) or float("nan"))
-                for _ in range(warm_calls):
+                launch.append((_registered_ms(client.status().pool_events) or float("nan")) / 1e3)
+                calls = warm_calls if round_ == rounds - 1 else 100
+                times = []
+                for _ in range(calls):
                     t = time.perf_counter()
                     client.submit(noop, gpus=1).result(timeout=60)
-                    warm.append(time.perf_counter() - t)
+                    times.append(time.perf_counter() - t)
+                warm += times[:100]
+                steady += times[100:][-500:]
     finally:
         _cli(home, "down")
         shutil.rmtree(home, ignore_errors=True)
-    return {"zero": zero, "launch": launch, "slurm_start": slurm_start, "warm": warm}
+    return {"zero": zero, "launch": launch, "slurm_start": slurm_start, "warm": warm,
+            "steady": steady}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--warm-calls", type=int, default=50)
+    parser.add_argument("--warm-calls", type=int, default=2000)
     parser.add_argument("--no-slurm", action="store_true")
     args = parser.parse_args()
     partition = None if args.no_slurm else _slurm_partition()
@@ -126,11 +132,11 @@ def main() -> None:
     med = lambda xs: statistics.median(xs) * 1e3 if xs else float("nan")  # noqa: E731
     print(f"\ntime to first result of a no-op GPU call, {args.rounds} rounds, "
           f"{os.cpu_count()} cores (medians, ms)")
-    print(f"{'provider':9s} {'warm':>8s} {'from zero':>10s} {'launch->attached':>17s} "
-          f"{'slurm start->attached':>22s}")
+    print(f"{'provider':9s} {'warm 100':>9s} {'steady':>7s} {'from zero':>10s} "
+          f"{'launch->attached':>17s} {'slurm start->attached':>22s}")
     for name, r in results.items():
-        print(f"{name:9s} {med(r['warm']):8.2f} {med(r['zero']):10.0f} {med(r['launch']):17.0f} "
-              f"{med(r['slurm_start']):22.0f}")
+        print(f"{name:9s} {med(r['warm']):9.2f} {med(r['steady']):7.2f} {med(r['zero']):10.0f} "
+              f"{med(r['launch']):17.0f} {med(r['slurm_start']):22.0f}")
 
 
 if __name__ == "__main__":
