@@ -22,18 +22,20 @@ def _bulletin(*args: str) -> None:
 
 
 @contextlib.contextmanager
-def local_cluster(cpus: int = 0):
-    try:
-        client = bulletin.Client(connect_timeout=1.0)
-        yield client
-        client.close()
-        return
-    except bulletin.BulletinError:
-        pass  # none running: start our own
+def local_cluster(cpus: int = 0, up_args: tuple[str, ...] = (), reuse: bool = True):
+    """``up_args`` go to `bulletin up` (and force a cluster of our own, as does reuse=False)."""
+    if reuse and not up_args:
+        try:
+            client = bulletin.Client(connect_timeout=1.0)
+            yield client
+            client.close()
+            return
+        except bulletin.BulletinError:
+            pass  # none running: start our own
     home = tempfile.mkdtemp(prefix="bulletin-example-")
     os.environ["BULLETIN_HOME"] = home
     gpu_args = [] if shutil.which("nvidia-smi") else ["--simulate-gpus", "1"]
-    _bulletin("up", "--port", "0", *(["--cpus", str(cpus)] if cpus else []), *gpu_args)
+    _bulletin("up", "--port", "0", *(["--cpus", str(cpus)] if cpus else []), *gpu_args, *up_args)
     try:
         client = bulletin.Client()
         yield client

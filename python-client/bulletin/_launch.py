@@ -118,6 +118,7 @@ class UpOptions:
     host: str = "127.0.0.1"
     store_capacity: int = 0  # 0: half of the store's file system
     spill_dir: Path | None = None
+    store_dir: Path | None = None
 
 
 def runtime_command(java: str, jar: Path, state_dir: Path, opts: UpOptions) -> list[str]:
@@ -132,6 +133,8 @@ def runtime_command(java: str, jar: Path, state_dir: Path, opts: UpOptions) -> l
         cmd += ["--store-capacity", str(opts.store_capacity)]
     if opts.spill_dir is not None:
         cmd += ["--spill-dir", str(opts.spill_dir)]
+    if opts.store_dir is not None:
+        cmd += ["--store-dir", str(opts.store_dir)]
     return cmd
 
 
