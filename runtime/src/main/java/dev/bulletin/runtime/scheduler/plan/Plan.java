@@ -1,0 +1,42 @@
+package dev.bulletin.runtime.scheduler.plan;
+
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * The answer of one pass. The runtime applies it in this order: reserve and start the
+ * placements, signal the preemptions' victims, fail the infeasible calls, and publish each
+ * waiting call's {@link WaitInfo}.
+ *
+ * @param waiting every call left waiting ("not now"), in position order
+ * @param infeasible calls that can never run as asked ("never")
+ */
+public record Plan(
+    List<Placement> placements,
+    List<Preemption> preemptions,
+    Map<String, WaitInfo> waiting,
+    List<Rejection> infeasible,
+    PassStats stats) {
+
+  public Plan {
+    placements = List.copyOf(placements);
+    preemptions = List.copyOf(preemptions);
+    waiting = Collections.unmodifiableMap(new LinkedHashMap<>(waiting));
+    infeasible = List.copyOf(infeasible);
+  }
+
+  public Optional<Placement> placement(String callId) {
+    return placements.stream().filter(p -> p.callId().equals(callId)).findFirst();
+  }
+
+  public Optional<WaitInfo> waitInfo(String callId) {
+    return Optional.ofNullable(waiting.get(callId));
+  }
+
+  public Optional<Rejection> rejection(String callId) {
+    return infeasible.stream().filter(r -> r.callId().equals(callId)).findFirst();
+  }
+}
