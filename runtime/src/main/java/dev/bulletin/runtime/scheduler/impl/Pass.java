@@ -138,6 +138,20 @@ final class Pass {
     }
   }
 
+  /** The resolved call with this id (stage tests run single stages against a pass). */
+  CallRow row(String callId) {
+    for (CallRow row : rows) {
+      if (row.id().equals(callId)) {
+        return row;
+      }
+    }
+    throw new IllegalArgumentException("no queued call " + callId);
+  }
+
+  CallRow[] rows() {
+    return rows.clone();
+  }
+
   double weightOf(WorkerScore score) {
     return score == WorkerScore.TOPOLOGY ? policy.weights().topology()
         : score == WorkerScore.LOCALITY ? policy.weights().locality()

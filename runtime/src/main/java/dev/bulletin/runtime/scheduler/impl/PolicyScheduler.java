@@ -55,6 +55,11 @@ public final class PolicyScheduler implements ClusterScheduler {
         new WaitExplainer());
   }
 
+  /** A pass over the snapshot, not yet run (stage tests drive single stages through it). */
+  Pass pass(Snapshot snapshot) {
+    return new Pass(snapshot, clock.instant(), seed, ticker, stages);
+  }
+
   @Override
   public Plan plan(Snapshot snapshot) {
     return new Pass(snapshot, clock.instant(), seed, ticker, stages).run();

@@ -25,6 +25,7 @@ final class QueueOrder {
 
   private final Counters counters;
   private final CallRow[][] runs;
+  private final long[][] slotMillis;
   private final int[] next;
   private final PriorityQueue<Head> heap;
 
@@ -32,6 +33,7 @@ final class QueueOrder {
   private static final class Head {
     final int user;
     CallRow row;
+    long slot;
     double groupCharge;
     double userCharge;
 
@@ -50,11 +52,13 @@ final class QueueOrder {
       byUser.get(row.user).add(row);
     }
     runs = new CallRow[userCount][];
+    slotMillis = new long[userCount][];
     next = new int[userCount];
     heap = new PriorityQueue<>(Math.max(1, userCount), QueueOrder::compare);
     for (int u = 0; u < userCount; u++) {
       runs[u] = byUser.get(u).toArray(new CallRow[0]);
       Arrays.sort(runs[u], WITHIN_USER);
+      slotMillis[u] = slots(runs[u]);
       if (runs[u].length > 0) {
         push(new Head(u));
       }
@@ -83,8 +87,28 @@ final class QueueOrder {
     return null;
   }
 
+  /** Per position of a sorted run, the submit time its band's position stands for. */
+  private static long[] slots(CallRow[] run) {
+    long[] slots = new long[run.length];
+    int start = 0;
+    while (start < run.length) {
+      int end = start;
+      while (end < run.length && run[end].qosPriority() == run[start].qosPriority()
+          && run[end].boost == run[start].boost) {
+        end++;
+      }
+      for (int i = start; i < end; i++) {
+        slots[i] = run[i].submittedMillis;
+      }
+      Arrays.sort(slots, start, end);
+      start = end;
+    }
+    return slots;
+  }
+
   private void push(Head head) {
     head.row = runs[head.user][next[head.user]];
+    head.slot = slotMillis[head.user][next[head.user]];
     head.groupCharge = counters.groupCharge(head.row.group);
     head.userCharge = counters.userCharge(head.user);
     heap.add(head);
@@ -109,7 +133,7 @@ final class QueueOrder {
     if (c != 0) {
       return c;
     }
-    c = Long.compare(x.submittedMillis, y.submittedMillis);
+    c = Long.compare(a.slot, b.slot);
     return c != 0 ? c : Integer.compare(x.index, y.index);
   }
 }

@@ -71,7 +71,8 @@ public final class GpuTopology {
     List<String[]> rows = new ArrayList<>();
     for (String line : output.split("\n")) {
       String[] cells = line.trim().split("\\s+");
-      if (cells.length > 1 && cells[0].matches("GPU\\d+")) {
+      // GPU rows only: the header also starts with "GPU0" once trimmed, then "GPU1".
+      if (cells.length > 1 && cells[0].matches("GPU\\d+") && !cells[1].matches("GPU\\d+")) {
         rows.add(cells);
       }
     }
