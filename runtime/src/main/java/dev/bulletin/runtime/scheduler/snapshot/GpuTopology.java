@@ -71,8 +71,12 @@ public final class GpuTopology {
     List<String[]> rows = new ArrayList<>();
     for (String line : output.split("\n")) {
       String[] cells = line.trim().split("\\s+");
-      // GPU rows only: the header also starts with "GPU0" once trimmed, then "GPU1".
-      if (cells.length > 1 && cells[0].matches("GPU\\d+") && !cells[1].matches("GPU\\d+")) {
+      // GPU rows only: GPUk's row has "X" in column k (the header also starts with "GPU0").
+      if (cells[0].matches("GPU\\d+")) {
+        int self = Integer.parseInt(cells[0].substring(3));
+        if (cells.length <= self + 1 || !cells[self + 1].equals("X")) {
+          continue;
+        }
         rows.add(cells);
       }
     }

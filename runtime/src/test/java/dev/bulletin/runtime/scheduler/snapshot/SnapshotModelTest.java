@@ -27,6 +27,8 @@ class SnapshotModelTest {
     assertEquals(GpuTopology.Link.PCIE_SWITCH, topology.link(1, 2));
     assertEquals(GpuTopology.Link.HOST, topology.link(2, 3));
     assertEquals(GpuTopology.Link.HOST, topology.link(3, 0));
+    assertEquals(1, GpuTopology.parseNvidiaSmi("\tGPU0\tCPU Affinity\nGPU0\t X \t0-31\n")
+        .gpus());
   }
 
   @Test
