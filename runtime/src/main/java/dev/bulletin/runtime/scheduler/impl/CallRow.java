@@ -27,6 +27,8 @@ final class CallRow {
   final long submittedMillis;
   /** The walltime asked for, or the QoS maximum when none was; 0 if the QoS is unknown. */
   final long walltimeMillis;
+  /** The walltime asked for (0: none). */
+  final long askedMillis;
   final long inputBytes;
 
   /** Credits honoured for ordering (0 when the group's balance cannot cover the offer). */
@@ -56,6 +58,7 @@ final class CallRow {
     this.memory = call.demand().memoryBytes();
     this.submittedMillis = call.submittedAt().toEpochMilli();
     long asked = call.walltime().toMillis();
+    this.askedMillis = asked;
     this.walltimeMillis = asked > 0 ? asked : qos == null ? 0 : qos.maxWalltime().toMillis();
     long bytes = 0;
     for (long size : call.inputs().values()) {

@@ -35,7 +35,7 @@ final class ClusterIndex {
   final List<List<Shape>> shapes = new ArrayList<>();
   private final IntBag[][] buckets;
   private final int[] bucketSlot;
-  private Map<String, int[]> holders;
+  private final Map<String, int[]> holders = new HashMap<>();
 
   ClusterIndex(List<WorkerState> snapshotWorkers, long seed) {
     List<WorkerState> shuffled = new ArrayList<>(snapshotWorkers);
@@ -171,19 +171,25 @@ final class ClusterIndex {
     bucketSlot[w] = slot;
   }
 
-  /** Workers whose store holds {@code objectId} (built on first use: most passes need none). */
+  /**
+   * Workers whose store holds {@code objectId}: one scan of the workers per object a pass asks
+   * about, cached for the pass (most passes ask about few objects; indexing every held object up
+   * front would cost every pass).
+   */
   int[] holders(String objectId) {
-    if (holders == null) {
-      Map<String, List<Integer>> lists = new HashMap<>();
+    int[] found = holders.get(objectId);
+    if (found == null) {
+      int count = 0;
+      int[] scan = new int[size];
       for (int w = 0; w < size; w++) {
-        for (String id : workers[w].heldObjects().keySet()) {
-          lists.computeIfAbsent(id, k -> new ArrayList<>()).add(w);
+        if (workers[w].heldObjects().containsKey(objectId)) {
+          scan[count++] = w;
         }
       }
-      holders = new HashMap<>();
-      lists.forEach((id, list) -> holders.put(id, list.stream().mapToInt(i -> i).toArray()));
+      found = java.util.Arrays.copyOf(scan, count);
+      holders.put(objectId, found);
     }
-    return holders.getOrDefault(objectId, new int[0]);
+    return found;
   }
 
   /** An unordered set of worker indices with O(1) add and remove (swap with the last). */

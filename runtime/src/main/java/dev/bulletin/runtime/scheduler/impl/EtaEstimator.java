@@ -19,7 +19,9 @@ final class EtaEstimator {
   private final List<List<Holding>> byWorker = new ArrayList<>();
   private final Map<Integer, List<Holding>> byGroup = new HashMap<>();
   private final Map<Integer, List<Holding>> byUser = new HashMap<>();
-  private final Map<String, Optional<Instant>> capacityCache = new HashMap<>();
+  private final Map<Shape, Optional<Instant>> capacityCache = new HashMap<>();
+
+  private record Shape(int pool, int gpus, double cpus, long memory) {}
 
   EtaEstimator(Pass pass, List<Holding> holdings) {
     this.pass = pass;
@@ -47,8 +49,13 @@ final class EtaEstimator {
 
   /** When some worker of the call's pool has its GPUs, CPUs and memory back. */
   Optional<Instant> capacity(CallRow row) {
-    String key = row.pool + "/" + row.gpus + "/" + row.cpus + "/" + row.memory;
-    return capacityCache.computeIfAbsent(key, k -> computeCapacity(row));
+    Shape key = new Shape(row.pool, row.gpus, row.cpus, row.memory);
+    Optional<Instant> cached = capacityCache.get(key);
+    if (cached == null) {
+      cached = computeCapacity(row);
+      capacityCache.put(key, cached);
+    }
+    return cached;
   }
 
   private Optional<Instant> computeCapacity(CallRow row) {

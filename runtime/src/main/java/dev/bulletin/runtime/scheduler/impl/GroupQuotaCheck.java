@@ -30,32 +30,33 @@ final class GroupQuotaCheck implements CallCheck {
           + " ask the group's lead to raise the quota)");
     }
     Counters counters = pass.counters;
-    String over = null;
-    WaitCode code = null;
     int held = counters.groupQuotaGpus[row.group];
+    Verdict over = null;
     if (row.gpus > 0 && held + row.gpus > quota.maxGpus()) {
-      code = WaitCode.GROUP_QUOTA;
-      over = held >= quota.maxGpus()
-          ? "group " + group + " quota reached: " + held + "/" + quota.maxGpus() + " GPUs"
-          : "group " + group + " quota: " + held + "/" + quota.maxGpus() + " GPUs held, "
-              + row.gpus + " more would exceed it";
+      over = pass.waitFor("group-gpus", row.group, held, row.gpus, null,
+          () -> Verdict.waitFor(WaitCode.GROUP_QUOTA, held >= quota.maxGpus()
+              ? "group " + group + " quota reached: " + held + "/" + quota.maxGpus() + " GPUs"
+              : "group " + group + " quota: " + held + "/" + quota.maxGpus() + " GPUs held, "
+                  + row.gpus + " more would exceed it"));
     } else if (row.gpus > 0
         && counters.groupHoursThisPeriod[row.group] >= quota.gpuHoursPerPeriod()) {
-      code = WaitCode.GROUP_GPU_HOURS;
-      Instant resets = pass.usage.group(group).periodEndsAt();
-      over = String.format(Locale.ROOT, "group %s used its GPU-hours for this period: %.0f/%.0f",
-          group, counters.groupHoursThisPeriod[row.group], quota.gpuHoursPerPeriod())
-          + (resets.equals(Instant.MAX) ? ""
-              : " (resets in " + Durations.format(Duration.between(pass.now, resets)) + ")");
+      double used = counters.groupHoursThisPeriod[row.group];
+      over = pass.waitFor("group-hours", row.group, 0, 0, null, () -> {
+        Instant resets = pass.usage.group(group).periodEndsAt();
+        return Verdict.waitFor(WaitCode.GROUP_GPU_HOURS, String.format(Locale.ROOT,
+            "group %s used its GPU-hours for this period: %.0f/%.0f", group, used,
+            quota.gpuHoursPerPeriod()) + (resets.equals(Instant.MAX) ? ""
+                : " (resets in " + Durations.format(Duration.between(pass.now, resets)) + ")"));
+      });
     }
     if (over == null) {
       return Verdict.PASS;
     }
     if (!quota.borrow()) {
-      return Verdict.waitFor(code, over);
+      return over;
     }
     row.preemptible = true;
-    row.borrowReason = over;
+    row.borrowReason = over.reason;
     return Verdict.PASS;
   }
 }

@@ -56,6 +56,10 @@ final class Pass {
   private final LatencyHistogram decisionLatency = new LatencyHistogram();
   private final LatencyHistogram placementLatency = new LatencyHistogram();
   private int preemptors;
+  private final Map<ReasonKey, Verdict> reasons = new HashMap<>();
+
+  /** What a wait reason depends on; equal keys give the same words. */
+  private record ReasonKey(String kind, long a, long b, long c, Object extra) {}
 
   Pass(Snapshot snapshot, Instant now, long seed, LongSupplier ticker,
       PolicyScheduler.Stages stages) {
@@ -150,6 +154,22 @@ final class Pass {
 
   CallRow[] rows() {
     return rows.clone();
+  }
+
+  /**
+   * A wait verdict, built once per distinct key in the pass: in a deep queue many calls wait
+   * for the same reason (one user's fifth interactive call and their sixth), and the words need
+   * not be rebuilt for each.
+   */
+  Verdict waitFor(String kind, long a, long b, long c, Object extra,
+      java.util.function.Supplier<Verdict> build) {
+    ReasonKey key = new ReasonKey(kind, a, b, c, extra);
+    Verdict verdict = reasons.get(key);
+    if (verdict == null) {
+      verdict = build.get();
+      reasons.put(key, verdict);
+    }
+    return verdict;
   }
 
   double weightOf(WorkerScore score) {

@@ -11,8 +11,8 @@ final class QosCheck implements CallCheck {
       return Verdict.never("unknown qos '" + row.call.qos() + "' (known: "
           + String.join(", ", pass.policy.qosNames()) + ")");
     }
-    Duration asked = row.call.walltime();
-    if (asked.compareTo(row.qos.maxWalltime()) > 0) {
+    if (row.askedMillis > row.qos.maxWalltime().toMillis()) {
+      Duration asked = row.call.walltime();
       String longer = pass.policy.qosNames().stream()
           .map(pass.policy.qos()::get)
           .filter(q -> !q.preemptible() && q.maxWalltime().compareTo(asked) >= 0)

@@ -13,8 +13,9 @@ final class QosLimitCheck implements CallCheck {
     }
     int running = pass.counters.userQosCalls(row.user, row.qosId);
     if (running >= max) {
-      return Verdict.waitFor(WaitCode.QOS_LIMIT, "qos " + row.qos.name() + ": " + running + "/"
-          + max + " concurrent calls for user " + row.call.user());
+      return pass.waitFor("qos", row.user, row.qosId, running, null,
+          () -> Verdict.waitFor(WaitCode.QOS_LIMIT, "qos " + row.qos.name() + ": " + running
+              + "/" + max + " concurrent calls for user " + row.call.user()));
     }
     return Verdict.PASS;
   }

@@ -147,8 +147,26 @@ final class Selector {
         .limit(LOCALITY_OBJECTS).map(Map.Entry::getKey).toList();
   }
 
-  /** Names what is missing, in the caller's words. */
-  private static void explain(CallRow row, Pass pass, boolean expiry) {
+  /** What a capacity wait's words depend on. */
+  private record Wording(int pool, int gpus, double cpus, long memory, long walltime,
+      boolean expiry, int mostFree, String borrowReason) {}
+
+  private final Map<Wording, Verdict> wordings = new java.util.HashMap<>();
+
+  /** Names what is missing, in the caller's words (built once per distinct wording). */
+  private void explain(CallRow row, Pass pass, boolean expiry) {
+    int mostFree = pass.index.maxFree(row.pool);
+    Wording key = new Wording(row.pool, row.gpus, row.cpus, row.memory,
+        expiry ? row.walltimeMillis : 0, expiry, mostFree, row.borrowReason);
+    Verdict verdict = wordings.get(key);
+    if (verdict == null) {
+      verdict = wording(row, pass, expiry, mostFree);
+      wordings.put(key, verdict);
+    }
+    row.waitWith(verdict.code, verdict.reason);
+  }
+
+  private static Verdict wording(CallRow row, Pass pass, boolean expiry, int mostFree) {
     ClusterIndex index = pass.index;
     String where = row.pool == CallRow.ANY_POOL ? "" : " in pool '" + row.call.pool() + "'";
     WaitCode code;
@@ -159,7 +177,6 @@ final class Selector {
           : row.pool == CallRow.UNKNOWN_POOL ? "no worker has joined pool '" + row.call.pool() + "'"
           : "every worker" + where + " is draining; waiting for a worker to join";
     } else {
-      int mostFree = index.maxFree(row.pool);
       String gpus = row.gpus + " GPU" + (row.gpus == 1 ? "" : "s");
       if (mostFree < row.gpus) {
         code = WaitCode.CAPACITY;
@@ -182,6 +199,6 @@ final class Selector {
       reason = row.borrowReason + "; over quota it runs only as preemptible on idle GPUs, and "
           + reason;
     }
-    row.waitWith(code, reason);
+    return Verdict.waitFor(code, reason);
   }
 }

@@ -13,25 +13,32 @@ final class UserLimitCheck implements CallCheck {
   public Verdict check(CallRow row, Pass pass) {
     UserLimit limit = row.limit;
     String user = row.call.user();
-    String profile = " (limit profile " + limit.name() + ")";
     if (row.gpus > limit.maxGpus()) {
       return Verdict.never("user " + user + " may hold at most " + limit.maxGpus() + " GPU"
-          + (limit.maxGpus() == 1 ? "" : "s") + profile + "; this call asks for " + row.gpus);
+          + (limit.maxGpus() == 1 ? "" : "s") + profile(limit) + "; this call asks for " + row.gpus);
     }
     if (row.walltimeMillis > limit.maxWalltime().toMillis()) {
       return Verdict.never("walltime " + Durations.format(java.time.Duration.ofMillis(
           row.walltimeMillis)) + " is over user " + user + "'s maximum of "
-          + Durations.format(limit.maxWalltime()) + profile + "; ask for a shorter walltime");
+          + Durations.format(limit.maxWalltime()) + profile(limit) + "; ask for a shorter walltime");
     }
     Counters counters = pass.counters;
-    if (row.gpus > 0 && counters.userGpus[row.user] + row.gpus > limit.maxGpus()) {
-      return Verdict.waitFor(WaitCode.USER_LIMIT, "user " + user + " holds "
-          + counters.userGpus[row.user] + "/" + limit.maxGpus() + " GPUs" + profile);
+    int gpus = counters.userGpus[row.user];
+    if (row.gpus > 0 && gpus + row.gpus > limit.maxGpus()) {
+      return pass.waitFor("user-gpus", row.user, gpus, 0, null,
+          () -> Verdict.waitFor(WaitCode.USER_LIMIT, "user " + user + " holds " + gpus + "/"
+              + limit.maxGpus() + " GPUs" + profile(limit)));
     }
-    if (counters.userCalls[row.user] >= limit.maxCalls()) {
-      return Verdict.waitFor(WaitCode.USER_LIMIT, "user " + user + " runs "
-          + counters.userCalls[row.user] + "/" + limit.maxCalls() + " calls" + profile);
+    int calls = counters.userCalls[row.user];
+    if (calls >= limit.maxCalls()) {
+      return pass.waitFor("user-calls", row.user, calls, 0, null,
+          () -> Verdict.waitFor(WaitCode.USER_LIMIT, "user " + user + " runs " + calls + "/"
+              + limit.maxCalls() + " calls" + profile(limit)));
     }
     return Verdict.PASS;
+  }
+
+  private static String profile(UserLimit limit) {
+    return " (limit profile " + limit.name() + ")";
   }
 }

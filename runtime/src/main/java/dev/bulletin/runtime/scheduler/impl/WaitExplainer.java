@@ -1,5 +1,6 @@
 package dev.bulletin.runtime.scheduler.impl;
 
+import dev.bulletin.runtime.scheduler.plan.Plan;
 import dev.bulletin.runtime.scheduler.plan.WaitCode;
 import dev.bulletin.runtime.scheduler.plan.WaitInfo;
 import dev.bulletin.runtime.scheduler.policy.Durations;
@@ -7,10 +8,8 @@ import dev.bulletin.runtime.scheduler.policy.QosClass;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
 import java.util.Optional;
 
 /**
@@ -21,14 +20,14 @@ import java.util.Optional;
  */
 final class WaitExplainer {
 
-  Map<String, WaitInfo> explain(Pass pass, List<CallRow> waiting, List<Holding> holdings) {
+  List<Plan.Waiting> explain(Pass pass, List<CallRow> waiting, List<Holding> holdings) {
     EtaEstimator eta = new EtaEstimator(pass, holdings);
-    Map<String, WaitInfo> infos = new LinkedHashMap<>(waiting.size() * 2);
+    List<Plan.Waiting> infos = new ArrayList<>(waiting.size());
     int position = 0;
     for (CallRow row : waiting) {
       position++;
-      infos.put(row.id(), new WaitInfo(position, row.waitCode, row.waitReason,
-          eta(row, pass, eta), suggestions(row, pass, position)));
+      infos.add(new Plan.Waiting(row.id(), new WaitInfo(position, row.waitCode, row.waitReason,
+          eta(row, pass, eta), suggestions(row, pass, position))));
     }
     return infos;
   }

@@ -1,9 +1,6 @@
 package dev.bulletin.runtime.scheduler.plan;
 
-import java.util.Collections;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 
 /**
@@ -17,14 +14,14 @@ import java.util.Optional;
 public record Plan(
     List<Placement> placements,
     List<Preemption> preemptions,
-    Map<String, WaitInfo> waiting,
+    List<Waiting> waiting,
     List<Rejection> infeasible,
     PassStats stats) {
 
   public Plan {
     placements = List.copyOf(placements);
     preemptions = List.copyOf(preemptions);
-    waiting = Collections.unmodifiableMap(new LinkedHashMap<>(waiting));
+    waiting = List.copyOf(waiting);
     infeasible = List.copyOf(infeasible);
   }
 
@@ -32,8 +29,12 @@ public record Plan(
     return placements.stream().filter(p -> p.callId().equals(callId)).findFirst();
   }
 
+  /** A waiting call and what its owner is told. */
+  public record Waiting(String callId, WaitInfo info) {}
+
+  /** One call's wait (a scan: the runtime walks {@link #waiting} in order instead). */
   public Optional<WaitInfo> waitInfo(String callId) {
-    return Optional.ofNullable(waiting.get(callId));
+    return waiting.stream().filter(w -> w.callId().equals(callId)).map(Waiting::info).findFirst();
   }
 
   public Optional<Rejection> rejection(String callId) {
