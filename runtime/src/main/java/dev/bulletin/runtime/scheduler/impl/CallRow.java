@@ -41,6 +41,8 @@ final class CallRow {
 
   WaitCode waitCode;
   String waitReason;
+  /** When its patience runs out and it will reclaim lent GPUs (null: no reclaim planned). */
+  java.time.Instant reclaimAt;
 
   CallRow(QueuedCall call, int index, int user, int group, int qosId, QosClass qos,
       GroupQuota quota, UserLimit limit, int pool) {

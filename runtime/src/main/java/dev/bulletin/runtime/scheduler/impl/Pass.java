@@ -56,6 +56,9 @@ final class Pass {
   private final LatencyHistogram decisionLatency = new LatencyHistogram();
   private final LatencyHistogram placementLatency = new LatencyHistogram();
   private int preemptors;
+  private boolean lending;
+  private int lent;
+  private int lendable = Integer.MAX_VALUE;
   private final Map<ReasonKey, Verdict> reasons = new HashMap<>();
 
   /** What a wait reason depends on; equal keys give the same words. */
@@ -94,6 +97,11 @@ final class Pass {
           call.memoryBytes(), call.preemptible(), end));
       if (call.beingPreempted()) {
         stoppingFor.merge(call.preemptedFor(), 1, Integer::sum);
+      }
+    }
+    for (RunningCall call : snapshot.running()) {
+      if (call.preemptible()) {
+        lent += call.gpus();
       }
     }
     this.planner = new PreemptionPlanner(snapshot.running(), index);
@@ -172,6 +180,45 @@ final class Pass {
     return verdict;
   }
 
+  boolean lending() {
+    return lending;
+  }
+
+  /** GPUs preemptible calls hold (running, and placed in this pass). */
+  int lentGpus() {
+    return lent;
+  }
+
+  int lendableGpus() {
+    return lendable;
+  }
+
+  /**
+   * Capacity no quota covers, plus each group's idle quota up to its {@code lend}; computed once
+   * the in-quota calls of the pass are placed (preemptible placements do not change it).
+   */
+  private static int lendableGpus(PolicyConfig policy, Counters counters, Names groups,
+      ClusterIndex index) {
+    long capacity = 0;
+    for (int w = 0; w < index.size; w++) {
+      if (index.usable[w]) {
+        capacity += index.gpuCount[w];
+      }
+    }
+    long quotas = 0;
+    long lendable = 0;
+    for (var quota : policy.groups().values()) {
+      if (!quota.limitsGpus()) {
+        return Integer.MAX_VALUE;
+      }
+      int id = groups.find(quota.name());
+      int held = id < 0 ? 0 : counters.groupQuotaGpus[id];
+      quotas += quota.maxGpus();
+      lendable += Math.min(quota.lend(), Math.max(0, quota.maxGpus() - held));
+    }
+    return (int) Math.min(Integer.MAX_VALUE, Math.max(0, capacity - quotas) + lendable);
+  }
+
   double weightOf(WorkerScore score) {
     return score == WorkerScore.TOPOLOGY ? policy.weights().topology()
         : score == WorkerScore.LOCALITY ? policy.weights().locality()
@@ -184,6 +231,8 @@ final class Pass {
     for (CallRow row = order.next(); row != null; row = order.next()) {
       decide(row, false);
     }
+    lending = true;
+    lendable = lendableGpus(policy, counters, groups, index);
     for (CallRow row : deferred) {
       decide(row, true);
     }
@@ -230,6 +279,9 @@ final class Pass {
 
   private void place(CallRow row, int w, long gpus) {
     index.take(w, gpus, row.cpus, row.memory);
+    if (row.preemptible) {
+      lent += row.gpus;
+    }
     counters.add(row.user, row.group, row.qosId, row.gpus, row.preemptible);
     holdings.add(new Holding(w, row.user, row.group, row.qosId, row.gpus, row.cpus, row.memory,
         row.preemptible, nowMillis + row.walltimeMillis));
@@ -255,6 +307,17 @@ final class Pass {
     if (!planner.plan(row, this)) {
       return;
     }
+    double waited = Math.max(0, nowMillis - row.submittedMillis) / 1000.0 * Math.max(1, row.gpus);
+    double needed = policy.reclaimPatience() * planner.chosenLost;
+    if (waited < needed) {
+      long seconds = (long) Math.ceil((needed - waited) / Math.max(1, row.gpus));
+      row.reclaimAt = now.plusSeconds(seconds);
+      row.waitWith(row.waitCode, row.waitReason + "; preemptible work is reclaimed for it in "
+          + dev.bulletin.runtime.scheduler.policy.Durations.format(
+              java.time.Duration.ofSeconds(seconds)) + " unless GPUs free first");
+      return;
+    }
+    planner.commit();
     preemptors++;
     String worker = index.workers[planner.chosenWorker].id();
     double lost = 0;

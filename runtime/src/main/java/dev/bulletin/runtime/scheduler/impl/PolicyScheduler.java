@@ -43,9 +43,12 @@ public final class PolicyScheduler implements ClusterScheduler {
             new UserLimitCheck(),
             // QoS concurrency per user: an O(1) counter, so a user at the cap costs nothing more.
             new QosLimitCheck(),
-            // The group quota last among call checks: it does not always reject, it may mark the
-            // call preemptible (borrowing), which every earlier check must not see.
-            new GroupQuotaCheck()),
+            // The group quota last but one: it does not always reject, it may mark the call
+            // preemptible (borrowing), which every earlier check must not see.
+            new GroupQuotaCheck(),
+            // Only for calls that run preemptible, so after the quota stage has marked them:
+            // they get lendable capacity only (what groups lend of their idle quota).
+            new LendingCheck()),
         // Then the workers: filters (bucketed free GPUs, then walltime vs expiry, CPUs, memory)
         // and weighted scores (topology, locality, packing) pick one; shapes that found nothing
         // stop early for the rest of the pass. The preemption planner runs only after this fails.

@@ -37,9 +37,10 @@ final class PreemptionPlanner {
   private final Map<Integer, List<Victim>> byWorker = new HashMap<>();
   private final int[] workers;
 
-  /** The chosen plan after a successful {@link #plan}. */
+  /** The cheapest victims after a successful {@link #plan}; {@link #commit} takes them. */
   int chosenWorker;
   List<Victim> chosen = List.of();
+  double chosenLost;
 
   PreemptionPlanner(List<RunningCall> running, ClusterIndex index) {
     for (RunningCall call : running) {
@@ -59,7 +60,7 @@ final class PreemptionPlanner {
     return workers.length > 0;
   }
 
-  /** Finds the cheapest victims for {@code row}; true with {@link #chosen} set. */
+  /** Finds the cheapest victims for {@code row} (not yet taken); true with {@link #chosen}. */
   boolean plan(CallRow row, Pass pass) {
     ClusterIndex index = pass.index;
     double bestLost = Double.POSITIVE_INFINITY;
@@ -102,11 +103,16 @@ final class PreemptionPlanner {
     if (best == null) {
       return false;
     }
-    for (Victim v : best) {
+    chosen = best;
+    chosenLost = bestLost;
+    return true;
+  }
+
+  /** Takes the chosen victims: no later call of the pass chooses them again. */
+  void commit() {
+    for (Victim v : chosen) {
       v.taken = true;
     }
-    chosen = best;
-    return true;
   }
 
   private static boolean fits(CallRow row, int w, ClusterIndex index, int gpus, double cpus,

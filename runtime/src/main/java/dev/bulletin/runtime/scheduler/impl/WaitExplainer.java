@@ -33,6 +33,15 @@ final class WaitExplainer {
   }
 
   private static Optional<Instant> eta(CallRow row, Pass pass, EtaEstimator eta) {
+    Optional<Instant> estimate = estimate(row, pass, eta);
+    if (row.reclaimAt != null) {
+      Instant reclaimed = row.reclaimAt.plus(pass.policy.preemptionGrace());
+      return Optional.of(estimate.filter(e -> e.isBefore(reclaimed)).orElse(reclaimed));
+    }
+    return estimate;
+  }
+
+  private static Optional<Instant> estimate(CallRow row, Pass pass, EtaEstimator eta) {
     return switch (row.waitCode) {
       case CAPACITY, NO_IDLE_CAPACITY -> eta.capacity(row);
       case GROUP_QUOTA -> eta.groupQuota(row);

@@ -9,10 +9,13 @@ import java.time.Duration;
  * @param gpuHoursPerPeriod GPU-hours it may use per period (the ledger resets each period)
  * @param borrow whether work over quota may run anyway as preemptible on idle capacity
  * @param weight its share for fair share between groups (usage is divided by it)
+ * @param lend how many of its idle quota GPUs others may borrow (like Kueue's lendingLimit);
+ *     the rest stay free for its own next calls, so a burst of its notebook calls need not
+ *     preempt anyone. Defaults to the whole quota.
  */
 public record GroupQuota(
     String name, int maxGpus, double gpuHoursPerPeriod, Duration period, boolean borrow,
-    double weight) {
+    double weight, int lend) {
 
   public static final int UNLIMITED_GPUS = Integer.MAX_VALUE;
 
@@ -30,6 +33,9 @@ public record GroupQuota(
     if (period == null || period.isZero() || period.isNegative()) {
       throw new IllegalArgumentException("groups." + name + ".period must be > 0");
     }
+    if (lend < 0) {
+      throw new IllegalArgumentException("groups." + name + ".lend must be >= 0, got " + lend);
+    }
     if (!(weight > 0) || Double.isInfinite(weight)) {
       throw new IllegalArgumentException("groups." + name + ".weight must be > 0, got " + weight);
     }
@@ -38,7 +44,7 @@ public record GroupQuota(
   /** A group not named in the config: no quota, may not earn credits. */
   public static GroupQuota unlimited(String name) {
     return new GroupQuota(name, UNLIMITED_GPUS, Double.POSITIVE_INFINITY, Duration.ofDays(7),
-        true, 1);
+        true, 1, UNLIMITED_GPUS);
   }
 
   public boolean limitsGpus() {

@@ -15,6 +15,10 @@ import java.util.Map;
  *     user's whole burst first
  * @param preemptionGrace how long a victim gets between the signal and the kill (its
  *     checkpoint hook runs then); the runtime enforces it, the scheduler uses it for estimates
+ * @param reclaimPatience an entitled call preempts once the GPU-seconds it has waited reach
+ *     this fraction of the GPU-seconds the preemption would lose: a victim that just started or
+ *     checkpointed is stopped at once, one with an hour unsaved only after the call waited 6
+ *     minutes (at 0.1), and a GPU that frees meanwhile spares the victim. 0 preempts at once.
  * @param candidateLimit workers scored per call, best-fit first (like Nomad's limit iterator):
  *     bounds a decision's cost on a large cluster
  * @param maxPreemptorsPerPass calls that may plan preemptions in one pass (bounds churn)
@@ -29,6 +33,7 @@ public record PolicyConfig(
     Weights weights,
     Duration fairShareHorizon,
     Duration preemptionGrace,
+    double reclaimPatience,
     int candidateLimit,
     int maxPreemptorsPerPass) {
 
@@ -62,6 +67,10 @@ public record PolicyConfig(
     if (preemptionGrace == null || preemptionGrace.isNegative()) {
       throw new IllegalArgumentException("scheduler.preemption_grace must be >= 0");
     }
+    if (!(reclaimPatience >= 0) || Double.isInfinite(reclaimPatience)) {
+      throw new IllegalArgumentException("scheduler.reclaim_patience must be >= 0, got "
+          + reclaimPatience);
+    }
     if (candidateLimit < 1) {
       throw new IllegalArgumentException("scheduler.candidates must be >= 1, got "
           + candidateLimit);
@@ -76,7 +85,7 @@ public record PolicyConfig(
   public static PolicyConfig defaults() {
     return new PolicyConfig(defaultQosClasses(), "interactive", Map.of(), List.of(),
         UserLimit.none(), CreditRule.defaults(), Weights.defaults(), Duration.ofHours(1),
-        Duration.ofSeconds(30), 8, 64);
+        Duration.ofSeconds(30), 0.1, 8, 64);
   }
 
   public static Map<String, QosClass> defaultQosClasses() {
@@ -113,20 +122,5 @@ public record PolicyConfig(
         .sorted((a, b) -> a.priority() != b.priority() ? Integer.compare(b.priority(), a.priority())
             : a.name().compareTo(b.name()))
         .map(QosClass::name).toList();
-  }
-
-  public PolicyConfig withGroups(Map<String, GroupQuota> newGroups) {
-    return new PolicyConfig(qos, defaultQos, newGroups, limits, defaultLimit, credits, weights,
-        fairShareHorizon, preemptionGrace, candidateLimit, maxPreemptorsPerPass);
-  }
-
-  public PolicyConfig withLimits(List<UserLimit> newLimits, UserLimit newDefault) {
-    return new PolicyConfig(qos, defaultQos, groups, newLimits, newDefault, credits, weights,
-        fairShareHorizon, preemptionGrace, candidateLimit, maxPreemptorsPerPass);
-  }
-
-  public PolicyConfig withQos(Map<String, QosClass> newQos, String newDefaultQos) {
-    return new PolicyConfig(newQos, newDefaultQos, groups, limits, defaultLimit, credits, weights,
-        fairShareHorizon, preemptionGrace, candidateLimit, maxPreemptorsPerPass);
   }
 }

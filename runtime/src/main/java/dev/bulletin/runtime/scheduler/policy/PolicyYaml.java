@@ -47,7 +47,7 @@ public final class PolicyYaml {
     }
     Map<String, QosClass> qos = qos(root.get("qos"));
     Fields scheduler = new Fields(root.get("scheduler"), "scheduler", "default_qos",
-        "fair_share_horizon", "preemption_grace", "candidates", "max_preemptors_per_pass",
+        "fair_share_horizon", "preemption_grace", "reclaim_patience", "candidates", "max_preemptors_per_pass",
         "locality_min_bytes", "credits", "weights");
     Fields credits = scheduler.child("credits", "per_idle_gpu_hour", "max_balance");
     Fields weights = scheduler.child("weights", "topology", "locality", "packing");
@@ -68,6 +68,7 @@ public final class PolicyYaml {
             (long) scheduler.number("locality_min_bytes", defaultWeights.localityMinBytes())),
         scheduler.duration("fair_share_horizon", config.fairShareHorizon()),
         scheduler.duration("preemption_grace", config.preemptionGrace()),
+        scheduler.number("reclaim_patience", config.reclaimPatience()),
         scheduler.integer("candidates", config.candidateLimit()),
         scheduler.integer("max_preemptors_per_pass", config.maxPreemptorsPerPass()));
   }
@@ -100,14 +101,15 @@ public final class PolicyYaml {
     for (Map.Entry<String, JsonNode> entry : entries(section, "groups")) {
       String name = entry.getKey();
       Fields fields = new Fields(entry.getValue(), "groups." + name, "gpus", "gpu_hours",
-          "period", "borrow", "weight");
+          "period", "borrow", "weight", "lend");
       GroupQuota base = GroupQuota.unlimited(name);
-      groups.put(name, new GroupQuota(name,
-          fields.integerOrUnlimited("gpus", base.maxGpus()),
+      int gpus = fields.integerOrUnlimited("gpus", base.maxGpus());
+      groups.put(name, new GroupQuota(name, gpus,
           fields.numberOrUnlimited("gpu_hours", base.gpuHoursPerPeriod()),
           fields.duration("period", base.period()),
           fields.bool("borrow", base.borrow()),
-          fields.number("weight", base.weight())));
+          fields.number("weight", base.weight()),
+          fields.integerOrUnlimited("lend", gpus)));
     }
     return groups;
   }

@@ -34,7 +34,7 @@ class PolicyYamlTest {
           interactive: {max_calls_per_user: 2}
           debug: {priority: 200, max_walltime: 15m, max_calls_per_user: 1}
         groups:
-          nlp: {gpus: 8, gpu_hours: 500, period: 7d, weight: 2}
+          nlp: {gpus: 8, gpu_hours: 500, period: 7d, weight: 2, lend: 6}
           vision: {gpus: unlimited, borrow: false}
         limits:
           default: {gpus: 16}
@@ -53,7 +53,9 @@ class PolicyYamlTest {
     assertEquals(100, config.qos().get("interactive").priority());
     assertEquals(new QosClass("debug", 200, Duration.ofMinutes(15), 1, false),
         config.qos().get("debug"));
-    assertEquals(new GroupQuota("nlp", 8, 500, Duration.ofDays(7), true, 2), config.group("nlp"));
+    assertEquals(new GroupQuota("nlp", 8, 500, Duration.ofDays(7), true, 2, 6),
+        config.group("nlp"));
+    assertEquals(GroupQuota.UNLIMITED_GPUS, config.group("vision").lend());
     assertFalse(config.group("vision").borrow());
     assertFalse(config.group("vision").limitsGpus());
     assertEquals(16, config.limitFor("ann").maxGpus());
@@ -92,7 +94,8 @@ class PolicyYamlTest {
         Arguments.of("groups: {nlp: {gpus: -1}}", "groups.nlp.gpus must be >= 0, got -1"),
         Arguments.of("groups: {nlp: {gpu_hour: 5}}",
             "groups.nlp: unknown field 'gpu_hour' (allowed: gpus, gpu_hours, period, borrow,"
-                + " weight)"),
+                + " weight, lend)"),
+        Arguments.of("groups: {nlp: {gpus: 4, lend: -1}}", "groups.nlp.lend must be >= 0, got -1"),
         Arguments.of("groups: {nlp: {weight: 0}}", "groups.nlp.weight must be > 0, got 0.0"),
         Arguments.of("limits: {intern: {users: carl}}",
             "limits.intern.users: expected a list of user names, got 'carl'"),
@@ -132,7 +135,7 @@ class PolicyYamlTest {
   @Test
   void creditsAccrueForUnusedQuotaUpToTheCapAndNotForGroupsWithoutQuota() {
     CreditRule rule = new CreditRule(0.1, 50);
-    GroupQuota nlp = new GroupQuota("nlp", 8, 1000, Duration.ofDays(7), true, 1);
+    GroupQuota nlp = new GroupQuota("nlp", 8, 1000, Duration.ofDays(7), true, 1, 8);
     assertEquals(0.1 * 6 * 10, rule.earn(nlp, 0, 2, Duration.ofHours(10)), 1e-9);
     assertEquals(0, rule.earn(nlp, 0, 8, Duration.ofHours(10)), 1e-9);
     assertEquals(50, rule.earn(nlp, 45, 0, Duration.ofHours(24)), 1e-9);

@@ -20,10 +20,15 @@ abstract class BaseDriver {
   private final long passIntervalMillis;
   private final int[] bestDistance;
   private boolean passPending;
+  private long timerMillis;
+  private boolean timerArmed;
   private long lastPass = Long.MIN_VALUE / 2;
   Consumer<SimCall> onDone = call -> {};
   double busyGpuSeconds;
   int passes;
+  private long heldGpus;
+  private double heldIntegral;
+  private long heldSince;
 
   /** A call holding GPUs. */
   static final class Running {
@@ -45,6 +50,7 @@ abstract class BaseDriver {
     this.des = des;
     this.workers = workers;
     this.passIntervalMillis = Math.round(passIntervalSeconds * 1000);
+    this.heldSince = des.now();
     int largest = workers.stream().mapToInt(w -> w.topology.gpus()).max().orElse(0);
     bestDistance = new int[largest + 1];
     for (int g = 2; g <= largest && !workers.isEmpty(); g++) {
@@ -56,6 +62,25 @@ abstract class BaseDriver {
     call.submitMillis = des.now();
     queue.put(call.id, call);
     requestPass();
+    armTimer();
+  }
+
+  /** Also pass every {@code seconds} while calls wait, as the runtime's timer does. */
+  void timer(double seconds) {
+    this.timerMillis = Math.round(seconds * 1000);
+  }
+
+  private void armTimer() {
+    if (timerMillis > 0 && !timerArmed) {
+      timerArmed = true;
+      des.at(des.now() + timerMillis, () -> {
+        timerArmed = false;
+        if (!queue.isEmpty()) {
+          requestPass();
+          armTimer();
+        }
+      });
+    }
   }
 
   void requestPass() {
@@ -83,6 +108,8 @@ abstract class BaseDriver {
     }
     queue.remove(call.id);
     worker.freeMask &= ~gpus;
+    worker.version++;
+    held(Long.bitCount(gpus));
     worker.freeCpus -= call.cpus;
     worker.freeMemory -= call.memory;
     long local = 0;
@@ -126,9 +153,22 @@ abstract class BaseDriver {
     running.remove(run.call.id);
     SimWorker worker = workers.get(run.worker);
     worker.freeMask |= run.gpus;
+    worker.version++;
+    held(-Long.bitCount(run.gpus));
     worker.freeCpus += run.call.cpus;
     worker.freeMemory += run.call.memory;
     released(run);
+  }
+
+  private void held(long change) {
+    heldIntegral += heldGpus * (des.now() - heldSince) / 1000.0;
+    heldSince = des.now();
+    heldGpus += change;
+  }
+
+  /** GPU-seconds held by calls from the start until now. */
+  double heldGpuSeconds() {
+    return heldIntegral + heldGpus * (des.now() - heldSince) / 1000.0;
   }
 
   /** Hook for drivers that mirror worker state elsewhere. */
@@ -152,6 +192,7 @@ abstract class BaseDriver {
     call.epoch++;
     queue.put(call.id, call);
     requestPass();
+    armTimer();
   }
 
   /** Unsaved seconds of a running call: since its start or its last checkpoint. */

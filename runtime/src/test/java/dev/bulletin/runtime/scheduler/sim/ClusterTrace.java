@@ -10,7 +10,8 @@ import java.util.SplittableRandom;
 
 /**
  * The large cluster's trace: 1,000 workers of 8 GPUs (NVLink pairs, two PCIe switches), 200
- * users in 20 groups (the 10th user of each group an intern, submitting a fifth as much), calls of mixed QoS and size with
+ * users in 20 groups (the 10th user of each group an intern, submitting a fifth as much and
+ * mostly interactive calls), calls of mixed QoS and size with
  * log-normal run times, Poisson arrivals at a target offered load. Seeded: the same seed gives the
  * same trace for every scheduler.
  */
@@ -56,7 +57,8 @@ final class ClusterTrace {
       String user = String.format("u%03d", userIndex);
       String group = String.format("g%02d", userIndex / 10);
       boolean intern = userIndex % 10 == 9;
-      double kind = random.nextDouble();
+      // Interns mostly work in notebooks: 80% interactive, the rest small batch calls.
+      double kind = intern ? random.nextDouble() * 0.5625 : random.nextDouble();
       String qos;
       int size;
       double work;

@@ -48,11 +48,16 @@ final class PolicyDriver extends BaseDriver {
   final Map<dev.bulletin.runtime.scheduler.plan.WaitCode, Long> waitsByCode =
       new java.util.EnumMap<>(dev.bulletin.runtime.scheduler.plan.WaitCode.class);
 
+  private final WorkerState[] states;
+  private final int[] stateVersions;
+
   PolicyDriver(Des des, List<SimWorker> workers, PolicyConfig policy, long seed,
-      double passIntervalSeconds, Duration usageHalfLife) {
+      double passIntervalSeconds, Duration usageHalfLife, java.util.function.LongSupplier ticker) {
     super(des, workers, passIntervalSeconds);
     this.policy = policy;
-    this.scheduler = ClusterScheduler.create(des.clock, seed);
+    this.scheduler = ClusterScheduler.create(des.clock, seed, ticker);
+    this.states = new WorkerState[workers.size()];
+    this.stateVersions = new int[workers.size()];
     this.halfLifeSeconds = usageHalfLife.toSeconds();
     this.ledgerMillis = des.now();
     for (int w = 0; w < workers.size(); w++) {
@@ -129,15 +134,19 @@ final class PolicyDriver extends BaseDriver {
   }
 
   Snapshot snapshot() {
-    List<WorkerState> states = new ArrayList<>(workers.size());
-    for (SimWorker worker : workers) {
+    for (int w = 0; w < workers.size(); w++) {
+      SimWorker worker = workers.get(w);
+      if (states[w] != null && stateVersions[w] == worker.version) {
+        continue;
+      }
       Set<Integer> free = new TreeSet<>();
       for (long m = worker.freeMask; m != 0; m &= m - 1) {
         free.add(Long.numberOfTrailingZeros(m));
       }
-      states.add(new WorkerState(worker.id, "", worker.topology, free, worker.cpus,
+      states[w] = new WorkerState(worker.id, "", worker.topology, free, worker.cpus,
           Math.max(0, worker.freeCpus), worker.memory, Math.max(0, worker.freeMemory),
-          worker.held, false, WorkerState.NEVER));
+          worker.held, false, WorkerState.NEVER);
+      stateVersions[w] = worker.version;
     }
     List<RunningCall> calls = new ArrayList<>(running.size());
     for (Running run : running.values()) {
@@ -168,6 +177,6 @@ final class PolicyDriver extends BaseDriver {
       groups.putIfAbsent(group, new Usage.GroupUsage(0, 0,
           Math.max(0, groupCredits.get(group)), Instant.MAX));
     }
-    return new Snapshot(states, calls, queued, new Usage(groups, userRecent), policy);
+    return new Snapshot(List.of(states), calls, queued, new Usage(groups, userRecent), policy);
   }
 }

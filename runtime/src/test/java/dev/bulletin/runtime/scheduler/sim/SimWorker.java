@@ -13,6 +13,8 @@ final class SimWorker {
   long freeMask;
   double freeCpus;
   long freeMemory;
+  /** Bumped on every change, so a driver can reuse its last snapshot of an unchanged worker. */
+  int version;
   /** The worker's store: objects its calls read stay, least recently used evicted first. */
   final Map<String, Long> held;
 
