@@ -154,6 +154,46 @@ class PolicyScenarioTest {
   }
 
   @Test
+  void theOwnerWaitsOutItsPatienceBeforeStoppingWorkThatWouldLoseMuch() {
+    Builders.SnapshotBuilder snapshot = aSnapshot()
+        .workers(aWorker().id("w1").gpus(1))
+        .running(aRunningCall().id("sweep").qos("scavenger").on("w1", 0).preemptible()
+            .startedAgo(Duration.ofHours(2)).walltime(Duration.ofHours(3))
+            .unsaved(Duration.ofHours(1)))
+        .queue(aCall().id("owner").qos("batch").submittedSecondsAgo(10));
+    Plan patient = plan(snapshot);
+    assertTrue(patient.preemptions().isEmpty());
+    WaitInfo wait = waitOf(patient, "owner");
+    assertEquals(WaitCode.CAPACITY, wait.code());
+    assertTrue(wait.reason().endsWith("; preemptible work is reclaimed for it in 5m 50s unless"
+        + " GPUs free first"), wait.reason());
+    assertEquals(NOW.plusSeconds(350 + 30), wait.eta().orElseThrow());
+
+    Plan eager = plan(snapshot.policy("scheduler: {reclaim_patience: 0}"));
+    assertEquals(List.of("sweep"), eager.preemptions().stream().map(Preemption::victimId)
+        .toList());
+  }
+
+  @Test
+  void aGroupLendsOnlyWhatItsLendLimitAllowsAndKeepsTheRestForItsOwnCalls() {
+    Builders.SnapshotBuilder snapshot = aSnapshot()
+        .policy("groups: {nlp: {gpus: 2, lend: 1}, vision: {gpus: 2}}")
+        .workers(aWorker().gpus(4))
+        .queue(aCall().id("s1").user("bea").group("bio").qos("scavenger").submittedSecondsAgo(4),
+            aCall().id("s2").user("bea").group("bio").qos("scavenger").submittedSecondsAgo(3),
+            aCall().id("s3").user("bea").group("bio").qos("scavenger").submittedSecondsAgo(2),
+            aCall().id("s4").user("bea").group("bio").qos("scavenger").submittedSecondsAgo(1));
+    Plan plan = plan(snapshot);
+    assertEquals(Set.of("s1", "s2", "s3"), placedIds(plan));
+    WaitInfo s4 = waitOf(plan, "s4");
+    assertEquals(WaitCode.NO_IDLE_CAPACITY, s4.code());
+    assertTrue(s4.reason().startsWith("3/3 lendable GPUs are lent out"), s4.reason());
+
+    Plan lendAll = plan(snapshot.policy("groups: {nlp: {gpus: 2}, vision: {gpus: 2}}"));
+    assertEquals(4, lendAll.placements().size());
+  }
+
+  @Test
   void preemptionFreesTheNeededGpusAtTheLeastLostWork() {
     Plan plan = plan(aSnapshot()
         .workers(aWorker().id("w1").gpus(4))

@@ -141,8 +141,9 @@ final class ClusterBench {
       }
     }
     String[] labels = {"scheduler", "calls finished", "makespan", "GPU utilisation while calls arrive",
-        "utilisation while demand exists", "median wait (all)", "p95 wait (all)",
+        "utilisation while demand exists", "mean wait (all)", "median wait (all)", "p95 wait (all)",
         "median wait interactive", "p95 wait interactive", "median wait batch",
+        "median wait 8-GPU calls", "p95 wait 8-GPU calls",
         "multi-GPU calls on closest GPUs", "input bytes already local", "preemptions",
         "GPU-hours lost to preemption", "infeasible (never)", "passes", "p99 decision (cpu)",
         "p99 per placement (cpu)", "max placement (cpu)", "max pass (cpu)",
@@ -164,6 +165,7 @@ final class ClusterBench {
     List<SimCall> interactive = done.stream().filter(c -> c.qos.equals("interactive")).toList();
     List<SimCall> batch = done.stream().filter(c -> c.qos.equals("batch")).toList();
     List<SimCall> multi = done.stream().filter(c -> c.gpus > 1).toList();
+    List<SimCall> eight = done.stream().filter(c -> c.gpus == 8).toList();
     long inputBytes = done.stream().mapToLong(SimCall::inputBytes).sum();
     long local = done.stream().mapToLong(c -> c.localInputBytes).sum();
     double lost = done.stream().mapToDouble(c -> c.lostGpuSeconds).sum() / 3600;
@@ -176,11 +178,14 @@ final class ClusterBench {
         Stats.minutes(makespan),
         pct(utilisationWhileArriving),
         pct(useful / demand),
+        Stats.minutes(done.stream().mapToDouble(SimCall::waitSeconds).average().orElse(0)),
         Stats.minutes(Stats.percentile(Stats.of(done, SimCall::waitSeconds), 50)),
         Stats.minutes(Stats.percentile(Stats.of(done, SimCall::waitSeconds), 95)),
         Stats.minutes(Stats.percentile(Stats.of(interactive, SimCall::waitSeconds), 50)),
         Stats.minutes(Stats.percentile(Stats.of(interactive, SimCall::waitSeconds), 95)),
         Stats.minutes(Stats.percentile(Stats.of(batch, SimCall::waitSeconds), 50)),
+        Stats.minutes(Stats.percentile(Stats.of(eight, SimCall::waitSeconds), 50)),
+        Stats.minutes(Stats.percentile(Stats.of(eight, SimCall::waitSeconds), 95)),
         pct((double) multi.stream().filter(c -> c.closeGpus).count() / multi.size()),
         pct((double) local / inputBytes),
         String.valueOf(preemptions),

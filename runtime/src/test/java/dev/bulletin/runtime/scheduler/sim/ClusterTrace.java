@@ -10,7 +10,7 @@ import java.util.SplittableRandom;
 
 /**
  * The large cluster's trace: 1,000 workers of 8 GPUs (NVLink pairs, two PCIe switches), 200
- * users in 20 groups (the 10th user of each group an intern, submitting a fifth as much and
+ * users in 20 groups (the 10th user of each group an intern, submitting a twentieth as much,
  * mostly interactive calls), calls of mixed QoS and size with
  * log-normal run times, Poisson arrivals at a target offered load. Seeded: the same seed gives the
  * same trace for every scheduler.
@@ -50,8 +50,8 @@ final class ClusterTrace {
     double gpuSeconds = 0;
     for (int i = 0; i < count; i++) {
       int userIndex = random.nextInt(200);
-      // Interns submit a fifth as much as others.
-      while (userIndex % 10 == 9 && random.nextDouble() < 0.8) {
+      // Interns submit a twentieth as much as others: about their 2-GPU limit's worth.
+      while (userIndex % 10 == 9 && random.nextDouble() < 0.95) {
         userIndex = random.nextInt(200);
       }
       String user = String.format("u%03d", userIndex);

@@ -70,9 +70,14 @@ final class LabTrace {
   }
 
   static LabTrace generate(long seed) {
+    return generate(seed, 5);
+  }
+
+  /** The first {@code weekdays} days of the week (the smoke test runs one). */
+  static LabTrace generate(long seed, int weekdays) {
     SplittableRandom random = new SplittableRandom(seed);
     LabTrace trace = new LabTrace();
-    for (int day = 0; day < 5; day++) {
+    for (int day = 0; day < weekdays; day++) {
       for (int u = 1; u <= 20; u++) {
         double r = random.nextDouble();
         int count = r < 0.1 ? 0 : r < 0.7 ? 1 : 2;
@@ -95,6 +100,7 @@ final class LabTrace {
       trace.batches.add(new Batch("sweep-" + i, user(17), groupOf(17), 1, 20 * 60,
           3 * DAY + 10 * HOUR, Duration.ofHours(1), 0));
     }
+    trace.batches.removeIf(batch -> batch.submitMillis() >= weekdays * DAY);
     return trace;
   }
 
