@@ -56,7 +56,7 @@ class RuntimeConfigPolicyTest {
     Files.writeString(file, "quotas: {}\n");
     IllegalArgumentException error =
         assertThrows(IllegalArgumentException.class, () -> RuntimeConfig.load(file));
-    assertTrue(error.getMessage().endsWith("unknown field 'quotas' (known: groups, limits, qos,"
+    assertTrue(error.getMessage().endsWith("unknown field 'quotas' (known: groups, limits, pools, qos,"
         + " scheduler, users)"), error.getMessage());
   }
 }
