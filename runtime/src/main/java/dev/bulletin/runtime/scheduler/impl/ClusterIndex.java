@@ -26,6 +26,8 @@ final class ClusterIndex {
   final long[] expiresMillis;
   final int[] pool;
   final boolean[] usable;
+  /** The queued call (row index) a worker is held for this pass, or -1. */
+  final int[] heldFor;
   final byte[][] distances;
   final Names pools = new Names();
   final Map<String, Integer> byId = new HashMap<>();
@@ -56,6 +58,8 @@ final class ClusterIndex {
     expiresMillis = new long[size];
     pool = new int[size];
     usable = new boolean[size];
+    heldFor = new int[size];
+    java.util.Arrays.fill(heldFor, -1);
     distances = new byte[size][];
     bucketSlot = new int[size];
     Map<GpuTopology, byte[]> shared = new HashMap<>();
@@ -153,9 +157,34 @@ final class ClusterIndex {
     return best;
   }
 
-  /** Takes GPUs, CPUs and memory of worker {@code w} for a placed call. */
+  /** Holds worker {@code w} for one call: it leaves the buckets, so no other call gets it. */
+  void hold(int w, int row) {
+    if (usable[w] && heldFor[w] < 0) {
+      buckets[pool[w]][freeCount[w]].remove(bucketSlot[w], this);
+      heldFor[w] = row;
+    }
+  }
+
+  /** Ends a hold: the worker goes back to its bucket. */
+  void release(int w) {
+    if (heldFor[w] >= 0) {
+      heldFor[w] = -1;
+      if (usable[w]) {
+        bucketSlot[w] = buckets[pool[w]][freeCount[w]].add(w);
+      }
+    }
+  }
+
+  /** Whether worker {@code w} can be offered to the call of row {@code row}. */
+  boolean offerable(int w, int row) {
+    return usable[w] && (heldFor[w] < 0 || heldFor[w] == row);
+  }
+
+  /** Takes GPUs, CPUs and memory of worker {@code w} for a placed call; ends a hold. */
   void take(int w, long gpus, double cpus, long memory) {
-    if (usable[w]) {
+    boolean wasHeld = heldFor[w] >= 0;
+    heldFor[w] = -1;
+    if (usable[w] && !wasHeld) {
       buckets[pool[w]][freeCount[w]].remove(bucketSlot[w], this);
     }
     freeMask[w] &= ~gpus;
