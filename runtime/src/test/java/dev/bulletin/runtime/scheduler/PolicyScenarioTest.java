@@ -194,25 +194,6 @@ class PolicyScenarioTest {
   }
 
   @Test
-  void aBigCallThatWaitedLongHasAWorkerHeldSoSmallCallsStopTakingItsGpus() {
-    Builders.SnapshotBuilder snapshot = aSnapshot()
-        .workers(aWorker().id("w1").gpus(8).free(0, 1, 2, 3, 4, 5),
-            aWorker().id("w2").gpus(8).free(7))
-        .queue(aCall().id("big").user("bea").qos("batch").gpus(8).submittedSecondsAgo(3600),
-            aCall().id("small-1").user("ann").qos("interactive").submittedSecondsAgo(5),
-            aCall().id("small-2").user("ann").qos("interactive").submittedSecondsAgo(4));
-    Plan plan = plan(snapshot);
-    assertEquals("w2", plan.placement("small-1").orElseThrow().workerId());
-    assertEquals(WaitCode.CAPACITY, waitOf(plan, "small-2").code());
-    assertEquals("no worker has 8 GPUs free (most free on one worker: 6); worker w1 is held for"
-        + " it (6/8 GPUs free)", waitOf(plan, "big").reason());
-
-    // A call that has not waited long yet holds nothing: small calls fill w1.
-    Plan young = plan(snapshot.policy("scheduler: {reserve_after: 2h}"));
-    assertEquals(Set.of("small-1", "small-2"), placedIds(young));
-  }
-
-  @Test
   void preemptionFreesTheNeededGpusAtTheLeastLostWork() {
     Plan plan = plan(aSnapshot()
         .workers(aWorker().id("w1").gpus(4))

@@ -41,8 +41,6 @@ final class CallRow {
 
   WaitCode waitCode;
   String waitReason;
-  /** The worker held for it this pass (it waited long), or -1. */
-  int heldWorker = -1;
   /** When its patience runs out and it will reclaim lent GPUs (null: no reclaim planned). */
   java.time.Instant reclaimAt;
 

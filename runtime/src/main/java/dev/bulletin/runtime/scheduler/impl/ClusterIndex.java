@@ -26,8 +26,6 @@ final class ClusterIndex {
   final long[] expiresMillis;
   final int[] pool;
   final boolean[] usable;
-  /** The queued call (row index) a worker is held for this pass, or -1. */
-  final int[] heldFor;
   final byte[][] distances;
   final Names pools = new Names();
   final Map<String, Integer> byId = new HashMap<>();
@@ -58,8 +56,6 @@ final class ClusterIndex {
     expiresMillis = new long[size];
     pool = new int[size];
     usable = new boolean[size];
-    heldFor = new int[size];
-    java.util.Arrays.fill(heldFor, -1);
     distances = new byte[size][];
     bucketSlot = new int[size];
     Map<GpuTopology, byte[]> shared = new HashMap<>();
@@ -157,34 +153,9 @@ final class ClusterIndex {
     return best;
   }
 
-  /** Holds worker {@code w} for one call: it leaves the buckets, so no other call gets it. */
-  void hold(int w, int row) {
-    if (usable[w] && heldFor[w] < 0) {
-      buckets[pool[w]][freeCount[w]].remove(bucketSlot[w], this);
-      heldFor[w] = row;
-    }
-  }
-
-  /** Ends a hold: the worker goes back to its bucket. */
-  void release(int w) {
-    if (heldFor[w] >= 0) {
-      heldFor[w] = -1;
-      if (usable[w]) {
-        bucketSlot[w] = buckets[pool[w]][freeCount[w]].add(w);
-      }
-    }
-  }
-
-  /** Whether worker {@code w} can be offered to the call of row {@code row}. */
-  boolean offerable(int w, int row) {
-    return usable[w] && (heldFor[w] < 0 || heldFor[w] == row);
-  }
-
-  /** Takes GPUs, CPUs and memory of worker {@code w} for a placed call; ends a hold. */
+  /** Takes GPUs, CPUs and memory of worker {@code w} for a placed call. */
   void take(int w, long gpus, double cpus, long memory) {
-    boolean wasHeld = heldFor[w] >= 0;
-    heldFor[w] = -1;
-    if (usable[w] && !wasHeld) {
+    if (usable[w]) {
       buckets[pool[w]][freeCount[w]].remove(bucketSlot[w], this);
     }
     freeMask[w] &= ~gpus;

@@ -227,7 +227,6 @@ final class Pass {
 
   Plan run() {
     long start = ticker.getAsLong();
-    holdForLongWaiters();
     QueueOrder order = new QueueOrder(rows, users.size(), counters);
     for (CallRow row = order.next(); row != null; row = order.next()) {
       decide(row, false);
@@ -255,9 +254,6 @@ final class Pass {
         break;
       }
     }
-    if (verdict.kind != Verdict.Kind.PASS || (row.preemptible && !lending)) {
-      releaseHold(row);
-    }
     if (verdict.kind == Verdict.Kind.NEVER) {
       infeasible.add(new Rejection(row.id(), verdict.reason));
     } else if (verdict.kind == Verdict.Kind.WAIT) {
@@ -272,11 +268,6 @@ final class Pass {
       if (!row.preemptible) {
         reclaim(row);
       }
-      if (row.heldWorker >= 0 && row.waitCode != WaitCode.PREEMPTING) {
-        int w = row.heldWorker;
-        row.waitWith(row.waitCode, row.waitReason + "; worker " + index.workers[w].id()
-            + " is held for it (" + index.freeCount[w] + "/" + row.gpus + " GPUs free)");
-      }
       waiting.add(row);
     }
     long took = ticker.getAsLong() - t0;
@@ -287,10 +278,6 @@ final class Pass {
   }
 
   private void place(CallRow row, int w, long gpus) {
-    if (row.heldWorker != w) {
-      releaseHold(row);
-    }
-    row.heldWorker = -1;
     index.take(w, gpus, row.cpus, row.memory);
     if (row.preemptible) {
       lent += row.gpus;
@@ -304,56 +291,6 @@ final class Pass {
     }
     placements.add(new Placement(row.id(), index.workers[w].id(), ids, row.preemptible,
         row.boost));
-  }
-
-  private void releaseHold(CallRow row) {
-    if (row.heldWorker >= 0) {
-      index.release(row.heldWorker);
-      row.heldWorker = -1;
-    }
-  }
-
-  /**
-   * Anti-starvation: a multi-GPU call of a non-preemptible QoS, within its group's quota, that
-   * has waited {@code reserve_after} gets the usable worker closest to fitting it (most GPUs
-   * free) held for it before the queue is walked, oldest first, at most a tenth of the workers
-   * (at least one).
-   * Nobody else is offered a held worker in this pass, so GPUs freed there accumulate for it.
-   */
-  private void holdForLongWaiters() {
-    long after = policy.reserveAfter().toMillis();
-    int cap = Math.max(1, index.usableWorkers(CallRow.ANY_POOL) / 10);
-    List<CallRow> aged = new ArrayList<>();
-    for (CallRow row : rows) {
-      if (row.gpus >= 2 && row.qos != null && !row.qos.preemptible()
-          && row.pool != CallRow.UNKNOWN_POOL && nowMillis - row.submittedMillis >= after
-          && counters.groupQuotaGpus[row.group] + row.gpus <= row.quota.maxGpus()) {
-        aged.add(row);
-      }
-    }
-    aged.sort((a, b) -> a.submittedMillis != b.submittedMillis
-        ? Long.compare(a.submittedMillis, b.submittedMillis) : Integer.compare(a.index, b.index));
-    int held = 0;
-    for (CallRow row : aged) {
-      if (held >= cap) {
-        break;
-      }
-      int best = -1;
-      for (int w = 0; w < index.size; w++) {
-        if (index.usable[w] && index.heldFor[w] < 0 && index.gpuCount[w] >= row.gpus
-            && (row.pool == CallRow.ANY_POOL || row.pool == index.pool[w])
-            && index.workers[w].cpus() >= row.cpus && index.workers[w].memoryBytes() >= row.memory
-            && WorkerFilter.STAYS_UP.accepts(row, w, this)
-            && (best < 0 || index.freeCount[w] > index.freeCount[best])) {
-          best = w;
-        }
-      }
-      if (best >= 0) {
-        index.hold(best, row.index);
-        row.heldWorker = best;
-        held++;
-      }
-    }
   }
 
   /** An entitled call that found no room may stop preemptible calls for it. */

@@ -68,7 +68,7 @@ final class PreemptionPlanner {
     double bestTopology = -1;
     List<Victim> best = null;
     for (int w : workers) {
-      if (!index.offerable(w, row.index) || (row.pool != CallRow.ANY_POOL && row.pool != index.pool[w])
+      if (!index.usable[w] || (row.pool != CallRow.ANY_POOL && row.pool != index.pool[w])
           || !WorkerFilter.STAYS_UP.accepts(row, w, pass) || index.gpuCount[w] < row.gpus) {
         continue;
       }

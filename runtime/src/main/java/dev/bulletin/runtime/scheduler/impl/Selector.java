@@ -44,9 +44,8 @@ final class Selector {
   /** True with {@link #chosenWorker}/{@link #chosenGpus} set, else the row's wait is set. */
   boolean select(CallRow row, Pass pass) {
     for (Failed f : failed) {
-      if (row.heldWorker < 0 && (f.pool == CallRow.ANY_POOL || f.pool == row.pool)
-          && row.gpus >= f.gpus && row.cpus >= f.cpus && row.memory >= f.memory
-          && row.walltimeMillis >= f.walltime) {
+      if ((f.pool == CallRow.ANY_POOL || f.pool == row.pool) && row.gpus >= f.gpus
+          && row.cpus >= f.cpus && row.memory >= f.memory && row.walltimeMillis >= f.walltime) {
         explain(row, pass, f.expiry);
         return false;
       }
@@ -60,18 +59,13 @@ final class Selector {
     if (row.inputBytes > 0 && row.inputBytes >= pass.policy.weights().localityMinBytes()) {
       for (String object : largestInputs(row)) {
         for (int w : index.holders(object)) {
-          if (seen[w] != stamp && index.offerable(w, row.index) && index.freeCount[w] >= row.gpus
+          if (seen[w] != stamp && index.usable[w] && index.freeCount[w] >= row.gpus
               && poolMatches(row, index.pool[w]) && accepts(row, w, pass) == 0) {
             seen[w] = stamp;
             found = add(found, w);
           }
         }
       }
-    }
-    if (row.heldWorker >= 0 && seen[row.heldWorker] != stamp
-        && index.freeCount[row.heldWorker] >= row.gpus && accepts(row, row.heldWorker, pass) == 0) {
-      seen[row.heldWorker] = stamp;
-      found = add(found, row.heldWorker);
     }
     int baseline = found;
     scan:
@@ -162,9 +156,6 @@ final class Selector {
   /** Names what is missing, in the caller's words (built once per distinct wording). */
   private void explain(CallRow row, Pass pass, boolean expiry) {
     int mostFree = pass.index.maxFree(row.pool);
-    if (row.heldWorker >= 0) {
-      mostFree = Math.max(mostFree, pass.index.freeCount[row.heldWorker]);
-    }
     Wording key = new Wording(row.pool, row.gpus, row.cpus, row.memory,
         expiry ? row.walltimeMillis : 0, expiry, mostFree, row.borrowReason);
     Verdict verdict = wordings.get(key);

@@ -19,10 +19,6 @@ import java.util.Map;
  *     this fraction of the GPU-seconds the preemption would lose: a victim that just started or
  *     checkpointed is stopped at once, one with an hour unsaved only after the call waited 6
  *     minutes (at 0.1), and a GPU that frees meanwhile spares the victim. 0 preempts at once.
- * @param reserveAfter a multi-GPU call of a non-preemptible QoS that has waited this long gets
- *     the worker closest to fitting it held for it at the start of each pass, so GPUs freed
- *     there accumulate for it instead of going to smaller calls (anti-starvation; at most a
- *     tenth of the workers are held)
  * @param candidateLimit workers scored per call, best-fit first (like Nomad's limit iterator):
  *     bounds a decision's cost on a large cluster
  * @param maxPreemptorsPerPass calls that may plan preemptions in one pass (bounds churn)
@@ -38,7 +34,6 @@ public record PolicyConfig(
     Duration fairShareHorizon,
     Duration preemptionGrace,
     double reclaimPatience,
-    Duration reserveAfter,
     int candidateLimit,
     int maxPreemptorsPerPass) {
 
@@ -76,9 +71,6 @@ public record PolicyConfig(
       throw new IllegalArgumentException("scheduler.reclaim_patience must be >= 0, got "
           + reclaimPatience);
     }
-    if (reserveAfter == null || reserveAfter.isNegative()) {
-      throw new IllegalArgumentException("scheduler.reserve_after must be >= 0");
-    }
     if (candidateLimit < 1) {
       throw new IllegalArgumentException("scheduler.candidates must be >= 1, got "
           + candidateLimit);
@@ -93,7 +85,7 @@ public record PolicyConfig(
   public static PolicyConfig defaults() {
     return new PolicyConfig(defaultQosClasses(), "interactive", Map.of(), List.of(),
         UserLimit.none(), CreditRule.defaults(), Weights.defaults(), Duration.ofHours(1),
-        Duration.ofSeconds(30), 0.1, Duration.ofMinutes(30), 8, 64);
+        Duration.ofSeconds(30), 0.1, 8, 64);
   }
 
   public static Map<String, QosClass> defaultQosClasses() {

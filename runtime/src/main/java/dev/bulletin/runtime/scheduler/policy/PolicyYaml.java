@@ -47,7 +47,7 @@ public final class PolicyYaml {
     }
     Map<String, QosClass> qos = qos(root.get("qos"));
     Fields scheduler = new Fields(root.get("scheduler"), "scheduler", "default_qos",
-        "fair_share_horizon", "preemption_grace", "reclaim_patience", "reserve_after", "candidates", "max_preemptors_per_pass",
+        "fair_share_horizon", "preemption_grace", "reclaim_patience", "candidates", "max_preemptors_per_pass",
         "locality_min_bytes", "credits", "weights");
     Fields credits = scheduler.child("credits", "per_idle_gpu_hour", "max_balance");
     Fields weights = scheduler.child("weights", "topology", "locality", "packing");
@@ -69,7 +69,6 @@ public final class PolicyYaml {
         scheduler.duration("fair_share_horizon", config.fairShareHorizon()),
         scheduler.duration("preemption_grace", config.preemptionGrace()),
         scheduler.number("reclaim_patience", config.reclaimPatience()),
-        scheduler.duration("reserve_after", config.reserveAfter()),
         scheduler.integer("candidates", config.candidateLimit()),
         scheduler.integer("max_preemptors_per_pass", config.maxPreemptorsPerPass()));
   }
