@@ -16,7 +16,7 @@ export BULLETIN_JAR := $(CURDIR)/$(JAR)
 # Java tests that start real Python executors use the project's interpreter.
 export BULLETIN_TEST_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: all build demo test test-java test-python bench bench-data clean slurm-up slurm-down
+.PHONY: all build demo test test-java test-python bench bench-data bench-scheduler clean slurm-up slurm-down
 
 all: build
 
@@ -71,6 +71,12 @@ bench: build $(STAMPS)/bench
 
 bench-data: build $(STAMPS)/bench
 	$(PY) examples/data_plane_benchmark.py
+
+# The scheduler simulations (docs/scheduler.md): 1,000 workers x 8 GPUs with up to 100,000 calls
+# against FIFO first-fit, and a lab week against notebooks that hold a GPU per session.
+bench-scheduler:
+	$(MVN) -pl runtime -am test -Dtest=SchedulerBench -Dsurefire.failIfNoSpecifiedTests=false \
+	  -Dbulletin.bench=true
 
 clean:
 	$(MVN) clean

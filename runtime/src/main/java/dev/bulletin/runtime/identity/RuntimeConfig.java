@@ -2,18 +2,24 @@ package dev.bulletin.runtime.identity;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.bulletin.runtime.pool.PoolsConfig;
+import dev.bulletin.runtime.scheduler.policy.PolicyConfig;
+import dev.bulletin.runtime.scheduler.policy.PolicyYaml;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.TreeSet;
 
 /**
- * The runtime's YAML file: users and worker pools (docs/pools.md); later issues add QoS classes
- * and quotas.
+ * The runtime's YAML file: users, worker pools (docs/pools.md) and the scheduling policy
+ * ({@code qos:}, {@code groups:}, {@code limits:}, {@code scheduler:}, read by {@link PolicyYaml};
+ * docs/scheduler.md).
  *
  * <pre>
  * users:
@@ -22,24 +28,33 @@ import java.util.List;
  *     token: "a-long-random-string"
  * </pre>
  */
-public record RuntimeConfig(
-    @JsonProperty("users") List<User> users,
-    @JsonProperty("pools") PoolsConfig pools) {
+public record RuntimeConfig(List<User> users, PoolsConfig pools, PolicyConfig policy) {
 
   public static final String DEFAULT_GROUP = "default";
 
   public RuntimeConfig {
     users = users == null ? List.of() : List.copyOf(users);
     pools = pools == null ? PoolsConfig.none() : pools;
+    policy = policy == null ? PolicyConfig.defaults() : policy;
   }
 
   public RuntimeConfig(List<User> users) {
     this(users, PoolsConfig.none());
   }
 
+  /** Users and pools with the default scheduling policy. */
+  public RuntimeConfig(List<User> users, PoolsConfig pools) {
+    this(users, pools, PolicyConfig.defaults());
+  }
+
   public static RuntimeConfig empty() {
     return new RuntimeConfig(List.of(), PoolsConfig.none());
   }
+
+  /** The sections Jackson binds directly; the policy sections go to {@link PolicyYaml}. */
+  private record Sections(
+      @JsonProperty("users") List<User> users,
+      @JsonProperty("pools") PoolsConfig pools) {}
 
   public record User(
       @JsonProperty("name") String name,
@@ -65,14 +80,38 @@ public record RuntimeConfig(
       if (!Files.isRegularFile(file)) {
         throw new IllegalArgumentException("config file " + file + " does not exist");
       }
-      RuntimeConfig config = yaml.readValue(file.toFile(), RuntimeConfig.class);
-      return config == null ? empty() : config;
+      JsonNode root = yaml.readTree(file.toFile());
+      if (root == null || root.isMissingNode() || root.isNull()) {
+        return empty();
+      }
+      if (!(root instanceof ObjectNode object)) {
+        throw new IllegalArgumentException("config file " + file + ": expected a mapping of"
+            + " sections (" + String.join(", ", knownSections()) + ")");
+      }
+      PolicyConfig policy;
+      try {
+        policy = PolicyYaml.parse(root);
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException("config file " + file + ": " + e.getMessage(), e);
+      }
+      ObjectNode rest = object.deepCopy();
+      PolicyYaml.SECTIONS.forEach(rest::remove);
+      Sections sections = yaml.treeToValue(rest, Sections.class);
+      return sections == null ? new RuntimeConfig(List.of(), null, policy)
+          : new RuntimeConfig(sections.users(), sections.pools(), policy);
     } catch (UnrecognizedPropertyException e) {
       throw new IllegalArgumentException("config file " + file + ": unknown field '"
-          + e.getPropertyName() + "' (known: " + e.getKnownPropertyIds() + ")", e);
+          + e.getPropertyName() + "' (known: " + String.join(", ", knownSections()) + ")", e);
     } catch (IOException e) {
       Throwable cause = e.getCause() instanceof IllegalArgumentException ? e.getCause() : e;
       throw new IllegalArgumentException("config file " + file + ": " + cause.getMessage(), e);
     }
+  }
+
+  private static TreeSet<String> knownSections() {
+    TreeSet<String> known = new TreeSet<>(PolicyYaml.SECTIONS);
+    known.add("users");
+    known.add("pools");
+    return known;
   }
 }

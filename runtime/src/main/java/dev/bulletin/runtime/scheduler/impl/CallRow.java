@@ -1,0 +1,84 @@
+package dev.bulletin.runtime.scheduler.impl;
+
+import dev.bulletin.runtime.scheduler.plan.WaitCode;
+import dev.bulletin.runtime.scheduler.policy.GroupQuota;
+import dev.bulletin.runtime.scheduler.policy.QosClass;
+import dev.bulletin.runtime.scheduler.policy.UserLimit;
+import dev.bulletin.runtime.scheduler.snapshot.QueuedCall;
+
+/** One queued call resolved against the policy and interned for the pass's hot loop. */
+final class CallRow {
+  /** Pool ids: any pool, or a pool no worker has. */
+  static final int ANY_POOL = -1;
+  static final int UNKNOWN_POOL = -2;
+
+  final QueuedCall call;
+  final int index;
+  final int user;
+  final int group;
+  final int qosId;
+  final QosClass qos;
+  final GroupQuota quota;
+  final UserLimit limit;
+  final int pool;
+  final int gpus;
+  final double cpus;
+  final long memory;
+  final long submittedMillis;
+  /** The walltime asked for, or the QoS maximum when none was; 0 if the QoS is unknown. */
+  final long walltimeMillis;
+  /** The walltime asked for (0: none). */
+  final long askedMillis;
+  final long inputBytes;
+
+  /** Credits honoured for ordering (0 when the group's balance cannot cover the offer). */
+  double boost;
+  boolean creditsShort;
+  /** Set by the quota stage: runs as preemptible (its QoS is, or it borrows over quota). */
+  boolean preemptible;
+  /** Why it is over quota, when it borrows. */
+  String borrowReason;
+
+  WaitCode waitCode;
+  String waitReason;
+  /** When its patience runs out and it will reclaim lent GPUs (null: no reclaim planned). */
+  java.time.Instant reclaimAt;
+
+  CallRow(QueuedCall call, int index, int user, int group, int qosId, QosClass qos,
+      GroupQuota quota, UserLimit limit, int pool) {
+    this.call = call;
+    this.index = index;
+    this.user = user;
+    this.group = group;
+    this.qosId = qosId;
+    this.qos = qos;
+    this.quota = quota;
+    this.limit = limit;
+    this.pool = pool;
+    this.gpus = call.demand().gpus();
+    this.cpus = call.demand().cpus();
+    this.memory = call.demand().memoryBytes();
+    this.submittedMillis = call.submittedAt().toEpochMilli();
+    long asked = call.walltime().toMillis();
+    this.askedMillis = asked;
+    this.walltimeMillis = asked > 0 ? asked : qos == null ? 0 : qos.maxWalltime().toMillis();
+    long bytes = 0;
+    for (long size : call.inputs().values()) {
+      bytes += size;
+    }
+    this.inputBytes = bytes;
+  }
+
+  int qosPriority() {
+    return qos == null ? Integer.MIN_VALUE : qos.priority();
+  }
+
+  void waitWith(WaitCode code, String reason) {
+    this.waitCode = code;
+    this.waitReason = reason;
+  }
+
+  String id() {
+    return call.id();
+  }
+}

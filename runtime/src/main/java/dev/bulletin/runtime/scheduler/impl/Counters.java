@@ -1,0 +1,87 @@
+package dev.bulletin.runtime.scheduler.impl;
+
+import dev.bulletin.runtime.scheduler.snapshot.RunningCall;
+import dev.bulletin.runtime.scheduler.snapshot.Usage;
+import dev.bulletin.runtime.scheduler.policy.PolicyConfig;
+import java.util.List;
+
+/**
+ * Per-group, per-user and per-user-per-QoS counters, started from the running calls and bumped
+ * as the pass places calls: every policy check is an array read, not a scan of the running set.
+ */
+final class Counters {
+  private final int qosCount;
+  /** GPUs of non-preemptible calls: what the concurrent-GPU quota limits. */
+  final int[] groupQuotaGpus;
+  /** All GPUs a group holds (fair share between groups). */
+  final int[] groupGpus;
+  final int[] userGpus;
+  final int[] userCalls;
+  final int[] userQosCalls;
+  final double[] groupRecent;
+  final double[] groupHoursThisPeriod;
+  final double[] groupCredits;
+  final double[] groupWeight;
+  final double[] userRecent;
+  private final double horizonSeconds;
+
+  Counters(Names users, Names groups, Names qos, PolicyConfig policy, Usage usage,
+      List<RunningCall> running) {
+    this.qosCount = Math.max(1, qos.size());
+    int groupCount = groups.size();
+    int userCount = users.size();
+    groupQuotaGpus = new int[groupCount];
+    groupGpus = new int[groupCount];
+    groupRecent = new double[groupCount];
+    groupHoursThisPeriod = new double[groupCount];
+    groupCredits = new double[groupCount];
+    groupWeight = new double[groupCount];
+    userGpus = new int[userCount];
+    userCalls = new int[userCount];
+    userQosCalls = new int[userCount * qosCount];
+    userRecent = new double[userCount];
+    horizonSeconds = policy.fairShareHorizon().toMillis() / 1000.0;
+    for (int g = 0; g < groupCount; g++) {
+      String name = groups.name(g);
+      Usage.GroupUsage groupUsage = usage.group(name);
+      groupRecent[g] = groupUsage.recentGpuSeconds();
+      groupHoursThisPeriod[g] = groupUsage.gpuHoursThisPeriod();
+      groupCredits[g] = groupUsage.credits();
+      groupWeight[g] = policy.group(name).weight();
+    }
+    for (int u = 0; u < userCount; u++) {
+      userRecent[u] = usage.userRecentGpuSeconds(users.name(u));
+    }
+    for (RunningCall call : running) {
+      // Names are interned before the counters are made (Pass does it), so find() never misses.
+      int q = qos.find(call.qos());
+      add(users.find(call.user()), groups.find(call.group()), q, call.gpus(), call.preemptible());
+    }
+  }
+
+  /** Counts a placed (or running) call. */
+  void add(int user, int group, int qos, int gpus, boolean preemptible) {
+    if (!preemptible) {
+      groupQuotaGpus[group] += gpus;
+    }
+    groupGpus[group] += gpus;
+    userGpus[user] += gpus;
+    userCalls[user]++;
+    if (qos >= 0) {
+      userQosCalls[user * qosCount + qos]++;
+    }
+  }
+
+  int userQosCalls(int user, int qos) {
+    return qos < 0 ? 0 : userQosCalls[user * qosCount + qos];
+  }
+
+  /** Recent usage plus what is held now, per unit of the group's weight: lower goes first. */
+  double groupCharge(int group) {
+    return (groupRecent[group] + groupGpus[group] * horizonSeconds) / groupWeight[group];
+  }
+
+  double userCharge(int user) {
+    return userRecent[user] + userGpus[user] * horizonSeconds;
+  }
+}

@@ -1,0 +1,333 @@
+package dev.bulletin.runtime.scheduler.impl;
+
+import dev.bulletin.runtime.scheduler.plan.LatencyHistogram;
+import dev.bulletin.runtime.scheduler.plan.PassStats;
+import dev.bulletin.runtime.scheduler.plan.Placement;
+import dev.bulletin.runtime.scheduler.plan.Plan;
+import dev.bulletin.runtime.scheduler.plan.Preemption;
+import dev.bulletin.runtime.scheduler.plan.Rejection;
+import dev.bulletin.runtime.scheduler.plan.WaitCode;
+import dev.bulletin.runtime.scheduler.policy.PolicyConfig;
+import dev.bulletin.runtime.scheduler.policy.QosClass;
+import dev.bulletin.runtime.scheduler.snapshot.QueuedCall;
+import dev.bulletin.runtime.scheduler.snapshot.RunningCall;
+import dev.bulletin.runtime.scheduler.snapshot.Snapshot;
+import dev.bulletin.runtime.scheduler.snapshot.Usage;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.LongSupplier;
+
+/**
+ * One scheduling pass: the snapshot resolved into arrays, the counters, the index, and the
+ * results as they accumulate. Two phases: first every call in queue order that would run
+ * non-preemptible (in quota, a non-preemptible QoS), which may plan preemptions; then the
+ * preemptible calls (preemptible QoS, or borrowing over quota) in the same order, on what is
+ * left idle. So borrowed work never takes capacity an in-quota call of this pass could use.
+ */
+final class Pass {
+  final Snapshot snapshot;
+  final PolicyConfig policy;
+  final Usage usage;
+  final Instant now;
+  final long nowMillis;
+  final Names users = new Names();
+  final Names groups = new Names();
+  final Names qosNames = new Names();
+  final ClusterIndex index;
+  final Counters counters;
+  private final PolicyScheduler.Stages stages;
+  private final LongSupplier ticker;
+  private final CallRow[] rows;
+  private final List<Holding> holdings = new ArrayList<>();
+  private final Map<String, Integer> stoppingFor = new HashMap<>();
+  private final PreemptionPlanner planner;
+  private final Selector selector;
+
+  private final List<Placement> placements = new ArrayList<>();
+  private final List<Preemption> preemptions = new ArrayList<>();
+  private final List<Rejection> infeasible = new ArrayList<>();
+  private final List<CallRow> waiting = new ArrayList<>();
+  private final List<CallRow> deferred = new ArrayList<>();
+  private final LatencyHistogram decisionLatency = new LatencyHistogram();
+  private final LatencyHistogram placementLatency = new LatencyHistogram();
+  private int preemptors;
+  private boolean lending;
+  private int lent;
+  private int lendable = Integer.MAX_VALUE;
+  private final Map<ReasonKey, Verdict> reasons = new HashMap<>();
+
+  /** What a wait reason depends on; equal keys give the same words. */
+  private record ReasonKey(String kind, long a, long b, long c, Object extra) {}
+
+  Pass(Snapshot snapshot, Instant now, long seed, LongSupplier ticker,
+      PolicyScheduler.Stages stages) {
+    this.snapshot = snapshot;
+    this.policy = snapshot.policy();
+    this.usage = snapshot.usage();
+    this.now = now;
+    this.nowMillis = now.toEpochMilli();
+    this.ticker = ticker;
+    this.stages = stages;
+    this.index = new ClusterIndex(snapshot.workers(), seed);
+    for (String name : policy.qos().keySet()) {
+      qosNames.id(name);
+    }
+    for (RunningCall call : snapshot.running()) {
+      users.id(call.user());
+      groups.id(call.group());
+    }
+    for (QueuedCall call : snapshot.queue()) {
+      users.id(call.user());
+      groups.id(call.group());
+    }
+    this.counters = new Counters(users, groups, qosNames, policy, usage, snapshot.running());
+    this.rows = resolve(snapshot.queue());
+    honourCredits();
+    for (RunningCall call : snapshot.running()) {
+      Integer w = index.byId.get(call.workerId());
+      long end = call.beingPreempted() ? nowMillis + policy.preemptionGrace().toMillis()
+          : call.endsBy().toEpochMilli();
+      holdings.add(new Holding(w == null ? -1 : w, users.find(call.user()),
+          groups.find(call.group()), qosNames.find(call.qos()), call.gpus(), call.cpus(),
+          call.memoryBytes(), call.preemptible(), end));
+      if (call.beingPreempted()) {
+        stoppingFor.merge(call.preemptedFor(), 1, Integer::sum);
+      }
+    }
+    for (RunningCall call : snapshot.running()) {
+      if (call.preemptible()) {
+        lent += call.gpus();
+      }
+    }
+    this.planner = new PreemptionPlanner(snapshot.running(), index);
+    this.selector = new Selector(stages.filters(), stages.scores(), index.size);
+  }
+
+  private CallRow[] resolve(List<QueuedCall> queue) {
+    CallRow[] resolved = new CallRow[queue.size()];
+    Set<String> ids = new HashSet<>();
+    for (int i = 0; i < resolved.length; i++) {
+      QueuedCall call = queue.get(i);
+      if (!ids.add(call.id())) {
+        throw new IllegalArgumentException("snapshot: queued call id '" + call.id()
+            + "' appears twice");
+      }
+      String qosName = call.qos().isEmpty() ? policy.defaultQos() : call.qos();
+      QosClass qos = policy.qos().get(qosName);
+      int pool = call.pool().isEmpty() ? CallRow.ANY_POOL : index.pools.find(call.pool());
+      resolved[i] = new CallRow(call, i, users.find(call.user()), groups.find(call.group()),
+          qos == null ? -1 : qosNames.find(qosName), qos, policy.group(call.group()),
+          policy.limitFor(call.user()), pool < 0 && !call.pool().isEmpty()
+              ? CallRow.UNKNOWN_POOL : pool);
+    }
+    return resolved;
+  }
+
+  /** A group's offers are honoured oldest first while its balance covers them. */
+  private void honourCredits() {
+    List<CallRow> offers = new ArrayList<>();
+    for (CallRow row : rows) {
+      if (row.call.creditsSpent() > 0) {
+        offers.add(row);
+      }
+    }
+    offers.sort((a, b) -> a.submittedMillis != b.submittedMillis
+        ? Long.compare(a.submittedMillis, b.submittedMillis) : Integer.compare(a.index, b.index));
+    double[] left = counters.groupCredits.clone();
+    for (CallRow row : offers) {
+      long offer = row.call.creditsSpent();
+      if (left[row.group] >= offer) {
+        left[row.group] -= offer;
+        row.boost = offer;
+      } else {
+        row.creditsShort = true;
+      }
+    }
+  }
+
+  /** The resolved call with this id (stage tests run single stages against a pass). */
+  CallRow row(String callId) {
+    for (CallRow row : rows) {
+      if (row.id().equals(callId)) {
+        return row;
+      }
+    }
+    throw new IllegalArgumentException("no queued call " + callId);
+  }
+
+  CallRow[] rows() {
+    return rows.clone();
+  }
+
+  /**
+   * A wait verdict, built once per distinct key in the pass: in a deep queue many calls wait
+   * for the same reason (one user's fifth interactive call and their sixth), and the words need
+   * not be rebuilt for each.
+   */
+  Verdict waitFor(String kind, long a, long b, long c, Object extra,
+      java.util.function.Supplier<Verdict> build) {
+    ReasonKey key = new ReasonKey(kind, a, b, c, extra);
+    Verdict verdict = reasons.get(key);
+    if (verdict == null) {
+      verdict = build.get();
+      reasons.put(key, verdict);
+    }
+    return verdict;
+  }
+
+  boolean lending() {
+    return lending;
+  }
+
+  /** GPUs preemptible calls hold (running, and placed in this pass). */
+  int lentGpus() {
+    return lent;
+  }
+
+  int lendableGpus() {
+    return lendable;
+  }
+
+  /**
+   * Capacity no quota covers, plus each group's idle quota up to its {@code lend}; computed once
+   * the in-quota calls of the pass are placed (preemptible placements do not change it).
+   */
+  private static int lendableGpus(PolicyConfig policy, Counters counters, Names groups,
+      ClusterIndex index) {
+    long capacity = 0;
+    for (int w = 0; w < index.size; w++) {
+      if (index.usable[w]) {
+        capacity += index.gpuCount[w];
+      }
+    }
+    long quotas = 0;
+    long lendable = 0;
+    for (var quota : policy.groups().values()) {
+      if (!quota.limitsGpus()) {
+        return Integer.MAX_VALUE;
+      }
+      int id = groups.find(quota.name());
+      int held = id < 0 ? 0 : counters.groupQuotaGpus[id];
+      quotas += quota.maxGpus();
+      lendable += Math.min(quota.lend(), Math.max(0, quota.maxGpus() - held));
+    }
+    return (int) Math.min(Integer.MAX_VALUE, Math.max(0, capacity - quotas) + lendable);
+  }
+
+  double weightOf(WorkerScore score) {
+    return score == WorkerScore.TOPOLOGY ? policy.weights().topology()
+        : score == WorkerScore.LOCALITY ? policy.weights().locality()
+        : policy.weights().packing();
+  }
+
+  Plan run() {
+    long start = ticker.getAsLong();
+    QueueOrder order = new QueueOrder(rows, users.size(), counters);
+    for (CallRow row = order.next(); row != null; row = order.next()) {
+      decide(row, false);
+    }
+    lending = true;
+    lendable = lendableGpus(policy, counters, groups, index);
+    for (CallRow row : deferred) {
+      decide(row, true);
+    }
+    Plan plan = new Plan(placements, preemptions,
+        stages.explainer().explain(this, waiting, holdings), infeasible,
+        new PassStats(rows.length, placements.size(), preemptions.size(),
+            ticker.getAsLong() - start, decisionLatency, placementLatency));
+    return plan;
+  }
+
+  /** Runs the chain for one call; in the lending phase only preemptible calls come here. */
+  private void decide(CallRow row, boolean lending) {
+    long t0 = ticker.getAsLong();
+    boolean placed = false;
+    Verdict verdict = Verdict.PASS;
+    for (CallCheck check : stages.checks()) {
+      verdict = check.check(row, this);
+      if (verdict.kind != Verdict.Kind.PASS) {
+        break;
+      }
+    }
+    if (verdict.kind == Verdict.Kind.NEVER) {
+      infeasible.add(new Rejection(row.id(), verdict.reason));
+    } else if (verdict.kind == Verdict.Kind.WAIT) {
+      row.waitWith(verdict.code, verdict.reason);
+      waiting.add(row);
+    } else if (row.preemptible && !lending) {
+      deferred.add(row);
+    } else if (selector.select(row, this)) {
+      place(row, selector.chosenWorker, selector.chosenGpus);
+      placed = true;
+    } else {
+      if (!row.preemptible) {
+        reclaim(row);
+      }
+      waiting.add(row);
+    }
+    long took = ticker.getAsLong() - t0;
+    decisionLatency.record(took);
+    if (placed) {
+      placementLatency.record(took);
+    }
+  }
+
+  private void place(CallRow row, int w, long gpus) {
+    index.take(w, gpus, row.cpus, row.memory);
+    if (row.preemptible) {
+      lent += row.gpus;
+    }
+    counters.add(row.user, row.group, row.qosId, row.gpus, row.preemptible);
+    holdings.add(new Holding(w, row.user, row.group, row.qosId, row.gpus, row.cpus, row.memory,
+        row.preemptible, nowMillis + row.walltimeMillis));
+    List<Integer> ids = new ArrayList<>(row.gpus);
+    for (int id : GpuPicker.ids(gpus)) {
+      ids.add(id);
+    }
+    placements.add(new Placement(row.id(), index.workers[w].id(), ids, row.preemptible,
+        row.boost));
+  }
+
+  /** An entitled call that found no room may stop preemptible calls for it. */
+  private void reclaim(CallRow row) {
+    Integer stopping = stoppingFor.get(row.id());
+    if (stopping != null) {
+      row.waitWith(WaitCode.PREEMPTING, "waiting for " + stopping + " preempted call"
+          + (stopping == 1 ? "" : "s") + " to stop and give back their GPUs");
+      return;
+    }
+    if (!planner.hasVictims() || preemptors >= policy.maxPreemptorsPerPass()) {
+      return;
+    }
+    if (!planner.plan(row, this)) {
+      return;
+    }
+    double waited = Math.max(0, nowMillis - row.submittedMillis) / 1000.0 * Math.max(1, row.gpus);
+    double needed = policy.reclaimPatience() * planner.chosenLost;
+    if (waited < needed) {
+      long seconds = (long) Math.ceil((needed - waited) / Math.max(1, row.gpus));
+      row.reclaimAt = now.plusSeconds(seconds);
+      row.waitWith(row.waitCode, row.waitReason + "; preemptible work is reclaimed for it in "
+          + dev.bulletin.runtime.scheduler.policy.Durations.format(
+              java.time.Duration.ofSeconds(seconds)) + " unless GPUs free first");
+      return;
+    }
+    planner.commit();
+    preemptors++;
+    String worker = index.workers[planner.chosenWorker].id();
+    double lost = 0;
+    for (PreemptionPlanner.Victim victim : planner.chosen) {
+      preemptions.add(new Preemption(victim.call.id(), worker, row.id(), victim.lost));
+      lost += victim.lost;
+    }
+    int count = planner.chosen.size();
+    row.waitWith(WaitCode.PREEMPTING, String.format(java.util.Locale.ROOT,
+        "reclaiming capacity: stopping %d preemptible call%s on worker %s (%.0f GPU-seconds of"
+            + " unsaved work)", count, count == 1 ? "" : "s", worker, lost));
+  }
+}

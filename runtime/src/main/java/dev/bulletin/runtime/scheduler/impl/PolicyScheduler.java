@@ -1,0 +1,70 @@
+package dev.bulletin.runtime.scheduler.impl;
+
+import dev.bulletin.runtime.scheduler.ClusterScheduler;
+import dev.bulletin.runtime.scheduler.plan.Plan;
+import dev.bulletin.runtime.scheduler.snapshot.Snapshot;
+import java.time.Clock;
+import java.util.List;
+import java.util.function.LongSupplier;
+
+/**
+ * The policy scheduler. The stage chain is assembled here, and only here, in the order a call
+ * meets it (like Nomad's feasibility stack). Each pass is a fresh {@link Pass} over the snapshot;
+ * nothing survives between passes, so the scheduler itself holds no cluster state.
+ */
+public final class PolicyScheduler implements ClusterScheduler {
+
+  /** The assembled chain; stateless, so passes may run on several threads at once. */
+  record Stages(List<CallCheck> checks, WorkerFilter[] filters, WorkerScore[] scores,
+      WaitExplainer explainer) {}
+
+  private final Clock clock;
+  private final long seed;
+  private final LongSupplier ticker;
+  private final Stages stages;
+
+  public PolicyScheduler(Clock clock, long seed, LongSupplier ticker) {
+    this.clock = java.util.Objects.requireNonNull(clock, "clock");
+    this.seed = seed;
+    this.ticker = ticker;
+    this.stages = new Stages(
+        List.of(
+            // "Never" answers first and independent of load: an unknown QoS or a walltime over
+            // the class's maximum fails at submit even on a full cluster. It also resolves the
+            // walltime every later stage uses.
+            new QosCheck(),
+            // Still "never", against whole-worker capacity: a call no worker of its pool could
+            // run when idle must not wait forever. Before the limits so an impossible call is
+            // refused for what it is, not parked behind a quota.
+            new CapacityCheck(),
+            // The user's own profile (interns) before QoS and group: it has "never" answers of
+            // its own (a call bigger than the profile), and a user at their own cap should not
+            // borrow group capacity either.
+            new UserLimitCheck(),
+            // QoS concurrency per user: an O(1) counter, so a user at the cap costs nothing more.
+            new QosLimitCheck(),
+            // The group quota last but one: it does not always reject, it may mark the call
+            // preemptible (borrowing), which every earlier check must not see.
+            new GroupQuotaCheck(),
+            // Only for calls that run preemptible, so after the quota stage has marked them:
+            // they get lendable capacity only (what groups lend of their idle quota).
+            new LendingCheck()),
+        // Then the workers: filters (bucketed free GPUs, then walltime vs expiry, CPUs, memory)
+        // and weighted scores (topology, locality, packing) pick one; shapes that found nothing
+        // stop early for the rest of the pass. The preemption planner runs only after this fails.
+        new WorkerFilter[] {WorkerFilter.STAYS_UP, WorkerFilter.CPUS, WorkerFilter.MEMORY},
+        new WorkerScore[] {WorkerScore.TOPOLOGY, WorkerScore.LOCALITY, WorkerScore.PACKING},
+        // Last, over what is left: positions, reasons, estimates and suggestions.
+        new WaitExplainer());
+  }
+
+  /** A pass over the snapshot, not yet run (stage tests drive single stages through it). */
+  Pass pass(Snapshot snapshot) {
+    return new Pass(snapshot, clock.instant(), seed, ticker, stages);
+  }
+
+  @Override
+  public Plan plan(Snapshot snapshot) {
+    return new Pass(snapshot, clock.instant(), seed, ticker, stages).run();
+  }
+}

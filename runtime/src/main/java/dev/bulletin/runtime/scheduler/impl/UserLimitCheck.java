@@ -1,0 +1,44 @@
+package dev.bulletin.runtime.scheduler.impl;
+
+import dev.bulletin.runtime.scheduler.plan.WaitCode;
+import dev.bulletin.runtime.scheduler.policy.Durations;
+import dev.bulletin.runtime.scheduler.policy.UserLimit;
+
+/**
+ * The user's limit profile (e.g. interns'): a call beyond it by itself never runs; a user at the
+ * profile's concurrent GPUs or calls waits for one of their own calls to end.
+ */
+final class UserLimitCheck implements CallCheck {
+  @Override
+  public Verdict check(CallRow row, Pass pass) {
+    UserLimit limit = row.limit;
+    String user = row.call.user();
+    if (row.gpus > limit.maxGpus()) {
+      return Verdict.never("user " + user + " may hold at most " + limit.maxGpus() + " GPU"
+          + (limit.maxGpus() == 1 ? "" : "s") + profile(limit) + "; this call asks for " + row.gpus);
+    }
+    if (row.walltimeMillis > limit.maxWalltime().toMillis()) {
+      return Verdict.never("walltime " + Durations.format(java.time.Duration.ofMillis(
+          row.walltimeMillis)) + " is over user " + user + "'s maximum of "
+          + Durations.format(limit.maxWalltime()) + profile(limit) + "; ask for a shorter walltime");
+    }
+    Counters counters = pass.counters;
+    int gpus = counters.userGpus[row.user];
+    if (row.gpus > 0 && gpus + row.gpus > limit.maxGpus()) {
+      return pass.waitFor("user-gpus", row.user, gpus, 0, null,
+          () -> Verdict.waitFor(WaitCode.USER_LIMIT, "user " + user + " holds " + gpus + "/"
+              + limit.maxGpus() + " GPUs" + profile(limit)));
+    }
+    int calls = counters.userCalls[row.user];
+    if (calls >= limit.maxCalls()) {
+      return pass.waitFor("user-calls", row.user, calls, 0, null,
+          () -> Verdict.waitFor(WaitCode.USER_LIMIT, "user " + user + " runs " + calls + "/"
+              + limit.maxCalls() + " calls" + profile(limit)));
+    }
+    return Verdict.PASS;
+  }
+
+  private static String profile(UserLimit limit) {
+    return " (limit profile " + limit.name() + ")";
+  }
+}

@@ -1,0 +1,122 @@
+package dev.bulletin.runtime.scheduler.impl;
+
+import dev.bulletin.runtime.scheduler.plan.Plan;
+import dev.bulletin.runtime.scheduler.plan.WaitCode;
+import dev.bulletin.runtime.scheduler.plan.WaitInfo;
+import dev.bulletin.runtime.scheduler.policy.Durations;
+import dev.bulletin.runtime.scheduler.policy.QosClass;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+
+/**
+ * Turns the pass's waiting calls into what their owners see: position (in the order the
+ * scheduler will consider them), the named reason, an estimated start, and what would run
+ * sooner. Runs after every placement of the pass, so "would start now" means on what is still
+ * free.
+ */
+final class WaitExplainer {
+
+  List<Plan.Waiting> explain(Pass pass, List<CallRow> waiting, List<Holding> holdings) {
+    EtaEstimator eta = new EtaEstimator(pass, holdings);
+    List<Plan.Waiting> infos = new ArrayList<>(waiting.size());
+    int position = 0;
+    for (CallRow row : waiting) {
+      position++;
+      infos.add(new Plan.Waiting(row.id(), new WaitInfo(position, row.waitCode, row.waitReason,
+          eta(row, pass, eta), suggestions(row, pass, position))));
+    }
+    return infos;
+  }
+
+  private static Optional<Instant> eta(CallRow row, Pass pass, EtaEstimator eta) {
+    Optional<Instant> estimate = estimate(row, pass, eta);
+    if (row.reclaimAt != null) {
+      Instant reclaimed = row.reclaimAt.plus(pass.policy.preemptionGrace());
+      return Optional.of(estimate.filter(e -> e.isBefore(reclaimed)).orElse(reclaimed));
+    }
+    return estimate;
+  }
+
+  private static Optional<Instant> estimate(CallRow row, Pass pass, EtaEstimator eta) {
+    return switch (row.waitCode) {
+      case CAPACITY, NO_IDLE_CAPACITY -> eta.capacity(row);
+      case GROUP_QUOTA -> eta.groupQuota(row);
+      case GROUP_GPU_HOURS -> {
+        Instant resets = pass.usage.group(row.call.group()).periodEndsAt();
+        yield resets.equals(Instant.MAX) ? Optional.empty() : Optional.of(resets);
+      }
+      case QOS_LIMIT -> eta.qosSlot(row);
+      case USER_LIMIT -> eta.userLimit(row);
+      case PREEMPTING -> Optional.of(pass.now.plus(pass.policy.preemptionGrace()));
+      case NO_WORKERS, WORKER_EXPIRY -> Optional.empty();
+    };
+  }
+
+  private static List<String> suggestions(CallRow row, Pass pass, int position) {
+    List<String> out = new ArrayList<>(2);
+    WaitCode code = row.waitCode;
+    if ((code == WaitCode.CAPACITY || code == WaitCode.NO_IDLE_CAPACITY) && row.gpus > 1) {
+      int mostFree = pass.index.maxFree(row.pool);
+      if (mostFree >= 1 && mostFree < row.gpus) {
+        out.add("with " + mostFree + " GPU" + (mostFree == 1 ? "" : "s")
+            + " it would start now");
+      }
+    }
+    if (code == WaitCode.QOS_LIMIT) {
+      for (String name : pass.policy.qosNames()) {
+        QosClass other = pass.policy.qos().get(name);
+        int used = pass.counters.userQosCalls(row.user, pass.qosNames.find(name));
+        if (other != row.qos && !other.preemptible() && used < other.maxCallsPerUser()
+            && other.maxWalltime().toMillis() >= row.walltimeMillis) {
+          out.add("qos " + name + " has room for it (" + used + "/"
+              + (other.maxCallsPerUser() == QosClass.UNLIMITED ? "unlimited"
+                  : String.valueOf(other.maxCallsPerUser())) + " calls of yours)");
+          break;
+        }
+      }
+    }
+    if (code == WaitCode.GROUP_QUOTA || code == WaitCode.GROUP_GPU_HOURS) {
+      for (QosClass other : pass.policy.qos().values()) {
+        if (other.preemptible() && pass.index.maxFree(row.pool) >= row.gpus
+            && other.maxWalltime().toMillis() >= row.walltimeMillis) {
+          out.add("qos " + other.name() + " would run it now on idle GPUs, as preemptible");
+          break;
+        }
+      }
+    }
+    if (code == WaitCode.WORKER_EXPIRY) {
+      long longest = longestStay(row, pass);
+      if (longest > 0) {
+        out.add("with a walltime of at most " + Durations.format(Duration.ofMillis(longest))
+            + " it would fit a worker now");
+      }
+    }
+    double credits = pass.counters.groupCredits[row.group];
+    if (row.creditsShort) {
+      out.add(String.format(Locale.ROOT, "it offers %d credits but group %s has %.0f: it waits"
+          + " without the boost", row.call.creditsSpent(), row.call.group(), credits));
+    } else if (row.boost == 0 && credits >= 1 && position > 1 && code == WaitCode.CAPACITY) {
+      out.add(String.format(Locale.ROOT, "spending credits moves it ahead of %s calls that spend"
+          + " none (group %s has %.0f)", row.qos.name(), row.call.group(), credits));
+    }
+    return out;
+  }
+
+  /** The longest a worker with the call's GPUs free stays up from now; 0 if none. */
+  private static long longestStay(CallRow row, Pass pass) {
+    ClusterIndex index = pass.index;
+    long longest = 0;
+    for (int w = 0; w < index.size; w++) {
+      if (index.usable[w] && index.freeCount[w] >= row.gpus && index.freeCpus[w] >= row.cpus
+          && index.freeMemory[w] >= row.memory
+          && (row.pool == CallRow.ANY_POOL || row.pool == index.pool[w])) {
+        longest = Math.max(longest, index.expiresMillis[w] - pass.nowMillis);
+      }
+    }
+    return longest;
+  }
+}

@@ -1,0 +1,23 @@
+package dev.bulletin.runtime.scheduler.plan;
+
+/** Why a call waits, as a stable code; {@link WaitInfo#reason()} says it in words. */
+public enum WaitCode {
+  /** No worker has the GPUs, CPUs or memory free now. */
+  CAPACITY,
+  /** No worker that could take it stays up for its walltime. */
+  WORKER_EXPIRY,
+  /** No worker has joined (the pool). */
+  NO_WORKERS,
+  /** Its group holds its concurrent-GPU quota and may not borrow. */
+  GROUP_QUOTA,
+  /** Its group used its GPU-hours this period and may not borrow. */
+  GROUP_GPU_HOURS,
+  /** Over its group's quota: it may only borrow idle GPUs, and none fit. */
+  NO_IDLE_CAPACITY,
+  /** The user runs the QoS class's maximum of concurrent calls. */
+  QOS_LIMIT,
+  /** The user is at their own limit (GPUs or calls). */
+  USER_LIMIT,
+  /** Preemptible calls are being stopped to make room for it. */
+  PREEMPTING
+}
