@@ -27,7 +27,8 @@ from ._errors import (
     WorkerDiedError,
     WorkerLostError,
 )
-from ._future import ALL_COMPLETED, FIRST_COMPLETED, FIRST_EXCEPTION, Future, as_completed, wait
+from ._future import (ALL_COMPLETED, FIRST_COMPLETED, FIRST_EXCEPTION, Future, WaitInfo,
+                      as_completed, wait)
 from ._version import __version__
 
 # Client and get_client load grpc; they are imported on first access (PEP 562) so that
@@ -55,6 +56,6 @@ __all__ = [
     "Future", "InfeasibleError", "InvalidArgumentError", "InvalidRequestError", "RemoteError",
     "Ref", "RemoteFunction", "RemoteTraceback", "ResultSerializationError", "RuntimeFailure",
     "RuntimeUnreachableError", "SerializationError", "StoreFullError", "WorkerDiedError",
-    "WorkerLostError", "__version__",
+    "WaitInfo", "WorkerLostError", "__version__",
     "as_completed", "cpu", "get_client", "gpu", "wait",
 ]

@@ -27,7 +27,7 @@ from ._errors import (
     AuthenticationError, BulletinError, CallTimeoutError, InfeasibleError, InvalidRequestError,
     RuntimeFailure, RuntimeUnreachableError, SerializationError, WorkerDiedError,
     WorkerLostError)
-from ._future import FIRST_EXCEPTION, Future
+from ._future import FIRST_EXCEPTION, Future, WaitInfo
 from ._future import wait as _wait
 from ._proto import bulletin_pb2 as pb
 from ._proto import bulletin_pb2_grpc as pb_grpc
@@ -204,22 +204,26 @@ class Client:
     def submit(self, fn: Callable, /, *args, gpus: int | None = None, cpus: float | None = None,
                memory: int | str | None = None, qos: str | None = None,
                priority: int | None = None, timeout: float | str | None = None,
-               retries: int | None = None, **kwargs) -> Future:
+               retries: int | None = None, credits: float | None = None, **kwargs) -> Future:
         """Runs ``fn(*args, **kwargs)`` remotely; returns at once with a Future.
 
         Resources default to the function's decorator options, else gpus=0, cpus=1.
+        ``credits`` spends that many of your group's credits to move the call up its QoS
+        class's queue (an urgent run), paid when it is placed.
         """
         options = _options_for(fn, gpus=gpus, cpus=cpus, memory=memory, qos=qos,
-                               priority=priority, timeout=timeout, retries=retries)
+                               priority=priority, timeout=timeout, retries=retries,
+                               credits=credits)
         return self._submit(fn, args, kwargs, options)
 
     def map(self, fn: Callable, *iterables: Iterable, gpus: int | None = None,
             cpus: float | None = None, memory: int | str | None = None, qos: str | None = None,
             priority: int | None = None, timeout: float | str | None = None,
-            retries: int | None = None) -> list[Future]:
+            retries: int | None = None, credits: float | None = None) -> list[Future]:
         """One call of ``fn`` per element, zipping several iterables like builtins.map."""
         options = _options_for(fn, gpus=gpus, cpus=cpus, memory=memory, qos=qos,
-                               priority=priority, timeout=timeout, retries=retries)
+                               priority=priority, timeout=timeout, retries=retries,
+                               credits=credits)
         return [self._submit(fn, args, {}, options) for args in zip(*iterables)]
 
     def scatter(self, value) -> Ref:
@@ -305,6 +309,7 @@ class Client:
         if upload_fn:
             call.releases.append(self._transfer.acquire(fn_encoded))
         spec = pb.TaskSpec(name=callable_name(fn), qos=options.qos, priority=options.priority,
+                           credits=options.credits,
                            timeout_seconds=options.timeout, retries=options.retries)
         spec.resources.gpus = options.gpus
         spec.resources.cpus = options.cpus
@@ -528,6 +533,10 @@ class Client:
             future._set_status("running")
         elif state == pb.QUEUED:  # also after a retry or a preemption
             future._set_status("queued")
+            if detail == "wait":
+                w = event.wait
+                future._set_wait(WaitInfo(w.position, w.reason, w.code, w.eta or None,
+                                          tuple(w.suggestions)), w.preemptions)
         elif state == pb.PLACED:
             future.placement = event.placement
         elif state in (pb.FINISHED, pb.ERROR, pb.CANCELLED):

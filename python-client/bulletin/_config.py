@@ -134,6 +134,7 @@ class Options:
     priority: int = 0
     timeout: float = 0.0
     retries: int = 0
+    credits: float = 0.0
 
     @classmethod
     def make(cls, base: Options | None = None, **given) -> Options:
@@ -162,6 +163,10 @@ class Options:
                 values[name] = parse_timeout(value)
             elif name == "retries":
                 values[name] = _int_option(name, value, 0)
+            elif name == "credits":
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                    raise InvalidArgumentError(f"credits={value!r}: expected a number >= 0")
+                values[name] = float(value)
             else:
                 raise InvalidArgumentError(f"unknown option {name!r}")
         return replace(base or cls(), **values)

@@ -13,6 +13,7 @@ import queue
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from typing import Callable, Iterable
 
 ALL_COMPLETED = cf.ALL_COMPLETED
@@ -30,13 +31,39 @@ def write_output(stream: str, text: str) -> None:
         target.flush()
 
 
+@dataclass(frozen=True)
+class WaitInfo:
+    """Why a queued call waits, as the scheduler explained it last.
+
+    ``position`` (1 = next), ``reason`` ("group quota reached: 8/8 GPUs"), ``code`` (its kind:
+    CAPACITY, GROUP_QUOTA, QOS_LIMIT, ...), ``eta`` (estimated start, epoch seconds, or None) and
+    ``suggestions`` (what would run sooner).
+    """
+
+    position: int
+    reason: str
+    code: str
+    eta: float | None
+    suggestions: tuple[str, ...]
+
+    def __str__(self) -> str:
+        text = f"waiting (position {self.position}): {self.reason}"
+        if self.eta:
+            text += f"; estimated start {time.strftime('%H:%M:%S', time.localtime(self.eta))}"
+        if self.suggestions:
+            text += "; sooner: " + "; ".join(self.suggestions)
+        return text
+
+
 class Future(cf.Future):
     """The pending result of a remote call.
 
     Besides the concurrent.futures API: ``key`` (the task id), ``status`` ("queued", "running",
     "finished", "error", "cancelled"), ``output`` (the call's stdout and stderr text so far) and
     ``timings``, seconds per phase: serialize, upload and download (which includes unpickling
-    the result) measured here; queue, start and run measured by the runtime.
+    the result) measured here; queue, start and run measured by the runtime. While queued,
+    ``wait_info`` says why it waits (a :class:`WaitInfo`, or None); ``preempted`` counts the
+    times the cluster preempted and requeued it (its result is unaffected).
     """
 
     def __init__(self, key: str, name: str, canceller: Callable[[str], None]):
@@ -53,6 +80,8 @@ class Future(cf.Future):
         # Set when the runtime has said its last word about the call (or the session died).
         self._settled = threading.Event()
         self.placement = None
+        self._wait_info: WaitInfo | None = None
+        self._preempted = 0
         # A result left in the cluster's store: (id, size), fetched on first result().
         self._remote: tuple[str, int] | None = None
         self._fetch: Callable | None = None
@@ -66,6 +95,22 @@ class Future(cf.Future):
     @property
     def status(self) -> str:
         return self._status
+
+    @property
+    def wait_info(self) -> WaitInfo | None:
+        """Why the call waits while it is queued; None once it runs or before any explanation."""
+        return self._wait_info if self._status == "queued" else None
+
+    @property
+    def preempted(self) -> int:
+        return self._preempted
+
+    def _set_wait(self, info: WaitInfo, preempted: int) -> None:
+        self._wait_info = info
+        self._preempted = max(self._preempted, preempted)
+        sink = self._sink
+        if sink is not None:  # a blocking call shows why it waits instead of hanging silently
+            sink.put(("stderr", f"[bulletin] {self._name}: {info}\n"))
 
     @property
     def timings(self) -> dict[str, float]:

@@ -155,7 +155,9 @@ def test_a_call_with_retries_runs_again_on_the_next_worker(head_client, workers,
     future = head_client.submit(worker_name, str(gate), gpus=1, retries=1)
     wait_until(lambda: future.status == "running", timeout=CALL_SECONDS, what="call to start")
     first.kill()
-    wait_until(lambda: future.status == "queued", timeout=CALL_SECONDS, what="call requeued")
+    wait_until(lambda: future.status == "queued" or future.done(), timeout=CALL_SECONDS,
+               what="call requeued")
+    assert not future.done(), future.exception()
     workers("gpu-e", "--simulate-gpus", "1")
     gate.touch()
     assert future.result(timeout=CALL_SECONDS).startswith("gpu-e")
@@ -193,7 +195,8 @@ def test_a_worker_whose_allocation_ends_soon_drains(head_client, workers):
     assert attached(head_client, "short").state == "draining"
     future = head_client.submit(int, "5", gpus=1)
     wait_until(lambda: head_client.status().queue, timeout=CALL_SECONDS, what="call queued")
-    assert "draining" in head_client.status().queue[0].reason
+    assert "stays up" in head_client.status().queue[0].reason
+    assert "stays up" in future.wait_info.reason and future.wait_info.position == 1
     # A call whose timeout fits in the time left may still go there.
     assert head_client.submit(int, "6", gpus=1, timeout=5).result(timeout=CALL_SECONDS) == 6
     future.cancel()

@@ -13,6 +13,12 @@ import dev.bulletin.runtime.scheduler.Decision;
 import dev.bulletin.runtime.scheduler.Demand;
 import dev.bulletin.runtime.scheduler.Scheduler;
 import dev.bulletin.runtime.scheduler.WorkerSlots;
+import dev.bulletin.runtime.scheduler.plan.Placement;
+import dev.bulletin.runtime.scheduler.plan.Plan;
+import dev.bulletin.runtime.scheduler.plan.Preemption;
+import dev.bulletin.runtime.scheduler.plan.Rejection;
+import dev.bulletin.runtime.scheduler.plan.WaitCode;
+import dev.bulletin.runtime.scheduler.plan.WaitInfo;
 import dev.bulletin.runtime.task.Task;
 import dev.bulletin.runtime.task.TaskState;
 import dev.bulletin.runtime.task.TaskTable;
@@ -37,11 +43,20 @@ final class ControlPlane {
 
   static final String CANCELLED_BY_USER = "cancelled by its caller";
   static final String CLIENT_WENT_AWAY = "its client disconnected";
-  static final String TIMEOUT_PREFIX = "stopped after its timeout";
+  static final String TIMEOUT_PREFIX = "stopped after its ";
 
   private final Context context;
   private final ObjectStore store;
+  /** Capacity feasibility at submit ("never" at once, pools' potential workers included). */
   private final Scheduler scheduler;
+  /** The policy scheduler: QoS, quotas, fair share, topology, preemption, wait reasons. */
+  private final PolicyPass policy;
+  private boolean passRunning;
+  private boolean passWanted;
+  private long passTimer = -1;
+  private long lastPassEndNanos;
+  /** Passes are at least this far apart under load; a pass after a quiet spell runs at once. */
+  private static final long PASS_GAP_NANOS = 2_000_000;
   private final long inlineLimit;
   private final double drainMarginSeconds;
   private final TaskTable tasks = new TaskTable();
@@ -59,13 +74,18 @@ final class ControlPlane {
    * @param drainMarginSeconds a worker whose allocation ends sooner than this takes no call
    *     without a timeout (a call with one goes there only if it can finish in time)
    */
-  ControlPlane(Context context, ObjectStore store, Scheduler scheduler, long inlineLimit,
-      double drainMarginSeconds) {
+  ControlPlane(Context context, ObjectStore store, Scheduler scheduler, PolicyPass policy,
+      long inlineLimit, double drainMarginSeconds) {
     this.context = context;
     this.store = store;
     this.scheduler = scheduler;
+    this.policy = policy;
     this.inlineLimit = inlineLimit;
     this.drainMarginSeconds = drainMarginSeconds;
+  }
+
+  PolicyPass policy() {
+    return policy;
   }
 
   /** The runtime's object store: every call's function and arguments are in it. */
@@ -169,6 +189,16 @@ final class ControlPlane {
       reject(session, taskId, "timeout must be >= 0 seconds, got " + spec.getTimeoutSeconds());
       return;
     }
+    var qos = policy.qosOf(spec.getQos());
+    if (qos.isEmpty()) {
+      reject(session, taskId, "qos '" + spec.getQos() + "' is not a QoS class of this cluster"
+          + " (known: " + String.join(", ", policy.policy().qosNames()) + ")");
+      return;
+    }
+    if (!(spec.getCredits() >= 0)) {
+      reject(session, taskId, "credits must be >= 0, got " + spec.getCredits());
+      return;
+    }
     Demand demand;
     ObjectKey function;
     TaskObjects.Accepted objects;
@@ -184,6 +214,11 @@ final class ControlPlane {
     Task task = new Task(taskId, spec.getName(), session.identity(), demand, function,
         objects.args(), objects.refs(), spec.getTimeoutSeconds(), session, System.nanoTime());
     task.allowRetries(spec.getRetries());
+    // A call without a timeout may run for its QoS class's longest walltime, and is stopped then.
+    task.scheduling(qos.get().name(), spec.getPriority(), spec.getCredits(),
+        spec.getTimeoutSeconds() > 0
+            ? java.time.Duration.ofMillis((long) (spec.getTimeoutSeconds() * 1000))
+            : qos.get().maxWalltime());
     tasks.add(task);
     // "Never" is answered at once, even when the scheduling pass below stops early.
     if (scheduler.decide(demand, feasibilitySlots()) instanceof Decision.Infeasible infeasible) {
@@ -192,12 +227,9 @@ final class ControlPlane {
           infeasible.reason(), timings(task, 0)));
       return;
     }
+    // A call placed by the pass is announced once, when it starts; one that waits is announced
+    // with why it waits.
     schedule();
-    // A call placed in this very pass is announced once, when it starts; one that waits is
-    // announced as queued now.
-    if (task.state() == TaskState.QUEUED) {
-      tasks.announce(task, TaskEvents.queued(taskId));
-    }
   }
 
   private void reject(ClientSession session, String taskId, String message) {
@@ -278,27 +310,143 @@ final class ControlPlane {
 
   // ---- placing and running ---------------------------------------------------------------
 
-  /** Places every queued call that fits now, oldest first. */
+  /**
+   * Asks for a scheduling pass. It runs at once when the last one ended a while ago; under load
+   * passes are coalesced, so a burst of endings costs one pass over the queue, not one each.
+   */
   void schedule() {
-    double now = System.currentTimeMillis() / 1000.0;
-    // Draining workers stay candidates: a call with a short enough timeout may still go there.
-    List<AttachedWorker> open = List.copyOf(workers.values());
-    List<Map.Entry<Task, Decision.Placed>> chosen = new ArrayList<>();
-    // Walk the live queue without changing it; slots are reserved as we go so later decisions
-    // see them taken, and the queue itself changes only after the walk.
-    for (Task task : tasks.queuedView()) {
-      if (open.stream().noneMatch(worker -> worker.slots().freeCpus() > 0)) {
-        // Every call needs CPU: nothing more can be placed until one ends. Stopping here keeps a
-        // pass cheap when thousands of calls wait; status works out their reasons on demand.
-        break;
-      }
-      List<WorkerSlots> candidates = candidatesFor(task, open, now);
-      if (scheduler.decide(task.demand(), candidates) instanceof Decision.Placed placed) {
-        workers.get(placed.workerId()).slots().reserve(task.demand(), placed.gpuIds());
-        chosen.add(Map.entry(task, placed));
-      }
+    passWanted = true;
+    if (passRunning || passTimer >= 0) {
+      return;
     }
-    chosen.forEach(placement -> dispatch(placement.getKey(), placement.getValue()));
+    long since = System.nanoTime() - lastPassEndNanos;
+    if (since >= PASS_GAP_NANOS) {
+      runPasses();
+    } else {
+      passTimer = context.owner().setTimer(Math.max(1, (PASS_GAP_NANOS - since) / 1_000_000),
+          id -> {
+            passTimer = -1;
+            runPasses();
+          });
+    }
+  }
+
+  private void runPasses() {
+    passRunning = true;
+    try {
+      while (passWanted) {
+        passWanted = false;
+        pass();
+      }
+    } finally {
+      passRunning = false;
+      lastPassEndNanos = System.nanoTime();
+    }
+  }
+
+  /** One pass of the policy scheduler, applied in the order the plan asks. */
+  private void pass() {
+    Collection<Task> queue = tasks.queuedView();
+    if (queue.isEmpty() || workers.isEmpty()) {
+      return;
+    }
+    List<Task> active = new ArrayList<>();
+    for (String id : placements.keySet()) {
+      tasks.get(id).ifPresent(active::add);
+    }
+    Plan plan = policy.plan(workers.values(), active, List.copyOf(queue));
+    for (Placement placement : plan.placements()) {
+      Task task = tasks.get(placement.callId()).orElse(null);
+      AttachedWorker worker = workers.get(placement.workerId());
+      if (task == null || worker == null || task.state() != TaskState.QUEUED) {
+        continue;
+      }
+      worker.slots().reserve(task.demand(), placement.gpuIds());
+      task.placedPreemptible(placement.preemptible());
+      if (placement.creditsCharged() > 0) {
+        policy.ledger().spend(task.owner().group(), placement.creditsCharged(), policy.now());
+      }
+      dispatch(task, new Decision.Placed(worker.id(), placement.gpuIds()));
+    }
+    for (Preemption preemption : plan.preemptions()) {
+      tasks.get(preemption.victimId()).ifPresent(victim -> preempt(victim, preemption));
+    }
+    for (Rejection rejection : plan.infeasible()) {
+      tasks.get(rejection.callId()).ifPresent(task -> refuse(task, rejection.reason()));
+    }
+    for (Plan.Waiting waiting : plan.waiting()) {
+      tasks.get(waiting.callId()).ifPresent(task -> tellWaiting(task, waiting.info()));
+    }
+  }
+
+  /**
+   * Time passing: groups under quota earn credits for the GPUs they did not hold, and a pass runs
+   * (fair share and reclaim patience change with time alone).
+   */
+  void tick(java.time.Duration elapsed) {
+    Map<String, Integer> held = new HashMap<>();
+    for (String id : placements.keySet()) {
+      tasks.get(id).filter(task -> !task.preemptible())
+          .ifPresent(task -> held.merge(task.owner().group(), task.demand().gpus(), Integer::sum));
+    }
+    policy.ledger().earn(held, elapsed, policy.now());
+    schedule();
+  }
+
+  /** A call the policy will never run as asked, unless a pool could start a worker for it. */
+  private void refuse(Task task, String reason) {
+    if (task.state() != TaskState.QUEUED) {
+      return;
+    }
+    boolean fitsAnOpenWorker = workers.values().stream()
+        .anyMatch(w -> w.drainReason() == null && w.slots().couldEverFit(task.demand()));
+    boolean fitsTheCluster = !(scheduler.decide(task.demand(), feasibilitySlots())
+        instanceof Decision.Infeasible);
+    if (!fitsAnOpenWorker && (fitsTheCluster || task.requeues() > 0)) {
+      // Too big for the workers open now (gone or draining), but a worker that fits is attached,
+      // or a pool can start one, or it already ran here and lost its worker (its retry waits
+      // for one to join): it waits.
+      tellWaiting(task, new WaitInfo(1, WaitCode.NO_WORKERS, "no worker attached now can run it ("
+          + reason + "); it waits for a worker that can to join", Optional.empty(), List.of()));
+      return;
+    }
+    TaskObjects.release(store(), task);
+    tasks.transition(task, TaskState.ERROR, TaskEvents.failed(task.id(), FailureCode.INFEASIBLE,
+        reason, timings(task, 0)));
+  }
+
+  /** Tells the caller why its call waits, when that changed (position alone: at most 1/s). */
+  private void tellWaiting(Task task, WaitInfo info) {
+    Object last = task.lastWaitInfo();
+    if (last instanceof SentWait sent && sent.info().code() == info.code()
+        && sent.info().reason().equals(info.reason())
+        && (sent.info().position() == info.position()
+            || System.nanoTime() - sent.atNanos() < 1_000_000_000L)) {
+      return;
+    }
+    task.lastWaitInfo(new SentWait(info, System.nanoTime()));
+    tasks.announce(task, TaskEvents.waiting(task.id(), info, task.preemptions()));
+  }
+
+  private record SentWait(WaitInfo info, long atNanos) {}
+
+  /** The reason a queued call waits, as last explained to its caller, or null. */
+  static WaitInfo lastWait(Task task) {
+    return task.lastWaitInfo() instanceof SentWait sent ? sent.info() : null;
+  }
+
+  /**
+   * Stops a preemptible call to make room: its executor is stopped and the call goes back to
+   * the queue, keeping its place, without using a retry.
+   */
+  private void preempt(Task victim, Preemption preemption) {
+    AttachedWorker worker = placements.get(victim.id());
+    if (worker == null || victim.preemptedFor() != null || victim.stopReason() != null) {
+      return;
+    }
+    victim.preempting(preemption.forCallId());
+    worker.link().preempt(victim.id(), "preempted for " + preemption.forCallId(),
+        policy.policy().preemptionGrace());
   }
 
   /** The workers where the call can finish before their allocation ends. */
@@ -349,11 +497,12 @@ final class ControlPlane {
     AttachedWorker worker = placements.get(task.id());
     tasks.transition(task, TaskState.RUNNING, TaskEvents.running(task.id(), task.workerId(),
         task.gpuIds(), worker != null && worker.slots().simulatedGpus()));
-    if (task.timeoutSeconds() > 0) {
-      long millis = Math.max(1, (long) (task.timeoutSeconds() * 1000));
-      timeoutTimers.put(task.id(), context.owner().setTimer(millis, id -> stop(task,
-          TIMEOUT_PREFIX + " of " + task.timeoutSeconds() + " s")));
-    }
+    long millis = Math.max(1, task.walltime().toMillis());
+    String limit = task.timeoutSeconds() > 0 ? "timeout of " + task.timeoutSeconds() + " s"
+        : "walltime of " + task.walltime().toString().substring(2).toLowerCase()
+            + " (the longest its qos " + task.qos() + " allows)";
+    timeoutTimers.put(task.id(), context.owner().setTimer(millis, id -> stop(task,
+        TIMEOUT_PREFIX + limit)));
   }
 
   private void onEnded(Task task, CallOutcome outcome) {
@@ -369,9 +518,19 @@ final class ControlPlane {
       worker.slots().free(task.demand(), task.gpuIds());
       worker.callEnded();
     }
+    if (task.startedAt() != null) {
+      java.time.Instant now = policy.now();
+      policy.ledger().charge(task.owner().user(), task.owner().group(), task.demand().gpus(),
+          java.time.Duration.between(task.startedAt(), now).toMillis() / 1000.0, now);
+    }
     boolean died = outcome instanceof CallOutcome.WorkerLost
         || outcome instanceof CallOutcome.ExecutorDied;
-    if (died && task.stopReason() == null && task.retriesLeft() > 0) {
+    if (task.preemptedFor() != null && task.stopReason() == null
+        && !(outcome instanceof CallOutcome.Returned)) {
+      // Preempted: back in the queue where it was; its caller sees nothing but a count.
+      task.requeued();
+      tasks.transition(task, TaskState.QUEUED, TaskEvents.queued(task.id()));
+    } else if (died && task.stopReason() == null && task.retriesLeft() > 0) {
       // The call never finished anywhere: it runs again, with the objects it still holds.
       task.requeued();
       tasks.transition(task, TaskState.QUEUED, TaskEvents.queued(task.id()));

@@ -37,6 +37,8 @@ public final class RuntimeVerticle extends VerticleBase {
   private final String version;
   private final Runnable shutdown;
   private HttpServer server;
+  /** How often credits are earned and a pass runs even when nothing happens. */
+  private static final long TICK_MILLIS = 5_000;
   private Autoscaler autoscaler;
   /** Set when the owner stops the cluster: pool workers stop too (a crash leaves them). */
   private volatile boolean stopPoolWorkers;
@@ -55,6 +57,8 @@ public final class RuntimeVerticle extends VerticleBase {
     TokenRegistry tokens = TokenRegistry.of(options.ownerToken(), options.ownerUser(),
         options.workerToken(), options.config());
     ControlPlane plane = new ControlPlane(context, agent.store(), new FirstFitScheduler(),
+        new PolicyPass(options.config().policy(), java.time.Clock.systemUTC(),
+            java.time.Duration.ofMillis((long) (options.drainMarginSeconds() * 1000))),
         options.inlineLimitBytes(), options.drainMarginSeconds());
     WorkerOptions worker = options.worker();
     WorkerSlots slots = new WorkerSlots(worker.workerId(), worker.gpus().count(),
@@ -64,6 +68,7 @@ public final class RuntimeVerticle extends VerticleBase {
     PoolsConfig pools = options.config().pools();
     PoolRunner poolRunner = pools.pools().isEmpty() ? null : new PoolRunner(plane, pools);
     StatusReport status = new StatusReport(plane, clusterId, poolRunner);
+    vertx.setPeriodic(TICK_MILLIS, id -> plane.tick(java.time.Duration.ofMillis(TICK_MILLIS)));
     GrpcServer grpc = GrpcServer.server(vertx,
         new GrpcServerOptions().setMaxMessageSize(RuntimeOptions.MAX_MESSAGE_BYTES));
     Authenticator auth = new Authenticator(tokens);

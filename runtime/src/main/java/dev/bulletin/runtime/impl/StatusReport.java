@@ -8,6 +8,7 @@ import dev.bulletin.protocol.SlotCounts;
 import dev.bulletin.protocol.WorkerStatus;
 import dev.bulletin.runtime.pool.PoolStatus;
 import dev.bulletin.runtime.scheduler.Decision;
+import dev.bulletin.runtime.scheduler.plan.WaitInfo;
 import dev.bulletin.runtime.scheduler.WorkerSlots;
 import dev.bulletin.runtime.task.Task;
 import dev.bulletin.runtime.task.TaskState;
@@ -31,6 +32,10 @@ final class StatusReport {
 
   /** Why a queued call waits, asked of the scheduler now (passes stop early and keep none). */
   private String reason(Task task) {
+    WaitInfo explained = ControlPlane.lastWait(task);
+    if (explained != null) {
+      return explained.reason();
+    }
     List<WorkerSlots> slots = plane.allSlots();
     Decision decision = plane.scheduler().decide(task.demand(), slots);
     if (decision instanceof Decision.Wait wait) {

@@ -11,6 +11,8 @@ import dev.bulletin.protocol.TaskEvent;
 import dev.bulletin.protocol.TaskFailure;
 import dev.bulletin.protocol.TaskResult;
 import dev.bulletin.protocol.TaskState;
+import dev.bulletin.protocol.WaitDetail;
+import dev.bulletin.runtime.scheduler.plan.WaitInfo;
 import java.util.List;
 
 /** Builds the events a client sees; one method per kind of event. */
@@ -19,6 +21,15 @@ final class TaskEvents {
 
   static TaskEvent queued(String taskId) {
     return state(taskId, TaskState.QUEUED).build();
+  }
+
+  /** Still queued, and why: sent when the explanation changes. */
+  static TaskEvent waiting(String taskId, WaitInfo info, int preemptions) {
+    WaitDetail.Builder wait = WaitDetail.newBuilder().setPosition(info.position())
+        .setReason(info.reason()).setCode(info.code().name()).addAllSuggestions(info.suggestions())
+        .setPreemptions(preemptions);
+    info.eta().ifPresent(eta -> wait.setEta(eta.toEpochMilli() / 1000.0));
+    return state(taskId, TaskState.QUEUED).setWait(wait).build();
   }
 
   /** The call started; where it runs comes with it (placing is not announced on its own). */

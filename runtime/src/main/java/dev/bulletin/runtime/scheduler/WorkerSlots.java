@@ -72,6 +72,11 @@ public final class WorkerSlots {
         && demand.memoryBytes() <= freeMemory;
   }
 
+  /** The free GPUs' ids, a copy. */
+  public java.util.Set<Integer> freeGpuIds() {
+    return java.util.Set.copyOf(freeGpus);
+  }
+
   /** The lowest-numbered free GPUs, without taking them. */
   public List<Integer> lowestFreeGpus(int count) {
     return freeGpus.stream().limit(count).toList();

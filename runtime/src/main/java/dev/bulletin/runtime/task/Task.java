@@ -29,6 +29,16 @@ public final class Task {
   private String stopReason;
   private int retriesLeft;
   private int requeues;
+  private final java.time.Instant submittedAt = java.time.Instant.now();
+  private java.time.Instant startedAt;
+  private String qos = "";
+  private int priority;
+  private double credits;
+  private java.time.Duration walltime = java.time.Duration.ZERO;
+  private boolean preemptible;
+  private String preemptedFor;
+  private int preemptions;
+  private Object lastWaitInfo;
 
   public Task(String id, String name, Identity owner, Demand demand, ObjectKey function,
       ObjectKey args, List<ObjectKey> refs, double timeoutSeconds, TaskEventSink sink,
@@ -68,11 +78,51 @@ public final class Task {
 
   public void startedAt(long nanos) {
     this.startedNanos = nanos;
+    this.startedAt = java.time.Instant.now();
   }
 
   /** Records why the call is being stopped (cancel, timeout), before its executor is killed. */
   public void stopping(String reason) {
     this.stopReason = reason;
+  }
+
+  /** When it was submitted; kept when it is requeued, so it keeps its place. */
+  public java.time.Instant submittedAt() { return submittedAt; }
+  /** When it started running (wall clock), or null before. */
+  public java.time.Instant startedAt() { return startedAt; }
+  public String qos() { return qos; }
+  public int priority() { return priority; }
+  /** Credits its group offers to move it up the queue. */
+  public double credits() { return credits; }
+  /** How long it may run: its timeout, else its QoS class's maximum. */
+  public java.time.Duration walltime() { return walltime; }
+  /** Whether the placement it runs under may be preempted. */
+  public boolean preemptible() { return preemptible; }
+  /** The call it is being preempted for, or null. */
+  public String preemptedFor() { return preemptedFor; }
+  /** How many times it was preempted and requeued. */
+  public int preemptions() { return preemptions; }
+
+  public void scheduling(String qos, int priority, double credits, java.time.Duration walltime) {
+    this.qos = qos;
+    this.priority = priority;
+    this.credits = credits;
+    this.walltime = walltime;
+  }
+
+  public void placedPreemptible(boolean preemptible) {
+    this.preemptible = preemptible;
+  }
+
+  public void preempting(String forCallId) {
+    this.preemptedFor = forCallId;
+  }
+
+  /** The wait explanation last sent to its caller (to send only changes). */
+  public Object lastWaitInfo() { return lastWaitInfo; }
+
+  public void lastWaitInfo(Object info) {
+    this.lastWaitInfo = info;
   }
 
   /** How many more times the call may run again after losing its worker. */
@@ -86,8 +136,15 @@ public final class Task {
 
   /** Forgets the placement of a run that ended without a result; uses up one retry. */
   public void requeued() {
-    retriesLeft = Math.max(0, retriesLeft - 1);
+    if (preemptedFor != null) {
+      preemptions++; // preemption is the cluster's choice: it costs no retry
+    } else {
+      retriesLeft = Math.max(0, retriesLeft - 1);
+    }
     requeues++;
+    preemptedFor = null;
+    preemptible = false;
+    lastWaitInfo = null;
     workerId = null;
     gpuIds = List.of();
     placedNanos = 0;

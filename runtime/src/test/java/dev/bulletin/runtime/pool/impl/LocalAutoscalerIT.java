@@ -121,6 +121,13 @@ class LocalAutoscalerIT {
       h.tick(List.of(), ONE_CALL);
       assertEquals(launches + 1, h.events("launch").size(), "launches resume after the backoff");
       assertEquals(1, h.metrics.count("gpu", "backoff"));
+      // Let the second launch fail too before closing: a launch still in flight would write its
+      // state file into the temporary folder while JUnit deletes it.
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+      while (h.events("launch-failed").size() < 2 && System.nanoTime() < deadline) {
+        h.tick(List.of(), ONE_CALL);
+        Thread.sleep(50);
+      }
     }
   }
 

@@ -1,0 +1,104 @@
+package dev.bulletin.runtime.impl;
+
+import dev.bulletin.runtime.scheduler.ClusterScheduler;
+import dev.bulletin.runtime.scheduler.WorkerSlots;
+import dev.bulletin.runtime.scheduler.plan.Plan;
+import dev.bulletin.runtime.scheduler.policy.PolicyConfig;
+import dev.bulletin.runtime.scheduler.policy.QosClass;
+import dev.bulletin.runtime.scheduler.snapshot.GpuTopology;
+import dev.bulletin.runtime.scheduler.snapshot.QueuedCall;
+import dev.bulletin.runtime.scheduler.snapshot.RunningCall;
+import dev.bulletin.runtime.scheduler.snapshot.Snapshot;
+import dev.bulletin.runtime.scheduler.snapshot.WorkerState;
+import dev.bulletin.runtime.task.Task;
+import dev.bulletin.runtime.task.TaskState;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * One scheduling pass as the runtime sees it: the cluster's state turned into the policy
+ * scheduler's {@link Snapshot}, and its {@link Plan} back. The control plane applies the plan.
+ */
+final class PolicyPass {
+
+  private final ClusterScheduler scheduler;
+  private final PolicyConfig policy;
+  private final UsageLedger ledger;
+  private final Clock clock;
+  private final Duration assumedRun;
+
+  /**
+   * @param assumedRun how long a call without a timeout is taken to run when matching it to a
+   *     worker whose allocation ends (the runtime's drain margin): its enforced limit is its QoS
+   *     class's walltime, but holding every such call off shorter allocations would leave them
+   *     idle
+   */
+  PolicyPass(PolicyConfig policy, Clock clock, Duration assumedRun) {
+    this.policy = policy;
+    this.clock = clock;
+    this.assumedRun = assumedRun;
+    this.scheduler = ClusterScheduler.create(clock, 42);
+    this.ledger = new UsageLedger(policy);
+  }
+
+  PolicyConfig policy() {
+    return policy;
+  }
+
+  UsageLedger ledger() {
+    return ledger;
+  }
+
+  Instant now() {
+    return clock.instant();
+  }
+
+  /** The call's QoS class: its own, else the policy's default; empty if it names no known one. */
+  Optional<QosClass> qosOf(String requested) {
+    String name = requested == null || requested.isBlank() ? policy.defaultQos() : requested;
+    return Optional.ofNullable(policy.qos().get(name));
+  }
+
+  private Duration expectedRun(Task task) {
+    return task.timeoutSeconds() > 0 ? task.walltime() : assumedRun;
+  }
+
+  Plan plan(Collection<AttachedWorker> workers, Collection<Task> placedOrRunning,
+      Collection<Task> queue) {
+    Instant now = clock.instant();
+    List<WorkerState> workerStates = new ArrayList<>(workers.size());
+    for (AttachedWorker worker : workers) {
+      WorkerSlots slots = worker.slots();
+      workerStates.add(new WorkerState(worker.id(), worker.pool(),
+          GpuTopology.uniform(slots.gpus(), GpuTopology.Link.HOST), slots.freeGpuIds(),
+          slots.cpus(), slots.freeCpus(), slots.memoryBytes(), slots.freeMemory(), Map.of(),
+          worker.drainReason() != null, worker.expiresAt() > 0
+              ? Instant.ofEpochMilli((long) (worker.expiresAt() * 1000)) : WorkerState.NEVER));
+    }
+    List<RunningCall> running = new ArrayList<>();
+    for (Task task : placedOrRunning) {
+      if (task.workerId() == null) {
+        continue;
+      }
+      Instant started = task.state() == TaskState.RUNNING ? task.startedAt() : now;
+      running.add(new RunningCall(task.id(), task.owner().user(), task.owner().group(),
+          task.qos(), task.workerId(), task.gpuIds(), task.demand().cpus(),
+          task.demand().memoryBytes(), task.preemptible(), started, expectedRun(task),
+          Duration.between(started, now), task.preemptedFor()));
+    }
+    List<QueuedCall> queued = new ArrayList<>(queue.size());
+    for (Task task : queue) {
+      queued.add(new QueuedCall(task.id(), task.owner().user(), task.owner().group(), task.qos(),
+          task.demand(), "", task.priority(), (long) task.credits(), Map.of(),
+          task.submittedAt(), expectedRun(task)));
+    }
+    return scheduler.plan(new Snapshot(workerStates, running, queued, ledger.snapshot(now),
+        policy));
+  }
+}
