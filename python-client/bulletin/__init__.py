@@ -27,6 +27,7 @@ from ._errors import (
     WorkerDiedError,
     WorkerLostError,
 )
+from ._preempt import on_preempt
 from ._future import (ALL_COMPLETED, FIRST_COMPLETED, FIRST_EXCEPTION, Future, WaitInfo,
                       as_completed, wait)
 from ._version import __version__
@@ -57,5 +58,5 @@ __all__ = [
     "Ref", "RemoteFunction", "RemoteTraceback", "ResultSerializationError", "RuntimeFailure",
     "RuntimeUnreachableError", "SerializationError", "StoreFullError", "WorkerDiedError",
     "WaitInfo", "WorkerLostError", "__version__",
-    "as_completed", "cpu", "get_client", "gpu", "wait",
+    "as_completed", "cpu", "get_client", "gpu", "on_preempt", "wait",
 ]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ._envelope import make_envelope as envelope
 from ._objects import StoreRef, encode, open_object, write_file
+from . import _preempt
 from ._errors import BulletinError, ResultSerializationError
 
 _LOG_PREFIX = "[bulletin executor]"
@@ -153,6 +154,7 @@ class _PythonExecutor:
 
     def run(self, taskId: str, functionPath: str, argsPath: str, refs: str,  # noqa: N803
             resultPath: str) -> str:  # noqa: N803 (Java names)
+        _preempt._begin_call()
         try:
             return self._executor.run(taskId, functionPath, argsPath, refs, resultPath)
         except BaseException as exc:  # e.g. the store is full: still end the call's output
@@ -187,6 +189,7 @@ def main() -> None:
     from py4j.java_gateway import CallbackServerParameters, GatewayParameters, JavaGateway
     from py4j.protocol import Py4JError
 
+    _preempt._install()
     gateway = JavaGateway(
         gateway_parameters=GatewayParameters(port=port, auth_token=token),
         callback_server_parameters=CallbackServerParameters(

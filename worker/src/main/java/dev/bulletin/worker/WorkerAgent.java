@@ -26,6 +26,13 @@ public interface WorkerAgent extends AutoCloseable {
    */
   void stop(String taskId, String reason);
 
+  /**
+   * Preempts a running call: its executor gets SIGUSR1 (the call's {@code bulletin.on_preempt}
+   * hooks run, e.g. to save a checkpoint), and after {@code grace} it is stopped as by
+   * {@link #stop}, unless the call has ended by then. A call not running yet is stopped at once.
+   */
+  void preempt(String taskId, String reason, java.time.Duration grace);
+
   WorkerStatusView status();
 
   /** Stops every executor. */

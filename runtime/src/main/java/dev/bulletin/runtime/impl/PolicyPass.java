@@ -66,7 +66,10 @@ final class PolicyPass {
   }
 
   private Duration expectedRun(Task task) {
-    return task.timeoutSeconds() > 0 ? task.walltime() : assumedRun;
+    if (task.timeoutSeconds() > 0 || task.walltime().compareTo(assumedRun) < 0) {
+      return task.walltime();
+    }
+    return assumedRun;
   }
 
   Plan plan(Collection<AttachedWorker> workers, Collection<Task> placedOrRunning,

@@ -90,6 +90,14 @@ final class RemoteWorkerLink implements WorkerLink {
   }
 
   @Override
+  public void preempt(String taskId, String reason, java.time.Duration grace) {
+    if (pending.containsKey(taskId)) {
+      send(HeadMessage.newBuilder().setStop(StopCall.newBuilder().setTaskId(taskId)
+          .setReason(reason).setGraceSeconds(Math.max(0.001, grace.toMillis() / 1000.0))).build());
+    }
+  }
+
+  @Override
   public WorkerStatusView status() {
     // The remote agent's executors are its own business; the runtime sees its calls.
     return new WorkerStatusView(pending.size(), 0, 0);

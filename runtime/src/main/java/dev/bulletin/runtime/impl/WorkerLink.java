@@ -50,6 +50,11 @@ interface WorkerLink {
       }
 
       @Override
+      public void preempt(String taskId, String reason, java.time.Duration grace) {
+        agent.preempt(taskId, reason, grace);
+      }
+
+      @Override
       public WorkerStatusView status() {
         return agent.status();
       }

@@ -161,8 +161,14 @@ public final class WorkerNode implements AutoCloseable {
       run(message.getRun());
     } else if (message.hasStop()) {
       String taskId = message.getStop().getTaskId();
-      stoppedEarly.add(taskId);
-      agent.stop(taskId, message.getStop().getReason());
+      double grace = message.getStop().getGraceSeconds();
+      if (grace > 0) {
+        agent.preempt(taskId, message.getStop().getReason(),
+            java.time.Duration.ofMillis((long) (grace * 1000)));
+      } else {
+        stoppedEarly.add(taskId);
+        agent.stop(taskId, message.getStop().getReason());
+      }
     }
   }
 

@@ -157,6 +157,25 @@ final class ExecutorProcess {
   }
 
   /** Kills the process; a call in progress ends as {@link CallOutcome.Stopped}. */
+  /**
+   * Sends SIGUSR1, which runs the call's checkpoint hooks in the executor. Java has no API for
+   * signals other than TERM and KILL, hence {@code kill(1)}.
+   *
+   * @return false if the signal could not be sent (the caller then stops the call at once)
+   */
+  boolean signalPreemption() {
+    try {
+      Process signal = new ProcessBuilder("kill", "-USR1", Long.toString(process.pid()))
+          .redirectErrorStream(true).start();
+      return signal.waitFor(5, java.util.concurrent.TimeUnit.SECONDS) && signal.exitValue() == 0;
+    } catch (java.io.IOException e) {
+      return false;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+  }
+
   void kill(String reason) {
     stopReason = reason;
     process.destroyForcibly();

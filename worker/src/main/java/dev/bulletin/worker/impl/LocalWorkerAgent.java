@@ -101,6 +101,21 @@ public final class LocalWorkerAgent implements WorkerAgent {
   }
 
   @Override
+  public void preempt(String taskId, String reason, java.time.Duration grace) {
+    ExecutorProcess executor = running.get(taskId);
+    if (executor == null || !executor.signalPreemption()) {
+      stop(taskId, reason);
+      return;
+    }
+    CompletableFuture.delayedExecutor(grace.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)
+        .execute(() -> {
+          if (running.get(taskId) == executor) {
+            executor.kill(reason);
+          }
+        });
+  }
+
+  @Override
   public WorkerStatusView status() {
     int idleCount;
     synchronized (this) {

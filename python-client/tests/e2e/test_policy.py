@@ -1,0 +1,116 @@
+"""The scheduling policy through the real runtime: QoS classes and their walltime, per-user
+limits (interns), why a call waits (Future.wait_info), and preemption of scavenger work with a
+checkpoint hook. The scheduler's own rules are tested stage by stage in the Java suite
+(runtime/src/test/java/dev/bulletin/runtime/scheduler); these check the wiring end to end."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+import bulletin
+from cluster_support import CALL_SECONDS, start_cluster, wait_for_file, wait_until
+
+INTERN_TOKEN = "intern-token-0123456789abcdef"
+
+CONFIG = f"""
+users:
+  - {{name: ivy, group: interns, token: "{INTERN_TOKEN}"}}
+qos:
+  short: {{priority: 150, max_walltime: 2s, max_calls_per_user: 4}}
+limits:
+  intern: {{gpus: 1, users: [ivy]}}
+scheduler:
+  preemption_grace: 1s
+  reclaim_patience: 0
+"""
+
+
+@pytest.fixture(scope="module")
+def policy_cluster(tmp_path_factory):
+    home = tmp_path_factory.mktemp("bulletin-policy")
+    config = home / "cluster.yaml"
+    config.write_text(CONFIG)
+    c = start_cluster(home, "--config", str(config), gpus=2, cpus=2)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture
+def owner(policy_cluster):
+    with policy_cluster.client(set_as_default=False) as c:
+        yield c
+
+
+def test_a_qos_class_walltime_stops_a_call_that_runs_past_it(owner):
+    with pytest.raises(bulletin.CallTimeoutError, match="walltime of 2s"):
+        owner.submit(time.sleep, 30, qos="short").result(timeout=CALL_SECONDS)
+    # Asking for a timeout above the class's maximum is refused at once.
+    with pytest.raises(bulletin.InfeasibleError, match="walltime"):
+        owner.submit(time.sleep, 1, qos="short", timeout=60).result(timeout=CALL_SECONDS)
+    assert owner.submit(int, "3", qos="short").result(timeout=CALL_SECONDS) == 3
+
+
+def test_an_unknown_qos_is_refused_naming_the_known_ones(owner):
+    with pytest.raises(bulletin.InvalidRequestError, match="interactive") as raised:
+        owner.submit(int, "1", qos="turbo").result(timeout=CALL_SECONDS)
+    assert "turbo" in str(raised.value) and "short" in str(raised.value)
+
+
+def test_an_intern_is_held_to_their_gpu_limit(policy_cluster):
+    with bulletin.Client(policy_cluster.address, token=INTERN_TOKEN,
+                         set_as_default=False) as intern:
+        assert intern.user == "ivy"
+        with pytest.raises(bulletin.InfeasibleError, match="at most 1 GPU"):
+            intern.submit(int, "2", gpus=2).result(timeout=CALL_SECONDS)
+        assert intern.submit(int, "1", gpus=1).result(timeout=CALL_SECONDS) == 1
+
+
+def test_a_waiting_call_says_why_and_where_it_is(owner, tmp_path):
+    gate = tmp_path / "gate"
+    hog = owner.submit(wait_for_file, str(gate), 60, gpus=2)
+    wait_until(lambda: hog.status == "running", timeout=CALL_SECONDS, what="the 2-GPU call")
+    waiting = owner.submit(int, "5", gpus=1)
+    info = wait_until(lambda: waiting.wait_info, timeout=CALL_SECONDS, what="a wait reason")
+    assert info.position == 1 and "GPU" in info.reason, info
+    assert any(q.reason == info.reason for q in owner.status().queue)
+    gate.touch()
+    assert waiting.result(timeout=CALL_SECONDS) == 5
+    assert waiting.wait_info is None  # it ran: no wait to explain
+
+
+def train_until_preempted(checkpoint: str, gate: str):
+    """Resumes from its checkpoint if one exists; otherwise runs until preempted."""
+    import os
+    import time
+
+    import bulletin
+    if os.path.exists(checkpoint):
+        return f"resumed from step {open(checkpoint).read()}"
+    bulletin.on_preempt(lambda: open(checkpoint, "w").write("7"))
+    deadline = time.monotonic() + 60
+    while not os.path.exists(gate) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return "ran to the end"
+
+
+def test_scavenger_work_is_preempted_checkpointed_and_rerun(owner, tmp_path):
+    checkpoint, gate = str(tmp_path / "ckpt"), str(tmp_path / "gate")
+    scavengers = [owner.submit(train_until_preempted, checkpoint + str(i), gate, gpus=1,
+                               qos="scavenger") for i in range(2)]
+    wait_until(lambda: all(f.status == "running" for f in scavengers), timeout=CALL_SECONDS,
+               what="the scavenger calls to take both GPUs")
+    # An interactive call needs a GPU: one scavenger is preempted, saves, and runs again.
+    assert owner.submit(os.getpid, gpus=1).result(timeout=CALL_SECONDS) > 0
+    wait_until(lambda: any(f.preempted for f in scavengers) or any(f.done() for f in scavengers),
+               timeout=CALL_SECONDS, what="a preemption")
+    results = sorted(f.result(timeout=CALL_SECONDS) for f in scavengers[:1] + scavengers[1:]
+                     if f.preempted)
+    assert results == ["resumed from step 7"], results
+    open(gate, "w").close()
+    assert sum(f.preempted for f in scavengers) == 1
+    assert all(f.result(timeout=CALL_SECONDS) for f in scavengers)
