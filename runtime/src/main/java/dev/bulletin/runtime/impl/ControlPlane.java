@@ -56,7 +56,10 @@ final class ControlPlane {
   private long passTimer = -1;
   private long lastPassEndNanos;
   /** Passes are at least this far apart under load; a pass after a quiet spell runs at once. */
-  private static final long PASS_GAP_NANOS = 2_000_000;
+  private static final long PASS_GAP_NANOS = 1_000_000;
+  /** A queue this short is always scheduled at once (no coalescing delay). */
+  private static final int SHORT_QUEUE = 64;
+  static final int WINDOW_PER_USER = 32;
   private final long inlineLimit;
   private final double drainMarginSeconds;
   private final TaskTable tasks = new TaskTable();
@@ -320,7 +323,7 @@ final class ControlPlane {
       return;
     }
     long since = System.nanoTime() - lastPassEndNanos;
-    if (since >= PASS_GAP_NANOS) {
+    if (since >= PASS_GAP_NANOS || tasks.queuedView().size() <= SHORT_QUEUE) {
       runPasses();
     } else {
       passTimer = context.owner().setTimer(Math.max(1, (PASS_GAP_NANOS - since) / 1_000_000),
@@ -354,7 +357,7 @@ final class ControlPlane {
     for (String id : placements.keySet()) {
       tasks.get(id).ifPresent(active::add);
     }
-    Plan plan = policy.plan(workers.values(), active, List.copyOf(queue));
+    Plan plan = policy.plan(workers.values(), active, window(queue));
     for (Placement placement : plan.placements()) {
       Task task = tasks.get(placement.callId()).orElse(null);
       AttachedWorker worker = workers.get(placement.workerId());
@@ -391,6 +394,29 @@ final class ControlPlane {
     }
     policy.ledger().earn(held, elapsed, policy.now());
     schedule();
+  }
+
+  /**
+   * The calls a pass considers: each user's first {@link #WINDOW_PER_USER} in submit order,
+   * plus every call that asks to jump its user's line (credits, or a QoS class above the
+   * default). A pass costs a few microseconds per call it considers, and a user with thousands
+   * queued (a big map) only ever starts the first few; the rest come into view as those go.
+   */
+  private List<Task> window(Collection<Task> queue) {
+    if (queue.size() <= WINDOW_PER_USER) {
+      return List.copyOf(queue);
+    }
+    int defaultPriority = policy.qosOf("").map(q -> q.priority()).orElse(0);
+    Map<String, Integer> taken = new HashMap<>();
+    List<Task> window = new ArrayList<>();
+    for (Task task : queue) {
+      int count = taken.merge(task.owner().user(), 1, Integer::sum);
+      if (count <= WINDOW_PER_USER || task.credits() > 0
+          || policy.qosOf(task.qos()).map(q -> q.priority()).orElse(0) > defaultPriority) {
+        window.add(task);
+      }
+    }
+    return window;
   }
 
   /** A call the policy will never run as asked, unless a pool could start a worker for it. */
