@@ -114,3 +114,27 @@ def test_scavenger_work_is_preempted_checkpointed_and_rerun(owner, tmp_path):
     open(gate, "w").close()
     assert sum(f.preempted for f in scavengers) == 1
     assert all(f.result(timeout=CALL_SECONDS) for f in scavengers)
+
+
+def gpus_seen():
+    import os
+    return sorted(int(g) for g in os.environ["CUDA_VISIBLE_DEVICES"].split(","))
+
+
+def test_a_two_gpu_call_gets_two_gpus_joined_by_nvlink(tmp_path):
+    # Four simulated GPUs report NVLink pairs (0-1, 2-3). With one GPU taken, a 2-GPU call must
+    # get the intact pair, never one GPU of each.
+    home = tmp_path / "home"
+    cluster = start_cluster(home, gpus=4, cpus=3)
+    try:
+        with cluster.client(set_as_default=False) as c:
+            gate = tmp_path / "gate"
+            one = c.submit(wait_for_file, str(gate), 60, gpus=1)
+            wait_until(lambda: one.status == "running", timeout=CALL_SECONDS, what="1-GPU call")
+            taken = one.placement.gpu_ids[0]
+            pair = c.submit(gpus_seen, gpus=2).result(timeout=CALL_SECONDS)
+            assert pair[0] // 2 == pair[1] // 2 and taken // 2 != pair[0] // 2, (taken, pair)
+            gate.touch()
+            assert one.result(timeout=CALL_SECONDS) is True
+    finally:
+        cluster.stop()

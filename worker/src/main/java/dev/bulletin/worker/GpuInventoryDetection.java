@@ -32,6 +32,6 @@ public final class GpuInventoryDetection {
       throw new IllegalArgumentException("--gpus " + wanted + " asks for more GPUs than nvidia-smi"
           + " reports (" + found.count() + "); on a machine without GPUs use --simulate-gpus N");
     }
-    return new GpuInventory(found.names().subList(0, wanted), false);
+    return new GpuInventory(found.names().subList(0, wanted), false, found.topology());
   }
 }

@@ -1,6 +1,7 @@
 package dev.bulletin.runtime.impl;
 
 import dev.bulletin.runtime.scheduler.WorkerSlots;
+import dev.bulletin.runtime.scheduler.snapshot.GpuTopology;
 import java.time.Instant;
 import java.util.List;
 
@@ -18,12 +19,15 @@ final class AttachedWorker {
   private final String providerHandle;
   private final WorkerSlots slots;
   private final WorkerLink link;
+  private final GpuTopology topology;
   private int runningCalls;
   private Instant idleSince = Instant.now();
   private String drainReason;
 
   AttachedWorker(String id, String host, String pool, List<String> gpuNames, boolean remote,
-      double expiresAtEpochSeconds, String providerHandle, WorkerSlots slots, WorkerLink link) {
+      double expiresAtEpochSeconds, String providerHandle, WorkerSlots slots, WorkerLink link,
+      String topology) {
+    this.topology = topologyOf(topology, slots.gpus());
     this.id = id;
     this.host = host;
     this.pool = pool;
@@ -35,6 +39,23 @@ final class AttachedWorker {
     this.link = link;
   }
 
+  /** Reported as {@code nvidia-smi topo -m}; a worker that reports none (or one that does not
+   * match its GPUs) counts as every pair joined through the host. */
+  private static GpuTopology topologyOf(String reported, int gpus) {
+    if (reported != null && !reported.isBlank()) {
+      try {
+        GpuTopology parsed = GpuTopology.parseNvidiaSmi(reported);
+        if (parsed.gpus() == gpus) {
+          return parsed;
+        }
+      } catch (IllegalArgumentException unreadable) {
+        // Fall through: placement still works, only without topology.
+      }
+    }
+    return GpuTopology.uniform(gpus, GpuTopology.Link.HOST);
+  }
+
+  GpuTopology topology() { return topology; }
   String id() { return id; }
   String host() { return host; }
   String pool() { return pool; }

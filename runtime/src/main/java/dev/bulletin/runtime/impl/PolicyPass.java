@@ -5,7 +5,6 @@ import dev.bulletin.runtime.scheduler.WorkerSlots;
 import dev.bulletin.runtime.scheduler.plan.Plan;
 import dev.bulletin.runtime.scheduler.policy.PolicyConfig;
 import dev.bulletin.runtime.scheduler.policy.QosClass;
-import dev.bulletin.runtime.scheduler.snapshot.GpuTopology;
 import dev.bulletin.runtime.scheduler.snapshot.QueuedCall;
 import dev.bulletin.runtime.scheduler.snapshot.RunningCall;
 import dev.bulletin.runtime.scheduler.snapshot.Snapshot;
@@ -79,7 +78,7 @@ final class PolicyPass {
     for (AttachedWorker worker : workers) {
       WorkerSlots slots = worker.slots();
       workerStates.add(new WorkerState(worker.id(), worker.pool(),
-          GpuTopology.uniform(slots.gpus(), GpuTopology.Link.HOST), slots.freeGpuIds(),
+          worker.topology(), slots.freeGpuIds(),
           slots.cpus(), slots.freeCpus(), slots.memoryBytes(), slots.freeMemory(), Map.of(),
           worker.drainReason() != null, worker.expiresAt() > 0
               ? Instant.ofEpochMilli((long) (worker.expiresAt() * 1000)) : WorkerState.NEVER));

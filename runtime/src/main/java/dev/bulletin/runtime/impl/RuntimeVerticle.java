@@ -64,7 +64,7 @@ public final class RuntimeVerticle extends VerticleBase {
     WorkerSlots slots = new WorkerSlots(worker.workerId(), worker.gpus().count(),
         worker.gpus().simulated(), worker.cpus(), worker.memoryBytes());
     plane.attach(new AttachedWorker(worker.workerId(), options.host(), "", worker.gpus().names(),
-        false, 0, "", slots, WorkerLink.embedded(agent)));
+        false, 0, "", slots, WorkerLink.embedded(agent), worker.gpus().topology()));
     PoolsConfig pools = options.config().pools();
     PoolRunner poolRunner = pools.pools().isEmpty() ? null : new PoolRunner(plane, pools);
     StatusReport status = new StatusReport(plane, clusterId, poolRunner);

@@ -89,7 +89,8 @@ final class WorkerAttachApi {
           registration.getCpus(), registration.getMemoryBytes());
       worker = new AttachedWorker(registration.getWorkerId(), registration.getHost(),
           registration.getPool(), registration.getGpuNamesList(), true,
-          registration.getExpiresAt(), registration.getProviderHandle(), slots, link);
+          registration.getExpiresAt(), registration.getProviderHandle(), slots, link,
+          registration.getGpuTopology());
       response.write(HeadMessage.newBuilder().setAccepted(WorkerAccepted.newBuilder()
           .setWorkerId(worker.id()).setClusterId(clusterId).setInlineLimitBytes(inlineLimit)
           .setMaxMessageBytes(maxMessage).setHeartbeatSeconds(HEARTBEAT_MILLIS / 1000.0))

@@ -146,6 +146,7 @@ public final class WorkerNode implements AutoCloseable {
         .setHost(options.hostName()).setPool(options.pool())
         .addAllGpuNames(options.worker().gpus().names())
         .setSimulatedGpus(options.worker().gpus().simulated()).setCpus(options.worker().cpus())
+        .setGpuTopology(options.worker().gpus().topology())
         .setMemoryBytes(options.worker().memoryBytes()).setExpiresAt(options.expiresAt())
         .setProviderHandle(options.providerHandle()).setVersion(options.version()).build();
   }
