@@ -258,15 +258,10 @@ final class ControlPlane {
 
   /** Takes over the reference a worker's PutObject made; false if there is none. */
   boolean claimUpload(ObjectKey key) {
-    Integer count = unclaimedUploads.get(key);
-    if (count == null) {
+    if (!unclaimedUploads.containsKey(key)) {
       return false;
     }
-    if (count == 1) {
-      unclaimedUploads.remove(key);
-    } else {
-      unclaimedUploads.put(key, count - 1);
-    }
+    unclaimedUploads.computeIfPresent(key, (k, count) -> count == 1 ? null : count - 1);
     return true;
   }
 

@@ -38,15 +38,10 @@ final class SessionHolds {
 
   /** Drops one of this session's references; unknown ids are ignored (already released). */
   void release(ObjectKey key) {
-    Integer count = held.get(key);
-    if (count == null) {
+    if (!held.containsKey(key)) {
       return;
     }
-    if (count == 1) {
-      held.remove(key);
-    } else {
-      held.put(key, count - 1);
-    }
+    held.computeIfPresent(key, (k, count) -> count == 1 ? null : count - 1);
     store.release(key);
   }
 
