@@ -18,9 +18,10 @@ import java.util.UUID;
  * One client's Session stream: where its tasks' events go, and the functions it has sent (kept
  * in the store while the session lasts, so later calls send only their id).
  *
- * <p>Events go out at once, except while a batch is being handled ({@link #holdEvents}): then
- * they leave together as one message when it ends, so a batch of a thousand submissions costs
- * one write rather than a thousand.
+ * <p>Events produced in one turn of the event loop leave together as one message at the end of
+ * it (a call's end, and the pass that starts the next calls and explains the waiting ones, cost
+ * one write); while a batch is held ({@link #holdEvents}) they wait for its end. A write costs
+ * far more than an event, so this is what keeps a pipelined map cheap.
  */
 final class ClientSession implements TaskEventSink {
   private final String id = UUID.randomUUID().toString();
@@ -30,7 +31,10 @@ final class ClientSession implements TaskEventSink {
   private final SessionHolds objects;
   private List<TaskEvent> held = new ArrayList<>();
   private int holds;
+  private boolean flushQueued;
   private boolean open = true;
+  /** The event loop the session's stream lives on; null only outside Vert.x (then: no batching). */
+  private final io.vertx.core.Context context = io.vertx.core.Vertx.currentContext();
 
   ClientSession(Identity identity, GrpcServerResponse<?, ServerMessage> response,
       SessionHolds holds) {
@@ -67,10 +71,19 @@ final class ClientSession implements TaskEventSink {
     if (!open) {
       return;
     }
-    if (holds > 0) {
-      held.add(event);
-    } else {
+    if (holds == 0 && context == null) {
       write(ServerMessage.newBuilder().setEvent(event).build());
+      return;
+    }
+    held.add(event);
+    if (holds == 0 && !flushQueued) {
+      flushQueued = true;
+      context.runOnContext(ignored -> {
+        flushQueued = false;
+        if (holds == 0) {
+          writeHeld();
+        }
+      });
     }
   }
 
@@ -84,6 +97,10 @@ final class ClientSession implements TaskEventSink {
     if (holds == 0 || --holds > 0) {
       return;
     }
+    writeHeld();
+  }
+
+  private void writeHeld() {
     List<TaskEvent> events = held;
     held = new ArrayList<>();
     if (!open || events.isEmpty()) {
