@@ -13,11 +13,6 @@ import dev.bulletin.runtime.scheduler.Decision;
 import dev.bulletin.runtime.scheduler.Demand;
 import dev.bulletin.runtime.scheduler.Scheduler;
 import dev.bulletin.runtime.scheduler.WorkerSlots;
-import dev.bulletin.runtime.scheduler.plan.Placement;
-import dev.bulletin.runtime.scheduler.plan.Plan;
-import dev.bulletin.runtime.scheduler.plan.Preemption;
-import dev.bulletin.runtime.scheduler.plan.Rejection;
-import dev.bulletin.runtime.scheduler.plan.WaitCode;
 import dev.bulletin.runtime.scheduler.plan.WaitInfo;
 import dev.bulletin.runtime.task.Task;
 import dev.bulletin.runtime.task.TaskState;
@@ -51,15 +46,7 @@ final class ControlPlane {
   private final Scheduler scheduler;
   /** The policy scheduler: QoS, quotas, fair share, topology, preemption, wait reasons. */
   private final PolicyPass policy;
-  private boolean passRunning;
-  private boolean passWanted;
-  private long passTimer = -1;
-  private long lastPassEndNanos;
-  /** Passes are at least this far apart under load; a pass after a quiet spell runs at once. */
-  private static final long PASS_GAP_NANOS = 1_000_000;
-  /** A queue this short is always scheduled at once (no coalescing delay). */
-  private static final int SHORT_QUEUE = 64;
-  static final int WINDOW_PER_USER = 32;
+  private final Passes passes;
   private final long inlineLimit;
   private final double drainMarginSeconds;
   private final TaskTable tasks = new TaskTable();
@@ -83,6 +70,7 @@ final class ControlPlane {
     this.store = store;
     this.scheduler = scheduler;
     this.policy = policy;
+    this.passes = new Passes(this, policy, context);
     this.inlineLimit = inlineLimit;
     this.drainMarginSeconds = drainMarginSeconds;
   }
@@ -308,166 +296,39 @@ final class ControlPlane {
 
   // ---- placing and running ---------------------------------------------------------------
 
-  /**
-   * Asks for a scheduling pass. It runs at once when the last one ended a while ago; under load
-   * passes are coalesced, so a burst of endings costs one pass over the queue, not one each.
-   */
+  /** Asks for a scheduling pass (see {@link Passes}). */
   void schedule() {
-    passWanted = true;
-    if (passRunning || passTimer >= 0) {
-      return;
-    }
-    long since = System.nanoTime() - lastPassEndNanos;
-    if (since >= PASS_GAP_NANOS || tasks.queuedView().size() <= SHORT_QUEUE) {
-      runPasses();
-    } else {
-      passTimer = context.owner().setTimer(Math.max(1, (PASS_GAP_NANOS - since) / 1_000_000),
-          id -> {
-            passTimer = -1;
-            runPasses();
-          });
-    }
+    passes.request();
   }
 
-  private void runPasses() {
-    passRunning = true;
-    try {
-      while (passWanted) {
-        passWanted = false;
-        pass();
-      }
-    } finally {
-      passRunning = false;
-      lastPassEndNanos = System.nanoTime();
-    }
-  }
-
-  /** One pass of the policy scheduler, applied in the order the plan asks. */
-  private void pass() {
-    Collection<Task> queue = tasks.queuedView();
-    if (queue.isEmpty() || workers.isEmpty()) {
-      return;
-    }
-    List<Task> active = new ArrayList<>();
-    for (String id : placements.keySet()) {
-      tasks.get(id).ifPresent(active::add);
-    }
-    Plan plan = policy.plan(workers.values(), active, window(queue));
-    for (Placement placement : plan.placements()) {
-      Task task = tasks.get(placement.callId()).orElse(null);
-      AttachedWorker worker = workers.get(placement.workerId());
-      if (task == null || worker == null || task.state() != TaskState.QUEUED) {
-        continue;
-      }
-      worker.slots().reserve(task.demand(), placement.gpuIds());
-      task.placedPreemptible(placement.preemptible());
-      if (placement.creditsCharged() > 0) {
-        policy.ledger().spend(task.owner().group(), placement.creditsCharged(), policy.now());
-      }
-      dispatch(task, new Decision.Placed(worker.id(), placement.gpuIds()));
-    }
-    for (Preemption preemption : plan.preemptions()) {
-      tasks.get(preemption.victimId()).ifPresent(victim -> preempt(victim, preemption));
-    }
-    for (Rejection rejection : plan.infeasible()) {
-      tasks.get(rejection.callId()).ifPresent(task -> refuse(task, rejection.reason()));
-    }
-    for (Plan.Waiting waiting : plan.waiting()) {
-      tasks.get(waiting.callId()).ifPresent(task -> tellWaiting(task, waiting.info()));
-    }
-  }
-
-  /**
-   * Time passing: groups under quota earn credits for the GPUs they did not hold, and a pass runs
-   * (fair share and reclaim patience change with time alone).
-   */
+  /** Time passing: credits are earned and a pass runs (see {@link Passes#tick}). */
   void tick(java.time.Duration elapsed) {
-    Map<String, Integer> held = new HashMap<>();
-    for (String id : placements.keySet()) {
-      tasks.get(id).filter(task -> !task.preemptible())
-          .ifPresent(task -> held.merge(task.owner().group(), task.demand().gpus(), Integer::sum));
-    }
-    policy.ledger().earn(held, elapsed, policy.now());
-    schedule();
+    passes.tick(elapsed);
   }
-
-  /**
-   * The calls a pass considers: each user's first {@link #WINDOW_PER_USER} in submit order,
-   * plus every call that asks to jump its user's line (credits, or a QoS class above the
-   * default). A pass costs a few microseconds per call it considers, and a user with thousands
-   * queued (a big map) only ever starts the first few; the rest come into view as those go.
-   */
-  private List<Task> window(Collection<Task> queue) {
-    if (queue.size() <= WINDOW_PER_USER) {
-      return List.copyOf(queue);
-    }
-    int defaultPriority = policy.qosOf("").map(q -> q.priority()).orElse(0);
-    Map<String, Integer> taken = new HashMap<>();
-    List<Task> window = new ArrayList<>();
-    for (Task task : queue) {
-      int count = taken.merge(task.owner().user(), 1, Integer::sum);
-      if (count <= WINDOW_PER_USER || task.credits() > 0
-          || policy.qosOf(task.qos()).map(q -> q.priority()).orElse(0) > defaultPriority) {
-        window.add(task);
-      }
-    }
-    return window;
-  }
-
-  /** A call the policy will never run as asked, unless a pool could start a worker for it. */
-  private void refuse(Task task, String reason) {
-    if (task.state() != TaskState.QUEUED) {
-      return;
-    }
-    boolean fitsAnOpenWorker = workers.values().stream()
-        .anyMatch(w -> w.drainReason() == null && w.slots().couldEverFit(task.demand()));
-    boolean fitsTheCluster = !(scheduler.decide(task.demand(), feasibilitySlots())
-        instanceof Decision.Infeasible);
-    if (!fitsAnOpenWorker && (fitsTheCluster || task.requeues() > 0)) {
-      // Too big for the workers open now (gone or draining), but a worker that fits is attached,
-      // or a pool can start one, or it already ran here and lost its worker (its retry waits
-      // for one to join): it waits.
-      tellWaiting(task, new WaitInfo(1, WaitCode.NO_WORKERS, "no worker attached now can run it ("
-          + reason + "); it waits for a worker that can to join", Optional.empty(), List.of()));
-      return;
-    }
-    TaskObjects.release(store(), task);
-    tasks.transition(task, TaskState.ERROR, TaskEvents.failed(task.id(), FailureCode.INFEASIBLE,
-        reason, timings(task, 0)));
-  }
-
-  /** Tells the caller why its call waits, when that changed (position alone: at most 1/s). */
-  private void tellWaiting(Task task, WaitInfo info) {
-    Object last = task.lastWaitInfo();
-    if (last instanceof SentWait sent && sent.info().code() == info.code()
-        && sent.info().reason().equals(info.reason())
-        && (sent.info().position() == info.position()
-            || System.nanoTime() - sent.atNanos() < 1_000_000_000L)) {
-      return;
-    }
-    task.lastWaitInfo(new SentWait(info, System.nanoTime()));
-    tasks.announce(task, TaskEvents.waiting(task.id(), info, task.preemptions()));
-  }
-
-  private record SentWait(WaitInfo info, long atNanos) {}
 
   /** The reason a queued call waits, as last explained to its caller, or null. */
   static WaitInfo lastWait(Task task) {
-    return task.lastWaitInfo() instanceof SentWait sent ? sent.info() : null;
+    return Passes.lastWait(task);
   }
 
-  /**
-   * Stops a preemptible call to make room: its executor is stopped and the call goes back to
-   * the queue, keeping its place, without using a retry.
-   */
-  private void preempt(Task victim, Preemption preemption) {
-    AttachedWorker worker = placements.get(victim.id());
-    if (worker == null || victim.preemptedFor() != null || victim.stopReason() != null) {
-      return;
-    }
-    victim.preempting(preemption.forCallId());
-    worker.link().preempt(victim.id(), "preempted for " + preemption.forCallId(),
-        policy.policy().preemptionGrace());
+  java.util.Set<String> placedTaskIds() {
+    return java.util.Set.copyOf(placements.keySet());
+  }
+
+  Optional<AttachedWorker> placementOf(String taskId) {
+    return Optional.ofNullable(placements.get(taskId));
+  }
+
+  /** Whether any worker, attached (draining ones too) or a pool's potential one, could run it. */
+  boolean fitsTheCluster(Demand demand) {
+    return !(scheduler.decide(demand, feasibilitySlots()) instanceof Decision.Infeasible);
+  }
+
+  /** Fails a queued call that can never run as asked. */
+  void failInfeasible(Task task, String reason) {
+    TaskObjects.release(store(), task);
+    tasks.transition(task, TaskState.ERROR, TaskEvents.failed(task.id(), FailureCode.INFEASIBLE,
+        reason, timings(task, 0)));
   }
 
   /** The workers where the call can finish before their allocation ends. */
@@ -483,7 +344,7 @@ final class ControlPlane {
   }
 
   /** Starts a call on the slots already reserved for it. */
-  private void dispatch(Task task, Decision.Placed placed) {
+  void dispatch(Task task, Decision.Placed placed) {
     AttachedWorker worker = workers.get(placed.workerId());
     placements.put(task.id(), worker);
     worker.callPlaced();

@@ -1,0 +1,205 @@
+package dev.bulletin.runtime.impl;
+
+import dev.bulletin.runtime.scheduler.Decision;
+import dev.bulletin.runtime.scheduler.plan.Placement;
+import dev.bulletin.runtime.scheduler.plan.Plan;
+import dev.bulletin.runtime.scheduler.plan.Preemption;
+import dev.bulletin.runtime.scheduler.plan.Rejection;
+import dev.bulletin.runtime.scheduler.plan.WaitCode;
+import dev.bulletin.runtime.scheduler.plan.WaitInfo;
+import dev.bulletin.runtime.task.Task;
+import dev.bulletin.runtime.task.TaskState;
+import io.vertx.core.Context;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * Runs the policy scheduler's passes for the control plane and applies their plans: starts the
+ * placements, signals preemption victims, fails refusals and tells waiting callers why. Owns
+ * when passes run (at once when quiet, coalesced under load) and which calls one considers.
+ * Runs on the control plane's event loop.
+ */
+final class Passes {
+
+  /** Passes are at least this far apart under load; a pass after a quiet spell runs at once. */
+  private static final long PASS_GAP_NANOS = 1_000_000;
+  /** A queue this short is always scheduled at once (no coalescing delay). */
+  private static final int SHORT_QUEUE = 64;
+  static final int WINDOW_PER_USER = 32;
+
+  private final ControlPlane plane;
+  private final PolicyPass policy;
+  private final Context context;
+  private boolean passRunning;
+  private boolean passWanted;
+  private long passTimer = -1;
+  private long lastPassEndNanos;
+
+  Passes(ControlPlane plane, PolicyPass policy, Context context) {
+    this.plane = plane;
+    this.policy = policy;
+    this.context = context;
+  }
+
+  /**
+   * Asks for a scheduling pass. It runs at once when the last one ended a while ago; under load
+   * passes are coalesced, so a burst of endings costs one pass over the queue, not one each.
+   */
+  void request() {
+    passWanted = true;
+    if (passRunning || passTimer >= 0) {
+      return;
+    }
+    long since = System.nanoTime() - lastPassEndNanos;
+    if (since >= PASS_GAP_NANOS || plane.tasks().queuedView().size() <= SHORT_QUEUE) {
+      runPasses();
+    } else {
+      passTimer = context.owner().setTimer(Math.max(1, (PASS_GAP_NANOS - since) / 1_000_000),
+          id -> {
+            passTimer = -1;
+            runPasses();
+          });
+    }
+  }
+
+  private void runPasses() {
+    passRunning = true;
+    try {
+      while (passWanted) {
+        passWanted = false;
+        pass();
+      }
+    } finally {
+      passRunning = false;
+      lastPassEndNanos = System.nanoTime();
+    }
+  }
+
+  /** One pass of the policy scheduler, applied in the order the plan asks. */
+  private void pass() {
+    Collection<Task> queue = plane.tasks().queuedView();
+    if (queue.isEmpty() || plane.workers().isEmpty()) {
+      return;
+    }
+    List<Task> active = new ArrayList<>();
+    plane.placedTaskIds().forEach(id -> plane.tasks().get(id).ifPresent(active::add));
+    Plan plan = policy.plan(plane.workers(), active, window(queue));
+    for (Placement placement : plan.placements()) {
+      Task task = plane.tasks().get(placement.callId()).orElse(null);
+      AttachedWorker worker = plane.worker(placement.workerId()).orElse(null);
+      if (task == null || worker == null || task.state() != TaskState.QUEUED) {
+        continue;
+      }
+      worker.slots().reserve(task.demand(), placement.gpuIds());
+      task.placedPreemptible(placement.preemptible());
+      if (placement.creditsCharged() > 0) {
+        policy.ledger().spend(task.owner().group(), placement.creditsCharged(), policy.now());
+      }
+      plane.dispatch(task, new Decision.Placed(worker.id(), placement.gpuIds()));
+    }
+    for (Preemption preemption : plan.preemptions()) {
+      plane.tasks().get(preemption.victimId()).ifPresent(victim -> preempt(victim, preemption));
+    }
+    for (Rejection rejection : plan.infeasible()) {
+      plane.tasks().get(rejection.callId()).ifPresent(task -> refuse(task, rejection.reason()));
+    }
+    for (Plan.Waiting waiting : plan.waiting()) {
+      plane.tasks().get(waiting.callId()).ifPresent(task -> tellWaiting(task, waiting.info()));
+    }
+  }
+
+  /**
+   * Time passing: groups under quota earn credits for the GPUs they did not hold, and a pass runs
+   * (fair share and reclaim patience change with time alone).
+   */
+  void tick(java.time.Duration elapsed) {
+    Map<String, Integer> held = new HashMap<>();
+    for (String id : plane.placedTaskIds()) {
+      plane.tasks().get(id).filter(task -> !task.preemptible())
+          .ifPresent(task -> held.merge(task.owner().group(), task.demand().gpus(), Integer::sum));
+    }
+    policy.ledger().earn(held, elapsed, policy.now());
+    request();
+  }
+
+  /**
+   * The calls a pass considers: each user's first {@link #WINDOW_PER_USER} in submit order,
+   * plus every call that asks to jump its user's line (credits, or a QoS class above the
+   * default). A pass costs a few microseconds per call it considers, and a user with thousands
+   * queued (a big map) only ever starts the first few; the rest come into view as those go.
+   */
+  private List<Task> window(Collection<Task> queue) {
+    if (queue.size() <= WINDOW_PER_USER) {
+      return List.copyOf(queue);
+    }
+    int defaultPriority = policy.qosOf("").map(q -> q.priority()).orElse(0);
+    Map<String, Integer> taken = new HashMap<>();
+    List<Task> window = new ArrayList<>();
+    for (Task task : queue) {
+      int count = taken.merge(task.owner().user(), 1, Integer::sum);
+      if (count <= WINDOW_PER_USER || task.credits() > 0
+          || policy.qosOf(task.qos()).map(q -> q.priority()).orElse(0) > defaultPriority) {
+        window.add(task);
+      }
+    }
+    return window;
+  }
+
+  /** A call the policy will never run as asked, unless a pool could start a worker for it. */
+  private void refuse(Task task, String reason) {
+    if (task.state() != TaskState.QUEUED) {
+      return;
+    }
+    boolean fitsAnOpenWorker = plane.workers().stream()
+        .anyMatch(w -> w.drainReason() == null && w.slots().couldEverFit(task.demand()));
+    boolean fitsTheCluster = plane.fitsTheCluster(task.demand());
+    if (!fitsAnOpenWorker && (fitsTheCluster || task.requeues() > 0)) {
+      // Too big for the workers open now (gone or draining), but a worker that fits is attached,
+      // or a pool can start one, or it already ran here and lost its worker (its retry waits
+      // for one to join): it waits.
+      tellWaiting(task, new WaitInfo(1, WaitCode.NO_WORKERS, "no worker attached now can run it ("
+          + reason + "); it waits for a worker that can to join", Optional.empty(), List.of()));
+      return;
+    }
+    plane.failInfeasible(task, reason);
+  }
+
+  /** Tells the caller why its call waits, when that changed (position alone: at most 1/s). */
+  private void tellWaiting(Task task, WaitInfo info) {
+    Object last = task.lastWaitInfo();
+    if (last instanceof SentWait sent && sent.info().code() == info.code()
+        && sent.info().reason().equals(info.reason())
+        && (sent.info().position() == info.position()
+            || System.nanoTime() - sent.atNanos() < 1_000_000_000L)) {
+      return;
+    }
+    task.lastWaitInfo(new SentWait(info, System.nanoTime()));
+    plane.tasks().announce(task, TaskEvents.waiting(task.id(), info, task.preemptions()));
+  }
+
+  private record SentWait(WaitInfo info, long atNanos) {}
+
+  /** The reason a queued call waits, as last explained to its caller, or null. */
+  static WaitInfo lastWait(Task task) {
+    return task.lastWaitInfo() instanceof SentWait sent ? sent.info() : null;
+  }
+
+  /**
+   * Stops a preemptible call to make room: its executor is stopped and the call goes back to
+   * the queue, keeping its place, without using a retry.
+   */
+  private void preempt(Task victim, Preemption preemption) {
+    AttachedWorker worker = plane.placementOf(victim.id()).orElse(null);
+    if (worker == null || victim.preemptedFor() != null || victim.stopReason() != null) {
+      return;
+    }
+    victim.preempting(preemption.forCallId());
+    worker.link().preempt(victim.id(), "preempted for " + preemption.forCallId(),
+        policy.policy().preemptionGrace());
+  }
+
+}
