@@ -5,7 +5,6 @@ import dev.bulletin.runtime.node.WorkerNode;
 import dev.bulletin.runtime.node.WorkerNodeOptions;
 import dev.bulletin.runtime.node.WorkerRefusedException;
 import dev.bulletin.worker.WorkerOptions;
-import java.net.InetAddress;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
@@ -58,7 +57,7 @@ public final class WorkerMain implements Callable<Integer> {
     } catch (NumberFormatException e) {
       throw new IllegalArgumentException("--head must be HOST:PORT, got " + head);
     }
-    String host = hostName();
+    String host = HostName.get();
     String id = workerId != null ? workerId : host + "-" + ProcessHandle.current().pid();
     WorkerOptions worker = resources.worker(id);
     String slurmJob = System.getenv("SLURM_JOB_ID");
@@ -86,13 +85,6 @@ public final class WorkerMain implements Callable<Integer> {
     return 0;
   }
 
-  private static String hostName() {
-    try {
-      return InetAddress.getLocalHost().getHostName();
-    } catch (java.io.IOException e) {
-      return "localhost";
-    }
-  }
 
   static int run(String[] args) {
     CommandLine commandLine = new CommandLine(new WorkerMain());

@@ -1,7 +1,7 @@
 package dev.bulletin.runtime.impl;
 
+import dev.bulletin.runtime.HostName;
 import java.io.IOException;
-import java.net.InetAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -26,7 +26,7 @@ final class HostIdentity {
     } catch (IOException | UnsupportedOperationException e) {
       netns = "";
     }
-    String text = boot + "\n" + hostname() + "\n" + netns;
+    String text = boot + "\n" + HostName.get() + "\n" + netns;
     try {
       byte[] digest = MessageDigest.getInstance("SHA-256")
           .digest(text.getBytes(StandardCharsets.UTF_8));
@@ -36,18 +36,6 @@ final class HostIdentity {
     }
   }
 
-  /** The kernel's host name, as Python's socket.gethostname() reports it. */
-  private static String hostname() {
-    String name = read(Path.of("/proc/sys/kernel/hostname"));
-    if (!name.isEmpty()) {
-      return name;
-    }
-    try {
-      return InetAddress.getLocalHost().getHostName();
-    } catch (IOException e) {
-      return "";
-    }
-  }
 
   private static String read(Path file) {
     try {

@@ -1,5 +1,6 @@
 package dev.bulletin.runtime.impl;
 
+import dev.bulletin.runtime.HostName;
 import dev.bulletin.runtime.RuntimeOptions;
 import dev.bulletin.runtime.identity.TokenRegistry;
 import dev.bulletin.runtime.pool.Autoscaler;
@@ -9,7 +10,6 @@ import dev.bulletin.runtime.pool.ScalingMetrics;
 import dev.bulletin.runtime.pool.WorkerCommand;
 import dev.bulletin.runtime.pool.WorkerProviders;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.net.InetAddress;
 import java.time.Clock;
 import java.util.concurrent.TimeUnit;
 import dev.bulletin.runtime.scheduler.FirstFitScheduler;
@@ -63,7 +63,7 @@ public final class RuntimeVerticle extends VerticleBase {
     WorkerOptions worker = options.worker();
     WorkerSlots slots = new WorkerSlots(worker.workerId(), worker.gpus().count(),
         worker.gpus().simulated(), worker.cpus(), worker.memoryBytes());
-    plane.attach(new AttachedWorker(worker.workerId(), options.host(), "", worker.gpus().names(),
+    plane.attach(new AttachedWorker(worker.workerId(), HostName.get(), "", worker.gpus().names(),
         false, 0, "", slots, WorkerLink.embedded(agent), worker.gpus().topology()));
     PoolsConfig pools = options.config().pools();
     PoolRunner poolRunner = pools.pools().isEmpty() ? null : new PoolRunner(plane, pools);
@@ -108,14 +108,11 @@ public final class RuntimeVerticle extends VerticleBase {
   private String headAddress() {
     String host = options.host();
     if (host.equals("0.0.0.0") || host.equals("::")) {
-      try {
-        host = InetAddress.getLocalHost().getHostName();
-      } catch (java.io.IOException e) {
-        host = "127.0.0.1";
-      }
+      host = HostName.get();
     }
     return host + ":" + server.actualPort();
   }
+
 
   @Override
   public Future<?> stop() {
