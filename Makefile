@@ -16,15 +16,19 @@ export BULLETIN_JAR := $(CURDIR)/$(JAR)
 # Java tests that start real Python executors use the project's interpreter.
 export BULLETIN_TEST_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: all build demo test test-java test-python bench bench-data bench-scheduler clean slurm-up slurm-down
+.PHONY: all build demo test test-java test-python bench bench-data bench-scheduler clean slurm-up slurm-down toolchain
 
 all: build
 
 $(STAMPS):
 	mkdir -p $(STAMPS)
 
+# JDK 17+, Maven and a Python that can make a venv; installed with apt when missing (root).
+toolchain:
+	@PYTHON_BOOT=$(PYTHON_BOOT) bash .ci/toolchain.sh
+
 # The venv is rebuilt when the package's dependencies change.
-$(STAMPS)/venv: python-client/pyproject.toml | $(STAMPS)
+$(STAMPS)/venv: python-client/pyproject.toml | $(STAMPS) toolchain
 	test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q "grpcio-tools>=1.85.1" -e "python-client[test]"
@@ -34,7 +38,7 @@ $(STAMPS)/bench: $(STAMPS)/venv
 	$(PIP) install -q -e "python-client[bench]"
 	touch $@
 
-$(JAR): pom.xml $(shell find protocol arrow-bridge worker runtime -name '*.java' -o -name '*.proto' -o -name pom.xml | grep -v /target/)
+$(JAR): pom.xml $(shell find protocol arrow-bridge worker runtime -name '*.java' -o -name '*.proto' -o -name pom.xml | grep -v /target/) | toolchain
 	$(MVN) install -DskipTests
 	touch $(JAR)
 
@@ -42,7 +46,7 @@ python-client/bulletin/_jars/bulletin-runtime.jar: $(JAR)
 	mkdir -p $(dir $@)
 	cp $(JAR) $@
 
-build: $(STAMPS)/venv $(JAR) python-client/bulletin/_jars/bulletin-runtime.jar
+build: toolchain $(STAMPS)/venv $(JAR) python-client/bulletin/_jars/bulletin-runtime.jar
 	$(PY) python-client/tools/gen_proto.py
 
 # The Slurm provider's tests run against a real one-node Slurm on loopback. up.sh installs and

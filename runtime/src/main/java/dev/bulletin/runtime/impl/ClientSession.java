@@ -19,9 +19,9 @@ import java.util.UUID;
  * in the store while the session lasts, so later calls send only their id).
  *
  * <p>Events produced in one turn of the event loop leave together as one message at the end of
- * it (a call's end, and the pass that starts the next calls and explains the waiting ones, cost
- * one write); while a batch is held ({@link #holdEvents}) they wait for its end. A write costs
- * far more than an event, so this is what keeps a pipelined map cheap.
+ * it: a Submit batch, or a call's end and the pass that starts the next calls and explains the
+ * waiting ones, cost one write. A write costs far more than an event, so this is what keeps a
+ * pipelined map cheap.
  */
 final class ClientSession implements TaskEventSink {
   private final String id = UUID.randomUUID().toString();
@@ -30,7 +30,6 @@ final class ClientSession implements TaskEventSink {
   private final Set<ObjectKey> functions = new HashSet<>();
   private final SessionHolds objects;
   private List<TaskEvent> held = new ArrayList<>();
-  private int holds;
   private boolean flushQueued;
   private boolean open = true;
   /** The event loop the session's stream lives on; null only outside Vert.x (then: no batching). */
@@ -71,33 +70,18 @@ final class ClientSession implements TaskEventSink {
     if (!open) {
       return;
     }
-    if (holds == 0 && context == null) {
+    if (context == null) {
       write(ServerMessage.newBuilder().setEvent(event).build());
       return;
     }
     held.add(event);
-    if (holds == 0 && !flushQueued) {
+    if (!flushQueued) {
       flushQueued = true;
       context.runOnContext(ignored -> {
         flushQueued = false;
-        if (holds == 0) {
-          writeHeld();
-        }
+        writeHeld();
       });
     }
-  }
-
-  /** Keeps events back until the matching {@link #releaseEvents}. */
-  void holdEvents() {
-    holds++;
-  }
-
-  /** Sends the events held since the outermost {@link #holdEvents}, as one message. */
-  void releaseEvents() {
-    if (holds == 0 || --holds > 0) {
-      return;
-    }
-    writeHeld();
   }
 
   private void writeHeld() {
@@ -131,8 +115,7 @@ final class ClientSession implements TaskEventSink {
 
   /** Marks the session closed and hands back the functions it held. */
   Set<ObjectKey> close() {
-    holds = Math.min(holds, 1);
-    releaseEvents();
+    writeHeld();
     open = false;
     Set<ObjectKey> held = Set.copyOf(functions);
     functions.clear();

@@ -306,11 +306,6 @@ final class ControlPlane {
     passes.tick(elapsed);
   }
 
-  /** The reason a queued call waits, as last explained to its caller, or null. */
-  static WaitInfo lastWait(Task task) {
-    return Passes.lastWait(task);
-  }
-
   java.util.Set<String> placedTaskIds() {
     return java.util.Set.copyOf(placements.keySet());
   }

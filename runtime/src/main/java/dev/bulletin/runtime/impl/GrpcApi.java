@@ -172,12 +172,8 @@ final class GrpcApi {
             .statusMessage("this session belongs to another user").end();
         return;
       }
-      session.holdEvents();
-      try {
-        message.getTasksList().forEach(spec -> plane.submit(session, spec));
-      } finally {
-        session.releaseEvents();
-      }
+      // The batch's events leave as one message when this turn ends (see ClientSession).
+      message.getTasksList().forEach(spec -> plane.submit(session, spec));
       request.response().end(SubmitReply.getDefaultInstance());
     });
   }

@@ -170,27 +170,19 @@ final class Passes {
 
   /** Tells the caller why its call waits, when that changed (position alone: at most 1/s). */
   private void tellWaiting(Task task, WaitInfo info) {
-    Object last = task.lastWaitInfo();
-    if (last instanceof SentWait sent && sent.info().code() == info.code()
-        && sent.info().reason().equals(info.reason())
-        && (sent.info().position() == info.position()
-            || System.nanoTime() - sent.atNanos() < 1_000_000_000L)) {
+    WaitInfo told = task.waitInfo();
+    long now = System.nanoTime();
+    if (told != null && told.code() == info.code() && told.reason().equals(info.reason())
+        && (told.position() == info.position() || now - task.waitToldNanos() < 1_000_000_000L)) {
       return;
     }
-    task.lastWaitInfo(new SentWait(info, System.nanoTime()));
+    task.toldWaiting(info, now);
     plane.tasks().announce(task, TaskEvents.waiting(task.id(), info, task.preemptions()));
   }
 
-  private record SentWait(WaitInfo info, long atNanos) {}
-
-  /** The reason a queued call waits, as last explained to its caller, or null. */
-  static WaitInfo lastWait(Task task) {
-    return task.lastWaitInfo() instanceof SentWait sent ? sent.info() : null;
-  }
-
   /**
-   * Stops a preemptible call to make room: its executor is stopped and the call goes back to
-   * the queue, keeping its place, without using a retry.
+   * Preempts a call to make room: its checkpoint hooks get the policy's grace, then it is
+   * stopped and goes back to the queue, keeping its place, without using a retry.
    */
   private void preempt(Task victim, Preemption preemption) {
     AttachedWorker worker = plane.placementOf(victim.id()).orElse(null);

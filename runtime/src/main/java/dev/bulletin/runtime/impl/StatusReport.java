@@ -32,7 +32,7 @@ final class StatusReport {
 
   /** Why a queued call waits, asked of the scheduler now (passes stop early and keep none). */
   private String reason(Task task) {
-    WaitInfo explained = ControlPlane.lastWait(task);
+    WaitInfo explained = task.waitInfo();
     if (explained != null) {
       return explained.reason();
     }

@@ -26,9 +26,7 @@ interface WorkerLink {
    * Preempts a call: its checkpoint hooks get {@code grace} to run, then it is stopped (its
    * outcome becomes {@link CallOutcome.Stopped}).
    */
-  default void preempt(String taskId, String reason, java.time.Duration grace) {
-    stop(taskId, reason);
-  }
+  void preempt(String taskId, String reason, java.time.Duration grace);
 
   /**
    * The runtime stops using this worker (its pool stops it): calls it still runs end as lost.

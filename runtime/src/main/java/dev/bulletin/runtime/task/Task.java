@@ -3,6 +3,9 @@ package dev.bulletin.runtime.task;
 import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.runtime.identity.Identity;
 import dev.bulletin.runtime.scheduler.Demand;
+import dev.bulletin.runtime.scheduler.plan.WaitInfo;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 
 /**
@@ -29,16 +32,17 @@ public final class Task {
   private String stopReason;
   private int retriesLeft;
   private int requeues;
-  private final java.time.Instant submittedAt = java.time.Instant.now();
-  private java.time.Instant startedAt;
+  private final Instant submittedAt = Instant.now();
+  private Instant startedAt;
   private String qos = "";
   private int priority;
   private double credits;
-  private java.time.Duration walltime = java.time.Duration.ZERO;
+  private Duration walltime = Duration.ZERO;
   private boolean preemptible;
   private String preemptedFor;
   private int preemptions;
-  private Object lastWaitInfo;
+  private WaitInfo waitInfo;
+  private long waitToldNanos;
 
   public Task(String id, String name, Identity owner, Demand demand, ObjectKey function,
       ObjectKey args, List<ObjectKey> refs, double timeoutSeconds, TaskEventSink sink,
@@ -78,7 +82,7 @@ public final class Task {
 
   public void startedAt(long nanos) {
     this.startedNanos = nanos;
-    this.startedAt = java.time.Instant.now();
+    this.startedAt = Instant.now();
   }
 
   /** Records why the call is being stopped (cancel, timeout), before its executor is killed. */
@@ -87,15 +91,15 @@ public final class Task {
   }
 
   /** When it was submitted; kept when it is requeued, so it keeps its place. */
-  public java.time.Instant submittedAt() { return submittedAt; }
+  public Instant submittedAt() { return submittedAt; }
   /** When it started running (wall clock), or null before. */
-  public java.time.Instant startedAt() { return startedAt; }
+  public Instant startedAt() { return startedAt; }
   public String qos() { return qos; }
   public int priority() { return priority; }
   /** Credits its group offers to move it up the queue. */
   public double credits() { return credits; }
   /** How long it may run: its timeout, else its QoS class's maximum. */
-  public java.time.Duration walltime() { return walltime; }
+  public Duration walltime() { return walltime; }
   /** Whether the placement it runs under may be preempted. */
   public boolean preemptible() { return preemptible; }
   /** The call it is being preempted for, or null. */
@@ -103,7 +107,7 @@ public final class Task {
   /** How many times it was preempted and requeued. */
   public int preemptions() { return preemptions; }
 
-  public void scheduling(String qos, int priority, double credits, java.time.Duration walltime) {
+  public void scheduling(String qos, int priority, double credits, Duration walltime) {
     this.qos = qos;
     this.priority = priority;
     this.credits = credits;
@@ -118,11 +122,15 @@ public final class Task {
     this.preemptedFor = forCallId;
   }
 
-  /** The wait explanation last sent to its caller (to send only changes). */
-  public Object lastWaitInfo() { return lastWaitInfo; }
+  /** Why it waits, as last told to its caller, or null (not told yet, or it ran since). */
+  public WaitInfo waitInfo() { return waitInfo; }
 
-  public void lastWaitInfo(Object info) {
-    this.lastWaitInfo = info;
+  /** When {@link #waitInfo} was told (System.nanoTime). */
+  public long waitToldNanos() { return waitToldNanos; }
+
+  public void toldWaiting(WaitInfo info, long nanos) {
+    this.waitInfo = info;
+    this.waitToldNanos = nanos;
   }
 
   /** How many more times the call may run again after losing its worker. */
@@ -144,7 +152,7 @@ public final class Task {
     requeues++;
     preemptedFor = null;
     preemptible = false;
-    lastWaitInfo = null;
+    waitInfo = null;
     workerId = null;
     gpuIds = List.of();
     placedNanos = 0;

@@ -19,6 +19,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -102,17 +103,21 @@ public final class LocalWorkerAgent implements WorkerAgent {
 
   @Override
   public void preempt(String taskId, String reason, java.time.Duration grace) {
-    ExecutorProcess executor = running.get(taskId);
-    if (executor == null || !executor.signalPreemption()) {
-      stop(taskId, reason);
-      return;
-    }
-    CompletableFuture.delayedExecutor(grace.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)
-        .execute(() -> {
-          if (running.get(taskId) == executor) {
-            executor.kill(reason);
-          }
-        });
+    // Signalling runs kill(1) and waits for it: on the agent's threads, never the caller's
+    // (the control plane's event loop).
+    threads.execute(() -> {
+      ExecutorProcess executor = running.get(taskId);
+      if (executor == null || !executor.signalPreemption()) {
+        stop(taskId, reason);
+        return;
+      }
+      CompletableFuture.delayedExecutor(grace.toMillis(), TimeUnit.MILLISECONDS, threads)
+          .execute(() -> {
+            if (running.get(taskId) == executor) {
+              executor.kill(reason);
+            }
+          });
+    });
   }
 
   @Override
