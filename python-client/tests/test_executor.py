@@ -64,6 +64,28 @@ def test_store_refs_in_the_arguments_are_mapped_zero_copy(store):
     assert value == (float(big.sum() * 2.0), False, True)
 
 
+def test_an_argument_returned_as_is_keeps_its_id_and_is_not_written_again(store):
+    import numpy as np
+    big = np.arange(1 << 20, dtype=np.float32)
+    ref = store.put(big)
+    staged = store.path / ".result-t-1"
+    executor = Executor(store.path)
+
+    def call(fn):
+        return executor.run("t-1", str(store.path / store.put(fn)),
+                            str(store.path / store.put(((StoreRef(ref),), {}))),
+                            f"{ref} {store.path / ref}\n", str(staged)).split()
+
+    kind, result_id, size, _ = call(lambda a: a)
+    assert (kind, result_id, int(size)) == ("ok", ref, os.path.getsize(store.path / ref))
+    assert not staged.exists()  # nothing written: the store holds those bytes under that id
+    # A new array is a new result, written and named by its content.
+    kind, result_id, size, _ = call(lambda a: a * 2)
+    assert kind == "ok" and result_id != ref and int(size) == os.path.getsize(staged)
+    os.replace(staged, store.path / result_id)
+    assert np.array_equal(store.get(result_id), big * 2)
+
+
 def test_raising_call_returns_an_envelope_with_the_user_traceback(store):
     def fails():
         raise KeyError("missing")
