@@ -173,7 +173,7 @@ class Client:
         self._transfer = Transfer(self._conn, self._conn.session_id, self._chunk_bytes,
                                   self._send_release)
         # Large arguments stay in the store while the caller's object lives: id(obj) -> ids.
-        self._kept: dict[int, tuple[weakref.ref, set[str]]] = {}
+        self._kept: dict[int, tuple[weakref.ref, dict[str, weakref.finalize]]] = {}
 
         # Submissions leave from one thread, one Submit RPC at a time: specs queued while one is
         # in flight go as the next batch (in order, which keeps a function's bytes first).
@@ -270,6 +270,7 @@ class Client:
             self._dispatcher.join(timeout=5)
         if self._downloads is not None:
             self._downloads.shutdown(wait=False)
+        self._transfer.close()
         self._conn.close()
         _live_clients.discard(self)
         _clear_default(self)
@@ -383,7 +384,11 @@ class Client:
         call.releases.clear()
 
     def _keep_while_alive(self, value, encoded) -> tuple[str, bool]:
-        """Holds a large argument in the store while ``value`` lives; (id, held for good)."""
+        """Holds a large argument in the store while ``value`` lives; (id, held for good).
+
+        Only the object's current content is held: an array changed in place and sent again
+        lets its earlier content go (calls already submitted hold their own references).
+        """
         oid = encoded.digest()
         key = id(value)
         kept = self._kept.get(key)
@@ -395,9 +400,12 @@ class Client:
         except TypeError:
             return oid, False  # cannot tell when it dies: held for this call only
         if kept is None or kept[0]() is not value:
-            kept = self._kept[key] = (ref, set())
-        kept[1].add(oid)
-        weakref.finalize(value, self._forget_kept, key, oid)
+            kept = self._kept[key] = (ref, {})
+        for stale, finalizer in kept[1].items():
+            if finalizer.detach() is not None:
+                self._transfer.release(stale)
+        kept[1].clear()
+        kept[1][oid] = weakref.finalize(value, self._forget_kept, key, oid)
         return oid, True
 
     def _forget_kept(self, key: int, oid: str) -> None:

@@ -87,9 +87,14 @@ def write_file(path: Path, encoded) -> None:
         os.close(fd)
 
 
+def stage_name(session: str) -> str:
+    """A new staged (dot-prefixed) file name of a session: the runtime sweeps them at its end."""
+    return f"{STAGE_PREFIX}{session}-{uuid.uuid4().hex}"
+
+
 def stage(folder: str | Path, encoded, session: str) -> str:
-    """Writes an object to a staged (dot-prefixed) file in a store folder; returns its name."""
-    name = f"{STAGE_PREFIX}{session}-{uuid.uuid4().hex}"
+    """Writes an object to a new staged file in a store folder; returns its name."""
+    name = stage_name(session)
     path = Path(folder) / name
     try:
         write_file(path, encoded)

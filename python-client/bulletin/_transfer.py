@@ -17,7 +17,8 @@ from time import perf_counter
 import grpc
 
 from ._errors import BulletinError, StoreFullError
-from ._objects import crc32c_extend, decode, host_id, open_object, stage
+from ._objects import crc32c_extend, decode, host_id, open_object, stage_name
+from ._write_maps import RECYCLE_MIN, WriteMappings
 from ._proto import bulletin_pb2 as pb
 
 _RETRIES = 3
@@ -37,9 +38,12 @@ class Transfer:
                           and os.access(self.folder, os.W_OK))
         self._lock = threading.Lock()
         self._held: dict[str, int] = {}
+        # Mappings of this client's large same-host writes, for the runtime to recycle.
+        self._maps = WriteMappings(self.capacity // 4 if self.capacity > 0 else 1 << 30)
         # Counters for benchmarks and tests: what crossed the wire or the store folder.
         self.uploaded_bytes = 0
         self.uploads = 0
+        self.write_seconds = 0.0  # same-host: time spent copying into store files
         self.corrupt_next_chunk = False  # test hook: flips a bit in the next uploaded chunk
 
     # -- holding objects in the store ---------------------------------------------------------
@@ -56,10 +60,13 @@ class Transfer:
                 f"this object is {encoded.nbytes} bytes, larger than the cluster's object store "
                 f"({self.capacity} bytes); nothing was uploaded. Pass it in smaller pieces, or "
                 "ask for a cluster started with a larger --store-capacity.")
-        reply = self._conn.call(self._conn.stub.HasObjects, pb.HasObjectsRequest(ids=[oid]),
-                                "HasObjects")
+        request = pb.HasObjectsRequest(ids=[oid])
+        if self.same_host and encoded.nbytes >= RECYCLE_MIN:
+            request.write_sizes.append(encoded.nbytes)
+            request.mapped_ids.extend(self._maps.ids())
+        reply = self._conn.call(self._conn.stub.HasObjects, request, "HasObjects")
         if not reply.present[0]:
-            self.upload(oid, encoded)
+            self.upload(oid, encoded, reply.staged_names[0] if reply.staged_names else "")
         with self._lock:
             self._held[oid] = self._held.get(oid, 0) + 1
         return oid
@@ -81,13 +88,16 @@ class Transfer:
 
     # -- uploads ------------------------------------------------------------------------------
 
-    def upload(self, oid: str, encoded) -> None:
+    def upload(self, oid: str, encoded, staged_name: str = "") -> None:
+        """Puts an object the store lacks; ``staged_name``: a recycled file to overwrite."""
         if self.same_host:
+            start = perf_counter()
             try:
-                name = stage(self.folder, encoded, self._session)
+                name = self._write_same_host(oid, encoded, staged_name)
             except OSError:
                 self.same_host = False  # e.g. the folder went away: fall back to the network
             else:
+                self.write_seconds += perf_counter() - start
                 self._conn.call(self._conn.stub.AdoptObject, pb.AdoptObjectRequest(
                     id=oid, size=encoded.nbytes, staged_name=name), "AdoptObject")
                 self.uploads += 1
@@ -103,6 +113,29 @@ class Transfer:
                                          f"{exc.details()}") from None
                 if exc.code() != grpc.StatusCode.DATA_LOSS or attempt == _RETRIES - 1:
                     raise self._conn.error(exc, f"the upload of object {oid[:12]}") from None
+
+    def _write_same_host(self, oid: str, encoded, staged_name: str) -> str:
+        """Writes the object into a staged file of the store folder; returns its name."""
+        if staged_name:
+            recycled = self.folder / staged_name
+            try:
+                if self._maps.write_recycled(recycled, encoded, oid):
+                    return staged_name
+            except BaseException:
+                _unlink_quietly(recycled)
+                raise
+            _unlink_quietly(recycled)  # another process still maps it: theirs to keep
+        name = stage_name(self._session)
+        path = self.folder / name
+        try:
+            self._maps.write_new(path, encoded, oid)
+        except BaseException:
+            _unlink_quietly(path)
+            raise
+        return name
+
+    def close(self) -> None:
+        self._maps.close()
 
     def _put(self, oid: str, encoded) -> None:
         size = encoded.nbytes
@@ -168,6 +201,13 @@ class Transfer:
                         "link between this machine and the cluster.") from None
             except grpc.RpcError as exc:
                 raise self._conn.error(exc, f"the download of object {oid[:12]}") from None
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 class _BadChunk(Exception):

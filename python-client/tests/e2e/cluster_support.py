@@ -130,6 +130,11 @@ def start_cluster(home: Path, *extra: str, gpus: int = 1, cpus: int = 2) -> Clus
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
+def referenced_objects(client: bulletin.Client) -> int:
+    """Objects the cluster's store holds a reference to (the leak check counts them)."""
+    return client.status().store["referenced"]
+
+
 def assert_serves(client: bulletin.Client) -> None:
     """The cluster still runs a CPU call and a GPU call after whatever the test did."""
     import operator

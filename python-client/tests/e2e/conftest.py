@@ -19,7 +19,7 @@ import os
 import cloudpickle
 import pytest
 
-from cluster_support import Cluster, start_cluster, wait_until
+from cluster_support import Cluster, referenced_objects, start_cluster, wait_until
 
 
 @pytest.fixture(scope="session")
@@ -57,10 +57,6 @@ def _cluster_environment(request, monkeypatch):
         monkeypatch.setenv("BULLETIN_HOME", str(cluster.home))
         from bulletin import _client
         _client._set_default(client)
-
-
-def referenced_objects(client) -> int:
-    return client.status().store["referenced"]
 
 
 def staged_files(cluster) -> list[str]:

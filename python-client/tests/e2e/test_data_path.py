@@ -15,7 +15,8 @@ import pytest
 
 import bulletin
 from bulletin import StoreFullError
-from cluster_support import CALL_SECONDS, assert_serves, start_cluster, wait_until
+from cluster_support import (CALL_SECONDS, assert_serves, referenced_objects, start_cluster,
+                             wait_until)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -165,3 +166,53 @@ def test_small_store_refuses_too_large_objects_and_keeps_other_users_out(tmp_pat
             assert_serves(ada)
     finally:
         cluster.stop()
+
+
+def _scatter_released(client, value):
+    """Scatters ``value`` and releases it again: the store keeps it unreferenced."""
+    before = referenced_objects(client)
+    ref = client.scatter(value)
+    ref.release()
+    wait_until(lambda: referenced_objects(client) == before, timeout=10,
+               what="the released object to be unreferenced")
+
+
+def test_a_released_objects_memory_takes_the_next_write_of_its_size(client):
+    maps = client._transfer._maps
+    _scatter_released(client, np.full(1 << 21, 1.0, dtype=np.float32))
+    recycled = maps.recycled_writes
+    b = np.full(1 << 21, 2.0, dtype=np.float32)
+    assert client.submit(total, b).result(timeout=CALL_SECONDS) == float(b.sum())
+    assert maps.recycled_writes == recycled + 1, "the write did not reuse the released file"
+
+
+def test_a_file_someone_still_maps_is_never_overwritten(client):
+    """A zero-copy result the caller keeps after releasing it, or an argument an executor kept
+    in a global, maps the file: reusing it would change their array under them."""
+    maps = client._transfer._maps
+    a = np.full(1 << 21, 3.0, dtype=np.float32)
+    ref = client.scatter(a)
+    f = client.submit(lambda x: x, ref)  # the result is the scattered object itself
+    kept = f.result(timeout=CALL_SECONDS)  # mapped here, zero copy
+    del f
+    before = referenced_objects(client)
+    ref.release()
+    wait_until(lambda: referenced_objects(client) < before, timeout=10,
+               what="the scattered object to be released")
+    recycled = maps.recycled_writes
+    b = np.full(1 << 21, 4.0, dtype=np.float32)
+    assert client.submit(total, b).result(timeout=CALL_SECONDS) == float(b.sum())
+    assert maps.recycled_writes == recycled
+    np.testing.assert_array_equal(kept, a)
+
+
+def test_an_array_changed_in_place_holds_only_its_current_content(client):
+    a = np.zeros(1 << 20, dtype=np.float32)
+    assert client.submit(pick, a, 0).result(timeout=CALL_SECONDS) == 0.0
+    held = referenced_objects(client)
+    for i in range(1, 4):
+        a[0] = i  # a buffer refilled in place, as a training loop does
+        assert client.submit(pick, a, 0).result(timeout=CALL_SECONDS) == float(i)
+    wait_until(lambda: referenced_objects(client) == held, timeout=10,
+               what=f"earlier contents to be released ({referenced_objects(client)} held, "
+                    f"{held} expected)")

@@ -40,6 +40,21 @@ public interface ObjectStore extends AutoCloseable {
   Upload beginUpload(ObjectKey key, long size);
 
   /**
+   * Gives the memory of an unreferenced object to a same-host writer. On shared memory the
+   * first write into fresh pages costs a page fault each (several times the copy itself); an
+   * object nobody holds any more has its pages already allocated. The object leaves the store
+   * and its file becomes {@code stagedName} in the namespace's folder, {@code size} bytes long;
+   * the writer overwrites it whole and calls {@link #adopt}. Only objects of the same namespace
+   * are reused (their stale bytes are the same owner's), no larger than twice {@code size}.
+   *
+   * @param preferred ids whose files the writer still has mapped: reused first, since writing
+   *     through an existing mapping skips even the page-table work
+   * @return whether a file was staged; false when no unreferenced object fits
+   */
+  boolean stageRecycled(String namespace, long size, Collection<ObjectId> preferred,
+      String stagedName);
+
+  /**
    * Publishes a file someone wrote next to the objects (an executor's result, a same-host
    * client's upload) under its id, and takes one reference. {@code staged} must be a temporary
    * (dot-prefixed) file in the key's namespace folder. If the object already exists the staged

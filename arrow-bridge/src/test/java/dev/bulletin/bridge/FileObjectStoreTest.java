@@ -204,6 +204,47 @@ class FileObjectStoreTest {
   }
 
   @Test
+  void anUnreferencedObjectsFileIsRecycledForAWriterOfTheSameOwner() throws Exception {
+    try (ObjectStore store = store(1 << 20)) {
+      ObjectKey held = key("ada", 1);
+      ObjectKey loose = key("ada", 2);
+      ObjectKey preferred = key("ada", 3);
+      ObjectKey leased = key("ada", 4);
+      store.put(held, data(1000, 1));
+      store.put(loose, data(1000, 2));
+      store.put(preferred, data(1500, 3));
+      store.put(leased, data(1000, 4));
+      store.put(key("bob", 5), data(1000, 5));
+      for (ObjectKey k : List.of(loose, preferred, leased, key("bob", 5))) {
+        store.release(k);
+      }
+      try (ObjectStore.Lease lease = store.lease(List.of(leased))) {
+        // The writer's own mapping wins over a closer fit; held and leased objects never go.
+        assertTrue(store.stageRecycled("ada", 900, List.of(preferred.id(), held.id()), ".stage-a"));
+        assertFalse(store.contains(preferred));
+        Path staged = store.folderOf("ada").resolve(".stage-a");
+        assertEquals(900, Files.size(staged));
+        assertEquals(5500 - 1500, store.stats().memoryBytes()); // a staged file is not counted
+        // Next: the closest fit of what is left, then nothing (bob's objects are bob's).
+        assertTrue(store.stageRecycled("ada", 900, List.of(), ".stage-b"));
+        assertFalse(store.contains(loose));
+        assertFalse(store.stageRecycled("ada", 900, List.of(), ".stage-c"));
+        assertTrue(store.contains(held) && store.contains(leased) && store.contains(key("bob", 5)));
+        // A staged file is adopted as any other: the writer overwrote it whole.
+        Files.write(staged, array(data(900, 9)));
+        store.adopt(key("ada", 9), staged);
+        assertArrayEquals(array(data(900, 9)), store.readSmall(key("ada", 9)));
+      }
+      // Too small, or more than twice the size (worth keeping as a cache): not reused.
+      store.release(key("ada", 9));
+      assertFalse(store.stageRecycled("ada", 1001, List.of(), ".stage-d"));
+      assertFalse(store.stageRecycled("ada", 400, List.of(), ".stage-e"));
+      assertThrows(ObjectStoreException.class,
+          () -> store.stageRecycled("ada", 10, List.of(), "../escape"));
+    }
+  }
+
+  @Test
   void dropUnreferencedRemovesAnOwnersCachedObjectsAndStagedFiles() throws Exception {
     try (ObjectStore store = store(1 << 20)) {
       store.put(key("ada", 1), data(10, 1));

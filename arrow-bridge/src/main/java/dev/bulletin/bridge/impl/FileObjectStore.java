@@ -1,5 +1,6 @@
 package dev.bulletin.bridge.impl;
 
+import dev.bulletin.bridge.ObjectId;
 import dev.bulletin.bridge.ObjectInfo;
 import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.bridge.ObjectStore;
@@ -16,6 +17,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -218,6 +220,33 @@ public final class FileObjectStore implements ObjectStore {
     }
     add(key, size).references = 1;
     return key;
+  }
+
+  @Override
+  public synchronized boolean stageRecycled(String namespace, long size,
+      Collection<ObjectId> preferred, String stagedName) {
+    if (size < 0 || !stagedName.startsWith(".") || stagedName.contains("/")
+        || stagedName.equals(".") || stagedName.equals("..")) {
+      throw new ObjectStoreException("a staged name is a dot-prefixed file name and a size is"
+          + " >= 0; got " + stagedName + " and " + size);
+    }
+    StoreTable.Entry victim = table.recyclable(namespace, size, new HashSet<>(preferred));
+    if (victim == null) {
+      return false;
+    }
+    Path staged = folderOf(namespace).resolve(stagedName);
+    try {
+      table.detach(victim, staged);
+    } catch (IOException e) {
+      return false; // the object stays; the writer takes a fresh file
+    }
+    try (FileChannel file = FileChannel.open(staged, StandardOpenOption.WRITE)) {
+      file.truncate(size);
+    } catch (IOException e) {
+      Files2.deleteQuietly(staged);
+      return false;
+    }
+    return true;
   }
 
   private StoreTable.Entry add(ObjectKey key, long size) {

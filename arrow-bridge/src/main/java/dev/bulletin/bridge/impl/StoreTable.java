@@ -1,5 +1,6 @@
 package dev.bulletin.bridge.impl;
 
+import dev.bulletin.bridge.ObjectId;
 import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.bridge.StoreFullException;
 import dev.bulletin.bridge.StoreStats;
@@ -10,6 +11,7 @@ import java.nio.file.StandardCopyOption;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
 
 /**
@@ -88,6 +90,36 @@ final class StoreTable {
     } else {
       memoryBytes -= entry.size;
     }
+  }
+
+  /**
+   * The unreferenced in-memory object of {@code namespace} whose file a writer of {@code size}
+   * bytes may take over: one the writer still has mapped first, else the closest fit, never
+   * more than twice the size (a large cached object is worth more than a small write's faults).
+   */
+  Entry recyclable(String namespace, long size, Set<ObjectId> preferred) {
+    Entry best = null;
+    boolean bestPreferred = false;
+    for (Entry entry : entries.values()) {
+      if (entry.spilled || entry.references > 0 || entry.leases > 0 || entry.size < size
+          || entry.size > 2 * size || !entry.key.namespace().equals(namespace)) {
+        continue;
+      }
+      boolean isPreferred = preferred.contains(entry.key.id());
+      if (best == null || isPreferred && !bestPreferred
+          || isPreferred == bestPreferred && entry.size < best.size) {
+        best = entry;
+        bestPreferred = isPreferred;
+      }
+    }
+    return best;
+  }
+
+  /** Forgets an in-memory entry and moves its file to {@code target} (same file system). */
+  void detach(Entry entry, Path target) throws IOException {
+    Files.move(layout.memoryPath(entry.key), target, StandardCopyOption.ATOMIC_MOVE);
+    entries.remove(entry.key);
+    memoryBytes -= entry.size;
   }
 
   void clear() {

@@ -1,6 +1,7 @@
 package dev.bulletin.runtime.impl;
 
 import com.google.protobuf.UnsafeByteOperations;
+import dev.bulletin.bridge.ObjectId;
 import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.bridge.ObjectStoreException;
@@ -16,6 +17,8 @@ import io.vertx.grpc.server.GrpcServerRequest;
 import io.vertx.grpc.server.GrpcServerResponse;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.UUID;
 import java.util.zip.CRC32C;
 
 /**
@@ -25,6 +28,8 @@ import java.util.zip.CRC32C;
  */
 final class ObjectApi {
   static final int CHUNK_BYTES = 1 << 20;
+  /** Below this a write's page faults cost less than giving up a cached object. */
+  static final long RECYCLE_MIN_BYTES = 1 << 20;
   /** A worker moving objects for a call names the call owner's namespace in this metadata. */
   static final String NAMESPACE_HEADER = "bulletin-namespace";
 
@@ -231,21 +236,42 @@ final class ObjectApi {
     SessionHolds holds = caller.worker() ? null : caller.session();
     request.handler(message -> {
       HasObjectsReply.Builder reply = HasObjectsReply.newBuilder();
+      boolean staging = holds != null && message.getWriteSizesCount() > 0;
       try {
-        for (String id : message.getIdsList()) {
-          ObjectKey key = ObjectKey.of(caller.namespace(), id);
+        if (staging && message.getWriteSizesCount() != message.getIdsCount()) {
+          throw new IllegalArgumentException("write_sizes must have one size per id: "
+              + message.getIdsCount() + " ids, " + message.getWriteSizesCount() + " sizes");
+        }
+        List<ObjectId> mapped = staging ? message.getMappedIdsList().stream()
+            .map(ObjectId::parse).toList() : List.of();
+        for (int i = 0; i < message.getIdsCount(); i++) {
+          ObjectKey key = ObjectKey.of(caller.namespace(), message.getIds(i));
           boolean present = holds == null ? store().contains(key) : store().retainIfPresent(key);
           if (present && holds != null) {
             holds.adopt(key);
           }
           reply.addPresent(present);
+          if (staging) {
+            reply.addStagedNames(present ? ""
+                : recycledFile(caller, holds, message.getWriteSizes(i), mapped));
+          }
         }
-      } catch (IllegalArgumentException e) {
+      } catch (IllegalArgumentException | ObjectStoreException e) {
         request.response().status(GrpcStatus.INVALID_ARGUMENT).statusMessage(e.getMessage()).end();
         return;
       }
       request.response().end(reply.build());
     });
+  }
+
+  /** A staged file holding reused memory for a same-host write, or "" (write a new file). */
+  private String recycledFile(Caller caller, SessionHolds holds, long size,
+      List<ObjectId> mapped) {
+    if (size < RECYCLE_MIN_BYTES) {
+      return "";
+    }
+    String name = SessionHolds.stagedPrefix(holds.sessionId()) + "r" + UUID.randomUUID();
+    return store().stageRecycled(caller.namespace(), size, mapped, name) ? name : "";
   }
 
   void adoptObject(Caller caller, GrpcServerRequest<AdoptObjectRequest, PutObjectReply> request) {

@@ -1,0 +1,150 @@
+"""Writes of large objects into the same-host store through mappings kept from earlier writes.
+
+On /dev/shm with 4 KiB pages the first write into a fresh file costs a page fault, a zeroed
+page and a page-table entry per 4 KiB: several times the copy itself. So the runtime hands a
+same-host writer the file of one of its unreferenced objects (HasObjectsReply.staged_names);
+its pages are allocated already. If this process wrote that file before and still has it mapped,
+the write goes through that mapping at memory-copy speed.
+
+Overwriting is only safe if nobody else still maps the file: a client may hold a zero-copy array
+of an object it released, an executor may have kept an argument. The kernel knows: a write lease
+(F_SETLEASE F_WRLCK) is granted only when no other open file, mapping included, refers to the
+file. When it is refused the recycled file is left to its readers and a new one is written.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import mmap
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+from ._objects import write_file
+
+RECYCLE_MIN = 1 << 20  # smaller writes are cheap to fault in: not worth a kept mapping
+_MAP_FLAGS = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+
+
+class _Mapping:
+    __slots__ = ("fd", "map", "oid")
+
+    def __init__(self, fd: int, mapped: mmap.mmap, oid: str):
+        self.fd, self.map, self.oid = fd, mapped, oid
+
+    def close(self) -> None:
+        try:
+            self.map.close()
+        except BufferError:  # a view is still exported; unmapped when collected
+            pass
+        os.close(self.fd)
+
+
+class WriteMappings:
+    """Writable mappings of the large files this process wrote, at most ``limit_bytes`` of them
+    (least recently written dropped first). A file the runtime deleted is let go at the next
+    write: until then the mapping alone keeps its memory."""
+
+    def __init__(self, limit_bytes: int, max_files: int = 16):
+        self._limit = limit_bytes
+        self._max_files = max_files
+        self._maps: OrderedDict[tuple[int, int], _Mapping] = OrderedDict()  # (dev, inode)
+        self._lock = threading.Lock()
+        self.recycled_writes = 0  # writes through a kept mapping: for tests and benchmarks
+
+    def ids(self) -> list[str]:
+        """Objects whose files are still mapped here: the runtime gives these back first."""
+        with self._lock:
+            return [m.oid for m in self._maps.values()]
+
+    def write_new(self, path: Path, encoded, oid: str) -> None:
+        """Writes a new file, keeping its mapping when it is large."""
+        size = encoded.nbytes
+        if size < RECYCLE_MIN or size > self._limit:
+            write_file(path, encoded)
+            return
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.ftruncate(fd, size)
+            mapped = mmap.mmap(fd, size, flags=_MAP_FLAGS)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._write_and_keep(_Mapping(fd, mapped, oid), encoded)
+
+    def write_recycled(self, path: Path, encoded, oid: str) -> bool:
+        """Overwrites a file the runtime staged from a released object; False when another
+        process still maps it (the caller then writes a new file)."""
+        size = encoded.nbytes
+        if os.path.getsize(path) != size:
+            return False
+        st = os.stat(path)  # not open(): an open of our own would fail the lease below
+        with self._lock:
+            self._sweep()
+            kept = self._maps.pop((st.st_dev, st.st_ino), None)
+        if kept is not None and len(kept.map) >= size:
+            if not _exclusive(kept.fd):
+                kept.close()
+                return False
+            kept.oid = oid
+            self._write_and_keep(kept, encoded)
+            self.recycled_writes += 1
+            return True
+        if kept is not None:
+            kept.close()
+        fd = os.open(path, os.O_RDWR)
+        try:
+            if not _exclusive(fd):
+                os.close(fd)
+                return False
+            mapped = mmap.mmap(fd, size, flags=_MAP_FLAGS)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._write_and_keep(_Mapping(fd, mapped, oid), encoded)
+        return True
+
+    def close(self) -> None:
+        with self._lock:
+            maps, self._maps = list(self._maps.values()), OrderedDict()
+        for kept in maps:
+            kept.close()
+
+    def _write_and_keep(self, kept: _Mapping, encoded) -> None:
+        view = memoryview(kept.map)[:encoded.nbytes]
+        try:
+            encoded.write_into(view)
+        except BaseException:
+            view.release()
+            kept.close()
+            raise
+        view.release()
+        st = os.fstat(kept.fd)
+        with self._lock:
+            self._maps[(st.st_dev, st.st_ino)] = kept
+            self._trim()
+
+    def _sweep(self) -> None:
+        """Lets go of files the runtime deleted (only this mapping keeps their memory)."""
+        for key, kept in list(self._maps.items()):
+            if os.fstat(kept.fd).st_nlink == 0:
+                del self._maps[key]
+                kept.close()
+
+    def _trim(self) -> None:
+        total = sum(len(m.map) for m in self._maps.values())
+        while self._maps and (total > self._limit or len(self._maps) > self._max_files):
+            _, oldest = self._maps.popitem(last=False)
+            total -= len(oldest.map)
+            oldest.close()
+
+
+def _exclusive(fd: int) -> bool:
+    """Whether ``fd`` is the only open file (mappings included) on its file."""
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+    except OSError:
+        return False
+    fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+    return True
