@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ._envelope import make_envelope as envelope
 from ._objects import StoreRef, encode, open_object, write_file
+from ._write_maps import RECYCLE_MIN, WriteMappings
 from . import _preempt
 from ._errors import BulletinError, ResultSerializationError
 
@@ -42,10 +43,16 @@ class Executor:
     it can be tested, and reused, in-process.
     """
 
-    def __init__(self, store_dir: str | os.PathLike, cache_size: int = 128):
+    def __init__(self, store_dir: str | os.PathLike, cache_size: int = 128,
+                 recycle=None, keep_mapped_bytes: int = 0):
+        """``recycle(result_path, size, mapped_ids) -> bool`` asks the agent to stage a released
+        object's file at the result path (ExecutorRegistrar.recycleResultFile); results are then
+        written through mappings this executor kept, up to ``keep_mapped_bytes``."""
         self.store = Path(store_dir)
         self._functions: OrderedDict[str, object] = OrderedDict()
         self._cache_size = cache_size
+        self._recycle = recycle
+        self._maps = WriteMappings(keep_mapped_bytes) if recycle and keep_mapped_bytes else None
 
     def run(self, task_id: str, function_path: str, args_path: str, refs: str,
             result_path: str) -> str:
@@ -138,8 +145,23 @@ class Executor:
             os.unlink(result_path)  # left by an earlier attempt of the same task
         except FileNotFoundError:
             pass
-        if not self._already_stored(result_path, encoded):
-            write_file(Path(result_path), encoded)
+        if self._already_stored(result_path, encoded):
+            return
+        path = Path(result_path)
+        if self._maps is None or encoded.nbytes < RECYCLE_MIN:
+            write_file(path, encoded)
+            return
+        oid = encoded.digest()
+        try:
+            staged = self._recycle(result_path, encoded.nbytes, " ".join(self._maps.ids()))
+        except Exception as exc:  # the agent's gateway: a new file does as well
+            log(f"could not ask the agent for a recycled result file: {exc!r}")
+            staged = False
+        if staged and self._maps.write_recycled(path, encoded, oid):
+            return
+        if staged:
+            os.unlink(path)  # another process still maps it: theirs to keep
+        self._maps.write_new(path, encoded, oid)
 
 
 def _passed_through(value, stored: dict) -> tuple[str, int] | None:
@@ -190,6 +212,15 @@ class _PythonExecutor:
         implements = ["dev.bulletin.worker.PythonExecutor"]
 
 
+def _keep_mapped_bytes() -> int:
+    """How much of its results' memory an executor keeps mapped for the next ones: an eighth
+    of the store (several executors share it)."""
+    try:
+        return int(os.environ.get("BULLETIN_STORE_CAPACITY", "0")) // 8
+    except ValueError:
+        return 0
+
+
 def _required_env(name: str) -> str:
     value = os.environ.get(name)
     if not value:
@@ -216,7 +247,10 @@ def main() -> None:
             port=0, auth_token=token, daemonize=True, daemonize_connections=True))
     try:
         callback_port = gateway.get_callback_server().get_listening_port()
-        gateway.entry_point.register(_PythonExecutor(Executor(store)), callback_port)
+        registrar = gateway.entry_point
+        executor = Executor(store, recycle=registrar.recycleResultFile,
+                            keep_mapped_bytes=_keep_mapped_bytes())
+        registrar.register(_PythonExecutor(executor), callback_port)
         clock = gateway.jvm.java.lang.System
         # From here on the agent going away is the normal way to stop; py4j would log it as an
         # error with tracebacks.

@@ -84,7 +84,8 @@ class ClusterStatus:
     running: int
     pools: tuple[PoolInfo, ...] = ()
     pool_events: tuple[str, ...] = ()
-    # The object store: objects, referenced, spilled, memory_bytes, spilled_bytes, capacity_bytes.
+    # The object store: objects, referenced, spilled, memory_bytes, spilled_bytes, capacity_bytes,
+    # recycled_files (writes that reused a released object's memory).
     store: dict = field(default_factory=dict)
 
     @property
@@ -104,7 +105,8 @@ class ClusterStatus:
                        q.resources.memory_bytes, q.position, q.reason)
             for q in msg.queue)
         store = {name: getattr(msg.store, name) for name in (
-            "objects", "referenced", "spilled", "memory_bytes", "spilled_bytes", "capacity_bytes")}
+            "objects", "referenced", "spilled", "memory_bytes", "spilled_bytes", "capacity_bytes",
+            "recycled_files")}
         pools = tuple(PoolInfo(p.name, p.provider, p.starting, p.idle, p.busy, p.draining,
                                p.max_workers, p.backoff_until) for p in msg.pools)
         return cls(msg.cluster_id, workers, Slots._from_proto(msg.gpus),

@@ -216,3 +216,20 @@ def test_an_array_changed_in_place_holds_only_its_current_content(client):
     wait_until(lambda: referenced_objects(client) == held, timeout=10,
                what=f"earlier contents to be released ({referenced_objects(client)} held, "
                     f"{held} expected)")
+
+
+def test_results_reuse_released_memory_and_never_a_result_still_held(client):
+    """The executor writes a large result into a released result's file when nobody maps it:
+    here the caller keeps the first result's array, so only later ones are reused."""
+    def full(value):
+        return np.full(1 << 21, value, dtype=np.float32)
+
+    f = client.submit(full, 1.0)
+    kept = f.result(timeout=CALL_SECONDS)  # mapped here after the Future let its object go
+    del f
+    recycled = client.status().store["recycled_files"]
+    for value in (2.0, 3.0, 4.0):
+        np.testing.assert_array_equal(client.submit(full, value).result(timeout=CALL_SECONDS),
+                                      full(value))
+    np.testing.assert_array_equal(kept, full(1.0))
+    assert client.status().store["recycled_files"] > recycled

@@ -36,7 +36,7 @@ class SpillTest {
       assertTrue(store.info(key("ada", 2)).spilled());
       assertFalse(store.info(key("ada", 1)).spilled());
       assertTrue(Files.exists(folder.resolve("disk/ada").resolve(key("ada", 2).id().hex())));
-      assertEquals(new StoreStats(3, 3, 1, 200, 100, 250), store.stats());
+      assertEquals(new StoreStats(3, 3, 1, 200, 100, 250, 0), store.stats());
       assertArrayEquals(array(data(100, 2)), array(store.read(key("ada", 2))));
 
       // A call that uses it gets it back in memory, and something else goes to disk.

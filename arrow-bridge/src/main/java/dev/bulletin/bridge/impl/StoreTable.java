@@ -42,6 +42,7 @@ final class StoreTable {
   /** Bytes of in-memory objects plus room reserved by uploads in progress. */
   private long memoryBytes;
   private long spilledBytes;
+  private long recycledFiles;
   private long clock;
 
   StoreTable(StoreLayout layout, long capacity) {
@@ -120,6 +121,7 @@ final class StoreTable {
     Files.move(layout.memoryPath(entry.key), target, StandardCopyOption.ATOMIC_MOVE);
     entries.remove(entry.key);
     memoryBytes -= entry.size;
+    recycledFiles++;
   }
 
   void clear() {
@@ -134,7 +136,7 @@ final class StoreTable {
       spilled += entry.spilled ? 1 : 0;
     }
     return new StoreStats(entries.size(), referenced, spilled, memoryBytes, spilledBytes,
-        capacity);
+        capacity, recycledFiles);
   }
 
   /**

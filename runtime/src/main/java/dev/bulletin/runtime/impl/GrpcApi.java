@@ -194,7 +194,8 @@ final class GrpcApi {
       request.response().end(status.build().toBuilder().setStore(StoreStatus.newBuilder()
           .setObjects(store.objects()).setReferenced(store.referenced())
           .setSpilled(store.spilled()).setMemoryBytes(store.memoryBytes())
-          .setSpilledBytes(store.spilledBytes()).setCapacityBytes(store.capacityBytes()))
+          .setSpilledBytes(store.spilledBytes()).setCapacityBytes(store.capacityBytes())
+          .setRecycledFiles(store.recycledFiles()))
           .build());
     });
   }

@@ -57,10 +57,10 @@ final class ExecutorProcess {
   }
 
   /** Starts an executor and waits until it has registered over Py4J. */
-  static ExecutorProcess launch(String id, List<Integer> gpuIds, WorkerOptions options, Path storeDir)
-      throws ExecutorStartException {
+  static ExecutorProcess launch(String id, List<Integer> gpuIds, WorkerOptions options,
+      ObjectStore store) throws ExecutorStartException {
     String token = HexFormat.of().formatHex(randomBytes());
-    ExecutorRegistrar registrar = new ExecutorRegistrar();
+    ExecutorRegistrar registrar = new ExecutorRegistrar(store);
     GatewayServer gateway = new GatewayServer.GatewayServerBuilder()
         .entryPoint(registrar)
         .javaPort(0)
@@ -78,7 +78,8 @@ final class ExecutorProcess {
       env.put("BULLETIN_GATEWAY_PORT", Integer.toString(gateway.getListeningPort()));
       env.put("BULLETIN_GATEWAY_TOKEN", token);
       env.put("BULLETIN_EXECUTOR_ID", id);
-      env.put("BULLETIN_STORE_DIR", storeDir.toString());
+      env.put("BULLETIN_STORE_DIR", store.root().toString());
+      env.put("BULLETIN_STORE_CAPACITY", Long.toString(store.capacityBytes()));
       env.put("CUDA_VISIBLE_DEVICES", gpuIds.stream().map(String::valueOf).collect(Collectors.joining(",")));
       env.put("BULLETIN_SIMULATED_GPUS", options.gpus().simulated() && !gpuIds.isEmpty() ? "1" : "0");
       env.put("PYTHONUNBUFFERED", "1");

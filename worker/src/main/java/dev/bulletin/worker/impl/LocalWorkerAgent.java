@@ -242,7 +242,7 @@ public final class LocalWorkerAgent implements WorkerAgent {
 
   private ExecutorProcess launch(List<Integer> gpuIds) throws ExecutorStartException {
     String id = options.workerId() + "-e" + sequence.incrementAndGet();
-    ExecutorProcess executor = ExecutorProcess.launch(id, gpuIds, options, store.root());
+    ExecutorProcess executor = ExecutorProcess.launch(id, gpuIds, options, store);
     launches.incrementAndGet();
     live.incrementAndGet();
     if (gpuIds.isEmpty()) {
