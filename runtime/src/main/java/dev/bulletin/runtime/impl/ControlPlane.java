@@ -49,7 +49,7 @@ final class ControlPlane {
   private final Passes passes;
   private final long inlineLimit;
   private final double drainMarginSeconds;
-  private final TaskTable tasks = new TaskTable();
+  private final TaskTable tasks;
   /** Attached workers in the order they joined (first fit prefers the earliest). */
   private final Map<String, AttachedWorker> workers = new LinkedHashMap<>();
   /** Where each placed or running call runs; its slots go back to that worker when it ends. */
@@ -70,6 +70,7 @@ final class ControlPlane {
     this.store = store;
     this.scheduler = scheduler;
     this.policy = policy;
+    this.tasks = new TaskTable(policy::goesAhead);
     this.passes = new Passes(this, policy, context);
     this.inlineLimit = inlineLimit;
     this.drainMarginSeconds = drainMarginSeconds;

@@ -29,6 +29,12 @@ final class Passes {
   private static final long PASS_GAP_NANOS = 1_000_000;
   /** A queue this short is always scheduled at once (no coalescing delay). */
   private static final int SHORT_QUEUE = 64;
+  /**
+   * A pass considers each user's first this many queued calls, plus every call that goes ahead
+   * (credits, or a QoS class above the default; see TaskTable#window). A pass costs a few
+   * microseconds per call it considers, and a user with thousands queued (a big map) only ever
+   * starts the first few; the rest come into view as those go.
+   */
   static final int WINDOW_PER_USER = 32;
 
   private final ControlPlane plane;
@@ -87,7 +93,7 @@ final class Passes {
     }
     List<Task> active = new ArrayList<>();
     plane.placedTaskIds().forEach(id -> plane.tasks().get(id).ifPresent(active::add));
-    Plan plan = policy.plan(plane.workers(), active, window(queue));
+    Plan plan = policy.plan(plane.workers(), active, plane.tasks().window(WINDOW_PER_USER));
     for (Placement placement : plan.placements()) {
       Task task = plane.tasks().get(placement.callId()).orElse(null);
       AttachedWorker worker = plane.worker(placement.workerId()).orElse(null);
@@ -124,29 +130,6 @@ final class Passes {
     }
     policy.ledger().earn(held, elapsed, policy.now());
     request();
-  }
-
-  /**
-   * The calls a pass considers: each user's first {@link #WINDOW_PER_USER} in submit order,
-   * plus every call that asks to jump its user's line (credits, or a QoS class above the
-   * default). A pass costs a few microseconds per call it considers, and a user with thousands
-   * queued (a big map) only ever starts the first few; the rest come into view as those go.
-   */
-  private List<Task> window(Collection<Task> queue) {
-    if (queue.size() <= WINDOW_PER_USER) {
-      return List.copyOf(queue);
-    }
-    int defaultPriority = policy.qosOf("").map(q -> q.priority()).orElse(0);
-    Map<String, Integer> taken = new HashMap<>();
-    List<Task> window = new ArrayList<>();
-    for (Task task : queue) {
-      int count = taken.merge(task.owner().user(), 1, Integer::sum);
-      if (count <= WINDOW_PER_USER || task.credits() > 0
-          || policy.qosOf(task.qos()).map(q -> q.priority()).orElse(0) > defaultPriority) {
-        window.add(task);
-      }
-    }
-    return window;
   }
 
   /** A call the policy will never run as asked, unless a pool could start a worker for it. */

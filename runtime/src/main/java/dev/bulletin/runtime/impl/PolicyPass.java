@@ -64,6 +64,18 @@ final class PolicyPass {
     return Optional.ofNullable(policy.qos().get(name));
   }
 
+  /**
+   * Whether a pass considers this call wherever it waits in its user's queue: it spends
+   * credits, or asks for a QoS class above the default.
+   */
+  boolean goesAhead(Task task) {
+    return task.credits() > 0 || priorityOf(task.qos()) > priorityOf("");
+  }
+
+  private int priorityOf(String qos) {
+    return qosOf(qos).map(QosClass::priority).orElse(0);
+  }
+
   private Duration expectedRun(Task task) {
     if (task.timeoutSeconds() > 0 || task.walltime().compareTo(assumedRun) < 0) {
       return task.walltime();

@@ -8,6 +8,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.Predicate;
 
 /**
  * Every call the runtime knows, and the one place their state changes: each change is checked
@@ -18,13 +19,31 @@ public final class TaskTable {
   private final Map<String, Task> tasks = new HashMap<>();
   /** Queued tasks in arrival order, kept apart so a scheduling pass does not walk running ones. */
   private final Map<String, Task> queue = new LinkedHashMap<>();
+  /**
+   * The same queue by user, and the queued tasks that may pass the others: a scheduling pass
+   * reads each user's first few and those, never the whole queue (thousands when a client
+   * pipelines).
+   */
+  private final Map<String, LinkedHashMap<String, Task>> queueByUser = new HashMap<>();
+  private final Map<String, Task> queuedAhead = new LinkedHashMap<>();
+  private final Predicate<Task> goesAhead;
+
+  /** A table in which no call passes the others' queue positions. */
+  public TaskTable() {
+    this(task -> false);
+  }
+
+  /** @param goesAhead calls a pass considers wherever they are in the queue */
+  public TaskTable(Predicate<Task> goesAhead) {
+    this.goesAhead = goesAhead;
+  }
 
   /** Adds a new, queued task. @return false if a task with this id is already known */
   public boolean add(Task task) {
     if (tasks.putIfAbsent(task.id(), task) != null) {
       return false;
     }
-    queue.put(task.id(), task);
+    enqueue(task);
     return true;
   }
 
@@ -35,6 +54,46 @@ public final class TaskTable {
   /** The queue itself, oldest first: read-only, and not to be held across transitions. */
   public Collection<Task> queuedView() {
     return java.util.Collections.unmodifiableCollection(queue.values());
+  }
+
+  /**
+   * The calls a scheduling pass considers: each user's first {@code perUser} queued calls, and
+   * every queued call that goes ahead. In no particular order (the policy orders them).
+   */
+  public List<Task> window(int perUser) {
+    if (queue.size() <= perUser) {
+      return new ArrayList<>(queue.values());
+    }
+    List<Task> window = new ArrayList<>();
+    for (LinkedHashMap<String, Task> own : queueByUser.values()) {
+      int taken = 0;
+      for (Task task : own.values()) {
+        if (taken++ == perUser) {
+          break;
+        }
+        window.add(task);
+      }
+    }
+    for (Task task : queuedAhead.values()) {
+      LinkedHashMap<String, Task> own = queueByUser.get(task.owner().user());
+      if (own.size() > perUser && !firstOf(own, perUser, task)) {
+        window.add(task);
+      }
+    }
+    return window;
+  }
+
+  private static boolean firstOf(LinkedHashMap<String, Task> own, int count, Task task) {
+    int seen = 0;
+    for (Task candidate : own.values()) {
+      if (seen++ == count) {
+        return false;
+      }
+      if (candidate == task) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** A copy of the queue, oldest first. */
@@ -63,9 +122,9 @@ public final class TaskTable {
           + " to " + to);
     }
     if (task.state == TaskState.QUEUED) {
-      queue.remove(task.id());
+      dequeue(task);
     } else if (to == TaskState.QUEUED) {
-      queue.put(task.id(), task); // requeued: it waits behind the calls already queued
+      enqueue(task); // requeued: it waits behind the calls already queued
     }
     task.state = to;
     if (to.isTerminal()) {
@@ -79,6 +138,24 @@ public final class TaskTable {
    */
   public void transitionQuietly(Task task, TaskState to) {
     move(task, to);
+  }
+
+  private void enqueue(Task task) {
+    queue.put(task.id(), task);
+    queueByUser.computeIfAbsent(task.owner().user(), user -> new LinkedHashMap<>())
+        .put(task.id(), task);
+    if (goesAhead.test(task)) {
+      queuedAhead.put(task.id(), task);
+    }
+  }
+
+  private void dequeue(Task task) {
+    queue.remove(task.id());
+    queueByUser.computeIfPresent(task.owner().user(), (user, own) -> {
+      own.remove(task.id());
+      return own.isEmpty() ? null : own;
+    });
+    queuedAhead.remove(task.id());
   }
 
   /** Sends an event that does not change state (output). */

@@ -19,9 +19,45 @@ class TaskTableTest {
   private final TaskTable table = new TaskTable();
 
   private Task task(String id) {
-    ObjectKey object = ObjectKey.of("ada", "0".repeat(32));
-    return new Task(id, "f", new Identity("ada", "default", true), new Demand(0, 1, 0), object,
+    return task(id, "ada");
+  }
+
+  private Task task(String id, String user) {
+    ObjectKey object = ObjectKey.of(user, "0".repeat(32));
+    return new Task(id, "f", new Identity(user, "default", true), new Demand(0, 1, 0), object,
         object, List.of(), 0, sent::add, 0);
+  }
+
+  private static java.util.Set<String> ids(List<Task> tasks) {
+    java.util.Set<String> out = new java.util.TreeSet<>();
+    tasks.forEach(task -> out.add(task.id()));
+    return out;
+  }
+
+  @Test
+  void aPassWindowHoldsEachUsersFirstCallsAndThoseThatGoAhead() {
+    TaskTable byUser = new TaskTable(task -> task.id().startsWith("vip"));
+    for (int i = 0; i < 5; i++) {
+      byUser.add(task("a" + i, "ada"));
+    }
+    byUser.add(task("b0", "bob"));
+    byUser.add(task("vip-a", "ada"));
+    assertEquals(java.util.Set.of("a0", "a1", "b0", "vip-a"), ids(byUser.window(2)));
+    // Calls leave the window as they start; the next of the same user come into view.
+    Task a0 = byUser.get("a0").orElseThrow();
+    byUser.transitionQuietly(a0, TaskState.PLACED);
+    assertEquals(java.util.Set.of("a1", "a2", "b0", "vip-a"), ids(byUser.window(2)));
+    // A requeued call waits behind its user's queue.
+    byUser.transitionQuietly(a0, TaskState.QUEUED);
+    byUser.transitionQuietly(byUser.get("a1").orElseThrow(), TaskState.CANCELLED);
+    assertEquals(java.util.Set.of("a2", "a3", "b0", "vip-a"), ids(byUser.window(2)));
+    // A short queue is the window itself; a call that goes ahead is there once.
+    assertEquals(byUser.queued().size(), byUser.window(10).size());
+    TaskTable early = new TaskTable(task -> task.id().startsWith("vip"));
+    for (String id : List.of("vip-x", "c1", "c2")) {
+      early.add(task(id, "cy"));
+    }
+    assertEquals(List.of("vip-x", "c1"), early.window(2).stream().map(Task::id).toList());
   }
 
   private static TaskEvent event(String id, dev.bulletin.protocol.TaskState state) {
