@@ -66,11 +66,19 @@ def crc32c_extend(crc: int, data: bytes) -> int:
 _MAP_FLAGS = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
 
 
+_SMALL_WRITE = 64 * 1024  # below this one write(2) beats setting up and tearing down a mapping
+
+
 def write_file(path: Path, encoded) -> None:
     """Writes an encoded object into a new file: one copy, straight into the mapped file."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         size = encoded.nbytes
+        if size < _SMALL_WRITE:
+            data = memoryview(encoded.to_bytes())
+            while data:  # a short write means the disk filled up: the next one raises
+                data = data[os.write(fd, data):]
+            return
         os.ftruncate(fd, size)
         if size:
             target = mmap.mmap(fd, size, flags=_MAP_FLAGS)
