@@ -24,13 +24,16 @@ def noop(x=None):
     return x
 
 
-def measure(call_sync, run_pipelined, calls: int, pipelined: int, warmup: int = 500) -> dict:
-    # Steady state for every system alike: JIT-compiled paths (bulletin's JVM), warm worker
-    # pools and connections (all three) before anything is timed.
-    for _ in range(warmup):
+def measure(call_sync, run_pipelined, calls: int, pipelined: int, warmup: int) -> dict:
+    # Steady state for every system alike: JIT-compiled paths (bulletin's JVM: its scheduler's
+    # hot loops reach the optimizing compiler only after some 20,000 calls, and compiling them
+    # takes a core for seconds), warm worker pools and connections (all three).
+    for _ in range(500):
         call_sync()
-    for _ in range(2):
+    done = 0
+    while done < warmup:
         run_pipelined(pipelined)
+        done += pipelined
     latencies = []
     start = time.perf_counter()
     for _ in range(calls):
@@ -60,7 +63,7 @@ def bench_bulletin(args) -> dict:
         def pipelined(n):
             client.gather(client.map(noop, range(n)))
 
-        return measure(sync, pipelined, args.calls, args.pipelined)
+        return measure(sync, pipelined, args.calls, args.pipelined, args.warmup)
 
 
 def bench_dask(args) -> dict:
@@ -74,7 +77,7 @@ def bench_dask(args) -> dict:
         def pipelined(n):
             client.gather(client.map(noop, range(n), pure=False))
 
-        return measure(sync, pipelined, args.calls, args.pipelined)
+        return measure(sync, pipelined, args.calls, args.pipelined, args.warmup)
 
 
 def bench_ray(args) -> dict:
@@ -91,7 +94,7 @@ def bench_ray(args) -> dict:
         def pipelined(n):
             ray.get([remote_noop.remote(i) for i in range(n)])
 
-        return measure(sync, pipelined, args.calls, args.pipelined)
+        return measure(sync, pipelined, args.calls, args.pipelined, args.warmup)
     finally:
         ray.shutdown()
 
@@ -105,6 +108,8 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=1000, help="synchronous calls (default 1000)")
     parser.add_argument("--pipelined", type=int, default=3000,
                         help="calls submitted at once for the throughput figure (default 3000)")
+    parser.add_argument("--warmup", type=int, default=30000,
+                        help="pipelined calls every system runs before timing (default 30000)")
     parser.add_argument("--workers", type=int, default=2,
                         help="worker processes / CPU slots for every system (default 2)")
     parser.add_argument("--only", choices=sorted(SYSTEMS), action="append",
