@@ -87,7 +87,7 @@ final class Passes {
     }
     List<Task> active = new ArrayList<>();
     plane.placedTaskIds().forEach(id -> plane.tasks().get(id).ifPresent(active::add));
-    Plan plan = policy.plan(plane.workers(), active, window(queue));
+    Plan plan = policy.plan(plane.workers(), active, window(queue), plane.objects());
     for (Placement placement : plan.placements()) {
       Task task = plane.tasks().get(placement.callId()).orElse(null);
       AttachedWorker worker = plane.worker(placement.workerId()).orElse(null);
