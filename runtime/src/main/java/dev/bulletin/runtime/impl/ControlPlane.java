@@ -149,7 +149,7 @@ final class ControlPlane {
     AttachedWorker worker = workers.get(workerId);
     if (worker != null) {
       worker.link().detach(cause);
-      detach(worker, cause);
+      detach(worker, "went away (" + cause + ")");
     }
   }
 
@@ -161,10 +161,12 @@ final class ControlPlane {
    * Forgets a worker that went away. Its link has already ended the calls it ran (as
    * {@link CallOutcome.WorkerLost}); they are requeued or failed as those outcomes arrive. The
    * results only it kept are lost.
+   *
+   * @param how what happened to it, read after "worker W, which": "lost its connection: ..."
    */
-  void detach(AttachedWorker worker, String cause) {
+  void detach(AttachedWorker worker, String how) {
     if (workers.remove(worker.id(), worker)) {
-      objects.workerLost(worker.id(), cause);
+      objects.workerLost(worker.id(), how);
     }
     schedule();
   }

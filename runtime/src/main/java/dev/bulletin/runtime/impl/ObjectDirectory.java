@@ -252,14 +252,17 @@ final class ObjectDirectory {
     afterKeeperLeft(key, entry, "worker " + workerId + ", which could not send it: " + reason);
   }
 
-  /** A worker went away: what only it kept is lost; pulls from it fail. */
-  void workerLost(String workerId, String cause) {
+  /**
+   * A worker went away: what only it kept is lost; pulls from it fail.
+   *
+   * @param how what happened, read after "worker W, which": "lost its connection: ..."
+   */
+  void workerLost(String workerId, String how) {
     hints.remove(workerId);
     for (Map.Entry<ObjectKey, Entry> each : List.copyOf(entries.entrySet())) {
       Entry entry = each.getValue();
       if (entry.keepers.remove(workerId)) {
-        afterKeeperLeft(each.getKey(), entry, "worker " + workerId + ", which went away ("
-            + cause + ")");
+        afterKeeperLeft(each.getKey(), entry, "worker " + workerId + ", which " + how);
       }
     }
   }

@@ -132,7 +132,7 @@ final class WorkerAttachApi {
       worker = null;
       String why = "worker " + leaving.id() + " (" + leaving.host() + ") " + cause;
       link.close(why);
-      plane.detach(leaving, why);
+      plane.detach(leaving, cause);
       LOG.info(() -> "worker " + leaving.id() + " detached: " + cause);
     }
   }

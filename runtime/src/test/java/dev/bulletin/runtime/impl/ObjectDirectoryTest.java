@@ -142,7 +142,7 @@ class ObjectDirectoryTest {
     objects.kept("w1", RESULT, SIZE, "tensor");
     Future<Void> pull = objects.toHead(RESULT);
     links.remove("w1");
-    objects.workerLost("w1", "killed");
+    objects.workerLost("w1", "went away (killed)");
     assertTrue(pull.failed());
     assertTrue(pull.cause().getMessage().contains("w1"), pull.cause().getMessage());
     ObjectStoreException lost = assertThrows(ObjectDirectory.ObjectLostException.class,
