@@ -39,11 +39,8 @@ import io.vertx.grpc.common.GrpcStatus;
 import io.vertx.grpc.common.ServiceMethod;
 import io.vertx.grpc.common.ServiceName;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HashSet;
-import java.util.Iterator;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -81,10 +78,8 @@ public final class WorkerNode implements AutoCloseable {
   private final Set<ObjectKey> functions = new HashSet<>();
   /** Calls the runtime stopped before they reached an executor. */
   private final Set<String> stoppedEarly = new HashSet<>();
-  /** Results kept for the runtime: one store reference per time it was reported kept. */
-  private final Map<ObjectKey, Integer> kept = new HashMap<>();
-  /** Objects reported held; an evicted one is reported dropped with the next heartbeat. */
-  private final Set<ObjectKey> reported = new HashSet<>();
+  /** Results kept for the runtime, and what the runtime was told the store holds. */
+  private final StoreReport storeReport;
   private GrpcClientRequest<WorkerMessage, HeadMessage> stream;
   private long inlineLimit;
   private int running;
@@ -92,6 +87,7 @@ public final class WorkerNode implements AutoCloseable {
   private WorkerNode(WorkerNodeOptions options) {
     this.options = options;
     this.store = ObjectStores.inFolder(options.storeFolder());
+    this.storeReport = new StoreReport(store);
     this.agent = Workers.local(options.worker(), store);
     this.client = GrpcClient.client(vertx,
         new GrpcClientOptions().setMaxMessageSize(RuntimeOptions.MAX_MESSAGE_BYTES));
@@ -194,17 +190,9 @@ public final class WorkerNode implements AutoCloseable {
   }
 
   private WorkerHeartbeat heartbeat() {
-    WorkerHeartbeat.Builder beat = WorkerHeartbeat.newBuilder().setRunningCalls(running)
-        .setStoreReferenced(store.stats().referenced() - functions.size());
-    for (Iterator<ObjectKey> it = reported.iterator(); it.hasNext(); ) {
-      ObjectKey key = it.next();
-      if (!store.contains(key)) {
-        it.remove();
-        beat.addDropped(HeldObject.newBuilder().setNamespace(key.namespace())
-            .setId(key.id().hex()));
-      }
-    }
-    return beat.build();
+    return WorkerHeartbeat.newBuilder().setRunningCalls(running)
+        .setStoreReferenced(store.stats().referenced() - functions.size())
+        .addAllDropped(storeReport.evicted()).build();
   }
 
   // ---- kept results --------------------------------------------------------------------------
@@ -218,7 +206,7 @@ public final class WorkerNode implements AutoCloseable {
       unavailable(namespace, id, e.getMessage());
       return;
     }
-    if (!kept.containsKey(key)) {
+    if (!storeReport.keeps(key)) {
       unavailable(namespace, id, "worker " + options.worker().workerId() + " keeps no " + key);
       return;
     }
@@ -231,33 +219,12 @@ public final class WorkerNode implements AutoCloseable {
         .setNamespace(namespace).setId(id).setReason(reason)).build());
   }
 
-  /** The runtime no longer needs a kept result: it stays cached, evictable, in this store. */
   private void dropKept(String namespace, String id) {
     try {
-      ObjectKey key = ObjectKey.of(namespace, id);
-      if (kept.containsKey(key)) {
-        kept.computeIfPresent(key, (k, count) -> count == 1 ? null : count - 1);
-        store.release(key);
-      }
+      storeReport.drop(ObjectKey.of(namespace, id));
     } catch (IllegalArgumentException ignored) {
       // Names nothing this node keeps.
     }
-  }
-
-  /** What the store holds of these objects, to report with a call's end. */
-  private List<HeldObject> held(List<ObjectKey> keys) {
-    List<HeldObject> held = new ArrayList<>(keys.size());
-    for (ObjectKey key : keys) {
-      try {
-        var info = store.info(key);
-        held.add(HeldObject.newBuilder().setNamespace(key.namespace()).setId(key.id().hex())
-            .setSize(info.size()).setKind(info.kind()).build());
-        reported.add(key);
-      } catch (RuntimeException evicted) {
-        // Not there (any more): nothing to report.
-      }
-    }
-    return held;
   }
 
   // ---- running calls -------------------------------------------------------------------------
@@ -287,14 +254,14 @@ public final class WorkerNode implements AutoCloseable {
         store.release(argsId);
         refs.forEach(store::release);
         ended(taskId, CallEnded.newBuilder().setStopped("stopped before it started")
-            .addAllHeld(held(inputKeys)));
+            .addAllHeld(storeReport.held(inputKeys)));
         return;
       }
       CallRequest request = new CallRequest(taskId, function.result(), argsId, refs,
           call.getGpuIdsList());
       agent.run(request, listener(taskId)).whenComplete((outcome, error) ->
           context.runOnContext(ignored -> {
-            List<HeldObject> held = held(inputKeys);
+            List<HeldObject> held = storeReport.held(inputKeys);
             store.release(argsId);
             refs.forEach(store::release);
             stoppedEarly.remove(taskId);
@@ -389,11 +356,11 @@ public final class WorkerNode implements AutoCloseable {
       ended(taskId, CallEnded.newBuilder().setReturned(message).addAllHeld(inputs));
       return;
     }
-    kept.merge(result, 1, Integer::sum);
+    storeReport.keep(result);
     message.setResult(ObjectRef.newBuilder().setId(result.id().hex()).setSize(returned.size()))
         .setKept(true);
     ended(taskId, CallEnded.newBuilder().setReturned(message).addAllHeld(inputs)
-        .addAllHeld(held(List.of(result))));
+        .addAllHeld(storeReport.held(List.of(result))));
   }
 
   private void ended(String taskId, CallEnded.Builder ending) {
