@@ -368,12 +368,14 @@ final class ControlPlane {
       if (task.stopReason() != null) {
         onEnded(task, new CallOutcome.Stopped(task.stopReason()));
       } else if (pulled.failed()) {
+        // Not retried: running it again cannot bring the input back.
+        boolean lost = pulled.cause() instanceof ObjectDirectory.ObjectLostException;
         unplace(task);
         TaskObjects.release(objects, task);
         tasks.transition(task, TaskState.ERROR, TaskEvents.failed(task.id(),
-            FailureCode.WORKER_LOST, task.name() + "() could not start: "
-                + pulled.cause().getMessage() + "; run the call that made it again",
-            timings(task, 0)));
+            lost ? FailureCode.WORKER_LOST : FailureCode.INTERNAL, task.name()
+                + "() could not start: " + pulled.cause().getMessage()
+                + (lost ? "; run the call that made it again" : ""), timings(task, 0)));
         schedule();
       } else {
         run(task, worker, placed);

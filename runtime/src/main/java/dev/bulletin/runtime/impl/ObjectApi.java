@@ -180,7 +180,10 @@ final class ObjectApi {
       }
       plane.objects().toHead(key).onComplete(pulled -> {
         if (pulled.failed()) {
-          request.response().trailers().set(FAILURE_TRAILER, "WORKER_LOST");
+          boolean lost = pulled.cause() instanceof ObjectDirectory.ObjectLostException;
+          if (lost) {
+            request.response().trailers().set(FAILURE_TRAILER, "WORKER_LOST");
+          }
           request.response().status(GrpcStatus.FAILED_PRECONDITION)
               .statusMessage(pulled.cause().getMessage()).end();
         } else {

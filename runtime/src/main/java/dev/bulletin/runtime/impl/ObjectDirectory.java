@@ -242,14 +242,20 @@ final class ObjectDirectory {
     }
   }
 
-  /** A worker could not send an object it was asked for: it counts as not holding it. */
+  /**
+   * A worker could not send an object it was asked for: the pull fails with its reason. It stays
+   * a keeper (the runtime's store may have been full, not the worker's copy gone), so a later
+   * pull asks again and the last release still drops its hold.
+   */
   void unavailable(String workerId, ObjectKey key, String reason) {
     Entry entry = entries.get(key);
-    if (entry == null || !entry.keepers.remove(workerId)) {
+    if (entry == null || entry.pull == null || !entry.keepers.contains(workerId)) {
       return;
     }
-    forget(workerId, key.id().hex());
-    afterKeeperLeft(key, entry, "worker " + workerId + ", which could not send it: " + reason);
+    Promise<Void> pull = entry.pull;
+    entry.pull = null;
+    pull.tryFail(new ObjectStoreException("object " + key.id() + " could not be brought from"
+        + " worker " + workerId + ": " + reason));
   }
 
   /**

@@ -173,6 +173,20 @@ class ObjectDirectoryTest {
   }
 
   @Test
+  void aWorkerThatCannotSendFailsThePullButStillKeepsAndDropsItsCopy() {
+    objects.kept("w1", RESULT, SIZE, "tensor");
+    Future<Void> pull = objects.toHead(RESULT);
+    objects.unavailable("w1", RESULT, "the runtime's store is full");
+    assertTrue(pull.failed());
+    assertFalse(pull.cause() instanceof ObjectDirectory.ObjectLostException);
+    assertTrue(pull.cause().getMessage().contains("store is full"), pull.cause().getMessage());
+    objects.toHead(RESULT); // asked again
+    assertEquals(List.of(RESULT, RESULT), links.get("w1").sent);
+    objects.release(RESULT);
+    assertEquals(List.of(RESULT), links.get("w1").dropped);
+  }
+
+  @Test
   void equalBytesAlreadyInTheRuntimesStoreServeAndTheWorkerNeedNotKeepThem() {
     store.put(RESULT, ByteBuffer.wrap(new byte[SIZE]));
     objects.kept("w1", RESULT, SIZE, "tensor");
