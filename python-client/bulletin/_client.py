@@ -69,6 +69,21 @@ _FAILURES = {
 }
 
 
+def _failure_trailer(exc: grpc.RpcError):
+    """The FailureCode an object RPC's trailer names (e.g. WORKER_LOST), or None."""
+    try:
+        trailers = exc.trailing_metadata() or ()
+    except Exception:
+        return None
+    for key, value in trailers:
+        if key == "bulletin-failure":
+            try:
+                return pb.FailureCode.Value(value)
+            except ValueError:
+                return None
+    return None
+
+
 class _Connection:
     """A channel to the runtime, checked with Hello: shared by Client and the command line."""
 
@@ -109,6 +124,10 @@ class _Connection:
 
     def error(self, exc: grpc.RpcError, what: str) -> BulletinError:
         code, details = exc.code(), exc.details()
+        failure = _failure_trailer(exc)
+        if failure is not None:  # an object call that failed the way a call fails
+            cls, advice = _FAILURES.get(failure, (RuntimeFailure, ""))
+            return cls(f"{what} failed: {details}. {advice}".rstrip())
         if code == grpc.StatusCode.UNAUTHENTICATED:
             return AuthenticationError(
                 f"the runtime at {self.address} does not accept the token from "

@@ -48,6 +48,10 @@ class WorkerInfo:
     state: str = "ready"
     remote: bool = False
     provider_handle: str = ""  # e.g. "slurm:1234"
+    # A remote worker's own store: references held there (its last heartbeat), and results it
+    # keeps for the runtime that were not fetched yet.
+    store_referenced: int = 0
+    kept_objects: int = 0
 
 
 @dataclass(frozen=True)
@@ -84,7 +88,9 @@ class ClusterStatus:
     running: int
     pools: tuple[PoolInfo, ...] = ()
     pool_events: tuple[str, ...] = ()
-    # The object store: objects, referenced, spilled, memory_bytes, spilled_bytes, capacity_bytes,
+    # The object store: objects, referenced, spilled, memory_bytes, spilled_bytes, capacity_bytes;
+    # worker_objects (results kept only on remote workers), pulled_objects and pulled_bytes
+    # (moved from a worker's store to the runtime's), sent_to_workers_bytes (workers fetched);
     # recycled_files (writes that reused a released object's memory).
     store: dict = field(default_factory=dict)
 
@@ -98,7 +104,7 @@ class ClusterStatus:
             WorkerInfo(w.worker_id, w.host, Slots._from_proto(w.gpus), Slots._from_proto(w.cpus),
                        w.memory_bytes, w.simulated_gpus, w.executors, w.idle_executors,
                        tuple(w.gpu_names), w.pool, w.state or "ready", w.remote,
-                       w.provider_handle)
+                       w.provider_handle, w.store_referenced, w.kept_objects)
             for w in msg.workers)
         queue = tuple(
             QueuedCall(q.task_id, q.name, q.user, q.resources.gpus, q.resources.cpus,
@@ -106,6 +112,7 @@ class ClusterStatus:
             for q in msg.queue)
         store = {name: getattr(msg.store, name) for name in (
             "objects", "referenced", "spilled", "memory_bytes", "spilled_bytes", "capacity_bytes",
+            "worker_objects", "pulled_objects", "pulled_bytes", "sent_to_workers_bytes",
             "recycled_files")}
         pools = tuple(PoolInfo(p.name, p.provider, p.starting, p.idle, p.busy, p.draining,
                                p.max_workers, p.backoff_until) for p in msg.pools)

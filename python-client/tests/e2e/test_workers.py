@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import bulletin
@@ -228,3 +229,130 @@ def test_a_call_whose_executor_dies_runs_again_when_it_has_retries(head_client, 
     with pytest.raises(bulletin.WorkerDiedError, match="exit"):
         head_client.submit(die_the_first_time, str(tmp_path / "no-retries")).result(
             timeout=CALL_SECONDS)
+
+
+# ---- results stay on their worker (data locality) ------------------------------------------
+
+EIGHT_MIB = 1 << 21  # float32 elements
+
+
+def arange(n):
+    import numpy as np
+    return np.arange(n, dtype=np.float32)
+
+
+def total(x, gate=None):
+    import numpy as np
+    if gate is not None:
+        wait_for_file(gate, 60)
+    return float(np.asarray(x, dtype=np.float64).sum())
+
+
+def kept_on(client, worker_id) -> int:
+    return attached(client, worker_id).kept_objects
+
+
+def assert_nothing_held(client, baseline, functions_before, worker_ids):
+    """Leak check across the cluster: the head store is back to its references (plus one per
+    function the session sent for the first time: sessions keep functions), nothing is kept on a
+    worker for the runtime, and the workers' own stores hold no reference for calls (heartbeats).
+    """
+    expected = baseline["referenced"] + len(set(client._sent_functions) - functions_before)
+
+    def state():
+        status = client.status()
+        return (status.store["referenced"], status.store["worker_objects"],
+                [(attached(client, w).kept_objects, attached(client, w).store_referenced)
+                 for w in worker_ids])
+    try:
+        wait_until(lambda: state()[0] == expected and state()[1] == 0
+                   and all(k == 0 and r == 0 for k, r in state()[2]),
+                   timeout=15, what="every store to let go of the test's objects")
+    except AssertionError:
+        raise AssertionError(f"{state()} {baseline}")
+
+
+def test_a_large_result_stays_on_its_worker_and_the_next_call_runs_there_with_nothing_moved(
+        head_client, workers):
+    workers("keep-a", "--simulate-gpus", "1")
+    workers("keep-b", "--simulate-gpus", "1")
+    before = head_client.status().store
+    functions = set(head_client._sent_functions)
+    first = head_client.submit(arange, EIGHT_MIB, gpus=1)
+    assert first.exception(timeout=CALL_SECONDS) is None  # finished; nothing fetched
+    keeper = first.placement.worker_id
+    oid = first.remote_id
+    # It lives on the worker: the head's store has no file for it (this client shares the
+    # head's host, so it can look) and the head counts it as kept there.
+    assert head_client._transfer.same_host
+    assert not (head_client._transfer.folder / oid).exists()
+    assert head_client.status().store["worker_objects"] == 1
+    assert kept_on(head_client, keeper) == 1
+
+    # Passed to the next call: the scheduler places it where the input is; nothing moves.
+    second = head_client.submit(total, first, gpus=1)
+    expected = float(np.arange(EIGHT_MIB, dtype=np.float32).astype(np.float64).sum())
+    assert second.result(timeout=CALL_SECONDS) == expected
+    assert second.placement.worker_id == keeper
+    moved = head_client.status().store
+    assert moved["pulled_bytes"] == before["pulled_bytes"]
+    assert moved["sent_to_workers_bytes"] == before["sent_to_workers_bytes"]
+    assert not (head_client._transfer.folder / oid).exists()
+
+    # Fetched by the client: only now does it cross, once, and then it is mapped as usual.
+    value = first.result(timeout=CALL_SECONDS)
+    np.testing.assert_array_equal(value, np.arange(EIGHT_MIB, dtype=np.float32))
+    fetched = head_client.status().store
+    assert fetched["pulled_objects"] == before["pulled_objects"] + 1
+    assert fetched["pulled_bytes"] - before["pulled_bytes"] >= EIGHT_MIB * 4
+    del value
+    assert_nothing_held(head_client, before, functions, ["keep-a", "keep-b"])
+
+
+def test_a_call_placed_away_from_the_keeper_still_gets_the_value(head_client, workers, tmp_path):
+    workers("away-a", "--simulate-gpus", "1")
+    workers("away-b", "--simulate-gpus", "1")
+    before = head_client.status().store
+    functions = set(head_client._sent_functions)
+    first = head_client.submit(arange, EIGHT_MIB, gpus=1)
+    first.exception(timeout=CALL_SECONDS)
+    keeper = first.placement.worker_id
+    other = "away-b" if keeper == "away-a" else "away-a"
+    # A call reading the result occupies the keeper's only GPU (locality puts it there) ...
+    gate = tmp_path / "gate"
+    holder = head_client.submit(total, first, str(gate), gpus=1)
+    wait_until(lambda: holder.status == "running", timeout=CALL_SECONDS, what="holder to run")
+    assert holder.placement.worker_id == keeper
+    # ... so the next one must run on the other worker: the head pulls the value from the
+    # keeper and the other worker fetches it; the call waits for that, it does not fail.
+    elsewhere = head_client.submit(total, first, gpus=1)
+    expected = float(np.arange(EIGHT_MIB, dtype=np.float32).astype(np.float64).sum())
+    assert elsewhere.result(timeout=CALL_SECONDS) == expected
+    assert elsewhere.placement.worker_id == other
+    moved = head_client.status().store
+    assert moved["pulled_objects"] == before["pulled_objects"] + 1
+    assert moved["sent_to_workers_bytes"] - before["sent_to_workers_bytes"] >= EIGHT_MIB * 4
+    gate.touch()
+    assert holder.result(timeout=CALL_SECONDS) == expected
+    del first
+    assert_nothing_held(head_client, before, functions, ["away-a", "away-b"])
+
+
+def test_a_result_whose_worker_went_away_fails_naming_the_worker(head_client, workers):
+    before = head_client.status().store
+    functions = set(head_client._sent_functions)
+    worker = workers("gone-a", "--simulate-gpus", "1")
+    first = head_client.submit(arange, EIGHT_MIB, gpus=1)
+    first.exception(timeout=CALL_SECONDS)
+    assert first.placement.worker_id == "gone-a"
+    worker.kill()
+    wait_until(lambda: detached(head_client, "gone-a"), timeout=CALL_SECONDS, what="detach")
+    # Passed to a call (a CPU call: the head's own worker could run it) ...
+    with pytest.raises(bulletin.WorkerLostError, match="lived only on worker gone-a, which lost"):
+        head_client.submit(total, first).result(timeout=CALL_SECONDS)
+    # ... or fetched: the error names the worker that had it.
+    with pytest.raises(bulletin.WorkerLostError, match="lived only on worker gone-a, which lost"):
+        first.result(timeout=CALL_SECONDS)
+    del first
+    assert_nothing_held(head_client, before, functions, [])
+    assert head_client.submit(int, "7").result(timeout=CALL_SECONDS) == 7

@@ -55,8 +55,8 @@ final class ControlPlane {
   /** Where each placed or running call runs; its slots go back to that worker when it ends. */
   private final Map<String, AttachedWorker> placements = new HashMap<>();
   private List<WorkerSlots> potential = List.of();
-  /** Results remote workers uploaded, not yet claimed by the report of their call. */
-  private final Map<ObjectKey, Integer> unclaimedUploads = new HashMap<>();
+  /** Where objects live (results kept on remote workers), and the references to them. */
+  private final ObjectDirectory objects;
   private final Map<String, Long> timeoutTimers = new HashMap<>();
   private int runningCount;
 
@@ -72,6 +72,8 @@ final class ControlPlane {
     this.policy = policy;
     this.tasks = new TaskTable(policy::goesAhead);
     this.passes = new Passes(this, policy, context);
+    this.objects = new ObjectDirectory(store,
+        id -> Optional.ofNullable(workers.get(id)).map(AttachedWorker::link));
     this.inlineLimit = inlineLimit;
     this.drainMarginSeconds = drainMarginSeconds;
   }
@@ -83,6 +85,11 @@ final class ControlPlane {
   /** The runtime's object store: every call's function and arguments are in it. */
   ObjectStore store() {
     return store;
+  }
+
+  /** References to objects and where they live: every retain and release goes through it. */
+  ObjectDirectory objects() {
+    return objects;
   }
 
   TaskTable tasks() {
@@ -143,7 +150,7 @@ final class ControlPlane {
     AttachedWorker worker = workers.get(workerId);
     if (worker != null) {
       worker.link().detach(cause);
-      detach(worker);
+      detach(worker, "went away (" + cause + ")");
     }
   }
 
@@ -153,10 +160,15 @@ final class ControlPlane {
 
   /**
    * Forgets a worker that went away. Its link has already ended the calls it ran (as
-   * {@link CallOutcome.WorkerLost}); they are requeued or failed as those outcomes arrive.
+   * {@link CallOutcome.WorkerLost}); they are requeued or failed as those outcomes arrive. The
+   * results only it kept are lost.
+   *
+   * @param how what happened to it, read after "worker W, which": "lost its connection: ..."
    */
-  void detach(AttachedWorker worker) {
-    workers.remove(worker.id(), worker);
+  void detach(AttachedWorker worker, String how) {
+    if (workers.remove(worker.id(), worker)) {
+      objects.workerLost(worker.id(), how);
+    }
     schedule();
   }
 
@@ -193,18 +205,22 @@ final class ControlPlane {
     }
     Demand demand;
     ObjectKey function;
-    TaskObjects.Accepted objects;
+    TaskObjects.Accepted accepted;
     try {
       demand = new Demand(spec.getResources().getGpus(), spec.getResources().getCpus(),
           spec.getResources().getMemoryBytes());
       function = acceptFunction(session, spec.getFunction());
-      objects = TaskObjects.accept(store(), session.namespace(), spec);
+      accepted = TaskObjects.accept(objects, session.namespace(), spec);
+    } catch (ObjectDirectory.ObjectLostException e) {
+      session.send(TaskEvents.failed(taskId, FailureCode.WORKER_LOST, e.getMessage()
+          + "; run the call that made it again", RuntimeTimings.getDefaultInstance()));
+      return;
     } catch (IllegalArgumentException | ObjectStoreException e) {
       reject(session, taskId, e.getMessage());
       return;
     }
     Task task = new Task(taskId, spec.getName(), session.identity(), demand, function,
-        objects.args(), objects.refs(), spec.getTimeoutSeconds(), session, System.nanoTime());
+        accepted.args(), accepted.refs(), spec.getTimeoutSeconds(), session, System.nanoTime());
     task.allowRetries(spec.getRetries());
     // A call without a timeout may run for its QoS class's longest walltime, and is stopped then.
     task.scheduling(qos.get().name(), spec.getPriority(), spec.getCredits(),
@@ -214,7 +230,7 @@ final class ControlPlane {
     tasks.add(task);
     // "Never" is answered at once, even when the scheduling pass below stops early.
     if (scheduler.decide(demand, feasibilitySlots()) instanceof Decision.Infeasible infeasible) {
-      TaskObjects.release(store(), task);
+      TaskObjects.release(objects, task);
       tasks.transition(task, TaskState.ERROR, TaskEvents.failed(taskId, FailureCode.INFEASIBLE,
           infeasible.reason(), timings(task, 0)));
       return;
@@ -235,23 +251,14 @@ final class ControlPlane {
       return id;
     }
     // Inline bytes, or an object the client uploaded (or found) before this submit.
-    TaskObjects.retain(store(), id, ref, "function");
+    TaskObjects.retain(objects, id, ref, "function");
     session.holdFunction(id); // the session holds one reference per function, not one per call
     return id;
   }
 
-  /** A remote worker uploaded a call's result; its report of the call claims it. */
+  /** A remote worker uploaded an object the runtime pulled from it (see ObjectDirectory). */
   void uploaded(ObjectKey key) {
-    unclaimedUploads.merge(key, 1, Integer::sum);
-  }
-
-  /** Takes over the reference a worker's PutObject made; false if there is none. */
-  boolean claimUpload(ObjectKey key) {
-    if (!unclaimedUploads.containsKey(key)) {
-      return false;
-    }
-    unclaimedUploads.computeIfPresent(key, (k, count) -> count == 1 ? null : count - 1);
-    return true;
+    objects.arrived(key);
   }
 
   // ---- cancelling ------------------------------------------------------------------------
@@ -269,7 +276,7 @@ final class ControlPlane {
   private void stop(Task task, String reason) {
     switch (task.state()) {
       case QUEUED -> {
-        TaskObjects.release(store(), task);
+        TaskObjects.release(objects, task);
         tasks.transition(task, TaskState.CANCELLED, TaskEvents.cancelled(task.id(), "the call was "
             + reason + " while queued"));
       }
@@ -291,7 +298,7 @@ final class ControlPlane {
         stop(task, CLIENT_WENT_AWAY);
       }
     }
-    session.close().forEach(store()::release);
+    session.close().forEach(objects::release);
     session.holds().releaseAll();
   }
 
@@ -322,7 +329,7 @@ final class ControlPlane {
 
   /** Fails a queued call that can never run as asked. */
   void failInfeasible(Task task, String reason) {
-    TaskObjects.release(store(), task);
+    TaskObjects.release(objects, task);
     tasks.transition(task, TaskState.ERROR, TaskEvents.failed(task.id(), FailureCode.INFEASIBLE,
         reason, timings(task, 0)));
   }
@@ -339,13 +346,45 @@ final class ControlPlane {
     return candidates;
   }
 
-  /** Starts a call on the slots already reserved for it. */
+  /**
+   * Starts a call on the slots already reserved for it. Inputs kept on another worker come to the
+   * runtime's store first (the call waits, placed, for them); on the worker that kept them they
+   * do not move.
+   */
   void dispatch(Task task, Decision.Placed placed) {
     AttachedWorker worker = workers.get(placed.workerId());
     placements.put(task.id(), worker);
     worker.callPlaced();
     task.placedOn(placed.workerId(), placed.gpuIds(), System.nanoTime());
     tasks.transitionQuietly(task, TaskState.PLACED);
+    List<ObjectKey> moves = objects.toMoveFor(worker.remote() ? worker.id() : null, task.refs());
+    if (moves.isEmpty()) {
+      run(task, worker, placed);
+      return;
+    }
+    objects.toHead(moves).onComplete(pulled -> {
+      if (task.state() != TaskState.PLACED || placements.get(task.id()) != worker) {
+        return; // its worker went away meanwhile: the call was requeued or ended
+      }
+      if (task.stopReason() != null) {
+        onEnded(task, new CallOutcome.Stopped(task.stopReason()));
+      } else if (pulled.failed()) {
+        // Not retried: running it again cannot bring the input back.
+        boolean lost = pulled.cause() instanceof ObjectDirectory.ObjectLostException;
+        unplace(task);
+        TaskObjects.release(objects, task);
+        tasks.transition(task, TaskState.ERROR, TaskEvents.failed(task.id(),
+            lost ? FailureCode.WORKER_LOST : FailureCode.INTERNAL, task.name()
+                + "() could not start: " + pulled.cause().getMessage()
+                + (lost ? "; run the call that made it again" : ""), timings(task, 0)));
+        schedule();
+      } else {
+        run(task, worker, placed);
+      }
+    });
+  }
+
+  private void run(Task task, AttachedWorker worker, Decision.Placed placed) {
     CallRequest request = new CallRequest(task.id(), task.function(), task.args(), task.refs(),
         placed.gpuIds());
     worker.link().run(request, new CallListener() {
@@ -388,14 +427,7 @@ final class ControlPlane {
     if (timer != null) {
       context.owner().cancelTimer(timer);
     }
-    if (task.state() == TaskState.RUNNING) {
-      runningCount--;
-    }
-    AttachedWorker worker = placements.remove(task.id());
-    if (worker != null) {
-      worker.slots().free(task.demand(), task.gpuIds());
-      worker.callEnded();
-    }
+    unplace(task);
     if (task.startedAt() != null) {
       java.time.Instant now = policy.now();
       policy.ledger().charge(task.owner().user(), task.owner().group(), task.demand().gpus(),
@@ -413,10 +445,22 @@ final class ControlPlane {
       task.requeued();
       tasks.transition(task, TaskState.QUEUED, TaskEvents.queued(task.id()));
     } else {
-      TaskObjects.release(store(), task);
+      TaskObjects.release(objects, task);
       finish(task, outcome);
     }
     schedule();
+  }
+
+  /** Gives the call's slots back to its worker. */
+  private void unplace(Task task) {
+    if (task.state() == TaskState.RUNNING) {
+      runningCount--;
+    }
+    AttachedWorker worker = placements.remove(task.id());
+    if (worker != null) {
+      worker.slots().free(task.demand(), task.gpuIds());
+      worker.callEnded();
+    }
   }
 
   private void finish(Task task, CallOutcome outcome) {
@@ -465,7 +509,7 @@ final class ControlPlane {
       if (returned.size() <= inlineLimit) {
         ref.setInlineData(ByteString.copyFrom(store().readSmall(returned.result())));
       }
-      store().release(returned.result());
+      objects.release(returned.result());
     } else {
       session.holds().adopt(returned.result());
     }

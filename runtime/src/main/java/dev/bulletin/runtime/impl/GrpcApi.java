@@ -61,7 +61,7 @@ final class GrpcApi {
     this.inlineLimit = inlineLimit;
     this.maxMessage = maxMessage;
     this.shutdown = shutdown;
-    this.objectSessions = new Sessions(plane.store());
+    this.objectSessions = new Sessions(plane.objects());
     this.objects = new ObjectApi(plane);
   }
 
@@ -191,10 +191,14 @@ final class GrpcApi {
   private void status(Identity identity, GrpcServerRequest<StatusRequest, ClusterStatus> request) {
     request.handler(ignored -> {
       StoreStats store = plane.store().stats();
+      ObjectDirectory objects = plane.objects();
       request.response().end(status.build().toBuilder().setStore(StoreStatus.newBuilder()
           .setObjects(store.objects()).setReferenced(store.referenced())
           .setSpilled(store.spilled()).setMemoryBytes(store.memoryBytes())
           .setSpilledBytes(store.spilledBytes()).setCapacityBytes(store.capacityBytes())
+          .setWorkerObjects(objects.workerObjects()).setPulledObjects(objects.pulledObjects())
+          .setPulledBytes(objects.pulledBytes())
+          .setSentToWorkersBytes(objects.sentToWorkersBytes())
           .setRecycledFiles(store.recycledFiles()))
           .build());
     });

@@ -32,6 +32,8 @@ final class ObjectApi {
   static final long RECYCLE_MIN_BYTES = 1 << 20;
   /** A worker moving objects for a call names the call owner's namespace in this metadata. */
   static final String NAMESPACE_HEADER = "bulletin-namespace";
+  /** Trailer naming the FailureCode of an object call that failed for a call-like reason. */
+  static final String FAILURE_TRAILER = "bulletin-failure";
 
   interface Handler<Req, Resp> {
     void handle(Caller caller, GrpcServerRequest<Req, Resp> request);
@@ -113,7 +115,7 @@ final class ObjectApi {
         if (holds != null) {
           holds.adopt(stored);
         } else {
-          plane.uploaded(stored); // a worker's result: claimed when it reports the call
+          plane.uploaded(stored); // a result the runtime pulled from the worker that kept it
         }
         request.response().end(PutObjectReply.newBuilder().setId(stored.id().hex())
             .setSize(store().size(stored)).build());
@@ -171,25 +173,49 @@ final class ObjectApi {
     }
   }
 
+  /** Serves an object; one a remote worker kept is pulled into this store first. */
   void getObject(Caller caller, GrpcServerRequest<GetObjectRequest, ObjectChunk> request) {
     request.handler(message -> {
       ObjectKey key;
-      ByteBuffer bytes;
       try {
         key = ObjectKey.of(caller.namespace(), message.getId());
-        bytes = store().read(key);
-      } catch (IllegalArgumentException | ObjectStoreException e) {
+      } catch (IllegalArgumentException e) {
         request.response().status(GrpcStatus.NOT_FOUND).statusMessage(e.getMessage()).end();
         return;
       }
-      long offset = message.getOffset();
-      if (offset < 0 || offset > bytes.remaining()) {
-        request.response().status(GrpcStatus.OUT_OF_RANGE).statusMessage("offset " + offset
-            + " is outside object " + key.id() + " of " + bytes.remaining() + " bytes").end();
-        return;
-      }
-      new Sender(request.response(), key, bytes, (int) offset).pump();
+      plane.objects().toHead(key).onComplete(pulled -> {
+        if (pulled.failed()) {
+          boolean lost = pulled.cause() instanceof ObjectDirectory.ObjectLostException;
+          if (lost) {
+            request.response().trailers().set(FAILURE_TRAILER, "WORKER_LOST");
+          }
+          request.response().status(GrpcStatus.FAILED_PRECONDITION)
+              .statusMessage(pulled.cause().getMessage()).end();
+        } else {
+          send(caller, request, key, message.getOffset());
+        }
+      });
     });
+  }
+
+  private void send(Caller caller, GrpcServerRequest<GetObjectRequest, ObjectChunk> request,
+      ObjectKey key, long offset) {
+    ByteBuffer bytes;
+    try {
+      bytes = store().read(key);
+    } catch (ObjectStoreException e) {
+      request.response().status(GrpcStatus.NOT_FOUND).statusMessage(e.getMessage()).end();
+      return;
+    }
+    if (offset < 0 || offset > bytes.remaining()) {
+      request.response().status(GrpcStatus.OUT_OF_RANGE).statusMessage("offset " + offset
+          + " is outside object " + key.id() + " of " + bytes.remaining() + " bytes").end();
+      return;
+    }
+    if (caller.worker()) {
+      plane.objects().sentToWorker(bytes.remaining() - offset);
+    }
+    new Sender(request.response(), key, bytes, (int) offset).pump();
   }
 
   /** Streams chunks as fast as the client's flow-control window allows, never buffering more. */
@@ -246,7 +272,8 @@ final class ObjectApi {
             .map(ObjectId::parse).toList() : List.of();
         for (int i = 0; i < message.getIdsCount(); i++) {
           ObjectKey key = ObjectKey.of(caller.namespace(), message.getIds(i));
-          boolean present = holds == null ? store().contains(key) : store().retainIfPresent(key);
+          boolean present = holds == null ? store().contains(key)
+              : plane.objects().retainIfPresent(key);
           if (present && holds != null) {
             holds.adopt(key);
           }

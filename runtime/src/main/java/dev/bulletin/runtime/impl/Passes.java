@@ -93,7 +93,8 @@ final class Passes {
     }
     List<Task> active = new ArrayList<>();
     plane.placedTaskIds().forEach(id -> plane.tasks().get(id).ifPresent(active::add));
-    Plan plan = policy.plan(plane.workers(), active, plane.tasks().window(WINDOW_PER_USER));
+    Plan plan = policy.plan(plane.workers(), active, plane.tasks().window(WINDOW_PER_USER),
+        plane.objects());
     for (Placement placement : plan.placements()) {
       Task task = plane.tasks().get(placement.callId()).orElse(null);
       AttachedWorker worker = plane.worker(placement.workerId()).orElse(null);

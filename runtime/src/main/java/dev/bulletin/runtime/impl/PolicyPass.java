@@ -1,5 +1,7 @@
 package dev.bulletin.runtime.impl;
 
+import dev.bulletin.bridge.ObjectKey;
+import dev.bulletin.bridge.ObjectStoreException;
 import dev.bulletin.runtime.scheduler.ClusterScheduler;
 import dev.bulletin.runtime.scheduler.WorkerSlots;
 import dev.bulletin.runtime.scheduler.plan.Plan;
@@ -16,6 +18,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -83,15 +86,20 @@ final class PolicyPass {
     return assumedRun;
   }
 
+  /**
+   * @param objects where objects live: each worker's held objects and each call's input sizes
+   *     feed the locality score
+   */
   Plan plan(Collection<AttachedWorker> workers, Collection<Task> placedOrRunning,
-      Collection<Task> queue) {
+      Collection<Task> queue, ObjectDirectory objects) {
     Instant now = clock.instant();
     List<WorkerState> workerStates = new ArrayList<>(workers.size());
     for (AttachedWorker worker : workers) {
       WorkerSlots slots = worker.slots();
       workerStates.add(new WorkerState(worker.id(), worker.pool(),
           worker.topology(), slots.freeGpuIds(),
-          slots.cpus(), slots.freeCpus(), slots.memoryBytes(), slots.freeMemory(), Map.of(),
+          slots.cpus(), slots.freeCpus(), slots.memoryBytes(), slots.freeMemory(),
+          objects.heldBy(worker.id()),
           worker.drainReason() != null, worker.expiresAt() > 0
               ? Instant.ofEpochMilli((long) (worker.expiresAt() * 1000)) : WorkerState.NEVER));
     }
@@ -109,10 +117,28 @@ final class PolicyPass {
     List<QueuedCall> queued = new ArrayList<>(queue.size());
     for (Task task : queue) {
       queued.add(new QueuedCall(task.id(), task.owner().user(), task.owner().group(), task.qos(),
-          task.demand(), "", task.priority(), (long) task.credits(), Map.of(),
+          task.demand(), "", task.priority(), (long) task.credits(), inputs(task, objects),
           task.submittedAt(), expectedRun(task)));
     }
     return scheduler.plan(new Snapshot(workerStates, running, queued, ledger.snapshot(now),
         policy));
+  }
+
+  /** The call's argument objects, id to size: what the locality score weighs. */
+  private static Map<String, Long> inputs(Task task, ObjectDirectory objects) {
+    Map<String, Long> inputs = new HashMap<>();
+    for (ObjectKey key : task.refs()) {
+      inputs.put(key.id().hex(), sizeOrZero(key, objects));
+    }
+    inputs.put(task.args().id().hex(), sizeOrZero(task.args(), objects));
+    return inputs;
+  }
+
+  private static long sizeOrZero(ObjectKey key, ObjectDirectory objects) {
+    try {
+      return objects.size(key);
+    } catch (ObjectStoreException gone) {
+      return 0; // a lost input: the call fails when it is placed, the score does not matter
+    }
   }
 }

@@ -7,10 +7,13 @@ import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.bridge.ObjectStoreException;
 import dev.bulletin.protocol.CallEnded;
 import dev.bulletin.protocol.CallReturned;
+import dev.bulletin.protocol.DropObjects;
 import dev.bulletin.protocol.HeadMessage;
+import dev.bulletin.protocol.HeldObject;
 import dev.bulletin.protocol.ObjectRef;
 import dev.bulletin.protocol.OutputStream;
 import dev.bulletin.protocol.RunCall;
+import dev.bulletin.protocol.SendObject;
 import dev.bulletin.protocol.StopCall;
 import dev.bulletin.protocol.WorkerMessage;
 import dev.bulletin.worker.CallListener;
@@ -20,37 +23,46 @@ import dev.bulletin.worker.WorkerStatusView;
 import io.vertx.grpc.server.GrpcServerResponse;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.function.Predicate;
 
 /**
  * The runtime's end of a remote worker's Attach stream. Calls go down as {@link RunCall} with
  * small objects inline (a worker fetches larger ones with GetObject); progress comes back as
- * worker messages. Runs on the control plane's event loop.
+ * worker messages. A large result stays in the worker's store: the link records it in the
+ * {@link ObjectDirectory}, which asks for it ({@link SendObject}) and drops it
+ * ({@link DropObjects}) through this link. Runs on the control plane's event loop.
  */
 final class RemoteWorkerLink implements WorkerLink {
 
   private record Pending(CompletableFuture<CallOutcome> outcome, CallListener listener,
       String namespace) {}
 
+  private final String workerId;
   private final GrpcServerResponse<WorkerMessage, HeadMessage> stream;
+  private final ObjectDirectory objects;
   private final ObjectStore store;
   private final long inlineLimit;
-  /** Takes over the reference a worker's PutObject made for a large result. */
-  private final Predicate<ObjectKey> claimUpload;
   private final Map<String, Pending> pending = new HashMap<>();
   /** Functions this worker already holds: later calls send their id only. */
   private final Set<ObjectKey> functionsSent = new HashSet<>();
+  private int storeReferenced;
   private boolean closed;
 
-  RemoteWorkerLink(GrpcServerResponse<WorkerMessage, HeadMessage> stream, ObjectStore store,
-      long inlineLimit, Predicate<ObjectKey> claimUpload) {
+  RemoteWorkerLink(String workerId, GrpcServerResponse<WorkerMessage, HeadMessage> stream,
+      ObjectDirectory objects, long inlineLimit) {
+    this.workerId = workerId;
     this.stream = stream;
-    this.store = store;
+    this.objects = objects;
+    this.store = objects.store();
     this.inlineLimit = inlineLimit;
-    this.claimUpload = claimUpload;
+  }
+
+  /** References in the worker's own store, as its last heartbeat said. */
+  int storeReferenced() {
+    return storeReferenced;
   }
 
   @Override
@@ -71,9 +83,12 @@ final class RemoteWorkerLink implements WorkerLink {
     return outcome;
   }
 
-  /** The object's id and size, and its bytes when small enough and {@code withBytes}. */
+  /**
+   * The object's id and size, and its bytes when small enough and {@code withBytes} (the
+   * function and arguments, always in the runtime's store; a ref may be kept on a worker).
+   */
   private ObjectRef ref(ObjectKey id, boolean withBytes) {
-    long size = store.size(id);
+    long size = objects.size(id);
     ObjectRef.Builder ref = ObjectRef.newBuilder().setId(id.id().hex()).setSize(size);
     if (withBytes && size <= inlineLimit) {
       ref.setInlineData(ByteString.copyFrom(store.readSmall(id)));
@@ -98,6 +113,19 @@ final class RemoteWorkerLink implements WorkerLink {
   }
 
   @Override
+  public void sendObject(ObjectKey key) {
+    send(HeadMessage.newBuilder().setSend(SendObject.newBuilder()
+        .setNamespace(key.namespace()).setId(key.id().hex())).build());
+  }
+
+  @Override
+  public void dropObjects(String namespace, List<ObjectKey> keys) {
+    DropObjects.Builder drop = DropObjects.newBuilder().setNamespace(namespace);
+    keys.forEach(key -> drop.addIds(key.id().hex()));
+    send(HeadMessage.newBuilder().setDrop(drop).build());
+  }
+
+  @Override
   public WorkerStatusView status() {
     // The remote agent's executors are its own business; the runtime sees its calls.
     return new WorkerStatusView(pending.size(), 0, 0);
@@ -117,17 +145,51 @@ final class RemoteWorkerLink implements WorkerLink {
             message.getOutput().getOutput().getData().toByteArray());
       }
     } else if (message.hasEnded()) {
-      Pending call = pending.remove(message.getEnded().getTaskId());
-      if (call != null) {
-        call.outcome().complete(outcome(message.getEnded(), call.namespace()));
+      ended(message.getEnded());
+    } else if (message.hasHeartbeat()) {
+      storeReferenced = message.getHeartbeat().getStoreReferenced();
+      for (HeldObject gone : message.getHeartbeat().getDroppedList()) {
+        keyOf(gone).ifPresent(key -> objects.dropped(workerId, key));
       }
+    } else if (message.hasUnavailable()) {
+      var unavailable = message.getUnavailable();
+      try {
+        objects.unavailable(workerId, ObjectKey.of(unavailable.getNamespace(),
+            unavailable.getId()), unavailable.getReason());
+      } catch (IllegalArgumentException ignored) {
+        // Names no object the runtime asked for.
+      }
+    }
+  }
+
+  private void ended(CallEnded ended) {
+    for (HeldObject held : ended.getHeldList()) {
+      keyOf(held).ifPresent(key -> objects.held(workerId, key, held.getSize()));
+    }
+    Pending call = pending.remove(ended.getTaskId());
+    if (call != null) {
+      call.outcome().complete(outcome(ended, call.namespace()));
+    } else if (ended.hasReturned() && ended.getReturned().getKept()) {
+      // No call waits for it (it was given up here): the worker need not keep it.
+      keyOf(ended.getHeldList().stream().filter(h -> h.getId().equals(
+          ended.getReturned().getResult().getId())).findFirst().orElse(null))
+          .ifPresent(key -> dropObjects(key.namespace(), List.of(key)));
+    }
+  }
+
+  private static java.util.Optional<ObjectKey> keyOf(HeldObject held) {
+    try {
+      return held == null ? java.util.Optional.empty()
+          : java.util.Optional.of(ObjectKey.of(held.getNamespace(), held.getId()));
+    } catch (IllegalArgumentException malformed) {
+      return java.util.Optional.empty();
     }
   }
 
   private CallOutcome outcome(CallEnded ended, String namespace) {
     switch (ended.getOutcomeCase()) {
       case RETURNED -> {
-        return returned(ended.getReturned(), namespace);
+        return returned(ended, namespace);
       }
       case EXECUTOR_DIED -> {
         return new CallOutcome.ExecutorDied(ended.getExecutorDied());
@@ -145,17 +207,20 @@ final class RemoteWorkerLink implements WorkerLink {
     }
   }
 
-  private CallOutcome returned(CallReturned returned, String namespace) {
+  private CallOutcome returned(CallEnded ended, String namespace) {
+    CallReturned returned = ended.getReturned();
     ObjectRef ref = returned.getResult();
     try {
       ObjectKey id = new ObjectKey(namespace, ObjectId.parse(ref.getId()));
       if (!ref.getInlineData().isEmpty() || ref.getSize() == 0) {
         store.put(id, ref.getInlineData().asReadOnlyByteBuffer());
+      } else if (returned.getKept()) {
+        String kind = ended.getHeldList().stream().filter(h -> h.getId().equals(ref.getId()))
+            .map(HeldObject::getKind).findFirst().orElse("");
+        objects.kept(workerId, id, ref.getSize(), kind);
       } else {
-        if (!claimUpload.test(id)) {
-          return new CallOutcome.WorkerLost("the worker reported a result (" + id + ") it did not"
-              + " upload");
-        }
+        return new CallOutcome.WorkerLost("the worker reported a large result (" + id + ")"
+            + " without keeping it; are the worker and runtime versions the same?");
       }
       return new CallOutcome.Returned(id, ref.getSize(), returned.getRaised(),
           returned.getRunSeconds());

@@ -1,7 +1,6 @@
 package dev.bulletin.runtime.impl;
 
 import dev.bulletin.bridge.ObjectKey;
-import dev.bulletin.bridge.ObjectStore;
 import java.util.HashMap;
 import java.util.Map;
 
@@ -14,13 +13,14 @@ import java.util.Map;
 final class SessionHolds {
   private final String sessionId;
   private final String namespace;
-  private final ObjectStore store;
+  /** Where references go: a result kept on a remote worker is counted there, not in a store. */
+  private final ObjectDirectory objects;
   private final Map<ObjectKey, Integer> held = new HashMap<>();
 
-  SessionHolds(String sessionId, String namespace, ObjectStore store) {
+  SessionHolds(String sessionId, String namespace, ObjectDirectory objects) {
     this.sessionId = sessionId;
     this.namespace = namespace;
-    this.store = store;
+    this.objects = objects;
   }
 
   String sessionId() {
@@ -42,7 +42,7 @@ final class SessionHolds {
       return;
     }
     held.computeIfPresent(key, (k, count) -> count == 1 ? null : count - 1);
-    store.release(key);
+    objects.release(key);
   }
 
   int count() {
@@ -53,11 +53,11 @@ final class SessionHolds {
   void releaseAll() {
     held.forEach((key, count) -> {
       for (int i = 0; i < count; i++) {
-        store.release(key);
+        objects.release(key);
       }
     });
     held.clear();
-    store.dropUnreferenced(namespace, stagedPrefix(sessionId));
+    objects.store().dropUnreferenced(namespace, stagedPrefix(sessionId));
   }
 
   /** Staged files of one session start with this, so its end can sweep what it left. */

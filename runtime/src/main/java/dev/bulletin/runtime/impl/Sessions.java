@@ -1,7 +1,6 @@
 package dev.bulletin.runtime.impl;
 
 import dev.bulletin.bridge.ObjectKey;
-import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.runtime.identity.Identity;
 import java.util.HashMap;
 import java.util.Map;
@@ -16,11 +15,11 @@ final class Sessions {
   static final String HEADER = "bulletin-session";
   private static final Pattern ID = Pattern.compile("[A-Za-z0-9_-]{8,64}");
 
-  private final ObjectStore store;
+  private final ObjectDirectory objects;
   private final Map<String, SessionHolds> holds = new HashMap<>();
 
-  Sessions(ObjectStore store) {
-    this.store = store;
+  Sessions(ObjectDirectory objects) {
+    this.objects = objects;
   }
 
   /** @throws IllegalArgumentException if the id is malformed or belongs to another user */
@@ -31,7 +30,7 @@ final class Sessions {
     }
     String namespace = ObjectKey.namespaceOf(identity.user());
     SessionHolds found = holds.computeIfAbsent(sessionId,
-        id -> new SessionHolds(id, namespace, store));
+        id -> new SessionHolds(id, namespace, objects));
     if (!found.namespace().equals(namespace)) {
       throw new IllegalArgumentException("session " + sessionId + " belongs to another user");
     }

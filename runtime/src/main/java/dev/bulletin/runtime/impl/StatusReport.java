@@ -84,7 +84,10 @@ final class StatusReport {
               plane.drainMarginSeconds()) ? "draining" : "ready")
           .setGpus(gpus).setCpus(cpus).setMemoryBytes(slots.memoryBytes())
           .setSimulatedGpus(slots.simulatedGpus()).setExecutors(executors.executors())
-          .setIdleExecutors(executors.idleExecutors()).addAllGpuNames(worker.gpuNames()));
+          .setIdleExecutors(executors.idleExecutors()).addAllGpuNames(worker.gpuNames())
+          .setKeptObjects(plane.objects().keptOn(worker.id()))
+          .setStoreReferenced(worker.link() instanceof RemoteWorkerLink remote
+              ? remote.storeReferenced() : 0));
       add(gpuTotals, gpus);
       add(cpuTotals, cpus);
     }

@@ -83,7 +83,8 @@ final class WorkerAttachApi {
             + " is already attached; give each worker its own --worker-id");
         return;
       }
-      link = new RemoteWorkerLink(response, plane.store(), inlineLimit, plane::claimUpload);
+      link = new RemoteWorkerLink(registration.getWorkerId(), response, plane.objects(),
+          inlineLimit);
       WorkerSlots slots = new WorkerSlots(registration.getWorkerId(),
           registration.getGpuNamesCount(), registration.getSimulatedGpus(),
           registration.getCpus(), registration.getMemoryBytes());
@@ -129,8 +130,9 @@ final class WorkerAttachApi {
       }
       AttachedWorker leaving = worker;
       worker = null;
-      link.close("worker " + leaving.id() + " (" + leaving.host() + ") " + cause);
-      plane.detach(leaving);
+      String why = "worker " + leaving.id() + " (" + leaving.host() + ") " + cause;
+      link.close(why);
+      plane.detach(leaving, cause);
       LOG.info(() -> "worker " + leaving.id() + " detached: " + cause);
     }
   }

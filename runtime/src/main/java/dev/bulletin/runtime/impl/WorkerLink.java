@@ -34,6 +34,16 @@ interface WorkerLink {
    */
   default void detach(String cause) {}
 
+  /**
+   * Asks the worker to upload an object it kept (a call's result) to the runtime's store; the
+   * upload itself, or the worker's "unavailable", answers ({@link ObjectDirectory}). Only remote
+   * workers keep objects: the embedded one writes into the runtime's store.
+   */
+  default void sendObject(dev.bulletin.bridge.ObjectKey key) {}
+
+  /** The runtime no longer needs these objects the worker kept: it drops its hold on them. */
+  default void dropObjects(String namespace, java.util.List<dev.bulletin.bridge.ObjectKey> keys) {}
+
   /** The link to the runtime's own worker agent, which shares the runtime's store. */
   static WorkerLink embedded(WorkerAgent agent) {
     return new WorkerLink() {

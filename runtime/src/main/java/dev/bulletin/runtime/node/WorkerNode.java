@@ -10,7 +10,9 @@ import dev.bulletin.protocol.CallOutput;
 import dev.bulletin.protocol.CallReturned;
 import dev.bulletin.protocol.CallStarted;
 import dev.bulletin.protocol.HeadMessage;
+import dev.bulletin.protocol.HeldObject;
 import dev.bulletin.protocol.ObjectRef;
+import dev.bulletin.protocol.ObjectUnavailable;
 import dev.bulletin.protocol.Output;
 import dev.bulletin.protocol.OutputStream;
 import dev.bulletin.protocol.RegisterWorker;
@@ -48,6 +50,11 @@ import java.util.logging.Logger;
  * A worker agent attached to a runtime on another host (or in a Slurm allocation): its own object
  * store and warm executors, driven over the runtime's {@code Workers.Attach} stream. It lives as
  * long as that stream: when the runtime goes away, the node stops its executors and ends.
+ *
+ * <p>A large result stays in this store, held for the runtime, until it sends DropObjects; when
+ * a client or another worker needs it, the runtime sends SendObject and the node uploads it
+ * (the node dials the runtime, never the other way round). The node reports what its store
+ * holds after each call, and what it evicted since, for the scheduler's locality score.
  */
 public final class WorkerNode implements AutoCloseable {
 
@@ -71,6 +78,8 @@ public final class WorkerNode implements AutoCloseable {
   private final Set<ObjectKey> functions = new HashSet<>();
   /** Calls the runtime stopped before they reached an executor. */
   private final Set<String> stoppedEarly = new HashSet<>();
+  /** Results kept for the runtime, and what the runtime was told the store holds. */
+  private final StoreReport storeReport;
   private GrpcClientRequest<WorkerMessage, HeadMessage> stream;
   private long inlineLimit;
   private int running;
@@ -78,6 +87,7 @@ public final class WorkerNode implements AutoCloseable {
   private WorkerNode(WorkerNodeOptions options) {
     this.options = options;
     this.store = ObjectStores.inFolder(options.storeFolder());
+    this.storeReport = new StoreReport(store);
     this.agent = Workers.local(options.worker(), store);
     this.client = GrpcClient.client(vertx,
         new GrpcClientOptions().setMaxMessageSize(RuntimeOptions.MAX_MESSAGE_BYTES));
@@ -156,7 +166,7 @@ public final class WorkerNode implements AutoCloseable {
       inlineLimit = message.getAccepted().getInlineLimitBytes();
       long every = Math.max(100, (long) (message.getAccepted().getHeartbeatSeconds() * 1000));
       vertx.setPeriodic(every, id -> send(WorkerMessage.newBuilder().setHeartbeat(
-          WorkerHeartbeat.newBuilder().setRunningCalls(running)).build()));
+          heartbeat()).build()));
       accepted.complete(message.getAccepted());
     } else if (message.hasRun()) {
       run(message.getRun());
@@ -170,6 +180,50 @@ public final class WorkerNode implements AutoCloseable {
         stoppedEarly.add(taskId);
         agent.stop(taskId, message.getStop().getReason());
       }
+    } else if (message.hasSend()) {
+      sendKept(message.getSend().getNamespace(), message.getSend().getId());
+    } else if (message.hasDrop()) {
+      for (String id : message.getDrop().getIdsList()) {
+        dropKept(message.getDrop().getNamespace(), id);
+      }
+    }
+  }
+
+  private WorkerHeartbeat heartbeat() {
+    return WorkerHeartbeat.newBuilder().setRunningCalls(running)
+        .setStoreReferenced(store.stats().referenced() - functions.size())
+        .addAllDropped(storeReport.evicted()).build();
+  }
+
+  // ---- kept results --------------------------------------------------------------------------
+
+  /** The runtime asked for a kept result: upload it, or say why not. */
+  private void sendKept(String namespace, String id) {
+    ObjectKey key;
+    try {
+      key = ObjectKey.of(namespace, id);
+    } catch (IllegalArgumentException e) {
+      unavailable(namespace, id, e.getMessage());
+      return;
+    }
+    if (!storeReport.keeps(key)) {
+      unavailable(namespace, id, "worker " + options.worker().workerId() + " keeps no " + key);
+      return;
+    }
+    objects.upload(key).onFailure(error -> unavailable(namespace, id, "worker "
+        + options.worker().workerId() + " could not upload it: " + error.getMessage()));
+  }
+
+  private void unavailable(String namespace, String id, String reason) {
+    send(WorkerMessage.newBuilder().setUnavailable(ObjectUnavailable.newBuilder()
+        .setNamespace(namespace).setId(id).setReason(reason)).build());
+  }
+
+  private void dropKept(String namespace, String id) {
+    try {
+      storeReport.drop(ObjectKey.of(namespace, id));
+    } catch (IllegalArgumentException ignored) {
+      // Names nothing this node keeps.
     }
   }
 
@@ -194,21 +248,25 @@ public final class WorkerNode implements AutoCloseable {
           + " could not get the call's objects from the runtime: " + error.getMessage()));
     }).onSuccess(ignoredInputs -> {
       ObjectKey argsId = args.result();
+      List<ObjectKey> inputKeys = new ArrayList<>(refs);
+      inputKeys.add(argsId);
       if (stoppedEarly.remove(taskId)) {
         store.release(argsId);
         refs.forEach(store::release);
-        ended(taskId, CallEnded.newBuilder().setStopped("stopped before it started"));
+        ended(taskId, CallEnded.newBuilder().setStopped("stopped before it started")
+            .addAllHeld(storeReport.held(inputKeys)));
         return;
       }
       CallRequest request = new CallRequest(taskId, function.result(), argsId, refs,
           call.getGpuIdsList());
       agent.run(request, listener(taskId)).whenComplete((outcome, error) ->
           context.runOnContext(ignored -> {
+            List<HeldObject> held = storeReport.held(inputKeys);
             store.release(argsId);
             refs.forEach(store::release);
             stoppedEarly.remove(taskId);
             report(taskId, error == null ? outcome
-                : new CallOutcome.ExecutorDied("worker agent failed: " + error));
+                : new CallOutcome.ExecutorDied("worker agent failed: " + error), held);
           }));
     });
   }
@@ -261,51 +319,48 @@ public final class WorkerNode implements AutoCloseable {
     }
   }
 
-  private void report(String taskId, CallOutcome outcome) {
+  private void report(String taskId, CallOutcome outcome, List<HeldObject> held) {
     if (outcome instanceof CallOutcome.Returned returned) {
-      returnResult(taskId, returned);
+      returnResult(taskId, returned, held);
     } else if (outcome instanceof CallOutcome.ExecutorDied died) {
       if (died.cause().contains("SIGTERM")) {
         // A cancelled or ending allocation (scancel, walltime) signals the whole job at once:
         // give this node's own shutdown a moment to win, so the runtime hears "worker lost"
         // (the call may run again elsewhere) rather than "executor died, replaced".
         vertx.setTimer(SIGTERM_GRACE_MILLIS, id -> ended(taskId,
-            CallEnded.newBuilder().setExecutorDied(died.cause())));
+            CallEnded.newBuilder().setExecutorDied(died.cause()).addAllHeld(held)));
         return;
       }
-      ended(taskId, CallEnded.newBuilder().setExecutorDied(died.cause()));
+      ended(taskId, CallEnded.newBuilder().setExecutorDied(died.cause()).addAllHeld(held));
     } else if (outcome instanceof CallOutcome.Stopped stopped) {
-      ended(taskId, CallEnded.newBuilder().setStopped(stopped.reason()));
+      ended(taskId, CallEnded.newBuilder().setStopped(stopped.reason()).addAllHeld(held));
     } else if (outcome instanceof CallOutcome.WorkerLost lost) {
-      ended(taskId, CallEnded.newBuilder().setFailed(lost.cause()));
+      ended(taskId, CallEnded.newBuilder().setFailed(lost.cause()).addAllHeld(held));
     }
   }
 
-  /** Small results travel in the message; larger ones are uploaded to the runtime first. */
-  private void returnResult(String taskId, CallOutcome.Returned returned) {
+  /**
+   * Small results travel in the message; a larger one stays here, its reference kept for the
+   * runtime (it is named by its content, as the runtime will name it), until DropObjects.
+   */
+  private void returnResult(String taskId, CallOutcome.Returned returned,
+      List<HeldObject> inputs) {
     CallReturned.Builder message = CallReturned.newBuilder().setRaised(returned.raised())
         .setRunSeconds(returned.runSeconds());
+    ObjectKey result = returned.result();
     if (returned.size() <= inlineLimit) {
-      byte[] bytes = store.readSmall(returned.result());
-      store.release(returned.result());
-      message.setResult(ObjectRef.newBuilder().setId(returned.result().id().hex())
+      byte[] bytes = store.readSmall(result);
+      store.release(result);
+      message.setResult(ObjectRef.newBuilder().setId(result.id().hex())
           .setSize(bytes.length).setInlineData(ByteString.copyFrom(bytes)));
-      ended(taskId, CallEnded.newBuilder().setReturned(message));
+      ended(taskId, CallEnded.newBuilder().setReturned(message).addAllHeld(inputs));
       return;
     }
-    // The executor named the result by its content; the runtime keeps that name.
-    ObjectKey local = returned.result();
-    objects.upload(local).onComplete(done -> {
-      store.release(local);
-      if (done.failed()) {
-        ended(taskId, CallEnded.newBuilder().setFailed("worker " + options.worker().workerId()
-            + " could not upload the result: " + done.cause().getMessage()));
-        return;
-      }
-      message.setResult(ObjectRef.newBuilder().setId(done.result().id().hex())
-          .setSize(returned.size()));
-      ended(taskId, CallEnded.newBuilder().setReturned(message));
-    });
+    storeReport.keep(result);
+    message.setResult(ObjectRef.newBuilder().setId(result.id().hex()).setSize(returned.size()))
+        .setKept(true);
+    ended(taskId, CallEnded.newBuilder().setReturned(message).addAllHeld(inputs)
+        .addAllHeld(storeReport.held(List.of(result))));
   }
 
   private void ended(String taskId, CallEnded.Builder ending) {
