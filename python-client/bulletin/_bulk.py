@@ -1,0 +1,135 @@
+"""The client side of the runtime's bulk data port: an object's bytes over one raw TCP
+connection, named by a single-use ticket from ``OpenTransfer`` (wire format: docs/internals.md,
+and the Java side in ``BulkConnection``). One connection per transfer, CRC32C over the whole
+object; the caller decides what to retry."""
+
+from __future__ import annotations
+
+import mmap
+import socket
+import struct
+
+import numpy as np
+
+from ._objects import crc32c_extend
+
+MAGIC = 0x424C4B44  # "BLKD"
+VERSION = 1
+OK, REFUSED, CORRUPT, FAILED = 0, 1, 2, 3
+# Bytes per send/recv call: large enough that the per-call cost vanishes, small enough that the
+# CRC of one piece runs while the kernel still holds the previous one in the socket buffer.
+PIECE = 8 << 20
+# A data connection that moves nothing for this long has failed.
+IDLE_SECONDS = 60.0
+
+
+class BulkError(Exception):
+    """The runtime answered a data connection with a non-OK status (REFUSED, CORRUPT, FAILED)."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def connect(host: str, port: int, timeout: float) -> socket.socket:
+    """Opens a data connection; OSError when the port cannot be reached within timeout."""
+    sock = socket.create_connection((host, port), timeout=timeout)
+    sock.settimeout(IDLE_SECONDS)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def _crc_view(piece) -> np.ndarray:
+    # google_crc32c reads bytes or numpy arrays only: a uint8 view of the piece costs no copy.
+    return np.frombuffer(piece, dtype=np.uint8)
+
+
+def put(sock: socket.socket, ticket: bytes, encoded, corrupt: bool = False) -> None:
+    """Sends an encoded object under a PUT ticket; returns once the runtime stored it.
+
+    ``corrupt`` flips a bit in the first piece sent (after its CRC was taken): the test hook
+    for the retry of a corrupted upload.
+    """
+    with sock:
+        _hello(sock, ticket)
+        crc = 0
+        for piece in encoded.iter_chunks(PIECE):
+            crc = crc32c_extend(crc, _crc_view(piece))
+            if corrupt and len(piece):
+                corrupt = False
+                piece = bytes([piece[0] ^ 1]) + bytes(piece[1:])
+            sock.sendall(piece)
+        sock.sendall(struct.pack(">I", crc))
+        status = _recv_exact(sock, 1)[0]
+        message = _message(sock)
+        if status != OK:
+            raise BulkError(status, message)
+
+
+def get(sock: socket.socket, ticket: bytes, size: int):
+    """Receives an object under a GET ticket into fresh memory; returns the buffer (a mmap).
+
+    Raises BulkError(CORRUPT) when the bytes fail their CRC32C check.
+    """
+    with sock:
+        _hello(sock, ticket)
+        (sent_size,) = struct.unpack(">Q", _recv_exact(sock, 8))
+        if sent_size != size:
+            raise BulkError(FAILED, f"the runtime sends {sent_size} bytes, {size} were announced")
+        out = _buffer(size)
+        view = memoryview(out)
+        try:
+            got, crc, checked = 0, 0, 0
+            while got < size:
+                n = sock.recv_into(view[got:min(size, got + PIECE)])
+                if not n:
+                    raise ConnectionError(f"the data connection closed after {got} of {size} "
+                                          "bytes")
+                got += n
+                if got - checked >= PIECE or got == size:
+                    crc = crc32c_extend(crc, _crc_view(view[checked:got]))
+                    checked = got
+            (expected,) = struct.unpack(">I", _recv_exact(sock, 4))
+        finally:
+            view.release()
+        if crc != expected:
+            raise BulkError(CORRUPT, "the downloaded bytes failed their CRC32C check")
+        return out
+
+
+def _buffer(size: int):
+    """Anonymous memory for a download, with huge pages where the kernel gives them on request:
+    faulting in 4 KiB pages would cost more than the copy from the socket."""
+    if size == 0:
+        return bytearray()
+    # Private: shared anonymous memory is tmpfs underneath, where huge pages may be off.
+    out = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    if hasattr(mmap, "MADV_HUGEPAGE"):
+        try:
+            out.madvise(mmap.MADV_HUGEPAGE)
+        except OSError:
+            pass
+    return out
+
+
+def _hello(sock: socket.socket, ticket: bytes) -> None:
+    sock.sendall(struct.pack(">II", MAGIC, VERSION) + ticket)
+    status = _recv_exact(sock, 1)[0]
+    if status != OK:
+        raise BulkError(status, _message(sock))
+
+
+def _message(sock: socket.socket) -> str:
+    (length,) = struct.unpack(">I", _recv_exact(sock, 4))
+    return _recv_exact(sock, length).decode("utf-8", "replace") if length else ""
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    data = bytearray()
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("the runtime closed the data connection")
+        data += chunk
+    return bytes(data)
