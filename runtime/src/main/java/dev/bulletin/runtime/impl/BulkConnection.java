@@ -15,7 +15,6 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.logging.Level;
 import java.util.logging.Logger;
-import java.util.zip.CRC32C;
 
 /**
  * One data connection of the bulk port, served with blocking I/O on a data thread (never on an
