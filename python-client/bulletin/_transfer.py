@@ -60,6 +60,7 @@ class Transfer:
         # Counters for benchmarks and tests: what crossed the wire or the store folder.
         self.uploaded_bytes = 0
         self.uploads = 0
+        self.resends = 0  # uploads sent again after a failed CRC32C check
         self.corrupt_next_chunk = False  # test hook: flips a bit in the next uploaded chunk
 
     # -- holding objects in the store ---------------------------------------------------------
@@ -135,6 +136,7 @@ class Transfer:
                     raise self._bulk_failure(exc, what, attempt + 1) from None
             except OSError as exc:
                 raise self._cut(exc, what) from None
+            self.resends += 1
 
     def _bulk_put(self, sock, oid: str, encoded) -> None:
         with sock:
