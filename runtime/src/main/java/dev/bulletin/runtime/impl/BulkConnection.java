@@ -46,11 +46,14 @@ final class BulkConnection implements Runnable {
   /** Runs a stored object's hand-over to its holder on the control plane's loop. */
   private final Executor loop;
   private final ObjectApi objects;
-  private final Runnable onClose;
-  private volatile long lastProgressNanos = System.nanoTime();
+  private final java.util.function.Consumer<BulkConnection> onClose;
+  private final long openedNanos = System.nanoTime();
+  private volatile long lastProgressNanos = openedNanos;
+  /** Set once the ticket was accepted; before that, only a short wait is allowed. */
+  private volatile boolean admitted;
 
   BulkConnection(SocketChannel channel, BulkTickets tickets, ObjectStore store, BulkIo io,
-      Executor loop, ObjectApi objects, Runnable onClose) {
+      Executor loop, ObjectApi objects, java.util.function.Consumer<BulkConnection> onClose) {
     this.channel = channel;
     this.tickets = tickets;
     this.store = store;
@@ -60,8 +63,13 @@ final class BulkConnection implements Runnable {
     this.onClose = onClose;
   }
 
-  long lastProgressNanos() {
-    return lastProgressNanos;
+  /**
+   * Whether the connection should be cut: it sent no valid header within {@code headerNanos}
+   * (so idle connections cannot hold the few data threads), or moved nothing for
+   * {@code stallNanos}.
+   */
+  boolean stalled(long now, long headerNanos, long stallNanos) {
+    return admitted ? now - lastProgressNanos > stallNanos : now - openedNanos > headerNanos;
   }
 
   /** Cuts a stalled connection; its data thread sees the close and cleans up. */
@@ -92,6 +100,7 @@ final class BulkConnection implements Runnable {
         reply(REFUSED, refused.getMessage());
         return;
       }
+      admitted = true;
       if (ticket.direction() == BulkTickets.Direction.PUT) {
         put(ticket);
       } else {
@@ -100,7 +109,7 @@ final class BulkConnection implements Runnable {
     } catch (IOException | RuntimeException e) {
       LOG.log(Level.FINE, "bulk connection ended: " + e, e);
     } finally {
-      onClose.run();
+      onClose.accept(this);
     }
   }
 

@@ -23,9 +23,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 final class BulkServer implements AutoCloseable {
   /** Connections served at once; more wait for a data thread. */
-  static final int DATA_THREADS = 4;
+  static final int DATA_THREADS = 8;
   /** A connection that moves no byte for this long is cut (its upload is discarded). */
   static final long STALL_NANOS = TimeUnit.SECONDS.toNanos(30);
+  /** A connection must present its ticket within this (waiting for a data thread included). */
+  static final long HEADER_NANOS = TimeUnit.SECONDS.toNanos(10);
 
   private final ServerSocketChannel server;
   private final ExecutorService data;
@@ -82,14 +84,13 @@ final class BulkServer implements AutoCloseable {
       } catch (IOException e) {
         continue; // e.g. a connection reset before it was accepted
       }
-      BulkConnection[] self = new BulkConnection[1];
-      self[0] = new BulkConnection(channel, tickets, store, io, loop, objects,
-          () -> live.remove(self[0]));
-      live.add(self[0]);
+      BulkConnection connection = new BulkConnection(channel, tickets, store, io, loop,
+          objects, live::remove);
+      live.add(connection);
       try {
-        data.execute(self[0]);
+        data.execute(connection);
       } catch (java.util.concurrent.RejectedExecutionException stopping) {
-        self[0].abort();
+        connection.abort();
       }
     }
   }
@@ -98,7 +99,7 @@ final class BulkServer implements AutoCloseable {
     tickets.sweep();
     long now = System.nanoTime();
     for (BulkConnection connection : live) {
-      if (now - connection.lastProgressNanos() > STALL_NANOS) {
+      if (connection.stalled(now, HEADER_NANOS, STALL_NANOS)) {
         connection.abort();
       }
     }
