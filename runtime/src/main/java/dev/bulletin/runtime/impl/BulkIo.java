@@ -50,8 +50,8 @@ final class BulkIo {
 
   /**
    * Reads exactly {@code size} bytes into the upload; returns their CRC32C. Two threads: this
-   * one reads the socket into a free buffer while a helper checks and writes the previous one
-   * into the file, so the copy out of the socket overlaps the tmpfs page allocation of the
+   * one reads the socket into a free buffer and checks it while a helper writes the previous
+   * one into the file, so the copy out of the socket overlaps the tmpfs page allocation of the
    * write (each alone is about as slow as the link).
    */
   int receive(SocketChannel channel, ObjectStore.Upload upload, long size, Runnable progress)
@@ -65,7 +65,6 @@ final class BulkIo {
     Future<?> writer = helpers.submit(() -> {
       try {
         for (ByteBuffer buffer = full.take(); buffer != END; buffer = full.take()) {
-          crc.update(buffer.duplicate());
           upload.write(buffer);
           progress.run();
           free.put(buffer);
@@ -87,7 +86,9 @@ final class BulkIo {
           }
         }
         left -= buffer.position();
-        full.put(buffer.flip());
+        // The CRC here, not in the writer: the tmpfs writes are the slower side.
+        crc.update(buffer.flip().duplicate());
+        full.put(buffer);
         progress.run();
       }
       full.put(END);
