@@ -44,6 +44,10 @@ def _parser() -> argparse.ArgumentParser:
     _add_offer_arguments(up)
     up.add_argument("--port", type=int, default=DEFAULT_PORT, metavar="N",
                     help=f"port of the gRPC API (default: {DEFAULT_PORT})")
+    up.add_argument("--data-port", type=int, default=0, metavar="N",
+                    help="raw TCP port for the bytes of cross-host object transfers, on the same "
+                         "address as --host (default: 0, any free port; clients learn it from "
+                         "the runtime)")
     up.add_argument("--host", default="127.0.0.1", metavar="ADDR",
                     help="address to listen on (default: 127.0.0.1, this machine only; "
                          "0.0.0.0 lets workers on other machines attach)")
@@ -125,7 +129,8 @@ def _up(args) -> int:
         print(f"bulletin runtime already up at {info['address']} (pid {info['pid']})")
         return 0
     opts = _launch.UpOptions(gpus=args.gpus, cpus=args.cpus, simulate_gpus=args.simulate_gpus,
-                             port=args.port, config=args.config, host=args.host,
+                             port=args.port, data_port=args.data_port, config=args.config,
+                             host=args.host,
                              store_capacity=args.store_capacity, spill_dir=args.spill_dir,
                              store_dir=args.store_dir)
     if args.foreground:

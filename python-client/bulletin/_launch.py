@@ -114,6 +114,7 @@ class UpOptions:
     cpus: int = 0  # 0: all of this machine's cores
     simulate_gpus: int = 0
     port: int = DEFAULT_PORT
+    data_port: int = 0  # 0: any free port
     config: Path | None = None
     host: str = "127.0.0.1"
     store_capacity: int = 0  # 0: half of the store's file system
@@ -124,6 +125,7 @@ class UpOptions:
 def runtime_command(java: str, jar: Path, state_dir: Path, opts: UpOptions) -> list[str]:
     cmd = [java, "--add-opens=java.base/java.nio=ALL-UNNAMED", "-jar", str(jar),
            "--home", str(state_dir), "--host", opts.host, "--port", str(opts.port),
+           "--data-port", str(opts.data_port),
            "--python", sys.executable,
            "--gpus", opts.gpus, "--cpus", str(opts.cpus or os.cpu_count() or 1),
            "--simulate-gpus", str(opts.simulate_gpus)]

@@ -2,9 +2,15 @@
 
 Same host (HelloReply.host_id equals ours and the store folder is writable): an object is
 written once, straight into a staged file of the store folder, and adopted by the runtime; a
-result is mapped from the store file, zero copy. Otherwise: chunked PutObject / GetObject with a
-CRC32C per chunk and over the whole object; a corrupted upload is sent again, a corrupted
-download chunk is fetched again from its offset. Before any upload the client asks "has it?".
+result is mapped from the store file, zero copy. Otherwise: the runtime's bulk data port (one
+raw TCP connection per object under a ticket from OpenTransfer, CRC32C over the whole object,
+see ``_bulk``); if that port cannot be reached, chunked PutObject / GetObject with a CRC32C per
+chunk and over the whole object. A corrupted upload is sent again; a corrupted download is
+fetched again (the gRPC path: from the bad chunk's offset). Before any upload the client asks
+"has it?".
+
+``BULLETIN_DATA_PATH``: ``auto`` (default) as above; ``bulk`` skips the same-host path (the data
+port, else gRPC); ``grpc`` uses only PutObject / GetObject.
 """
 
 from __future__ import annotations
@@ -15,13 +21,19 @@ from pathlib import Path
 from time import perf_counter
 
 import grpc
+import pyarrow as pa
 
-from ._errors import BulletinError, StoreFullError
+from . import _bulk
+from ._errors import BulletinError, RuntimeFailure, RuntimeUnreachableError, StoreFullError
 from ._objects import crc32c_extend, decode, host_id, open_object, stage_name
 from ._write_maps import RECYCLE_MIN, WriteMappings
 from ._proto import bulletin_pb2 as pb
 
 _RETRIES = 3
+_PATHS = ("auto", "bulk", "grpc")
+# How long a data connection may take to open before the client uses gRPC instead.
+_CONNECT_SECONDS = 3.0
+_RPC_SECONDS = 30.0
 
 
 class Transfer:
@@ -33,9 +45,17 @@ class Transfer:
         self._send_release = send_release
         self.capacity = hello.store_capacity_bytes
         self.folder = Path(hello.store_dir) if hello.store_dir else None
-        self.same_host = (os.environ.get("BULLETIN_DATA_PATH", "auto") != "grpc"
-                          and self.folder is not None and hello.host_id == host_id()
-                          and os.access(self.folder, os.W_OK))
+        path = os.environ.get("BULLETIN_DATA_PATH", "auto")
+        if path not in _PATHS:
+            raise BulletinError(f"BULLETIN_DATA_PATH must be one of {', '.join(_PATHS)}, "
+                                f"not {path!r}")
+        self.same_host = (path == "auto" and self.folder is not None
+                          and hello.host_id == host_id() and os.access(self.folder, os.W_OK))
+        # The bulk data port (0: none, or given up on); on the host of the gRPC address.
+        self._data_port = 0 if path == "grpc" else hello.data_port
+        self._data_host = conn.address.rpartition(":")[0].strip("[]")
+        self.bulk_unreachable: str | None = None  # why the data port was given up, if it was
+        self.last_path: str | None = None  # "same-host", "bulk" or "grpc": the latest transfer
         self._lock = threading.Lock()
         self._held: dict[str, int] = {}
         # Mappings of this client's large same-host writes, for the runtime to recycle.
@@ -44,6 +64,7 @@ class Transfer:
         self.uploaded_bytes = 0
         self.uploads = 0
         self.write_seconds = 0.0  # same-host: time spent copying into store files
+        self.resends = 0  # uploads sent again after a failed CRC32C check
         self.corrupt_next_chunk = False  # test hook: flips a bit in the next uploaded chunk
 
     # -- holding objects in the store ---------------------------------------------------------
@@ -102,17 +123,70 @@ class Transfer:
                     id=oid, size=encoded.nbytes, staged_name=name), "AdoptObject")
                 self.uploads += 1
                 self.uploaded_bytes += encoded.nbytes
+                self.last_path = "same-host"
                 return
+        what = f"the upload of object {oid[:12]}"
         for attempt in range(_RETRIES):
+            last = attempt == _RETRIES - 1
             try:
-                self._put(oid, encoded)
+                sock = self._data_connection()
+                if sock is None:
+                    self._put(oid, encoded)
+                else:
+                    self._bulk_put(sock, oid, encoded)
                 return
             except grpc.RpcError as exc:
                 if exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
                     raise StoreFullError(f"the cluster's object store refused object {oid}: "
                                          f"{exc.details()}") from None
-                if exc.code() != grpc.StatusCode.DATA_LOSS or attempt == _RETRIES - 1:
-                    raise self._conn.error(exc, f"the upload of object {oid[:12]}") from None
+                if exc.code() != grpc.StatusCode.DATA_LOSS or last:
+                    raise self._conn.error(exc, what) from None
+            except _bulk.BulkError as exc:
+                if exc.status != _bulk.CORRUPT or last:
+                    raise self._bulk_failure(exc, what, attempt + 1) from None
+            except OSError as exc:
+                raise self._cut(exc, what) from None
+            self.resends += 1
+
+    def _bulk_put(self, sock, oid: str, encoded) -> None:
+        with sock:
+            reply = self._conn.stub.OpenTransfer(pb.OpenTransferRequest(
+                direction=pb.TRANSFER_PUT, id=oid, size=encoded.nbytes),
+                metadata=self._conn.metadata, timeout=_RPC_SECONDS)
+            corrupt, self.corrupt_next_chunk = self.corrupt_next_chunk, False
+            self.uploaded_bytes += encoded.nbytes
+            _bulk.put(sock, reply.ticket, encoded, corrupt)
+        self.uploads += 1
+        self.last_path = "bulk"
+
+    def _data_connection(self):
+        """A connection to the data port, or None: use gRPC (no port, or it cannot be reached:
+        then not again for this client)."""
+        if not self._data_port:
+            return None
+        try:
+            return _bulk.connect(self._data_host, self._data_port, _CONNECT_SECONDS)
+        except OSError as exc:
+            self.bulk_unreachable = (f"the data port {self._data_host}:{self._data_port} "
+                                     f"cannot be reached ({exc}); using gRPC")
+            self._data_port = 0
+            return None
+
+    def _bulk_failure(self, exc: _bulk.BulkError, what: str, tries: int) -> BulletinError:
+        if exc.status == _bulk.CORRUPT:
+            return BulletinError(
+                f"{what} failed its CRC32C check {tries} times; the network corrupts data. "
+                "Check the link between this machine and the cluster.")
+        if exc.status == _bulk.REFUSED:
+            return RuntimeFailure(f"{what}: the runtime refused the data connection: "
+                                  f"{exc.message}")
+        return RuntimeFailure(f"{what} failed on the runtime: {exc.message}")
+
+    def _cut(self, exc: OSError, what: str) -> BulletinError:
+        return RuntimeUnreachableError(
+            f"lost the data connection to {self._data_host}:{self._data_port} during {what} "
+            f"({exc}). Check the runtime with `bulletin status`; set BULLETIN_DATA_PATH=grpc "
+            "to move objects over the gRPC connection only.")
 
     def _write_same_host(self, oid: str, encoded, staged_name: str) -> str:
         """Writes the object into a staged file of the store folder; returns its name."""
@@ -164,6 +238,7 @@ class Transfer:
 
         self._conn.stub.PutObject(chunks(), metadata=self._conn.metadata)
         self.uploads += 1
+        self.last_path = "grpc"
 
     # -- downloads ----------------------------------------------------------------------------
 
@@ -176,7 +251,31 @@ class Transfer:
                 pass  # spilled to disk on the runtime's side: take the network path
         return decode(self._download(oid, size))
 
-    def _download(self, oid: str, size: int) -> bytearray:
+    def _download(self, oid: str, size: int):
+        what = f"the download of object {oid[:12]}"
+        for attempt in range(_RETRIES):
+            sock = self._data_connection()
+            if sock is None:
+                return self._grpc_download(oid, size)
+            with sock:
+                try:
+                    reply = self._conn.stub.OpenTransfer(pb.OpenTransferRequest(
+                        direction=pb.TRANSFER_GET, id=oid), metadata=self._conn.metadata,
+                        timeout=_RPC_SECONDS)
+                    out = _bulk.get(sock, reply.ticket, reply.size)
+                except grpc.RpcError as exc:
+                    raise self._conn.error(exc, what) from None
+                except _bulk.BulkError as exc:
+                    if exc.status != _bulk.CORRUPT or attempt == _RETRIES - 1:
+                        raise self._bulk_failure(exc, what, attempt + 1) from None
+                    continue
+                except OSError as exc:
+                    raise self._cut(exc, what) from None
+            self.last_path = "bulk"
+            return pa.py_buffer(out)
+
+    def _grpc_download(self, oid: str, size: int) -> bytearray:
+        self.last_path = "grpc"
         out = bytearray(size)
         view = memoryview(out)
         offset, failures = 0, 0

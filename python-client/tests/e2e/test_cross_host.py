@@ -1,6 +1,6 @@
 """Client and runtime on two "hosts": network namespaces joined by a veth pair. The client
 cannot see the runtime's store (another network namespace, another host id), so every object
-crosses the link through chunked, CRC32C-checked PutObject and GetObject."""
+crosses the link through the runtime's bulk data port (raw TCP, CRC32C-checked)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,9 @@ CLIENT = textwrap.dedent("""
     client._transfer.corrupt_next_chunk = True
     value = client.submit(lambda x: x * 2, a).result(timeout=60)
     out["round_trip_ok"] = bool(np.array_equal(value, a * 2))
+    out["path"] = client._transfer.last_path
     out["corruption_sent"] = not client._transfer.corrupt_next_chunk
+    out["resends"] = client._transfer.resends
     uploads = client._transfer.uploads
     ref = client.scatter(a)
     out["scatter_uploaded"] = client._transfer.uploads - uploads  # already there: 0
@@ -58,7 +60,7 @@ def two_hosts():
         yield hosts
 
 
-def test_objects_cross_between_namespaces_through_grpc(two_hosts, tmp_path):
+def test_objects_cross_between_namespaces_through_the_data_port(two_hosts, tmp_path):
     server_ns, client_ns = two_hosts
     env = cli_env(tmp_path)
     up = subprocess.run(_netns.in_ns(server_ns, [
@@ -74,7 +76,8 @@ def test_objects_cross_between_namespaces_through_grpc(two_hosts, tmp_path):
                              capture_output=True, text=True, timeout=150)
         assert run.returncode == 0, run.stderr
         out = json.loads(run.stdout.strip().splitlines()[-1])
-        assert out == {"same_host": False, "round_trip_ok": True, "corruption_sent": True,
+        assert out == {"same_host": False, "round_trip_ok": True, "path": "bulk",
+                       "corruption_sent": True, "resends": 1,
                        "scatter_uploaded": 0, "sums": True, "future_arg": float(1 << 20),
                        "first_not_fetched": True, "referenced_before_close": 4}, out
         # (what stays referenced before close is the session's four functions)

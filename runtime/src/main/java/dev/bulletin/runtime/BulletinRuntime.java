@@ -35,6 +35,7 @@ public final class BulletinRuntime implements AutoCloseable {
   private final AtomicBoolean closed = new AtomicBoolean();
   private final Runnable onShutdownRequest;
   private int port;
+  private int dataPort;
 
   private BulletinRuntime(RuntimeOptions options, Runnable onShutdownRequest) {
     this.options = options;
@@ -76,6 +77,7 @@ public final class BulletinRuntime implements AutoCloseable {
     vertx.deployVerticle(verticle).toCompletionStage().toCompletableFuture()
         .get(30, TimeUnit.SECONDS);
     port = verticle.actualPort();
+    dataPort = verticle.dataPort();
     writeStateFile();
   }
 
@@ -84,6 +86,11 @@ public final class BulletinRuntime implements AutoCloseable {
     String host = options.host().equals("0.0.0.0") || options.host().equals("::")
         ? "127.0.0.1" : options.host();
     return host + ":" + port;
+  }
+
+  /** The bulk data port (raw TCP, same host as {@link #address}). */
+  public int dataPort() {
+    return dataPort;
   }
 
   public String clusterId() {
@@ -97,6 +104,7 @@ public final class BulletinRuntime implements AutoCloseable {
   private void writeStateFile() throws IOException {
     Map<String, Object> state = new LinkedHashMap<>();
     state.put("address", address());
+    state.put("data_port", dataPort);
     state.put("pid", ProcessHandle.current().pid());
     state.put("cluster_id", clusterId);
     state.put("store_dir", store.root().toString());

@@ -30,6 +30,17 @@ public final class Main implements Callable<Integer> {
   @Option(names = "--port", defaultValue = "8770", description = "Port (default: ${DEFAULT-VALUE}; 0 = any free).")
   int port;
 
+  @Option(names = "--data-port", defaultValue = "0",
+      description = "Raw TCP port for the bytes of cross-host object transfers, on the same"
+          + " address as --host (default: ${DEFAULT-VALUE} = any free port; announced to clients).")
+  int dataPort;
+
+  @Option(names = "--ticket-seconds",
+      defaultValue = "${env:BULLETIN_TICKET_SECONDS:-60}",
+      description = "How long a data-port transfer ticket stays valid; an unused upload ticket"
+          + " frees its reserved room then (default: ${DEFAULT-VALUE}; env BULLETIN_TICKET_SECONDS).")
+  double ticketSeconds;
+
   @Mixin
   ResourceOptions resources = new ResourceOptions();
 
@@ -67,13 +78,13 @@ public final class Main implements Callable<Integer> {
     WorkerProviders.check(runtimeConfig.pools()); // a missing partition fails here, not later
     RuntimeOptions options = new RuntimeOptions(home, host, port, ownerToken, ownerUser,
         workerToken, runtimeConfig, worker, storeDir, inlineLimit, drainMargin, storeCapacity,
-        spillDir);
+        spillDir, dataPort, ticketSeconds);
 
     CountDownLatch stop = new CountDownLatch(1);
     BulletinRuntime runtime = BulletinRuntime.start(options, stop::countDown);
     Runtime.getRuntime().addShutdownHook(new Thread(runtime::close, "bulletin-close"));
     System.out.println("bulletin runtime " + BulletinRuntime.VERSION + " serving at "
-        + runtime.address() + " (cluster " + runtime.clusterId() + "; "
+        + runtime.address() + ", data port " + runtime.dataPort() + " (cluster " + runtime.clusterId() + "; "
         + ResourceOptions.describe(worker) + "; store " + runtime.store().root() + ")");
     stop.await();
     runtime.close();

@@ -22,6 +22,8 @@ import java.nio.file.Path;
  *     timeout
  * @param storeCapacityBytes the store's memory limit (0: half of its file system)
  * @param spillFolder where objects go under memory pressure (null: the temp dir)
+ * @param dataPort the bulk data port for cross-host object bytes; 0 picks a free one
+ * @param ticketSeconds how long a bulk transfer ticket stays valid
  */
 public record RuntimeOptions(
     Path home,
@@ -36,13 +38,21 @@ public record RuntimeOptions(
     long inlineLimitBytes,
     double drainMarginSeconds,
     long storeCapacityBytes,
-    Path spillFolder) {
+    Path spillFolder,
+    int dataPort,
+    double ticketSeconds) {
 
   public static final long MAX_MESSAGE_BYTES = 8L << 20;
 
   public RuntimeOptions {
     if (port < 0 || port > 65535) {
       throw new IllegalArgumentException("port must be 0..65535, got " + port);
+    }
+    if (dataPort < 0 || dataPort > 65535) {
+      throw new IllegalArgumentException("dataPort must be 0..65535, got " + dataPort);
+    }
+    if (!(ticketSeconds > 0)) {
+      throw new IllegalArgumentException("ticketSeconds must be > 0, got " + ticketSeconds);
     }
     if (inlineLimitBytes < 0 || inlineLimitBytes > MAX_MESSAGE_BYTES / 2) {
       throw new IllegalArgumentException("inlineLimitBytes must be 0.." + MAX_MESSAGE_BYTES / 2

@@ -12,6 +12,8 @@ import dev.bulletin.protocol.StoreStatus;
 import dev.bulletin.protocol.HelloReply;
 import dev.bulletin.protocol.HelloRequest;
 import dev.bulletin.protocol.ObjectChunk;
+import dev.bulletin.protocol.OpenTransferReply;
+import dev.bulletin.protocol.OpenTransferRequest;
 import dev.bulletin.protocol.PutObjectReply;
 import dev.bulletin.protocol.ServerMessage;
 import dev.bulletin.protocol.ShutdownReply;
@@ -52,8 +54,11 @@ final class GrpcApi {
   private final ObjectApi objects;
   private final String hostId = HostIdentity.compute();
 
-  GrpcApi(ControlPlane plane, StatusReport status, String clusterId,
-      String version, long inlineLimit, long maxMessage, Runnable shutdown) {
+  /** The bulk data port clients are told about in Hello; 0: none. */
+  private final int dataPort;
+
+  GrpcApi(ControlPlane plane, ObjectApi objects, int dataPort, StatusReport status,
+      String clusterId, String version, long inlineLimit, long maxMessage, Runnable shutdown) {
     this.plane = plane;
     this.status = status;
     this.clusterId = clusterId;
@@ -62,7 +67,8 @@ final class GrpcApi {
     this.maxMessage = maxMessage;
     this.shutdown = shutdown;
     this.objectSessions = new Sessions(plane.objects());
-    this.objects = new ObjectApi(plane);
+    this.objects = objects;
+    this.dataPort = dataPort;
   }
 
   void mount(GrpcServer server, Authenticator auth) {
@@ -78,6 +84,8 @@ final class GrpcApi {
         this.<HasObjectsRequest, HasObjectsReply>objectCall(auth, objects::hasObjects));
     server.callHandler(method("AdoptObject", AdoptObjectRequest.newBuilder()),
         this.<AdoptObjectRequest, PutObjectReply>objectCall(auth, objects::adoptObject));
+    server.callHandler(method("OpenTransfer", OpenTransferRequest.newBuilder()),
+        this.<OpenTransferRequest, OpenTransferReply>objectCall(auth, objects::openTransfer));
     server.callHandler(method("Status", StatusRequest.newBuilder()), auth.users(this::status));
     server.callHandler(method("Shutdown", ShutdownRequest.newBuilder()), auth.users(this::shutdown));
   }
@@ -118,7 +126,8 @@ final class GrpcApi {
         .setRuntimeVersion(version).setInlineLimitBytes(inlineLimit)
         .setMaxMessageBytes(maxMessage)
         .setStoreDir(plane.store().folderOf(ObjectKey.namespaceOf(identity.user())).toString())
-        .setHostId(hostId).setStoreCapacityBytes(plane.store().capacityBytes()).build()));
+        .setHostId(hostId).setStoreCapacityBytes(plane.store().capacityBytes())
+        .setDataPort(dataPort).build()));
   }
 
   private void session(Identity identity, GrpcServerRequest<ClientMessage, ServerMessage> request) {

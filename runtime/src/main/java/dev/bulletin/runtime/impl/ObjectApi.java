@@ -11,7 +11,10 @@ import dev.bulletin.protocol.GetObjectRequest;
 import dev.bulletin.protocol.HasObjectsReply;
 import dev.bulletin.protocol.HasObjectsRequest;
 import dev.bulletin.protocol.ObjectChunk;
+import dev.bulletin.protocol.OpenTransferReply;
+import dev.bulletin.protocol.OpenTransferRequest;
 import dev.bulletin.protocol.PutObjectReply;
+import dev.bulletin.protocol.TransferDirection;
 import io.vertx.grpc.common.GrpcStatus;
 import io.vertx.grpc.server.GrpcServerRequest;
 import io.vertx.grpc.server.GrpcServerResponse;
@@ -23,8 +26,9 @@ import java.util.zip.CRC32C;
 
 /**
  * The object RPCs: chunked upload and download with a CRC32C per chunk and one over the whole
- * object, "has it?", and adoption of files a same-host client wrote into its store folder. Every
- * object is looked up in the caller's namespace only. Handlers run on the control plane's loop.
+ * object, tickets for the same through the bulk data port, "has it?", and adoption of files a
+ * same-host client wrote into its store folder. Every object is looked up in the caller's
+ * namespace only. Handlers run on the control plane's loop.
  */
 final class ObjectApi {
   static final int CHUNK_BYTES = 1 << 20;
@@ -56,6 +60,13 @@ final class ObjectApi {
       return new Caller(ObjectKey.of(namespace, "0".repeat(32)).namespace(), null, true);
     }
 
+    /** An upload needs someone to keep it: a user's session (a worker's goes to its call). */
+    void requireHolder() {
+      if (!worker) {
+        session();
+      }
+    }
+
     SessionHolds session() {
       if (holds == null) {
         throw new IllegalArgumentException("object uploads need the bulletin-session metadata"
@@ -66,9 +77,17 @@ final class ObjectApi {
   }
 
   private final ControlPlane plane;
+  private final BulkTickets tickets;
+  /** The bulk data port announced with tickets; 0 when the runtime has none. */
+  private int dataPort;
 
-  ObjectApi(ControlPlane plane) {
+  ObjectApi(ControlPlane plane, BulkTickets tickets) {
     this.plane = plane;
+    this.tickets = tickets;
+  }
+
+  void dataPort(int port) {
+    this.dataPort = port;
   }
 
   private ObjectStore store() {
@@ -82,7 +101,7 @@ final class ObjectApi {
   }
 
   void putObject(Caller caller, GrpcServerRequest<ObjectChunk, PutObjectReply> request) {
-    SessionHolds holds = caller.worker() ? null : caller.session();
+    caller.requireHolder();
     PutState state = new PutState();
     request.handler(chunk -> {
       if (state.failed) {
@@ -92,9 +111,7 @@ final class ObjectApi {
         state.accept(chunk, caller.namespace());
       } catch (IllegalArgumentException | ObjectStoreException e) {
         state.abort();
-        GrpcStatus status = e instanceof StoreFullException ? GrpcStatus.RESOURCE_EXHAUSTED
-            : e instanceof ChunkCorrupted ? GrpcStatus.DATA_LOSS : GrpcStatus.INVALID_ARGUMENT;
-        request.response().status(status).statusMessage(e.getMessage()).end();
+        request.response().status(statusOf(e)).statusMessage(e.getMessage()).end();
       }
     });
     request.endHandler(ignored -> {
@@ -112,11 +129,7 @@ final class ObjectApi {
               + " CRC32C check (or lost its last chunk); nothing was stored");
         }
         ObjectKey stored = finished.commit();
-        if (holds != null) {
-          holds.adopt(stored);
-        } else {
-          plane.uploaded(stored); // a result the runtime pulled from the worker that kept it
-        }
+        keep(caller, stored);
         request.response().end(PutObjectReply.newBuilder().setId(stored.id().hex())
             .setSize(store().size(stored)).build());
       } catch (ObjectStoreException e) {
@@ -125,6 +138,84 @@ final class ObjectApi {
     });
     // A client that dies mid-upload leaves nothing visible: the partial file goes away.
     request.exceptionHandler(error -> state.abort());
+  }
+
+  /**
+   * Hands the reference a committed upload took to whoever keeps the object: the caller's
+   * session, or for a worker's result the control plane, which claims it when the worker
+   * reports the call. On the loop.
+   */
+  void keep(Caller caller, ObjectKey stored) {
+    if (caller.worker()) {
+      plane.uploaded(stored);
+    } else {
+      caller.session().adopt(stored);
+    }
+  }
+
+  /** The gRPC status of a refused object call; the Python client maps these to its errors. */
+  static GrpcStatus statusOf(Exception e) {
+    return e instanceof StoreFullException ? GrpcStatus.RESOURCE_EXHAUSTED
+        : e instanceof ChunkCorrupted ? GrpcStatus.DATA_LOSS : GrpcStatus.INVALID_ARGUMENT;
+  }
+
+  /**
+   * Issues a ticket for one object's bytes on the bulk data port. A PUT reserves the room now
+   * (StoreFull comes back here, as from PutObject); a GET checks the object is in the caller's
+   * namespace. The connection then does what PutObject's chunks or GetObject's stream would.
+   */
+  void openTransfer(Caller caller,
+      GrpcServerRequest<OpenTransferRequest, OpenTransferReply> request) {
+    request.handler(message -> {
+      if (dataPort == 0) {
+        request.response().status(GrpcStatus.UNIMPLEMENTED)
+            .statusMessage("this runtime has no bulk data port; use PutObject/GetObject").end();
+        return;
+      }
+      try {
+        ObjectKey key = ObjectKey.of(caller.namespace(), message.getId());
+        if (message.getDirection() == TransferDirection.TRANSFER_PUT) {
+          caller.requireHolder();
+          long size = message.getSize();
+          ObjectStore.Upload upload = store().beginUpload(key, size);
+          endTransfer(request, tickets.issue(BulkTickets.Direction.PUT, caller, key, size,
+              upload), size);
+        } else if (message.getDirection() == TransferDirection.TRANSFER_GET) {
+          openGet(caller, request, key);
+        } else {
+          throw new IllegalArgumentException("OpenTransfer needs a direction (PUT or GET)");
+        }
+      } catch (IllegalArgumentException | ObjectStoreException e) {
+        request.response().status(statusOf(e)).statusMessage(e.getMessage()).end();
+      }
+    });
+  }
+
+  /** A result kept on a remote worker comes to this store first, as for GetObject. */
+  private void openGet(Caller caller,
+      GrpcServerRequest<OpenTransferRequest, OpenTransferReply> request, ObjectKey key) {
+    plane.objects().toHead(key).onComplete(pulled -> {
+      if (pulled.failed()) {
+        failPull(request.response(), pulled.cause());
+        return;
+      }
+      long size;
+      try {
+        size = store().size(key);
+      } catch (ObjectStoreException e) {
+        request.response().status(GrpcStatus.NOT_FOUND).statusMessage(e.getMessage()).end();
+        return;
+      }
+      endTransfer(request, tickets.issue(BulkTickets.Direction.GET, caller, key, size, null),
+          size);
+    });
+  }
+
+  private void endTransfer(GrpcServerRequest<OpenTransferRequest, OpenTransferReply> request,
+      byte[] ticket, long size) {
+    request.response().end(OpenTransferReply.newBuilder()
+        .setTicket(com.google.protobuf.ByteString.copyFrom(ticket)).setSize(size)
+        .setDataPort(dataPort).setExpiresInSeconds(tickets.ttl().toMillis() / 1000.0).build());
   }
 
   /** A chunk whose bytes do not match their checksum; the client retries the upload. */
@@ -185,17 +276,20 @@ final class ObjectApi {
       }
       plane.objects().toHead(key).onComplete(pulled -> {
         if (pulled.failed()) {
-          boolean lost = pulled.cause() instanceof ObjectDirectory.ObjectLostException;
-          if (lost) {
-            request.response().trailers().set(FAILURE_TRAILER, "WORKER_LOST");
-          }
-          request.response().status(GrpcStatus.FAILED_PRECONDITION)
-              .statusMessage(pulled.cause().getMessage()).end();
+          failPull(request.response(), pulled.cause());
         } else {
           send(caller, request, key, message.getOffset());
         }
       });
     });
+  }
+
+  /** A download of a result kept on a worker that could not be brought here. */
+  private static void failPull(GrpcServerResponse<?, ?> response, Throwable cause) {
+    if (cause instanceof ObjectDirectory.ObjectLostException) {
+      response.trailers().set(FAILURE_TRAILER, "WORKER_LOST");
+    }
+    response.status(GrpcStatus.FAILED_PRECONDITION).statusMessage(cause.getMessage()).end();
   }
 
   private void send(Caller caller, GrpcServerRequest<GetObjectRequest, ObjectChunk> request,
@@ -318,9 +412,7 @@ final class ObjectApi {
         request.response().end(PutObjectReply.newBuilder().setId(stored.id().hex())
             .setSize(store().size(stored)).build());
       } catch (IllegalArgumentException | ObjectStoreException e) {
-        GrpcStatus status = e instanceof StoreFullException ? GrpcStatus.RESOURCE_EXHAUSTED
-            : GrpcStatus.INVALID_ARGUMENT;
-        request.response().status(status).statusMessage(e.getMessage()).end();
+        request.response().status(statusOf(e)).statusMessage(e.getMessage()).end();
       }
     });
   }

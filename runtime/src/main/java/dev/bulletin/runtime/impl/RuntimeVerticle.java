@@ -37,6 +37,7 @@ public final class RuntimeVerticle extends VerticleBase {
   private final String version;
   private final Runnable shutdown;
   private HttpServer server;
+  private BulkServer bulk;
   /** How often credits are earned and a pass runs even when nothing happens. */
   private static final long TICK_MILLIS = 5_000;
   private Autoscaler autoscaler;
@@ -76,8 +77,20 @@ public final class RuntimeVerticle extends VerticleBase {
       stopPoolWorkers = true;
       shutdown.run();
     };
-    new GrpcApi(plane, status, clusterId, version, options.inlineLimitBytes(),
-        RuntimeOptions.MAX_MESSAGE_BYTES, stopCluster).mount(grpc, auth);
+    BulkTickets tickets = new BulkTickets(java.time.Duration.ofMillis(
+        (long) (options.ticketSeconds() * 1000)), System::nanoTime);
+    ObjectApi objects = new ObjectApi(plane, tickets);
+    try {
+      // Same bind host as the gRPC API: a runtime on loopback keeps its data port there too.
+      bulk = BulkServer.start(options.host(), options.dataPort(), tickets, plane.store(),
+          task -> context.runOnContext(ignored -> task.run()), objects);
+    } catch (java.io.IOException e) {
+      return Future.failedFuture(e);
+    }
+    objects.dataPort(bulk.port());
+    new GrpcApi(plane, objects, bulk.port(), status, clusterId, version,
+        options.inlineLimitBytes(), RuntimeOptions.MAX_MESSAGE_BYTES, stopCluster)
+        .mount(grpc, auth);
     new WorkerAttachApi(vertx, plane, clusterId, version, options.inlineLimitBytes(),
         RuntimeOptions.MAX_MESSAGE_BYTES).mount(grpc, auth);
     server = vertx.createHttpServer(new HttpServerOptions()
@@ -116,6 +129,9 @@ public final class RuntimeVerticle extends VerticleBase {
 
   @Override
   public Future<?> stop() {
+    if (bulk != null) {
+      bulk.close();
+    }
     if (autoscaler == null) {
       return Future.succeededFuture();
     }
@@ -125,5 +141,9 @@ public final class RuntimeVerticle extends VerticleBase {
 
   public int actualPort() {
     return server.actualPort();
+  }
+
+  public int dataPort() {
+    return bulk.port();
   }
 }

@@ -16,6 +16,8 @@ final class SessionHolds {
   /** Where references go: a result kept on a remote worker is counted there, not in a store. */
   private final ObjectDirectory objects;
   private final Map<ObjectKey, Integer> held = new HashMap<>();
+  /** Set when the session ended: a transfer that finishes later must not hold for it. */
+  private boolean ended;
 
   SessionHolds(String sessionId, String namespace, ObjectDirectory objects) {
     this.sessionId = sessionId;
@@ -33,6 +35,10 @@ final class SessionHolds {
 
   /** Takes over one store reference the caller already took. */
   void adopt(ObjectKey key) {
+    if (ended) {
+      objects.release(key); // an upload that outlived its session (the bulk port's are threads)
+      return;
+    }
     held.merge(key, 1, Integer::sum);
   }
 
@@ -51,6 +57,7 @@ final class SessionHolds {
 
   /** Releases everything, and deletes files the client staged but never handed over. */
   void releaseAll() {
+    ended = true;
     held.forEach((key, count) -> {
       for (int i = 0; i < count; i++) {
         objects.release(key);
