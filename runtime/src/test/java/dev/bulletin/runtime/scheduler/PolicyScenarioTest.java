@@ -308,6 +308,17 @@ class PolicyScenarioTest {
   }
 
   @Test
+  void aCallJustQueuedIsNotExplainedYetButCountsForThePositionsBehindIt() {
+    Plan plan = plan(aSnapshot()
+        .workers(aWorker().id("w1").gpus(1))
+        .running(aRunningCall().on("w1", 0))
+        .queue(aCall().id("fresh").gpus(1).submittedSecondsAgo(0).priority(1),
+            aCall().id("old").gpus(1).submittedSecondsAgo(30)));
+    assertTrue(plan.waitInfo("fresh").isEmpty(), plan.toString());
+    assertEquals(2, waitOf(plan, "old").position());
+  }
+
+  @Test
   void neverIsApartFromNotNow() {
     Plan plan = plan(aSnapshot()
         .workers(aWorker().gpus(8), aWorker().gpus(8))

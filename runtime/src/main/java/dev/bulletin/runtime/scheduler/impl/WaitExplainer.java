@@ -16,16 +16,27 @@ import java.util.Optional;
  * Turns the pass's waiting calls into what their owners see: position (in the order the
  * scheduler will consider them), the named reason, an estimated start, and what would run
  * sooner. Runs after every placement of the pass, so "would start now" means on what is still
- * free.
+ * free. A call queued for less than {@link #EXPLAIN_AFTER_MILLIS} is not explained yet (it still
+ * counts for the positions of those behind it): most calls start within it, and a burst of
+ * thousands would otherwise cost an estimate and a message each, every pass.
  */
 final class WaitExplainer {
 
+  static final long EXPLAIN_AFTER_MILLIS = 250;
+
   List<Plan.Waiting> explain(Pass pass, List<CallRow> waiting, List<Holding> holdings) {
-    EtaEstimator eta = new EtaEstimator(pass, holdings);
-    List<Plan.Waiting> infos = new ArrayList<>(waiting.size());
+    EtaEstimator eta = null;
+    long youngest = pass.now.toEpochMilli() - EXPLAIN_AFTER_MILLIS;
+    List<Plan.Waiting> infos = new ArrayList<>();
     int position = 0;
     for (CallRow row : waiting) {
       position++;
+      if (row.submittedMillis > youngest) {
+        continue;
+      }
+      if (eta == null) {
+        eta = new EtaEstimator(pass, holdings);
+      }
       infos.add(new Plan.Waiting(row.id(), new WaitInfo(position, row.waitCode, row.waitReason,
           eta(row, pass, eta), suggestions(row, pass, position))));
     }
