@@ -126,11 +126,17 @@ final class PolicyPass {
 
   /** The call's argument objects, id to size: what the locality score weighs. */
   private static Map<String, Long> inputs(Task task, ObjectDirectory objects) {
+    if (task.inputSizes() != null) {
+      return task.inputSizes();
+    }
     Map<String, Long> inputs = new HashMap<>();
     for (ObjectKey key : task.refs()) {
       inputs.put(key.id().hex(), sizeOrZero(key, objects));
     }
     inputs.put(task.args().id().hex(), sizeOrZero(task.args(), objects));
+    if (!inputs.containsValue(0L)) {
+      task.knownInputSizes(inputs);
+    }
     return inputs;
   }
 

@@ -7,6 +7,7 @@ import dev.bulletin.runtime.scheduler.plan.WaitInfo;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Map;
 
 /**
  * One call, as the control plane tracks it. Mutable, owned by the control plane's event loop;
@@ -20,6 +21,7 @@ public final class Task {
   private final ObjectKey function;
   private final ObjectKey args;
   private final List<ObjectKey> refs;
+  private Map<String, Long> inputSizes;
   private final double timeoutSeconds;
   private final TaskEventSink sink;
   private final long submittedNanos;
@@ -120,6 +122,16 @@ public final class Task {
 
   public void preempting(String forCallId) {
     this.preemptedFor = forCallId;
+  }
+
+  /**
+   * Its argument objects' sizes, id to bytes, once all are known (a Future's result may not be
+   * yet): the scheduler's locality input, computed once instead of every pass. Null until then.
+   */
+  public Map<String, Long> inputSizes() { return inputSizes; }
+
+  public void knownInputSizes(Map<String, Long> sizes) {
+    this.inputSizes = Map.copyOf(sizes);
   }
 
   /** Why it waits, as last told to its caller, or null (not told yet, or it ran since). */
