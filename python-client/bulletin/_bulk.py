@@ -71,8 +71,49 @@ def put(sock: socket.socket, ticket: bytes, encoded, corrupt: bool = False) -> N
             raise BulkError(status, message)
 
 
-def get(sock: socket.socket, ticket: bytes, size: int):
-    """Receives an object under a GET ticket into fresh memory; returns the buffer (a mmap).
+class ReceiveBuffers:
+    """The memory of earlier downloads, reused once nothing refers to it any more (the caller
+    dropped the arrays decoded from it): a download into pages already faulted in runs at
+    socket speed, a fresh one pays a page fault per 4 KiB. At most ``limit_bytes`` are kept."""
+
+    def __init__(self, limit_bytes: int):
+        self._limit = limit_bytes
+        self._kept: list[mmap.mmap] = []
+        self._lock = threading.Lock()
+        self.reused = 0  # downloads into kept memory: for tests and benchmarks
+
+    def take(self, size: int):
+        """(buffer of at least ``size`` bytes, whether its pages are already in)."""
+        with self._lock:
+            best = None
+            for kept in self._kept:
+                # Referenced only by the list, this loop and getrefcount: nobody uses it.
+                if (size <= len(kept) <= 2 * size and sys.getrefcount(kept) == 3
+                        and (best is None or len(kept) < len(best))):
+                    best = kept
+            if best is not None:
+                self.reused += 1
+                return best, True
+            fresh = _buffer(size)
+            if size and size <= self._limit:
+                self._keep(fresh)
+            return fresh, False
+
+    def _keep(self, fresh) -> None:
+        total = sum(len(k) for k in self._kept) + len(fresh)
+        for kept in list(self._kept):
+            if total <= self._limit:
+                break
+            if sys.getrefcount(kept) == 3:  # list, loop, argument: let it go
+                self._kept.remove(kept)
+                total -= len(kept)
+        if total <= self._limit:
+            self._kept.append(fresh)
+
+
+def get(sock: socket.socket, ticket: bytes, size: int, buffers: ReceiveBuffers | None = None):
+    """Receives an object under a GET ticket into memory of ``buffers`` (or fresh memory);
+    returns a buffer of exactly ``size`` bytes.
 
     Raises BulkError(CORRUPT) when the bytes fail their CRC32C check.
     """
@@ -81,11 +122,11 @@ def get(sock: socket.socket, ticket: bytes, size: int):
         (sent_size,) = struct.unpack(">Q", _recv_exact(sock, 8))
         if sent_size != size:
             raise BulkError(FAILED, f"the runtime sends {sent_size} bytes, {size} were announced")
-        out = _buffer(size)
-        view = memoryview(out)
-        # Two helpers on the other core: one faults the fresh pages in ahead of the copy from
-        # the socket, one checks the CRC of what has arrived behind it.
-        populate = _Background(_populate, out, size)
+        out, warm = buffers.take(size) if buffers is not None else (_buffer(size), False)
+        view = memoryview(out)[:size]
+        # Two helpers on the other core: one faults fresh pages in ahead of the copy from the
+        # socket, one checks the CRC of what has arrived behind it.
+        populate = _Background(_populate, out, 0 if warm else size)
         arrived: queue.SimpleQueue = queue.SimpleQueue()
         crc = _Background(_crc_behind, view, arrived)
         try:
@@ -104,10 +145,10 @@ def get(sock: socket.socket, ticket: bytes, size: int):
             arrived.put(None)
             crc = crc.result()
             populate.result()
-            view.release()
         if crc != expected:
+            view.release()
             raise BulkError(CORRUPT, "the downloaded bytes failed their CRC32C check")
-        return out
+        return view
 
 
 def _buffer(size: int):

@@ -59,7 +59,10 @@ class Transfer:
         self._lock = threading.Lock()
         self._held: dict[str, int] = {}
         # Mappings of this client's large same-host writes, for the runtime to recycle.
-        self._maps = WriteMappings(self.capacity // 4 if self.capacity > 0 else 1 << 30)
+        keep = self.capacity // 4 if self.capacity > 0 else 1 << 30
+        self._maps = WriteMappings(keep)
+        # Memory of this client's downloads, reused for the next ones once it is let go.
+        self.receive_buffers = _bulk.ReceiveBuffers(keep)
         # Counters for benchmarks and tests: what crossed the wire or the store folder.
         self.uploaded_bytes = 0
         self.uploads = 0
@@ -210,6 +213,7 @@ class Transfer:
 
     def close(self) -> None:
         self._maps.close()
+        self.receive_buffers = _bulk.ReceiveBuffers(0)  # kept memory goes with its last user
 
     def _put(self, oid: str, encoded) -> None:
         size = encoded.nbytes
@@ -262,7 +266,7 @@ class Transfer:
                     reply = self._conn.stub.OpenTransfer(pb.OpenTransferRequest(
                         direction=pb.TRANSFER_GET, id=oid), metadata=self._conn.metadata,
                         timeout=_RPC_SECONDS)
-                    out = _bulk.get(sock, reply.ticket, reply.size)
+                    out = _bulk.get(sock, reply.ticket, reply.size, self.receive_buffers)
                 except grpc.RpcError as exc:
                     raise self._conn.error(exc, what) from None
                 except _bulk.BulkError as exc:

@@ -77,9 +77,9 @@ class WriteMappings:
         """Overwrites a file the runtime staged from a released object; False when another
         process still maps it (the caller then writes a new file)."""
         size = encoded.nbytes
-        if os.path.getsize(path) != size:
-            return False
         st = os.stat(path)  # not open(): an open of our own would fail the lease below
+        if st.st_size < size:
+            return False
         with self._lock:
             self._sweep()
             kept = self._maps.pop((st.st_dev, st.st_ino), None)
@@ -87,6 +87,7 @@ class WriteMappings:
             if not _exclusive(kept.fd):
                 kept.close()
                 return False
+            os.ftruncate(kept.fd, size)  # only now: a reader mapping the tail would fault
             kept.oid = oid
             self._write_and_keep(kept, encoded)
             self.recycled_writes += 1
@@ -98,6 +99,7 @@ class WriteMappings:
             if not _exclusive(fd):
                 os.close(fd)
                 return False
+            os.ftruncate(fd, size)
             mapped = mmap.mmap(fd, size, flags=_MAP_FLAGS)
         except BaseException:
             os.close(fd)

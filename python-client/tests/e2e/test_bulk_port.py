@@ -63,6 +63,21 @@ def test_large_object_round_trip_goes_through_the_data_port(bulk_client, client)
     assert bulk_client._transfer.uploads == uploads  # "has it?" still spares the upload
 
 
+def test_downloads_reuse_the_memory_of_results_let_go_and_never_one_still_held(bulk_client,
+                                                                             client):
+    buffers = bulk_client._transfer.receive_buffers
+    held = bulk_client.submit(np.full, 1 << 20, 1.0).result(timeout=CALL_SECONDS)
+    reused = buffers.reused
+    # Another result of that size while the first is still held: fresh memory.
+    second = bulk_client.submit(np.full, 1 << 20, 2.0).result(timeout=CALL_SECONDS)
+    assert buffers.reused == reused
+    del second  # let go: the next download lands in its memory
+    third = bulk_client.submit(np.full, 1 << 20, 3.0).result(timeout=CALL_SECONDS)
+    assert buffers.reused == reused + 1
+    np.testing.assert_array_equal(held, np.full(1 << 20, 1.0))
+    np.testing.assert_array_equal(third, np.full(1 << 20, 3.0))
+
+
 def test_a_corrupted_upload_is_sent_again(bulk_client, client):
     a = np.random.default_rng(6).random(3 << 20)
     bulk_client._transfer.corrupt_next_chunk = True

@@ -43,9 +43,12 @@ public interface ObjectStore extends AutoCloseable {
    * Gives the memory of an unreferenced object to a same-host writer. On shared memory the
    * first write into fresh pages costs a page fault each (several times the copy itself); an
    * object nobody holds any more has its pages already allocated. The object leaves the store
-   * and its file becomes {@code stagedName} in the namespace's folder, {@code size} bytes long;
-   * the writer overwrites it whole and calls {@link #adopt}. Only objects of the same namespace
-   * are reused (their stale bytes are the same owner's), no larger than twice {@code size}.
+   * and its file becomes {@code stagedName} in the namespace's folder, as it was: the writer
+   * first makes sure no other process still maps it (a reader of the released object), and only
+   * then truncates it to {@code size} (truncating a file someone maps would crash them on their
+   * next read of the tail), overwrites it whole and calls {@link #adopt}. Only objects of the
+   * same namespace are reused (their stale bytes are the same owner's), no larger than twice
+   * {@code size}.
    *
    * @param preferred ids whose files the writer still has mapped: reused first, since writing
    *     through an existing mapping skips even the page-table work

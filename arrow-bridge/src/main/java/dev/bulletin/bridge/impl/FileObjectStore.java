@@ -234,17 +234,10 @@ public final class FileObjectStore implements ObjectStore {
     if (victim == null) {
       return false;
     }
-    Path staged = folderOf(namespace).resolve(stagedName);
     try {
-      table.detach(victim, staged);
+      table.detach(victim, folderOf(namespace).resolve(stagedName));
     } catch (IOException e) {
       return false; // the object stays; the writer takes a fresh file
-    }
-    try (FileChannel file = FileChannel.open(staged, StandardOpenOption.WRITE)) {
-      file.truncate(size);
-    } catch (IOException e) {
-      Files2.deleteQuietly(staged);
-      return false;
     }
     return true;
   }
