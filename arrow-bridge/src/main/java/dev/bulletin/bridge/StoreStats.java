@@ -9,7 +9,7 @@ package dev.bulletin.bridge;
  * @param memoryBytes bytes in the memory folder, including uploads in progress
  * @param spilledBytes bytes in the spill folder
  * @param capacityBytes the memory folder's limit
- * @param recycledFiles released objects whose memory a writer has reused, since the start
+ * @param recycledFiles released objects' files handed to a writer to reuse, since the start
  */
 public record StoreStats(int objects, int referenced, int spilled, long memoryBytes,
     long spilledBytes, long capacityBytes, long recycledFiles) {}

@@ -245,6 +245,42 @@ class FileObjectStoreTest {
   }
 
   @Test
+  void aLargeUploadReusesAReleasedObjectsFileUnlessSomeoneStillMapsIt() throws Exception {
+    int size = 64 << 20; // uploads this large reuse memory
+    try (ObjectStore store = store(1L << 30)) {
+      ObjectKey mapped = key("ada", 1);
+      ObjectKey loose = key("ada", 2);
+      store.put(mapped, ByteBuffer.allocate(size).put(0, (byte) 1));
+      store.put(loose, ByteBuffer.allocate(size).put(0, (byte) 2));
+      // This process keeps the first mapped, as a client holding a zero-copy array would.
+      ByteBuffer kept = store.read(mapped);
+      store.release(mapped);
+      assertEquals(0, upload(store, key("ada", 3), size, (byte) 3).recycledFiles());
+      assertFalse(store.contains(mapped)); // its file went to the upload's temporary, then away
+      assertEquals(1, kept.get(0)); // but the mapping still reads what it read
+      store.release(loose);
+      StoreStats stats = upload(store, key("ada", 4), size, (byte) 4);
+      assertEquals(1, stats.recycledFiles());
+      assertFalse(store.contains(loose));
+      assertEquals(4, store.read(key("ada", 4)).get(size - 1));
+      assertEquals(2L * size, stats.memoryBytes()); // the two uploads (the kept mapping is ours)
+    }
+  }
+
+  private static StoreStats upload(ObjectStore store, ObjectKey key, int size, byte fill)
+      throws Exception {
+    byte[] chunk = new byte[1 << 20];
+    java.util.Arrays.fill(chunk, fill);
+    try (ObjectStore.Upload upload = store.beginUpload(key, size)) {
+      for (int written = 0; written < size; written += chunk.length) {
+        upload.write(ByteBuffer.wrap(chunk));
+      }
+      upload.commit();
+    }
+    return store.stats();
+  }
+
+  @Test
   void dropUnreferencedRemovesAnOwnersCachedObjectsAndStagedFiles() throws Exception {
     try (ObjectStore store = store(1 << 20)) {
       store.put(key("ada", 1), data(10, 1));

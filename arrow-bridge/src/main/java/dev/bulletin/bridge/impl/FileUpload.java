@@ -19,13 +19,15 @@ final class FileUpload implements ObjectStore.Upload {
   private long written;
   private boolean finished;
 
-  FileUpload(FileObjectStore store, ObjectKey key, long size, Path temp) {
+  /** @param reused {@code temp} exists, {@code size} bytes long (a released object's file) */
+  FileUpload(FileObjectStore store, ObjectKey key, long size, Path temp, boolean reused) {
     this.store = store;
     this.key = key;
     this.size = size;
     this.temp = temp;
     try {
-      this.out = FileChannel.open(temp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+      this.out = reused ? FileChannel.open(temp, StandardOpenOption.WRITE)
+          : FileChannel.open(temp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
     } catch (IOException e) {
       throw new ObjectStoreException("cannot start upload of " + key + ": " + e, e);
     }

@@ -121,6 +121,10 @@ final class StoreTable {
     Files.move(layout.memoryPath(entry.key), target, StandardCopyOption.ATOMIC_MOVE);
     entries.remove(entry.key);
     memoryBytes -= entry.size;
+  }
+
+  /** Counts a released object's file handed to a writer to reuse. */
+  void recycled() {
     recycledFiles++;
   }
 
