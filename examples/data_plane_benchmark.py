@@ -217,6 +217,7 @@ def cross_client(address: str, token: str, nbytes: int) -> dict:
     # Four uploads of new content, as a loop sends a new batch each step; each releases the one
     # before it, so from the third on the runtime writes into memory it already has.
     uploads, held = [], []
+    recycled = client.status().store["recycled_files"]
     for round_ in range(4):
         a[0] = round_
         encoded = encode(a)
@@ -228,6 +229,7 @@ def cross_client(address: str, token: str, nbytes: int) -> dict:
             transfer.release(held.pop(0))
             time.sleep(0.3)  # the release travels on the session stream
     put_path = transfer.last_path
+    recycled = client.status().store["recycled_files"] - recycled
     # Four downloads, each value let go before the next: from the second on into memory the
     # client already has.
     downloads = []
@@ -238,6 +240,7 @@ def cross_client(address: str, token: str, nbytes: int) -> dict:
         assert back.shape == a.shape and back[0] == a[0] and back[123] == a[123]
         del back
     get_path = transfer.last_path
+    reused_downloads = transfer.receive_buffers.reused
     upload, download = min(uploads[2:]), min(downloads[1:])
     start = time.perf_counter()
     out = client.submit(echo, a).result()
@@ -246,7 +249,8 @@ def cross_client(address: str, token: str, nbytes: int) -> dict:
     client.close()
     return {"upload_s": upload, "download_s": download, "call_round_trip_s": call,
             "put_path": put_path, "get_path": get_path, "uploads_s": uploads,
-            "downloads_s": downloads}
+            "downloads_s": downloads, "uploads_into_reused_memory": recycled,
+            "downloads_into_reused_memory": reused_downloads}
 
 
 def cross_host(nbytes: int) -> dict:
@@ -302,6 +306,8 @@ def cross_host(nbytes: int) -> dict:
         "put_first_vs_tcp": gbps(nbytes, result["uploads_s"][0]) / tcp_gbps,
         "get_first_vs_tcp": gbps(nbytes, result["downloads_s"][0]) / tcp_gbps,
         "uploads_s": [round(s, 3) for s in result["uploads_s"]],
+        "uploads_into_reused_memory": result["uploads_into_reused_memory"],
+        "downloads_into_reused_memory": result["downloads_into_reused_memory"],
         "downloads_s": [round(s, 3) for s in result["downloads_s"]],
         "call_round_trip_s": result["call_round_trip_s"],
         "grpc_put_vs_tcp": gbps(nbytes, grpc_run["upload_s"]) / tcp_gbps,
