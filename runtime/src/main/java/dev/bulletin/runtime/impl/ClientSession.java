@@ -21,7 +21,9 @@ import java.util.UUID;
  * <p>Events produced in one turn of the event loop leave together as one message at the end of
  * it: a Submit batch, or a call's end and the pass that starts the next calls and explains the
  * waiting ones, cost one write. A write costs far more than an event, so this is what keeps a
- * pipelined map cheap.
+ * pipelined map cheap. While the client has many calls going (a map, not a few blocking
+ * calls), events wait up to {@link #BUSY_FLUSH_MILLIS} to share a message: fewer messages, and
+ * half the client's receive work per call; a lone call still hears of its end at once.
  */
 final class ClientSession implements TaskEventSink {
   private final String id = UUID.randomUUID().toString();
@@ -29,8 +31,12 @@ final class ClientSession implements TaskEventSink {
   private final GrpcServerResponse<?, ServerMessage> response;
   private final Set<ObjectKey> functions = new HashSet<>();
   private final SessionHolds objects;
+  private static final long BUSY_FLUSH_MILLIS = 1;
+  /** More calls than this not ended: the session streams a batch (a map, a loop of submits). */
+  private static final int BUSY_CALLS = 4;
   private List<TaskEvent> held = new ArrayList<>();
   private boolean flushQueued;
+  private int callsGoing;
   private boolean open = true;
   /** The event loop the session's stream lives on; null only outside Vert.x (then: no batching). */
   private final io.vertx.core.Context context = io.vertx.core.Vertx.currentContext();
@@ -75,13 +81,33 @@ final class ClientSession implements TaskEventSink {
       return;
     }
     held.add(event);
+    if (isEnd(event.getState())) {
+      callsGoing--;
+    }
     if (!flushQueued) {
       flushQueued = true;
-      context.runOnContext(ignored -> {
-        flushQueued = false;
-        writeHeld();
-      });
+      if (callsGoing > BUSY_CALLS) {
+        context.owner().setTimer(BUSY_FLUSH_MILLIS, ignored -> flushHeld());
+      } else {
+        context.runOnContext(ignored -> flushHeld());
+      }
     }
+  }
+
+  /** A call of this session was accepted; its end event will come through {@link #send}. */
+  void callAccepted() {
+    callsGoing++;
+  }
+
+  private static boolean isEnd(dev.bulletin.protocol.TaskState state) {
+    return state == dev.bulletin.protocol.TaskState.FINISHED
+        || state == dev.bulletin.protocol.TaskState.ERROR
+        || state == dev.bulletin.protocol.TaskState.CANCELLED;
+  }
+
+  private void flushHeld() {
+    flushQueued = false;
+    writeHeld();
   }
 
   private void writeHeld() {
