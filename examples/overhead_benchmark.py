@@ -114,16 +114,25 @@ def main() -> int:
                         help="worker processes / CPU slots for every system (default 2)")
     parser.add_argument("--only", choices=sorted(SYSTEMS), action="append",
                         help="run only these systems (repeatable)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run every system this many times, in turn, and report the median "
+                             "of each figure (a shared machine is noisy; default 1)")
     args = parser.parse_args()
 
-    results = {}
-    for name in args.only or list(SYSTEMS):
-        try:
-            results[name] = SYSTEMS[name](args)
-        except ImportError as error:
-            print(f"{name}: skipped ({error}); install with `make bench`", file=sys.stderr)
+    runs: dict[str, list[dict]] = {}
+    for round_ in range(args.rounds):
+        for name in args.only or list(SYSTEMS):
+            try:
+                runs.setdefault(name, []).append(SYSTEMS[name](args))
+            except ImportError as error:
+                print(f"{name}: skipped ({error}); install with `make bench`", file=sys.stderr)
+            else:
+                print(f"round {round_ + 1} {name}: {runs[name][-1]}", file=sys.stderr)
+    results = {name: {key: statistics.median(r[key] for r in rs) for key in rs[0]}
+               for name, rs in runs.items() if rs}
     print(f"\nno-op offload overhead, {args.calls} sync calls, {args.pipelined} pipelined, "
-          f"{args.workers} workers, {os.cpu_count()} cores")
+          f"{args.workers} workers, {os.cpu_count()} cores"
+          + (f", median of {args.rounds} rounds" if args.rounds > 1 else ""))
     print(f"{'system':<10}{'p50 ms':>9}{'p99 ms':>9}{'sync/s':>10}{'pipelined/s':>13}")
     for name, r in results.items():
         print(f"{name:<10}{r['p50_ms']:>9.3f}{r['p99_ms']:>9.3f}{r['sync_per_s']:>10.0f}"
