@@ -57,7 +57,8 @@ def put(sock: socket.socket, ticket: bytes, encoded, corrupt: bool = False) -> N
     """
     with sock:
         _hello(sock, ticket)
-        # The CRC runs on another core while this thread sends (both release the GIL).
+        # The CRC (when not computed with the content id) runs on another core while this
+        # thread sends (both release the GIL).
         crc = _Background(_crc_of, encoded)
         for piece in encoded.iter_chunks(PIECE):
             if corrupt and len(piece):
@@ -168,10 +169,7 @@ def _crc_behind(view: memoryview, arrived: queue.SimpleQueue) -> int:
 
 
 def _crc_of(encoded) -> int:
-    crc = 0
-    for piece in encoded.iter_chunks(PIECE):
-        crc = crc32c_extend(crc, _crc_view(piece))
-    return crc
+    return encoded.crc32c()  # often computed already, with the content id
 
 
 _MADV_POPULATE_WRITE = 23  # Linux 5.14+; older kernels answer EINVAL and nothing is done

@@ -74,7 +74,8 @@ class Transfer:
 
     def acquire(self, encoded) -> str:
         """Makes sure the store holds the object for this session; returns its id."""
-        oid = encoded.digest()
+        # Across hosts the bytes also need their CRC32C: one pass over them for both.
+        oid = encoded.digest(with_crc32c=not self.same_host)
         with self._lock:
             if self._held.get(oid, 0) > 0:
                 self._held[oid] += 1

@@ -609,3 +609,11 @@ def test_bad_input_gets_clear_errors():
 def test_format_version_is_public():
     assert _codec.FORMAT_VERSION == 1
     assert encode(np.arange(3)).metadata["bulletin.format"] == "1"
+
+
+def test_crc32c_with_the_digest_equals_the_crc32c_of_the_bytes():
+    import google_crc32c
+    a = np.random.default_rng(3).random((700, 900))[:, ::2]  # strided: copied block by block
+    together, apart = encode(a), encode(a)
+    assert together.digest(with_crc32c=True) == apart.digest()
+    assert together.crc32c() == apart.crc32c() == google_crc32c.value(apart.to_bytes())

@@ -18,6 +18,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator
 
+import google_crc32c
 import numpy as np
 import xxhash
 
@@ -98,7 +99,7 @@ class Encoded:
     bytes have been written or streamed (the digest is computed once and cached).
     """
 
-    __slots__ = ("kind", "nbytes", "metadata", "_segments", "_digest")
+    __slots__ = ("kind", "nbytes", "metadata", "_segments", "_digest", "_crc32c")
 
     def __init__(self, kind: str, segments: list, metadata: dict[str, str]) -> None:
         self.kind = kind
@@ -106,6 +107,7 @@ class Encoded:
         self._segments = _coalesce(segments)
         self.nbytes = sum(_nbytes(s) for s in self._segments)
         self._digest: str | None = None
+        self._crc32c: int | None = None
 
     def __repr__(self) -> str:
         return f"<Encoded {self.kind} {self.nbytes} bytes in {len(self._segments)} segments>"
@@ -191,14 +193,36 @@ class Encoded:
             yield memoryview(pending)
 
     # -- identity ------------------------------------------------------------------------------
-    def digest(self) -> str:
-        """Lowercase hex XXH3-128 (seed 0) of the serialized bytes: 32 characters."""
+    def digest(self, with_crc32c: bool = False) -> str:
+        """Lowercase hex XXH3-128 (seed 0) of the serialized bytes: 32 characters.
+
+        ``with_crc32c``: also compute :meth:`crc32c` in the same pass, each slice checked while
+        it is still in cache (an object about to cross hosts needs both).
+        """
         if self._digest is None:
             h = xxhash.xxh3_128()
+            crc = 0 if with_crc32c and self._crc32c is None else None
             for piece in self._pieces(_SCRATCH_BYTES):
-                h.update(piece)
+                if crc is None:
+                    h.update(piece)
+                    continue
+                for lo in range(0, len(piece), _SCRATCH_BYTES):
+                    part = piece[lo:lo + _SCRATCH_BYTES]
+                    h.update(part)
+                    crc = google_crc32c.extend(crc, np.frombuffer(part, dtype=np.uint8))
             self._digest = h.hexdigest()
+            if crc is not None:
+                self._crc32c = crc
         return self._digest
+
+    def crc32c(self) -> int:
+        """CRC32C (Castagnoli) of the serialized bytes: the check of a cross-host transfer."""
+        if self._crc32c is None:
+            crc = 0
+            for piece in self._pieces(_SCRATCH_BYTES):
+                crc = google_crc32c.extend(crc, np.frombuffer(piece, dtype=np.uint8))
+            self._crc32c = crc
+        return self._crc32c
 
 
 def _nbytes(seg) -> int:
