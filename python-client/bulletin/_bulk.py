@@ -73,9 +73,10 @@ def put(sock: socket.socket, ticket: bytes, encoded, corrupt: bool = False) -> N
 
 
 class ReceiveBuffers:
-    """The memory of earlier downloads, reused once nothing refers to it any more (the caller
-    dropped the arrays decoded from it): a download into pages already faulted in runs at
-    socket speed, a fresh one pays a page fault per 4 KiB. At most ``limit_bytes`` are kept."""
+    """The memory of earlier downloads, reused once nothing uses it any more (the caller dropped
+    the arrays decoded from it: no buffer of it is exported): a download into pages already
+    faulted in runs at socket speed, a fresh one pays a page fault per 4 KiB. At most
+    ``limit_bytes`` are kept."""
 
     def __init__(self, limit_bytes: int):
         self._limit = limit_bytes
@@ -88,9 +89,8 @@ class ReceiveBuffers:
         with self._lock:
             best = None
             for kept in self._kept:
-                # Referenced only by the list, this loop and getrefcount: nobody uses it.
-                if (size <= len(kept) <= 2 * size and sys.getrefcount(kept) == 3
-                        and (best is None or len(kept) < len(best))):
+                if (size <= len(kept) <= 2 * size and (best is None or len(kept) < len(best))
+                        and not _exported(kept)):
                     best = kept
             if best is not None:
                 self.reused += 1
@@ -105,11 +105,23 @@ class ReceiveBuffers:
         for kept in list(self._kept):
             if total <= self._limit:
                 break
-            if sys.getrefcount(kept) == 3:  # list, loop, argument: let it go
+            if not _exported(kept):  # nobody uses it: let it go
                 self._kept.remove(kept)
                 total -= len(kept)
         if total <= self._limit:
             self._kept.append(fresh)
+
+
+def _exported(buffer: mmap.mmap) -> bool:
+    """Whether some buffer (a memoryview, an Arrow buffer, a numpy array) still exports it: an
+    mmap refuses to resize then, even to its own size (which is otherwise a no-op)."""
+    try:
+        buffer.resize(len(buffer))
+    except BufferError:
+        return True
+    except (OSError, SystemError, ValueError):  # a platform that cannot resize: never reuse
+        return True
+    return False
 
 
 def get(sock: socket.socket, ticket: bytes, size: int, buffers: ReceiveBuffers | None = None):
