@@ -385,27 +385,24 @@ def main() -> None:
     only = set(args.only.split(","))
     results: dict[str, dict] = {}
     a = array(nbytes)
+
+    def record(name: str, value: dict) -> None:
+        results[name] = value
+        print(name, json.dumps(value, indent=1), flush=True)
+
     if only & {"same-host", "dataset"}:
         from _local_cluster import local_cluster
         with local_cluster(cpus=2) as client:
             if "same-host" in only:
-                results["same-host"] = same_host(client, a)
-                print("same-host", json.dumps(results["same-host"], indent=1), flush=True)
+                record("same-host", same_host(client, a))
             if "dataset" in only:
-                results["dataset"] = dataset(client)
-                print("dataset", json.dumps(results["dataset"]), flush=True)
-    if "same-host-huge" in only:
-        results["same-host-huge"] = huge_page_store(a)
-        print("same-host-huge", json.dumps(results["same-host-huge"], indent=1), flush=True)
-    if "cross-host" in only:
-        results["cross-host"] = cross_host(nbytes)
-        print("cross-host", json.dumps(results["cross-host"], indent=1), flush=True)
-    if "dask" in only:
-        results["dask"] = dask_round_trip(a)
-        print("dask", json.dumps(results["dask"]), flush=True)
-    if "ray" in only:
-        results["ray"] = ray_round_trip(a)
-        print("ray", json.dumps(results["ray"]), flush=True)
+                record("dataset", dataset(client))
+    sections = {"same-host-huge": lambda: huge_page_store(a),
+                "cross-host": lambda: cross_host(nbytes),
+                "dask": lambda: dask_round_trip(a), "ray": lambda: ray_round_trip(a)}
+    for name, run in sections.items():
+        if name in only:
+            record(name, run())
 
     print("\nsummary")
     same = results.get("same-host")

@@ -100,21 +100,6 @@ def stage_name(session: str) -> str:
     return f"{STAGE_PREFIX}{session}-{uuid.uuid4().hex}"
 
 
-def stage(folder: str | Path, encoded, session: str) -> str:
-    """Writes an object to a new staged file in a store folder; returns its name."""
-    name = stage_name(session)
-    path = Path(folder) / name
-    try:
-        write_file(path, encoded)
-    except BaseException:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
-        raise
-    return name
-
-
 def open_object(path: str | Path):
     """Maps an object file and decodes it: zero copy where the encoding allows.
 

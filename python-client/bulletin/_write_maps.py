@@ -64,14 +64,8 @@ class WriteMappings:
         if size < RECYCLE_MIN or size > self._limit:
             write_file(path, encoded)
             return
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.ftruncate(fd, size)
-            mapped = mmap.mmap(fd, size, flags=_MAP_FLAGS)
-        except BaseException:
-            os.close(fd)
-            raise
-        self._write_and_keep(_Mapping(fd, mapped, oid), encoded)
+        self._map_and_write(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600), encoded,
+                            oid)
 
     def write_recycled(self, path: Path, encoded, oid: str) -> bool:
         """Overwrites a file the runtime staged from a released object; False when another
@@ -95,16 +89,10 @@ class WriteMappings:
         if kept is not None:
             kept.close()
         fd = os.open(path, os.O_RDWR)
-        try:
-            if not _exclusive(fd):
-                os.close(fd)
-                return False
-            os.ftruncate(fd, size)
-            mapped = mmap.mmap(fd, size, flags=_MAP_FLAGS)
-        except BaseException:
+        if not _exclusive(fd):
             os.close(fd)
-            raise
-        self._write_and_keep(_Mapping(fd, mapped, oid), encoded)
+            return False
+        self._map_and_write(fd, encoded, oid)
         return True
 
     def close(self) -> None:
@@ -112,6 +100,16 @@ class WriteMappings:
             maps, self._maps = list(self._maps.values()), OrderedDict()
         for kept in maps:
             kept.close()
+
+    def _map_and_write(self, fd: int, encoded, oid: str) -> None:
+        """Sizes an open file to the object, maps it, writes it and keeps the mapping."""
+        try:
+            os.ftruncate(fd, encoded.nbytes)
+            mapped = mmap.mmap(fd, encoded.nbytes, flags=_MAP_FLAGS)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._write_and_keep(_Mapping(fd, mapped, oid), encoded)
 
     def _write_and_keep(self, kept: _Mapping, encoded) -> None:
         view = memoryview(kept.map)[:encoded.nbytes]

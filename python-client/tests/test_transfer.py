@@ -49,11 +49,11 @@ class CorruptingLink(pb_grpc.BulletinServicer):
 
 
 @pytest.fixture
-def link():
+def serve():
+    """serve(servicer, **hello) -> a Transfer talking to ``servicer`` on an in-process server."""
     servers = []
 
-    def start(data, corrupt, times):
-        servicer = CorruptingLink(data, corrupt, times)
+    def start(servicer, **hello):
         server = grpc.server(futures.ThreadPoolExecutor(2))
         pb_grpc.add_BulletinServicer_to_server(servicer, server)
         port = server.add_insecure_port("127.0.0.1:0")
@@ -61,15 +61,24 @@ def link():
         servers.append(server)
         channel = grpc.insecure_channel(f"127.0.0.1:{port}")
         conn = SimpleNamespace(
-            hello=pb.HelloReply(store_capacity_bytes=1 << 30), stub=pb_grpc.BulletinStub(channel),
-            metadata=(), address=f"127.0.0.1:{port}", _address_source="test",
-            _token_source="test")
+            hello=pb.HelloReply(store_capacity_bytes=1 << 30, **hello),
+            stub=pb_grpc.BulletinStub(channel), metadata=(), address=f"127.0.0.1:{port}",
+            _address_source="test", _token_source="test")
         conn.error = lambda exc, what: _Connection.error(conn, exc, what)
-        return Transfer(conn, "s" * 32, CHUNK, lambda oid: None), servicer
+        return Transfer(conn, "s" * 32, CHUNK, lambda oid: None)
 
     yield start
     for server in servers:
         server.stop(0)
+
+
+@pytest.fixture
+def link(serve):
+    def start(data, corrupt, times):
+        servicer = CorruptingLink(data, corrupt, times)
+        return serve(servicer), servicer
+
+    return start
 
 
 def test_a_corrupted_download_chunk_is_fetched_again_from_its_offset(link):
@@ -120,27 +129,12 @@ class CorruptingDataPort(pb_grpc.BulletinServicer):
 
 
 @pytest.fixture
-def data_port():
-    servers = []
-
+def data_port(serve):
     def start(data, times):
         servicer = CorruptingDataPort(data, times)
-        server = grpc.server(futures.ThreadPoolExecutor(2))
-        pb_grpc.add_BulletinServicer_to_server(servicer, server)
-        port = server.add_insecure_port("127.0.0.1:0")
-        server.start()
-        servers.append(server)
-        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-        conn = SimpleNamespace(
-            hello=pb.HelloReply(store_capacity_bytes=1 << 30, data_port=servicer.port),
-            stub=pb_grpc.BulletinStub(channel), metadata=(), address=f"127.0.0.1:{port}",
-            _address_source="test", _token_source="test")
-        conn.error = lambda exc, what: _Connection.error(conn, exc, what)
-        return Transfer(conn, "s" * 32, CHUNK, lambda oid: None), servicer
+        return serve(servicer, data_port=servicer.port), servicer
 
-    yield start
-    for server in servers:
-        server.stop(0)
+    return start
 
 
 def test_a_corrupted_bulk_download_is_fetched_again(data_port):

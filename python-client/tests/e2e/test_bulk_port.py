@@ -173,11 +173,14 @@ def test_wrong_used_and_expired_tickets_are_refused(ticket_cluster, ada):
     assert "already used" in refused(ada, reply.ticket)
 
     encoded = encode(np.ones(1 << 20))
+    in_memory = ada.status().store["memory_bytes"]
     reply = open_transfer(ada, pb.TRANSFER_PUT, encoded.digest(), encoded.nbytes)
-    assert dot_files(ticket_cluster.store_dir)  # the reserved upload's file
+    # The upload's room is reserved (its file is made at its first byte).
+    assert ada.status().store["memory_bytes"] >= in_memory + encoded.nbytes
     time.sleep(TICKET_SECONDS + 1.5)  # past the lifetime and one sweep
     assert "expired" in refused(ada, reply.ticket)
-    assert not dot_files(ticket_cluster.store_dir)  # the reservation was given back
+    assert ada.status().store["memory_bytes"] == in_memory  # the reservation was given back
+    assert not dot_files(ticket_cluster.store_dir)
     assert f.result(timeout=CALL_SECONDS)[7] == 7
     assert_serves(ada)
 

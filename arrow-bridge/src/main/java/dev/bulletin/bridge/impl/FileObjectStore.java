@@ -150,8 +150,7 @@ public final class FileObjectStore implements ObjectStore {
       table.reserve(size); // until commit or close
     }
     try {
-      Path temp = tempPath(key.namespace());
-      return new FileUpload(this, key, size, temp, reuseFor(key.namespace(), size, temp));
+      return new FileUpload(this, key, size, tempPath(key.namespace()));
     } catch (RuntimeException e) {
       unreserve(size);
       throw e;
@@ -159,14 +158,22 @@ public final class FileObjectStore implements ObjectStore {
   }
 
   /**
-   * Moves a released object's file to {@code temp} for a large upload to overwrite: pages
-   * already allocated take the bytes at copy speed, fresh shared memory at page-fault speed
-   * (about a third of a fast network). Only when no process maps it any more.
+   * The file an upload writes, opened on its first byte (on the thread that moves the bytes,
+   * not the one that began it): a released object's file when one fits and no process maps it
+   * any more (pages already allocated take the bytes at copy speed, fresh shared memory at
+   * page-fault speed), else a new one.
    */
-  private boolean reuseFor(String namespace, long size, Path temp) {
-    if (size < UPLOAD_REUSE_MIN_BYTES) {
-      return false;
+  FileChannel openUploadFile(String namespace, long size, Path temp) throws IOException {
+    if (size >= UPLOAD_REUSE_MIN_BYTES && reuse(namespace, size, temp)) {
+      FileChannel file = FileChannel.open(temp, StandardOpenOption.WRITE);
+      file.truncate(size);
+      return file;
     }
+    return FileChannel.open(temp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+  }
+
+  /** Moves a released object's file to {@code temp} if one fits and nobody maps it. */
+  private boolean reuse(String namespace, long size, Path temp) {
     synchronized (this) {
       StoreTable.Entry victim = table.recyclable(namespace, size, Set.of());
       if (victim == null) {
@@ -183,16 +190,10 @@ public final class FileObjectStore implements ObjectStore {
       Files2.deleteQuietly(temp);
       return false;
     }
-    try (FileChannel file = FileChannel.open(temp, StandardOpenOption.WRITE)) {
-      file.truncate(size);
-      synchronized (this) {
-        table.recycled();
-      }
-      return true;
-    } catch (IOException e) {
-      Files2.deleteQuietly(temp);
-      return false;
+    synchronized (this) {
+      table.recycled();
     }
+    return true;
   }
 
   synchronized void unreserve(long size) {

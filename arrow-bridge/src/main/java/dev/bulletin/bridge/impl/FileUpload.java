@@ -7,7 +7,6 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 
 /** A chunked write into a temporary file, in room the store reserved before the first chunk. */
 final class FileUpload implements ObjectStore.Upload {
@@ -15,22 +14,27 @@ final class FileUpload implements ObjectStore.Upload {
   private final ObjectKey key;
   private final long size;
   private final Path temp;
-  private final FileChannel out;
+  /** Opened on the first byte (see FileObjectStore#openUploadFile). */
+  private FileChannel out;
   private long written;
   private boolean finished;
 
-  /** @param reused {@code temp} exists, {@code size} bytes long (a released object's file) */
-  FileUpload(FileObjectStore store, ObjectKey key, long size, Path temp, boolean reused) {
+  FileUpload(FileObjectStore store, ObjectKey key, long size, Path temp) {
     this.store = store;
     this.key = key;
     this.size = size;
     this.temp = temp;
-    try {
-      this.out = reused ? FileChannel.open(temp, StandardOpenOption.WRITE)
-          : FileChannel.open(temp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
-    } catch (IOException e) {
-      throw new ObjectStoreException("cannot start upload of " + key + ": " + e, e);
+  }
+
+  private FileChannel out() {
+    if (out == null) {
+      try {
+        out = store.openUploadFile(key.namespace(), size, temp);
+      } catch (IOException e) {
+        throw new ObjectStoreException("cannot start upload of " + key + ": " + e, e);
+      }
     }
+    return out;
   }
 
   @Override
@@ -44,8 +48,9 @@ final class FileUpload implements ObjectStore.Upload {
     }
     try {
       ByteBuffer source = chunk.duplicate();
+      FileChannel file = out();
       while (source.hasRemaining()) {
-        written += out.write(source);
+        written += file.write(source);
       }
     } catch (IOException e) {
       throw new ObjectStoreException("cannot write upload of " + key + ": " + e, e);
@@ -62,6 +67,7 @@ final class FileUpload implements ObjectStore.Upload {
     if (finished) {
       throw new ObjectStoreException("upload of " + key + " is already finished");
     }
+    out(); // an empty object has its file too
     closeChannel();
     if (written != size) {
       throw new ObjectStoreException("upload of " + key + " ended after " + written + " of "
@@ -82,6 +88,9 @@ final class FileUpload implements ObjectStore.Upload {
   }
 
   private void closeChannel() {
+    if (out == null) {
+      return;
+    }
     try {
       out.close();
     } catch (IOException ignored) {

@@ -36,7 +36,8 @@ final class ClientSession implements TaskEventSink {
   private static final int BUSY_CALLS = 4;
   private List<TaskEvent> held = new ArrayList<>();
   private boolean flushQueued;
-  private int callsGoing;
+  /** Calls accepted for this session and not ended: a call refused at submit is not one. */
+  private final Set<String> callsGoing = new HashSet<>();
   private boolean open = true;
   /** The event loop the session's stream lives on; null only outside Vert.x (then: no batching). */
   private final io.vertx.core.Context context = io.vertx.core.Vertx.currentContext();
@@ -82,11 +83,11 @@ final class ClientSession implements TaskEventSink {
     }
     held.add(event);
     if (isEnd(event.getState())) {
-      callsGoing--;
+      callsGoing.remove(event.getTaskId());
     }
     if (!flushQueued) {
       flushQueued = true;
-      if (callsGoing > BUSY_CALLS) {
+      if (callsGoing.size() > BUSY_CALLS) {
         context.owner().setTimer(BUSY_FLUSH_MILLIS, ignored -> flushHeld());
       } else {
         context.runOnContext(ignored -> flushHeld());
@@ -95,8 +96,8 @@ final class ClientSession implements TaskEventSink {
   }
 
   /** A call of this session was accepted; its end event will come through {@link #send}. */
-  void callAccepted() {
-    callsGoing++;
+  void callAccepted(String taskId) {
+    callsGoing.add(taskId);
   }
 
   private static boolean isEnd(dev.bulletin.protocol.TaskState state) {

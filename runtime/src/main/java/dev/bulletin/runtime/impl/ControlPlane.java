@@ -228,7 +228,7 @@ final class ControlPlane {
             ? java.time.Duration.ofMillis((long) (spec.getTimeoutSeconds() * 1000))
             : qos.get().maxWalltime());
     tasks.add(task);
-    session.callAccepted();
+    session.callAccepted(taskId);
     // "Never" is answered at once, even when the scheduling pass below stops early.
     if (scheduler.decide(demand, feasibilitySlots()) instanceof Decision.Infeasible infeasible) {
       TaskObjects.release(objects, task);
