@@ -87,7 +87,21 @@ def test_a_corrupted_upload_is_sent_again(bulk_client, client):
     assert bulk_client._transfer.resends == 1  # ...refused by the runtime, and sent again
 
 
-def test_a_connection_cut_mid_upload_leaves_nothing(cluster, bulk_client, client):
+def _release_an_upload(remote, nbytes: int, seed: int) -> None:
+    """Uploads new content of that size and lets it go: the store keeps its file, pages
+    allocated, for the next upload of that size."""
+    referenced = remote.status().store["referenced"]
+    oid = remote._transfer.acquire(encode(np.random.default_rng(seed).random(nbytes // 8)))
+    remote._transfer.release(oid)
+    wait_until(lambda: remote.status().store["referenced"] <= referenced, timeout=10,
+               what="the release to reach the runtime")
+
+
+@pytest.mark.parametrize("memory", ["fresh", "released"])
+def test_a_connection_cut_mid_upload_leaves_nothing(cluster, bulk_client, client, memory):
+    if memory == "released":  # the upload then reads straight into that object's old file
+        _release_an_upload(bulk_client, 64 << 20, seed=30)
+    recycled = bulk_client.status().store["recycled_files"]
     encoded = encode(np.random.default_rng(7).random(8 << 20))  # 64 MiB
     oid = encoded.digest()
     reply = open_transfer(bulk_client, pb.TRANSFER_PUT, oid, encoded.nbytes)
@@ -105,7 +119,22 @@ def test_a_connection_cut_mid_upload_leaves_nothing(cluster, bulk_client, client
                what="the partial upload to go away")
     assert not bulk_client._conn.call(bulk_client._conn.stub.HasObjects,
                                       pb.HasObjectsRequest(ids=[oid]), "HasObjects").present[0]
+    assert bulk_client.status().store["recycled_files"] == recycled + (memory == "released")
     assert_serves(client)
+
+
+def test_a_large_upload_into_released_memory_is_read_straight_into_it(bulk_client, client):
+    for seed, corrupt in ((20, False), (22, True)):  # the in-place path checks its CRC too
+        _release_an_upload(bulk_client, 64 << 20, seed)
+        recycled = bulk_client.status().store["recycled_files"]
+        resends = bulk_client._transfer.resends
+        a = np.random.default_rng(seed + 1).random(8 << 20)  # 64 MiB of new content
+        bulk_client._transfer.corrupt_next_chunk = corrupt
+        bulk_client._transfer.acquire(encode(a))  # the upload alone (a result could reuse too)
+        assert bulk_client.status().store["recycled_files"] == recycled + 1
+        assert bulk_client._transfer.resends == resends + corrupt
+        value = bulk_client.submit(double, a).result(timeout=CALL_SECONDS)  # no upload: has it
+        np.testing.assert_array_equal(value, a * 2)
 
 
 def test_an_unreachable_data_port_falls_back_to_grpc(bulk_client, client):

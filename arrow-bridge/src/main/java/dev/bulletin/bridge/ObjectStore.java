@@ -1,9 +1,13 @@
 package dev.bulletin.bridge;
 
+import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.ReadableByteChannel;
 import java.nio.file.Path;
 import java.util.Collection;
 import java.util.List;
+import java.util.concurrent.Executor;
+import java.util.function.Consumer;
 
 /**
  * A node-local, content-addressed store of immutable objects, shared by the worker agent, the
@@ -114,6 +118,21 @@ public interface ObjectStore extends AutoCloseable {
   /** An object being written in chunks. */
   interface Upload extends AutoCloseable {
     void write(ByteBuffer chunk);
+
+    /**
+     * Reads the rest of the object from {@code source} straight into the store's memory, if
+     * that memory is allocated already (a released object's file taken over for this upload):
+     * one copy, where {@link #write} from the caller's buffer costs two. {@code received} sees
+     * each slice once it is filled, while it is still in cache (to check it). Returns false,
+     * having read nothing, when the object goes into fresh memory: there allocating the pages
+     * is the slow part, and {@link #write} overlaps it with the caller's reading better than a
+     * mapping can (each page would fault).
+     *
+     * @param helper runs the mapping's page-table work ahead of the reader
+     * @throws java.io.EOFException if the source ends before the object is complete
+     */
+    boolean receiveInPlace(ReadableByteChannel source, Consumer<ByteBuffer> received,
+        Executor helper) throws IOException;
 
     long written();
 

@@ -267,6 +267,98 @@ class FileObjectStoreTest {
     }
   }
 
+  @Test
+  void anUploadIntoReusedMemoryIsReadStraightFromTheSourceAndLeavesNoMapping() throws Exception {
+    int size = (64 << 20) + 12345; // two mapping windows, a short last slice
+    byte[] bytes = array(data(size, 5));
+    try (ObjectStore store = store(1L << 30)) {
+      // Into fresh memory it declines, having read nothing: write() is the faster path there.
+      try (ObjectStore.Upload fresh = store.beginUpload(key("ada", 1), size)) {
+        CountingChannel source = new CountingChannel(bytes, size);
+        assertFalse(fresh.receiveInPlace(source, slice -> { }, Runnable::run));
+        assertEquals(0, source.read);
+      }
+      store.put(key("ada", 2), ByteBuffer.allocate(size + (1 << 20))); // larger: cut to size
+      store.release(key("ada", 2));
+
+      ObjectKey k = key("ada", 3);
+      byte[] seen = new byte[size];
+      int[] seenBytes = {0};
+      try (ObjectStore.Upload upload = store.beginUpload(k, size)) {
+        assertTrue(upload.receiveInPlace(new CountingChannel(bytes, size), slice -> {
+          assertTrue(slice.remaining() <= 1 << 20);
+          int n = slice.remaining();
+          slice.duplicate().get(seen, seenBytes[0], n);
+          seenBytes[0] += n;
+        }, command -> new Thread(command).start()));
+        // Checked before anything allocates much: a collection would unmap a leaked mapping.
+        assertFalse(mappedHere(".tmp-"), "the upload's mapping must be gone when it returns");
+        assertEquals(size, upload.written());
+        upload.commit();
+      }
+      assertEquals(1, store.stats().recycledFiles());
+      assertArrayEquals(bytes, seen); // each slice was handed over once, in order
+      assertArrayEquals(bytes, array(store.read(k)));
+    }
+  }
+
+  @Test
+  void aSourceEndingEarlyLeavesNoObjectNoFileAndNoMapping() throws Exception {
+    int size = 64 << 20;
+    try (ObjectStore store = store(1L << 30)) {
+      store.put(key("ada", 1), ByteBuffer.allocate(size));
+      store.release(key("ada", 1));
+      ObjectKey k = key("ada", 2);
+      try (ObjectStore.Upload upload = store.beginUpload(k, size)) {
+        java.io.EOFException cut = assertThrows(java.io.EOFException.class,
+            () -> upload.receiveInPlace(new CountingChannel(new byte[size], size / 3),
+                slice -> { }, Runnable::run));
+        assertTrue(cut.getMessage().contains(size / 3 + " of " + size), cut.getMessage());
+        assertThrows(ObjectStoreException.class, upload::commit);
+      }
+      assertFalse(store.contains(k));
+      assertEquals(List.of(), tempFiles(store.root()));
+      assertFalse(mappedHere(".tmp-"), "a failed upload must not stay mapped");
+      assertEquals(0, store.stats().memoryBytes());
+    }
+  }
+
+  /** Whether this process maps a file whose path contains {@code name}. */
+  private static boolean mappedHere(String name) throws Exception {
+    return Files.readAllLines(Path.of("/proc/self/maps")).stream().anyMatch(l -> l.contains(name));
+  }
+
+  /** The first {@code limit} bytes of an array, as a channel that counts what was read. */
+  private static final class CountingChannel implements java.nio.channels.ReadableByteChannel {
+    private final ByteBuffer left;
+    long read;
+
+    CountingChannel(byte[] bytes, int limit) {
+      left = ByteBuffer.wrap(bytes, 0, limit);
+    }
+
+    @Override
+    public int read(ByteBuffer into) {
+      if (!left.hasRemaining()) {
+        return -1;
+      }
+      // Short reads, as a socket gives them.
+      int n = Math.min(Math.min(into.remaining(), left.remaining()), 300_000);
+      into.put(left.slice().limit(n));
+      left.position(left.position() + n);
+      read += n;
+      return n;
+    }
+
+    @Override
+    public boolean isOpen() {
+      return true;
+    }
+
+    @Override
+    public void close() {}
+  }
+
   private static StoreStats upload(ObjectStore store, ObjectKey key, int size, byte fill)
       throws Exception {
     byte[] chunk = new byte[1 << 20];

@@ -163,14 +163,20 @@ public final class FileObjectStore implements ObjectStore {
    * any more (pages already allocated take the bytes at copy speed, fresh shared memory at
    * page-fault speed), else a new one.
    */
-  FileChannel openUploadFile(String namespace, long size, Path temp) throws IOException {
+  UploadFile openUploadFile(String namespace, long size, Path temp) throws IOException {
+    // READ too: a receiver may map it read-write.
     if (size >= UPLOAD_REUSE_MIN_BYTES && reuse(namespace, size, temp)) {
-      FileChannel file = FileChannel.open(temp, StandardOpenOption.WRITE);
+      FileChannel file = FileChannel.open(temp, StandardOpenOption.READ,
+          StandardOpenOption.WRITE);
       file.truncate(size);
-      return file;
+      return new UploadFile(file, true);
     }
-    return FileChannel.open(temp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+    return new UploadFile(FileChannel.open(temp, StandardOpenOption.CREATE_NEW,
+        StandardOpenOption.READ, StandardOpenOption.WRITE), false);
   }
+
+  /** An upload's open file; {@code reused}: a released object's, its pages allocated. */
+  record UploadFile(FileChannel channel, boolean reused) {}
 
   /** Moves a released object's file to {@code temp} if one fits and nobody maps it. */
   private boolean reuse(String namespace, long size, Path temp) {

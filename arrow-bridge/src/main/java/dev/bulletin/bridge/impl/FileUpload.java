@@ -6,7 +6,10 @@ import dev.bulletin.bridge.ObjectStoreException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.channels.ReadableByteChannel;
 import java.nio.file.Path;
+import java.util.concurrent.Executor;
+import java.util.function.Consumer;
 
 /** A chunked write into a temporary file, in room the store reserved before the first chunk. */
 final class FileUpload implements ObjectStore.Upload {
@@ -16,6 +19,8 @@ final class FileUpload implements ObjectStore.Upload {
   private final Path temp;
   /** Opened on the first byte (see FileObjectStore#openUploadFile). */
   private FileChannel out;
+  /** Whether {@link #out} is a released object's file: its pages are allocated already. */
+  private boolean reusedFile;
   private long written;
   private boolean finished;
 
@@ -29,7 +34,9 @@ final class FileUpload implements ObjectStore.Upload {
   private FileChannel out() {
     if (out == null) {
       try {
-        out = store.openUploadFile(key.namespace(), size, temp);
+        FileObjectStore.UploadFile file = store.openUploadFile(key.namespace(), size, temp);
+        out = file.channel();
+        reusedFile = file.reused();
       } catch (IOException e) {
         throw new ObjectStoreException("cannot start upload of " + key + ": " + e, e);
       }
@@ -55,6 +62,20 @@ final class FileUpload implements ObjectStore.Upload {
     } catch (IOException e) {
       throw new ObjectStoreException("cannot write upload of " + key + ": " + e, e);
     }
+  }
+
+  @Override
+  public boolean receiveInPlace(ReadableByteChannel source, Consumer<ByteBuffer> received,
+      Executor helper) throws IOException {
+    if (finished) {
+      throw new ObjectStoreException("upload of " + key + " is already finished");
+    }
+    out();
+    if (!reusedFile) {
+      return false;
+    }
+    new MappedReceive(out, written, size).run(source, received, helper, n -> written += n);
+    return true;
   }
 
   @Override

@@ -19,9 +19,9 @@ import java.util.zip.CRC32C;
 
 /**
  * Moves an object's bytes between a socket and the store with blocking I/O on data threads.
- * Receiving: the socket is read into reused direct buffers and written into the upload's file
- * by a helper thread; on tmpfs the first write of a page (allocating it) costs more than the
- * copy.
+ * Receiving: straight into the upload's file when its pages exist already; into fresh memory,
+ * the socket is read into reused direct buffers and written into the file by a helper thread
+ * (on tmpfs the first write of a page, allocating it, costs more than the copy).
  * Sending: the file goes out with {@code transferTo} (sendfile: no copy in this process).
  */
 final class BulkIo {
@@ -49,18 +49,33 @@ final class BulkIo {
   }
 
   /**
-   * Reads exactly {@code size} bytes into the upload; returns their CRC32C. Two threads: this
-   * one reads the socket into a free buffer and checks it while a helper writes the previous
-   * one into the file, so the copy out of the socket overlaps the tmpfs page allocation of the
-   * write (each alone is about as slow as the link).
+   * Reads exactly {@code size} bytes into the upload; returns their CRC32C, computed on each
+   * slice while it is in cache. Into memory the store has already (a released object's file):
+   * straight from the socket into the file's pages. Into fresh memory, through buffers (below).
    */
   int receive(SocketChannel channel, ObjectStore.Upload upload, long size, Runnable progress)
       throws IOException {
+    CRC32C crc = new CRC32C();
+    if (upload.receiveInPlace(channel, slice -> {
+      crc.update(slice);
+      progress.run();
+    }, helpers)) {
+      return (int) crc.getValue();
+    }
+    return receiveBuffered(channel, upload, size, crc, progress);
+  }
+
+  /**
+   * Two threads: this one reads the socket into a free buffer and checks it while a helper
+   * writes the previous one into the file, so the copy out of the socket overlaps the tmpfs
+   * page allocation of the write (each alone is about as slow as the link).
+   */
+  private int receiveBuffered(SocketChannel channel, ObjectStore.Upload upload, long size,
+      CRC32C crc, Runnable progress) throws IOException {
     ByteBuffer[] own = buffers.get();
     BlockingQueue<ByteBuffer> free = new ArrayBlockingQueue<>(own.length);
     BlockingQueue<ByteBuffer> full = new ArrayBlockingQueue<>(own.length + 1);
     free.addAll(List.of(own));
-    CRC32C crc = new CRC32C();
     CountDownLatch writerDone = new CountDownLatch(1);
     Future<?> writer = helpers.submit(() -> {
       try {
