@@ -137,6 +137,23 @@ def test_a_large_upload_into_released_memory_is_read_straight_into_it(bulk_clien
         np.testing.assert_array_equal(value, a * 2)
 
 
+def test_an_object_downloaded_then_released_gives_its_memory_to_the_next_upload(bulk_client,
+                                                                               client):
+    a = np.random.default_rng(40).random(8 << 20)  # 64 MiB
+    encoded = encode(a)
+    referenced = bulk_client.status().store["referenced"]
+    oid = bulk_client._transfer.acquire(encoded)
+    back = bulk_client._transfer.fetch(oid, encoded.nbytes)  # the runtime maps it to check it
+    assert bulk_client._transfer.last_path == "bulk" and back[7] == a[7]
+    bulk_client._transfer.release(oid)
+    wait_until(lambda: bulk_client.status().store["referenced"] <= referenced, timeout=10,
+               what="the release to reach the runtime")
+    recycled = bulk_client.status().store["recycled_files"]
+    bulk_client._transfer.acquire(encode(np.random.default_rng(41).random(8 << 20)))
+    # Reused only if the download left no mapping of the file behind in the runtime.
+    assert bulk_client.status().store["recycled_files"] == recycled + 1
+
+
 def test_an_unreachable_data_port_falls_back_to_grpc(bulk_client, client):
     transfer = bulk_client._transfer
     transfer._data_port = free_port()  # nothing listens there

@@ -2,7 +2,6 @@ package dev.bulletin.bridge.impl;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
@@ -40,26 +39,6 @@ final class Files2 {
       Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE);
     } catch (AtomicMoveNotSupportedException e) {
       throw new IOException("folder " + target.getParent() + " must support atomic rename", e);
-    }
-  }
-
-  /**
-   * Unmaps now. The JDK unmaps only when the buffer is collected, and till then the mapping
-   * keeps the file's memory and makes it look in use to whoever checks /proc/PID/maps.
-   */
-  static void unmap(MappedByteBuffer mapping) {
-    UNSAFE.invokeCleaner(mapping);
-  }
-
-  private static final sun.misc.Unsafe UNSAFE = loadUnsafe();
-
-  private static sun.misc.Unsafe loadUnsafe() {
-    try {
-      java.lang.reflect.Field field = sun.misc.Unsafe.class.getDeclaredField("theUnsafe");
-      field.setAccessible(true);
-      return (sun.misc.Unsafe) field.get(null);
-    } catch (ReflectiveOperationException e) {
-      throw new ExceptionInInitializerError(e);
     }
   }
 

@@ -1,5 +1,6 @@
 package dev.bulletin.bridge.impl;
 
+import dev.bulletin.bridge.Mappings;
 import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -118,7 +119,7 @@ final class MappedReceive {
   }
 
   private void unmapAll() {
-    windows.forEach(Files2::unmap);
+    windows.forEach(Mappings::unmap);
     windows.clear();
   }
 

@@ -1,9 +1,11 @@
 package dev.bulletin.runtime.impl;
 
+import dev.bulletin.bridge.Mappings;
 import dev.bulletin.bridge.ObjectStore;
 import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.SocketChannel;
 import java.util.List;
@@ -179,8 +181,13 @@ final class BulkIo {
       CRC32C crc = new CRC32C();
       try {
         for (long at = 0; at < size; at += CRC_WINDOW) {
-          crc.update(file.map(FileChannel.MapMode.READ_ONLY, at, Math.min(CRC_WINDOW,
-              size - at)));
+          MappedByteBuffer window = file.map(FileChannel.MapMode.READ_ONLY, at,
+              Math.min(CRC_WINDOW, size - at));
+          try {
+            crc.update(window);
+          } finally {
+            Mappings.unmap(window); // a lingering mapping would keep the file from reuse
+          }
         }
       } catch (IOException e) {
         throw new java.io.UncheckedIOException(e);
