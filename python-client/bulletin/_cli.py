@@ -94,6 +94,11 @@ def _parser() -> argparse.ArgumentParser:
                              "no call it cannot finish by then")
     worker.add_argument("--store-dir", type=Path, metavar="DIR",
                         help="object store folder (default: /dev/shm/bulletin-worker-ID)")
+    worker.add_argument("--data-path", choices=("auto", "grpc"), default=None,
+                        help="how objects move to and from the runtime: auto (its bulk data "
+                             "port, or gRPC chunks when it has none or the port cannot be "
+                             "reached from here) or grpc (chunks only); default: "
+                             "$BULLETIN_DATA_PATH, else auto")
     worker.set_defaults(run=_worker)
     return parser
 
@@ -216,7 +221,7 @@ def _worker(args) -> int:
     opts = _launch.WorkerOptions(head=args.head, pool=args.pool, worker_id=args.worker_id,
                                  gpus=args.gpus, simulate_gpus=args.simulate_gpus, cpus=args.cpus,
                                  memory=args.memory, expires_at=args.expires_at,
-                                 store_dir=args.store_dir)
+                                 store_dir=args.store_dir, data_path=args.data_path)
     _launch.exec_worker(home(), opts)  # does not return
     return 0
 

@@ -161,6 +161,7 @@ class WorkerOptions:
     memory: str | None = None
     expires_at: float = 0.0
     store_dir: Path | None = None
+    data_path: str | None = None  # None: the worker reads BULLETIN_DATA_PATH
 
 
 def worker_command(java: str, jar: Path, opts: WorkerOptions) -> list[str]:
@@ -178,6 +179,8 @@ def worker_command(java: str, jar: Path, opts: WorkerOptions) -> list[str]:
         cmd += ["--expires-at", f"{opts.expires_at:.3f}"]
     if opts.store_dir is not None:
         cmd += ["--store-dir", str(opts.store_dir)]
+    if opts.data_path:
+        cmd += ["--data-path", opts.data_path]
     return cmd
 
 

@@ -91,7 +91,8 @@ class ClusterStatus:
     # The object store: objects, referenced, spilled, memory_bytes, spilled_bytes, capacity_bytes;
     # worker_objects (results kept only on remote workers), pulled_objects and pulled_bytes
     # (moved from a worker's store to the runtime's), sent_to_workers_bytes (workers fetched);
-    # recycled_files (writes that reused a released object's memory).
+    # recycled_files (writes that reused a released object's memory); data_port_bytes (moved
+    # over the bulk data port, both ways, by clients and workers).
     store: dict = field(default_factory=dict)
 
     @property
@@ -113,7 +114,7 @@ class ClusterStatus:
         store = {name: getattr(msg.store, name) for name in (
             "objects", "referenced", "spilled", "memory_bytes", "spilled_bytes", "capacity_bytes",
             "worker_objects", "pulled_objects", "pulled_bytes", "sent_to_workers_bytes",
-            "recycled_files")}
+            "recycled_files", "data_port_bytes")}
         pools = tuple(PoolInfo(p.name, p.provider, p.starting, p.idle, p.busy, p.draining,
                                p.max_workers, p.backoff_until) for p in msg.pools)
         return cls(msg.cluster_id, workers, Slots._from_proto(msg.gpus),

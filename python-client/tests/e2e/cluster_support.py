@@ -62,9 +62,11 @@ def cli_env(home: Path) -> dict[str, str]:
     return env
 
 
-def run_cli(home: Path, *args: str, timeout: float = UP_SECONDS) -> subprocess.CompletedProcess:
+def run_cli(home: Path, *args: str, timeout: float = UP_SECONDS,
+            env: dict | None = None) -> subprocess.CompletedProcess:
     """Runs the real `bulletin` command (the venv's entry point module) against home."""
-    return subprocess.run([sys.executable, "-m", "bulletin._cli", *args], env=cli_env(home),
+    return subprocess.run([sys.executable, "-m", "bulletin._cli", *args],
+                          env=env or cli_env(home),
                           capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 

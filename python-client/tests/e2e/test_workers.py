@@ -212,6 +212,15 @@ def test_bulletin_worker_help_and_bad_arguments(head):
     assert helped.returncode == 0 and "--head" in helped.stdout and "worker token" in helped.stdout
     bad = run_cli(head.home, "worker", "--head", "nohostport", timeout=30)
     assert bad.returncode == 2 and "HOST:PORT" in bad.stderr
+    path = run_cli(head.home, "worker", "--head", head.address, "--data-path", "carrier-pigeon",
+                   timeout=30)
+    assert path.returncode == 2 and "--data-path" in path.stderr and "carrier-pigeon" in \
+        path.stderr, path.stderr
+    # The jar's own check, for BULLETIN_DATA_PATH (and a worker started without the CLI).
+    env = dict(cli_env(head.home), BULLETIN_DATA_PATH="carrier-pigeon")
+    jar = run_cli(head.home, "worker", "--head", head.address, "--cpus", "1", timeout=60,
+                  env=env)
+    assert jar.returncode != 0 and "BULLETIN_DATA_PATH" in jar.stderr, jar.stderr
     unreachable = run_cli(head.home, "worker", "--head", "127.0.0.1:1", "--cpus", "1", timeout=90)
     assert unreachable.returncode == 3 and "cannot reach the runtime at 127.0.0.1:1" in \
         unreachable.stderr
@@ -308,13 +317,17 @@ def test_a_large_result_stays_on_its_worker_and_the_next_call_runs_there_with_no
     fetched = head_client.status().store
     assert fetched["pulled_objects"] == before["pulled_objects"] + 1
     assert fetched["pulled_bytes"] - before["pulled_bytes"] >= EIGHT_MIB * 4
+    # The worker sent it over the runtime's bulk data port, not as gRPC chunks.
+    assert fetched["data_port_bytes"] - before["data_port_bytes"] >= EIGHT_MIB * 4
     del value
     assert_nothing_held(head_client, before, functions, ["keep-a", "keep-b"])
 
 
-def test_a_call_placed_away_from_the_keeper_still_gets_the_value(head_client, workers, tmp_path):
-    workers("away-a", "--simulate-gpus", "1")
-    workers("away-b", "--simulate-gpus", "1")
+@pytest.mark.parametrize("data_path", ["auto", "grpc"])
+def test_a_call_placed_away_from_the_keeper_still_gets_the_value(head_client, workers, tmp_path,
+                                                                 data_path):
+    workers("away-a", "--simulate-gpus", "1", "--data-path", data_path)
+    workers("away-b", "--simulate-gpus", "1", "--data-path", data_path)
     before = head_client.status().store
     functions = set(head_client._sent_functions)
     first = head_client.submit(arange, EIGHT_MIB, gpus=1)
@@ -335,6 +348,10 @@ def test_a_call_placed_away_from_the_keeper_still_gets_the_value(head_client, wo
     moved = head_client.status().store
     assert moved["pulled_objects"] == before["pulled_objects"] + 1
     assert moved["sent_to_workers_bytes"] - before["sent_to_workers_bytes"] >= EIGHT_MIB * 4
+    # Up from the keeper and down to the other worker: over the bulk data port unless the
+    # workers were told to use gRPC chunks only.
+    over_port = moved["data_port_bytes"] - before["data_port_bytes"]
+    assert over_port >= 2 * EIGHT_MIB * 4 if data_path == "auto" else over_port == 0
     gate.touch()
     assert holder.result(timeout=CALL_SECONDS) == expected
     del first

@@ -6,6 +6,7 @@ import dev.bulletin.runtime.node.WorkerNodeOptions;
 import dev.bulletin.runtime.node.WorkerRefusedException;
 import dev.bulletin.worker.WorkerOptions;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -44,6 +45,11 @@ public final class WorkerMain implements Callable<Integer> {
       description = "Object store folder (default: /dev/shm/bulletin-worker-<id>-<pid>).")
   Path storeDir;
 
+  @Option(names = "--data-path", defaultValue = "${env:BULLETIN_DATA_PATH:-auto}",
+      description = "How objects move to and from the runtime: auto (its bulk data port, or gRPC"
+          + " chunks when it has none or it cannot be reached from here) or grpc (chunks only)."
+          + " Default: BULLETIN_DATA_PATH, else auto.")
+  String dataPath;
 
   @Override
   public Integer call() throws Exception {
@@ -59,6 +65,10 @@ public final class WorkerMain implements Callable<Integer> {
     }
     String host = HostName.get();
     String id = workerId != null ? workerId : host + "-" + ProcessHandle.current().pid();
+    if (!List.of("auto", "bulk", "grpc").contains(dataPath)) {
+      throw new IllegalArgumentException("--data-path (or BULLETIN_DATA_PATH) must be auto or"
+          + " grpc, got '" + dataPath + "'");
+    }
     WorkerOptions worker = resources.worker(id);
     String slurmJob = System.getenv("SLURM_JOB_ID");
     String handle = System.getenv().getOrDefault("BULLETIN_PROVIDER_HANDLE",
@@ -68,7 +78,7 @@ public final class WorkerMain implements Callable<Integer> {
         // The pid keeps two workers of one id (a restart racing its predecessor's exit) apart.
         storeDir != null ? storeDir
             : ObjectStores.defaultFolder("worker-" + id + "-" + ProcessHandle.current().pid()),
-        BulletinRuntime.VERSION);
+        BulletinRuntime.VERSION, !dataPath.equals("grpc"));
     WorkerNode node;
     try {
       node = WorkerNode.start(options);

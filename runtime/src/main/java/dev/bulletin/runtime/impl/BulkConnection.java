@@ -137,6 +137,7 @@ final class BulkConnection implements Runnable {
       CompletableFuture<Void> held = new CompletableFuture<>();
       loop.execute(() -> {
         objects.keep(ticket.caller(), stored);
+        objects.movedOverDataPort(ticket.caller(), false, ticket.size());
         held.complete(null);
       });
       held.get(30, TimeUnit.SECONDS);
@@ -163,6 +164,7 @@ final class BulkConnection implements Runnable {
       channel.write(ByteBuffer.allocate(9).put(OK).putLong(size).flip());
       io.send(file, size, channel, this::progressed);
       writeFully(ByteBuffer.allocate(4).putInt(crc.join()).flip());
+      loop.execute(() -> objects.movedOverDataPort(ticket.caller(), true, size));
     }
   }
 

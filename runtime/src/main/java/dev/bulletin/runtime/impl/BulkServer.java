@@ -119,7 +119,7 @@ final class BulkServer implements AutoCloseable {
     tickets.closeAll();
   }
 
-  private static java.util.concurrent.ThreadFactory daemons(String name) {
+  static java.util.concurrent.ThreadFactory daemons(String name) {
     AtomicInteger count = new AtomicInteger();
     return task -> {
       Thread thread = new Thread(task, name + "-" + count.incrementAndGet());

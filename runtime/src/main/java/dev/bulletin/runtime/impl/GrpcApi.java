@@ -208,7 +208,8 @@ final class GrpcApi {
           .setWorkerObjects(objects.workerObjects()).setPulledObjects(objects.pulledObjects())
           .setPulledBytes(objects.pulledBytes())
           .setSentToWorkersBytes(objects.sentToWorkersBytes())
-          .setRecycledFiles(store.recycledFiles()))
+          .setRecycledFiles(store.recycledFiles())
+          .setDataPortBytes(objects.dataPortBytes()))
           .build());
     });
   }

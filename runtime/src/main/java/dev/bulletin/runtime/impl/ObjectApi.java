@@ -145,6 +145,14 @@ final class ObjectApi {
    * session, or for a worker's result the control plane, which claims it when the worker
    * reports the call. On the loop.
    */
+  /** A data connection moved an object's bytes to or from the caller. On the loop. */
+  void movedOverDataPort(Caller caller, boolean toCaller, long bytes) {
+    plane.objects().movedOverDataPort(bytes);
+    if (toCaller && caller.worker()) {
+      plane.objects().sentToWorker(bytes);
+    }
+  }
+
   void keep(Caller caller, ObjectKey stored) {
     if (caller.worker()) {
       plane.uploaded(stored);

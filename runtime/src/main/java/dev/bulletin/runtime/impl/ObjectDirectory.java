@@ -53,6 +53,7 @@ final class ObjectDirectory {
   private int pulledObjects;
   private long pulledBytes;
   private long sentToWorkersBytes;
+  private long dataPortBytes;
 
   /** @param links the link to a worker by id, while it is attached */
   ObjectDirectory(ObjectStore store, Function<String, Optional<WorkerLink>> links) {
@@ -324,6 +325,15 @@ final class ObjectDirectory {
   /** A worker fetched bytes from the runtime's store. */
   void sentToWorker(long bytes) {
     sentToWorkersBytes += bytes;
+  }
+
+  /** An object's bytes crossed the bulk data port, in either direction. */
+  void movedOverDataPort(long bytes) {
+    dataPortBytes += bytes;
+  }
+
+  long dataPortBytes() {
+    return dataPortBytes;
   }
 
   /** Results referenced and kept only on workers (not in the runtime's store). */

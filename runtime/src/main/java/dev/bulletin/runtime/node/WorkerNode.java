@@ -92,7 +92,8 @@ public final class WorkerNode implements AutoCloseable {
     this.client = GrpcClient.client(vertx,
         new GrpcClientOptions().setMaxMessageSize(RuntimeOptions.MAX_MESSAGE_BYTES));
     SocketAddress head = SocketAddress.inetSocketAddress(options.headPort(), options.headHost());
-    this.objects = new HeadObjects(client, head, options.token(), store);
+    this.objects = new HeadObjects(vertx, client, head, options.token(), store,
+        options.bulkData());
   }
 
   /**
@@ -393,6 +394,7 @@ public final class WorkerNode implements AutoCloseable {
       context.runOnContext(ignored -> stream.cancel());
     }
     agent.close();
+    objects.close();
     try {
       vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
     } catch (Exception ignored) {

@@ -17,6 +17,8 @@ import java.nio.file.Path;
  * @param providerHandle what the provider knows the worker by (e.g. "slurm:1234"); may be empty
  * @param storeFolder the local object store
  * @param version the bulletin version, which must match the runtime's
+ * @param bulkData whether objects move over the runtime's bulk data port when it has one
+ *     (else as gRPC chunks)
  */
 public record WorkerNodeOptions(
     String headHost,
@@ -28,7 +30,8 @@ public record WorkerNodeOptions(
     double expiresAt,
     String providerHandle,
     Path storeFolder,
-    String version) {
+    String version,
+    boolean bulkData) {
 
   public WorkerNodeOptions {
     if (headHost == null || headHost.isBlank()) {
