@@ -14,6 +14,9 @@ Sections (each prints its numbers and ratios; --only picks some):
   cross-host two network namespaces on a veth pair (root needed): upload and download of the
              array through the bulk data port (and, for comparison, the chunked gRPC path,
              BULLETIN_DATA_PATH=grpc) against a raw TCP stream between the same namespaces.
+  worker-host  the runtime and its client in one namespace, a worker in the other: the worker
+             fetching a call's 1 GiB input and uploading a 1 GiB result (pulled by result()),
+             over the data port and over gRPC chunks (--data-path grpc), against raw TCP.
   dask, ray  the same round trip (argument in, result out) through each peer, if installed.
   dataset    a CIFAR-10-sized uint8 dataset (50,000 x 3 x 32 x 32) passed to 5 consecutive
              calls: the bytes uploaded on calls 2 to 5 (must be 0).
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -255,6 +259,128 @@ def cross_client(address: str, token: str, nbytes: int) -> dict:
             "downloads_into_reused_memory": reused_downloads}
 
 
+def raw_tcp(server_ns: str, client_ns: str, nbytes: int) -> float:
+    """Seconds for nbytes over a raw TCP stream from the client namespace to the server's: the
+    ceiling for any protocol on this link (best of three, as bulletin's figures are best of
+    their rounds)."""
+    import _netns
+
+    me = os.path.abspath(__file__)
+    raws = []
+    for _ in range(3):
+        server = subprocess.Popen(_netns.in_ns(server_ns, [
+            sys.executable, me, "--_tcp-server", str(nbytes)]), stdout=subprocess.PIPE, text=True)
+        server.stdout.readline()
+        raws.append(json.loads(subprocess.check_output(_netns.in_ns(client_ns, [
+            sys.executable, me, "--_tcp-client", _netns.SERVER_IP, str(nbytes)]))))
+        server.wait(30)
+    return min(raws)
+
+
+def worker_driver(address: str, token: str, nbytes: int) -> dict:
+    """Runs on the runtime's host: each round scatters new content (a same-host write), then a
+    call that must run on the remote worker reads it (the worker fetches it from the runtime);
+    then a call there makes a new array of that size, kept on the worker until result() pulls
+    it to the runtime (the worker uploads it) and maps it here."""
+    import bulletin
+
+    client = bulletin.Client(address, token=token, connect_timeout=10)
+    deadline = time.monotonic() + 60
+    worker_id = os.environ["BENCH_WORKER_ID"]
+    while not any(w.worker_id == worker_id for w in client.status().workers):
+        if time.monotonic() > deadline:
+            raise RuntimeError("the worker on the other host did not attach within 60 s")
+        time.sleep(0.2)
+    a = array(nbytes)
+    fetches, pulls = [], []
+    for round_ in range(4):
+        a[0] = round_
+        ref = client.scatter(a)
+        start = time.perf_counter()
+        assert client.submit(first, ref, gpus=1).result(timeout=300) == round_
+        fetches.append(time.perf_counter() - start)
+        made = client.submit(scale, ref, 2.0, gpus=1)
+        made.exception(timeout=300)  # done: the result waits on the worker
+        start = time.perf_counter()
+        value = made.result()
+        pulls.append(time.perf_counter() - start)
+        assert value[0] == 2 * round_
+        del value, made, ref
+        time.sleep(0.3)  # the releases travel on the session stream
+    # The call alone, an input already on the worker: what a fetch adds is above this.
+    ref = client.scatter(a)
+    client.submit(first, ref, gpus=1).result(timeout=300)
+    start = time.perf_counter()
+    client.submit(first, ref, gpus=1).result(timeout=300)
+    call = time.perf_counter() - start
+    client.close()
+    return {"fetches_s": fetches, "pulls_s": pulls, "call_s": call}
+
+
+def worker_host(nbytes: int) -> dict:
+    """A worker on the other host, the client beside the runtime: the worker's fetches of a
+    call's input and its uploads of a result, over the data port and over gRPC chunks."""
+    import _netns
+
+    why = _netns.available()
+    if why:
+        return {"skipped": why}
+    me = os.path.abspath(__file__)
+    with _netns.two_hosts() as (server_ns, client_ns), tempfile.TemporaryDirectory() as home:
+        raw = raw_tcp(server_ns, client_ns, nbytes)
+        env = dict(os.environ, BULLETIN_HOME=home)
+        env.pop("BULLETIN_ADDRESS", None)
+        env.pop("BULLETIN_TOKEN", None)
+        env.pop("BULLETIN_DATA_PATH", None)
+        subprocess.run(_netns.in_ns(server_ns, [
+            sys.executable, "-m", "bulletin._cli", "up", "--host", "0.0.0.0", "--port", "18772",
+            "--cpus", "1"]), env=env, check=True, capture_output=True)
+        runs = {}
+        try:
+            token = open(os.path.join(home, "token")).read().strip()
+            for path in tuple(os.environ.get("BENCH_PATHS", "auto,grpc").split(",")):
+                worker = subprocess.Popen(_netns.in_ns(client_ns, [
+                    sys.executable, "-m", "bulletin._cli", "worker", "--head",
+                    f"{_netns.SERVER_IP}:18772", "--worker-id", f"far-{path}",
+                    "--simulate-gpus", "1", "--cpus", "1", "--data-path", path]), env=env,
+                    stdout=open(os.environ.get("BENCH_WORKER_LOG", os.devnull), "ab"),
+                    stderr=subprocess.STDOUT)
+                try:
+                    out = subprocess.run(_netns.in_ns(server_ns, [
+                        sys.executable, me, "--_worker-driver", "127.0.0.1:18772", str(nbytes)]),
+                        env=dict(env, BULLETIN_TOKEN=token, BENCH_WORKER_ID=f"far-{path}"),
+                        capture_output=True, text=True)
+                    if out.returncode:
+                        raise RuntimeError(f"worker-host driver failed:\n{out.stderr}")
+                    runs[path] = json.loads(out.stdout)
+                finally:
+                    worker.terminate()
+                    worker.wait(30)
+        finally:
+            if os.environ.get("BENCH_RUNTIME_LOG"):
+                shutil.copy(os.path.join(home, "runtime.log"), os.environ["BENCH_RUNTIME_LOG"])
+            subprocess.run(_netns.in_ns(server_ns, [sys.executable, "-m", "bulletin._cli",
+                                                    "down"]), env=env, capture_output=True)
+    tcp_gbps = gbps(nbytes, raw)
+
+    def ratio(seconds):  # the call's own time taken out: the bytes' share of it
+        return gbps(nbytes, max(seconds - runs["auto"]["call_s"], 1e-9)) / tcp_gbps
+
+    bulk, grpc_run = runs["auto"], runs["grpc"]
+    return {
+        "raw_tcp_GBps": tcp_gbps,
+        "call_s": bulk["call_s"],
+        "fetches_s": [round(s, 3) for s in bulk["fetches_s"]],
+        "pulls_s": [round(s, 3) for s in bulk["pulls_s"]],
+        "grpc_fetches_s": [round(s, 3) for s in grpc_run["fetches_s"]],
+        "grpc_pulls_s": [round(s, 3) for s in grpc_run["pulls_s"]],
+        "fetch_vs_tcp": ratio(min(bulk["fetches_s"][2:])),
+        "pull_vs_tcp": ratio(min(bulk["pulls_s"][2:])),
+        "grpc_fetch_vs_tcp": ratio(min(grpc_run["fetches_s"][2:])),
+        "grpc_pull_vs_tcp": ratio(min(grpc_run["pulls_s"][2:])),
+    }
+
+
 def cross_host(nbytes: int) -> dict:
     import _netns
 
@@ -263,18 +389,7 @@ def cross_host(nbytes: int) -> dict:
         return {"skipped": why}
     me = os.path.abspath(__file__)
     with _netns.two_hosts() as (server_ns, client_ns), tempfile.TemporaryDirectory() as home:
-        # Raw TCP between the namespaces: the ceiling for any protocol on this link (best of
-        # three, as bulletin's figures are best of their rounds).
-        raws = []
-        for _ in range(3):
-            server = subprocess.Popen(_netns.in_ns(server_ns, [
-                sys.executable, me, "--_tcp-server", str(nbytes)]), stdout=subprocess.PIPE,
-                text=True)
-            server.stdout.readline()
-            raws.append(json.loads(subprocess.check_output(_netns.in_ns(client_ns, [
-                sys.executable, me, "--_tcp-client", _netns.SERVER_IP, str(nbytes)]))))
-            server.wait(30)
-        raw = min(raws)
+        raw = raw_tcp(server_ns, client_ns, nbytes)
         env = dict(os.environ, BULLETIN_HOME=home)
         env.pop("BULLETIN_ADDRESS", None)
         env.pop("BULLETIN_TOKEN", None)
@@ -368,10 +483,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gib", type=float, default=1.0, help="array size in GiB (default 1)")
     parser.add_argument("--only",
-                        default="same-host,same-host-huge,cross-host,dask,ray,dataset")
+                        default="same-host,same-host-huge,cross-host,worker-host,dask,ray,"
+                                "dataset")
     parser.add_argument("--_tcp-server", dest="tcp_server", type=int)
     parser.add_argument("--_tcp-client", dest="tcp_client", nargs=2)
     parser.add_argument("--_cross-client", dest="cross_client", nargs=2)
+    parser.add_argument("--_worker-driver", dest="worker_driver", nargs=2)
     args = parser.parse_args()
     if args.tcp_server:
         return tcp_server(args.tcp_server)
@@ -380,6 +497,9 @@ def main() -> None:
     if args.cross_client:
         return print(json.dumps(cross_client(args.cross_client[0], os.environ["BULLETIN_TOKEN"],
                                              int(args.cross_client[1]))))
+    if args.worker_driver:
+        return print(json.dumps(worker_driver(args.worker_driver[0], os.environ["BULLETIN_TOKEN"],
+                                              int(args.worker_driver[1]))))
 
     nbytes = int(args.gib * GIB) // 4 * 4
     only = set(args.only.split(","))
@@ -399,6 +519,7 @@ def main() -> None:
                 record("dataset", dataset(client))
     sections = {"same-host-huge": lambda: huge_page_store(a),
                 "cross-host": lambda: cross_host(nbytes),
+                "worker-host": lambda: worker_host(nbytes),
                 "dask": lambda: dask_round_trip(a), "ray": lambda: ray_round_trip(a)}
     for name, run in sections.items():
         if name in only:
@@ -442,6 +563,15 @@ def main() -> None:
               f"gRPC: {cross['grpc_put_vs_tcp']:.2f}x / {cross['grpc_get_vs_tcp']:.2f}x")
     elif cross:
         print(f"  cross-host skipped: {cross['skipped']}")
+    far = results.get("worker-host", {})
+    if "fetch_vs_tcp" in far:
+        print(f"  worker on another host: fetching a call's input {far['fetch_vs_tcp']:.2f}x, "
+              f"uploading a result {far['pull_vs_tcp']:.2f}x raw TCP ({far['raw_tcp_GBps']:.2f} "
+              f"GB/s; the call's own {far['call_s'] * 1e3:.0f} ms taken out; steady state). "
+              f"Over gRPC chunks (--data-path grpc): {far['grpc_fetch_vs_tcp']:.2f}x / "
+              f"{far['grpc_pull_vs_tcp']:.2f}x")
+    elif far:
+        print(f"  worker-host skipped: {far['skipped']}")
     if "dataset" in results:
         print(f"  dataset to 5 calls: {results['dataset']['uploaded_calls_2_to_5']} bytes "
               "uploaded on calls 2-5; must be 0")

@@ -20,4 +20,10 @@ public sealed interface CallOutcome {
    * broke) or could not run it; {@code cause} says which. The call may run again elsewhere.
    */
   record WorkerLost(String cause) implements CallOutcome {}
+
+  /**
+   * The call never reached the worker: its connection was gone when the call was sent. It ran
+   * nowhere, so it goes back to the queue without using a retry.
+   */
+  record Undelivered(String cause) implements CallOutcome {}
 }

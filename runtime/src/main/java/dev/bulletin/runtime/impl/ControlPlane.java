@@ -436,7 +436,11 @@ final class ControlPlane {
     }
     boolean died = outcome instanceof CallOutcome.WorkerLost
         || outcome instanceof CallOutcome.ExecutorDied;
-    if (task.preemptedFor() != null && task.stopReason() == null
+    if (outcome instanceof CallOutcome.Undelivered && task.stopReason() == null) {
+      // It never reached the worker (gone as the call was sent): it costs no retry.
+      task.undelivered();
+      tasks.transition(task, TaskState.QUEUED, TaskEvents.queued(task.id()));
+    } else if (task.preemptedFor() != null && task.stopReason() == null
         && !(outcome instanceof CallOutcome.Returned)) {
       // Preempted: back in the queue where it was; its caller sees nothing but a count.
       task.requeued();
@@ -475,6 +479,9 @@ final class ControlPlane {
           FailureCode.EXECUTOR_DIED, "the executor running " + task.name() + "() died: "
               + died.cause() + ". It has been replaced; the cluster keeps serving other calls.",
           timings));
+    } else if (outcome instanceof CallOutcome.Undelivered) {
+      tasks.transition(task, TaskState.CANCELLED, TaskEvents.cancelled(task.id(),
+          "the call was " + task.stopReason() + " before it reached a worker"));
     } else if (outcome instanceof CallOutcome.WorkerLost lost) {
       if (task.stopReason() != null) {
         tasks.transition(task, TaskState.CANCELLED, TaskEvents.cancelled(task.id(),

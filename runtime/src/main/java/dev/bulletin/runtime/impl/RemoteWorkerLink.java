@@ -27,6 +27,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
 
 /**
  * The runtime's end of a remote worker's Attach stream. Calls go down as {@link RunCall} with
@@ -48,13 +49,17 @@ final class RemoteWorkerLink implements WorkerLink {
   private final Map<String, Pending> pending = new HashMap<>();
   /** Functions this worker already holds: later calls send their id only. */
   private final Set<ObjectKey> functionsSent = new HashSet<>();
+  /** Told (once, later on the loop) when a write finds the stream broken. */
+  private final Consumer<String> broken;
   private int storeReferenced;
   private boolean closed;
 
+  /** @param broken detaches the worker when a write finds its stream broken */
   RemoteWorkerLink(String workerId, GrpcServerResponse<WorkerMessage, HeadMessage> stream,
-      ObjectDirectory objects, long inlineLimit) {
+      ObjectDirectory objects, long inlineLimit, Consumer<String> broken) {
     this.workerId = workerId;
     this.stream = stream;
+    this.broken = broken;
     this.objects = objects;
     this.store = objects.store();
     this.inlineLimit = inlineLimit;
@@ -69,17 +74,21 @@ final class RemoteWorkerLink implements WorkerLink {
   public CompletableFuture<CallOutcome> run(CallRequest request, CallListener listener) {
     CompletableFuture<CallOutcome> outcome = new CompletableFuture<>();
     if (closed) {
-      outcome.complete(new CallOutcome.WorkerLost("the worker had already gone away"));
+      outcome.complete(new CallOutcome.Undelivered("the worker had already gone away"));
       return outcome;
     }
-    pending.put(request.taskId(), new Pending(outcome, listener, request.args().namespace()));
     boolean functionKnown = !functionsSent.add(request.function());
     RunCall.Builder run = RunCall.newBuilder().setTaskId(request.taskId())
         .setFunction(ref(request.function(), !functionKnown))
         .setArgs(ref(request.args(), true)).addAllGpuIds(request.gpuIds())
         .setNamespace(request.args().namespace());
     request.refs().forEach(key -> run.addRefs(ref(key, false)));
-    send(HeadMessage.newBuilder().setRun(run).build());
+    if (!write(HeadMessage.newBuilder().setRun(run).build())) {
+      outcome.complete(new CallOutcome.Undelivered("its connection broke before the call"
+          + " reached it"));
+      return outcome;
+    }
+    pending.put(request.taskId(), new Pending(outcome, listener, request.args().namespace()));
     return outcome;
   }
 
@@ -246,10 +255,23 @@ final class RemoteWorkerLink implements WorkerLink {
   }
 
   private void send(HeadMessage message) {
+    write(message);
+  }
+
+  /**
+   * Writes to the worker; false if its stream is broken. Then the calls it had end as lost, and
+   * the worker is detached (the stream's own error may come later, or not at all).
+   */
+  private boolean write(HeadMessage message) {
     try {
       stream.write(message);
+      return true;
     } catch (IllegalStateException streamGone) {
-      close("its connection broke");
+      if (!closed) {
+        close("its connection broke");
+        broken.accept("lost its connection: " + streamGone.getMessage());
+      }
+      return false;
     }
   }
 }

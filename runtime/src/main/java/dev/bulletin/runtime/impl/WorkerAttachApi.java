@@ -83,8 +83,10 @@ final class WorkerAttachApi {
             + " is already attached; give each worker its own --worker-id");
         return;
       }
+      // A write that finds the stream broken detaches the worker on the next loop turn: never
+      // in the middle of the scheduling pass that was placing a call on it.
       link = new RemoteWorkerLink(registration.getWorkerId(), response, plane.objects(),
-          inlineLimit);
+          inlineLimit, cause -> vertx.runOnContext(ignored -> gone(cause)));
       WorkerSlots slots = new WorkerSlots(registration.getWorkerId(),
           registration.getGpuNamesCount(), registration.getSimulatedGpus(),
           registration.getCpus(), registration.getMemoryBytes());

@@ -337,6 +337,8 @@ public final class WorkerNode implements AutoCloseable {
       ended(taskId, CallEnded.newBuilder().setStopped(stopped.reason()).addAllHeld(held));
     } else if (outcome instanceof CallOutcome.WorkerLost lost) {
       ended(taskId, CallEnded.newBuilder().setFailed(lost.cause()).addAllHeld(held));
+    } else if (outcome instanceof CallOutcome.Undelivered undelivered) {
+      ended(taskId, CallEnded.newBuilder().setFailed(undelivered.cause()).addAllHeld(held));
     }
   }
 

@@ -162,6 +162,15 @@ public final class Task {
       retriesLeft = Math.max(0, retriesLeft - 1);
     }
     requeues++;
+    forgetPlacement();
+  }
+
+  /** Forgets the placement of a call that never reached its worker: it ran nowhere. */
+  public void undelivered() {
+    forgetPlacement();
+  }
+
+  private void forgetPlacement() {
     preemptedFor = null;
     preemptible = false;
     waitInfo = null;
