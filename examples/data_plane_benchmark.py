@@ -25,9 +25,9 @@ Sections (each prints its numbers and ratios; --only picks some):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -277,7 +277,7 @@ def raw_tcp(server_ns: str, client_ns: str, nbytes: int) -> float:
     return min(raws)
 
 
-def worker_driver(address: str, token: str, nbytes: int) -> dict:
+def worker_driver(address: str, token: str, nbytes: int, worker_id: str) -> dict:
     """Runs on the runtime's host: each round scatters new content (a same-host write), then a
     call that must run on the remote worker reads it (the worker fetches it from the runtime);
     then a call there makes a new array of that size, kept on the worker until result() pulls
@@ -286,7 +286,6 @@ def worker_driver(address: str, token: str, nbytes: int) -> dict:
 
     client = bulletin.Client(address, token=token, connect_timeout=10)
     deadline = time.monotonic() + 60
-    worker_id = os.environ["BENCH_WORKER_ID"]
     while not any(w.worker_id == worker_id for w in client.status().workers):
         if time.monotonic() > deadline:
             raise RuntimeError("the worker on the other host did not attach within 60 s")
@@ -326,41 +325,24 @@ def worker_host(nbytes: int) -> dict:
     if why:
         return {"skipped": why}
     me = os.path.abspath(__file__)
-    with _netns.two_hosts() as (server_ns, client_ns), tempfile.TemporaryDirectory() as home:
-        raw = raw_tcp(server_ns, client_ns, nbytes)
-        env = dict(os.environ, BULLETIN_HOME=home)
-        env.pop("BULLETIN_ADDRESS", None)
-        env.pop("BULLETIN_TOKEN", None)
-        env.pop("BULLETIN_DATA_PATH", None)
-        subprocess.run(_netns.in_ns(server_ns, [
-            sys.executable, "-m", "bulletin._cli", "up", "--host", "0.0.0.0", "--port", "18772",
-            "--cpus", "1"]), env=env, check=True, capture_output=True)
-        runs = {}
-        try:
-            token = open(os.path.join(home, "token")).read().strip()
-            for path in tuple(os.environ.get("BENCH_PATHS", "auto,grpc").split(",")):
-                worker = subprocess.Popen(_netns.in_ns(client_ns, [
-                    sys.executable, "-m", "bulletin._cli", "worker", "--head",
-                    f"{_netns.SERVER_IP}:18772", "--worker-id", f"far-{path}",
-                    "--simulate-gpus", "1", "--cpus", "1", "--data-path", path]), env=env,
-                    stdout=open(os.environ.get("BENCH_WORKER_LOG", os.devnull), "ab"),
-                    stderr=subprocess.STDOUT)
-                try:
-                    out = subprocess.run(_netns.in_ns(server_ns, [
-                        sys.executable, me, "--_worker-driver", "127.0.0.1:18772", str(nbytes)]),
-                        env=dict(env, BULLETIN_TOKEN=token, BENCH_WORKER_ID=f"far-{path}"),
-                        capture_output=True, text=True)
-                    if out.returncode:
-                        raise RuntimeError(f"worker-host driver failed:\n{out.stderr}")
-                    runs[path] = json.loads(out.stdout)
-                finally:
-                    worker.terminate()
-                    worker.wait(30)
-        finally:
-            if os.environ.get("BENCH_RUNTIME_LOG"):
-                shutil.copy(os.path.join(home, "runtime.log"), os.environ["BENCH_RUNTIME_LOG"])
-            subprocess.run(_netns.in_ns(server_ns, [sys.executable, "-m", "bulletin._cli",
-                                                    "down"]), env=env, capture_output=True)
+    runs = {}
+    with two_host_runtime(nbytes, 18772, "--cpus", "1") as (server_ns, client_ns, env, raw):
+        for path in ("auto", "grpc"):
+            worker = subprocess.Popen(_netns.in_ns(client_ns, [
+                sys.executable, "-m", "bulletin._cli", "worker", "--head",
+                f"{_netns.SERVER_IP}:18772", "--worker-id", f"far-{path}",
+                "--simulate-gpus", "1", "--cpus", "1", "--data-path", path]), env=env,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                out = subprocess.run(_netns.in_ns(server_ns, [
+                    sys.executable, me, "--_worker-driver", "127.0.0.1:18772", str(nbytes),
+                    f"far-{path}"]), env=env, capture_output=True, text=True)
+                if out.returncode:
+                    raise RuntimeError(f"worker-host driver failed:\n{out.stderr}")
+                runs[path] = json.loads(out.stdout)
+            finally:
+                worker.terminate()
+                worker.wait(30)
     tcp_gbps = gbps(nbytes, raw)
 
     def ratio(seconds):  # the call's own time taken out: the bytes' share of it
@@ -381,6 +363,29 @@ def worker_host(nbytes: int) -> dict:
     }
 
 
+@contextlib.contextmanager
+def two_host_runtime(nbytes: int, port: int, *up_args: str):
+    """Two namespaces, the raw TCP time between them measured, and a runtime (`bulletin up`
+    on `port`, with `up_args`) in the server's; yields (server_ns, client_ns, env, raw seconds),
+    env carrying the runtime's home and token; stops the runtime after."""
+    import _netns
+
+    with _netns.two_hosts() as (server_ns, client_ns), tempfile.TemporaryDirectory() as home:
+        raw = raw_tcp(server_ns, client_ns, nbytes)
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("BULLETIN_ADDRESS", "BULLETIN_TOKEN", "BULLETIN_DATA_PATH")}
+        env["BULLETIN_HOME"] = home
+        subprocess.run(_netns.in_ns(server_ns, [
+            sys.executable, "-m", "bulletin._cli", "up", "--host", "0.0.0.0", "--port", str(port),
+            *up_args]), env=env, check=True, capture_output=True)
+        try:
+            env["BULLETIN_TOKEN"] = open(os.path.join(home, "token")).read().strip()
+            yield server_ns, client_ns, env, raw
+        finally:
+            subprocess.run(_netns.in_ns(server_ns, [sys.executable, "-m", "bulletin._cli",
+                                                    "down"]), env=env, capture_output=True)
+
+
 def cross_host(nbytes: int) -> dict:
     import _netns
 
@@ -388,28 +393,17 @@ def cross_host(nbytes: int) -> dict:
     if why:
         return {"skipped": why}
     me = os.path.abspath(__file__)
-    with _netns.two_hosts() as (server_ns, client_ns), tempfile.TemporaryDirectory() as home:
-        raw = raw_tcp(server_ns, client_ns, nbytes)
-        env = dict(os.environ, BULLETIN_HOME=home)
-        env.pop("BULLETIN_ADDRESS", None)
-        env.pop("BULLETIN_TOKEN", None)
-        subprocess.run(_netns.in_ns(server_ns, [
-            sys.executable, "-m", "bulletin._cli", "up", "--host", "0.0.0.0", "--port", "18771",
-            "--simulate-gpus", "1", "--cpus", "2"]), env=env, check=True, capture_output=True)
-        try:
-            token = open(os.path.join(home, "token")).read().strip()
-            runs = {}
-            for path in ("auto", "grpc"):  # the bulk data port, then chunked gRPC
-                out = subprocess.run(_netns.in_ns(client_ns, [
-                    sys.executable, me, "--_cross-client", f"{_netns.SERVER_IP}:18771",
-                    str(nbytes)]), env=dict(env, BULLETIN_TOKEN=token, BULLETIN_DATA_PATH=path),
-                    capture_output=True, text=True)
-                if out.returncode:
-                    raise RuntimeError(f"cross-host client failed:\n{out.stderr}")
-                runs[path] = json.loads(out.stdout)
-        finally:
-            subprocess.run(_netns.in_ns(server_ns, [sys.executable, "-m", "bulletin._cli",
-                                                    "down"]), env=env, capture_output=True)
+    runs = {}
+    with two_host_runtime(nbytes, 18771, "--simulate-gpus", "1", "--cpus", "2") as (
+            server_ns, client_ns, env, raw):
+        for path in ("auto", "grpc"):  # the bulk data port, then chunked gRPC
+            out = subprocess.run(_netns.in_ns(client_ns, [
+                sys.executable, me, "--_cross-client", f"{_netns.SERVER_IP}:18771",
+                str(nbytes)]), env=dict(env, BULLETIN_DATA_PATH=path), capture_output=True,
+                text=True)
+            if out.returncode:
+                raise RuntimeError(f"cross-host client failed:\n{out.stderr}")
+            runs[path] = json.loads(out.stdout)
     tcp_gbps = gbps(nbytes, raw)
     result, grpc_run = runs["auto"], runs["grpc"]
     return {
@@ -488,7 +482,7 @@ def main() -> None:
     parser.add_argument("--_tcp-server", dest="tcp_server", type=int)
     parser.add_argument("--_tcp-client", dest="tcp_client", nargs=2)
     parser.add_argument("--_cross-client", dest="cross_client", nargs=2)
-    parser.add_argument("--_worker-driver", dest="worker_driver", nargs=2)
+    parser.add_argument("--_worker-driver", dest="worker_driver", nargs=3)
     args = parser.parse_args()
     if args.tcp_server:
         return tcp_server(args.tcp_server)
@@ -499,7 +493,8 @@ def main() -> None:
                                              int(args.cross_client[1]))))
     if args.worker_driver:
         return print(json.dumps(worker_driver(args.worker_driver[0], os.environ["BULLETIN_TOKEN"],
-                                              int(args.worker_driver[1]))))
+                                              int(args.worker_driver[1]),
+                                              args.worker_driver[2])))
 
     nbytes = int(args.gib * GIB) // 4 * 4
     only = set(args.only.split(","))

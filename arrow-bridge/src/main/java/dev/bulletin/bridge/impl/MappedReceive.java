@@ -9,8 +9,9 @@ import java.nio.channels.FileChannel;
 import java.nio.channels.ReadableByteChannel;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 import java.util.function.LongConsumer;
 
@@ -30,10 +31,11 @@ final class MappedReceive {
   private final List<MappedByteBuffer> windows = new ArrayList<>();
   private final long from;
   private final long to;
-  /** Set by whichever of the reader's end and the prefault's start comes first. */
+  /** The reader is done: the prefault stops at its next window. */
   private volatile boolean closed;
-  private final CountDownLatch prefaultDone = new CountDownLatch(1);
-  private boolean prefaultStarted;
+  /** Claimed by whichever comes first: the prefault starting, or the reader ending. */
+  private final AtomicBoolean prefaultClaimed = new AtomicBoolean();
+  private final CompletableFuture<Void> prefaultDone = new CompletableFuture<>();
 
   /** Maps {@code [from, to)} of the file. */
   MappedReceive(FileChannel file, long from, long to) throws IOException {
@@ -87,11 +89,8 @@ final class MappedReceive {
   }
 
   private void prefault() {
-    synchronized (this) {
-      if (closed) {
-        return; // the reader is done (or failed) before this started: nothing to touch
-      }
-      prefaultStarted = true;
+    if (!prefaultClaimed.compareAndSet(false, true)) {
+      return; // the reader is done (or failed) before this started: nothing to touch
     }
     try {
       for (MappedByteBuffer window : windows) {
@@ -101,19 +100,15 @@ final class MappedReceive {
         window.load();
       }
     } finally {
-      prefaultDone.countDown();
+      prefaultDone.complete(null);
     }
   }
 
   /** Stops the prefault, waits until it no longer touches a window, then unmaps them all. */
   private void close() {
-    boolean wait;
-    synchronized (this) {
-      closed = true;
-      wait = prefaultStarted;
-    }
-    if (wait) {
-      awaitUninterruptibly(prefaultDone); // unmapping under its feet would crash the JVM
+    closed = true;
+    if (!prefaultClaimed.compareAndSet(false, true)) {
+      prefaultDone.join(); // unmapping under its feet would crash the JVM (join: uninterruptible)
     }
     unmapAll();
   }
@@ -121,20 +116,5 @@ final class MappedReceive {
   private void unmapAll() {
     windows.forEach(Mappings::unmap);
     windows.clear();
-  }
-
-  private static void awaitUninterruptibly(CountDownLatch latch) {
-    boolean interrupted = false;
-    while (true) {
-      try {
-        latch.await();
-        break;
-      } catch (InterruptedException e) {
-        interrupted = true;
-      }
-    }
-    if (interrupted) {
-      Thread.currentThread().interrupt();
-    }
   }
 }

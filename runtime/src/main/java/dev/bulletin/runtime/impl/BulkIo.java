@@ -12,7 +12,6 @@ import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
@@ -78,7 +77,7 @@ final class BulkIo {
     BlockingQueue<ByteBuffer> free = new ArrayBlockingQueue<>(own.length);
     BlockingQueue<ByteBuffer> full = new ArrayBlockingQueue<>(own.length + 1);
     free.addAll(List.of(own));
-    CountDownLatch writerDone = new CountDownLatch(1);
+    CompletableFuture<Void> writerDone = new CompletableFuture<>();
     Future<?> writer = helpers.submit(() -> {
       try {
         for (ByteBuffer buffer = full.take(); buffer != END; buffer = full.take()) {
@@ -88,7 +87,7 @@ final class BulkIo {
         }
         return null;
       } finally {
-        writerDone.countDown();
+        writerDone.complete(null);
       }
     });
     try {
@@ -121,7 +120,7 @@ final class BulkIo {
       // ends at the marker, after the write in progress (never interrupted mid-write).
       full.clear();
       full.offer(END);
-      awaitQuietly(writerDone);
+      writerDone.join(); // uninterruptible: the buffers must be free before they are reused
     }
   }
 
@@ -144,21 +143,6 @@ final class BulkIo {
       throw runtime; // the store's own errors (e.g. ObjectStoreException) keep their type
     }
     return cause instanceof IOException io ? io : new IOException(cause);
-  }
-
-  private static void awaitQuietly(CountDownLatch latch) {
-    boolean interrupted = false;
-    while (true) {
-      try {
-        latch.await();
-        break;
-      } catch (InterruptedException e) {
-        interrupted = true;
-      }
-    }
-    if (interrupted) {
-      Thread.currentThread().interrupt();
-    }
   }
 
   /** Sends {@code size} bytes of the file with sendfile. */

@@ -31,8 +31,8 @@ import java.util.function.Consumer;
 
 /**
  * The runtime's end of a remote worker's Attach stream. Calls go down as {@link RunCall} with
- * small objects inline (a worker fetches larger ones with GetObject); progress comes back as
- * worker messages. A large result stays in the worker's store: the link records it in the
+ * small objects inline (a worker fetches larger ones from the runtime's store); progress comes
+ * back as worker messages. A large result stays in the worker's store: the link records it in the
  * {@link ObjectDirectory}, which asks for it ({@link SendObject}) and drops it
  * ({@link DropObjects}) through this link. Runs on the control plane's event loop.
  */
@@ -108,7 +108,7 @@ final class RemoteWorkerLink implements WorkerLink {
   @Override
   public void stop(String taskId, String reason) {
     if (pending.containsKey(taskId)) {
-      send(HeadMessage.newBuilder().setStop(StopCall.newBuilder().setTaskId(taskId)
+      write(HeadMessage.newBuilder().setStop(StopCall.newBuilder().setTaskId(taskId)
           .setReason(reason)).build());
     }
   }
@@ -116,14 +116,14 @@ final class RemoteWorkerLink implements WorkerLink {
   @Override
   public void preempt(String taskId, String reason, java.time.Duration grace) {
     if (pending.containsKey(taskId)) {
-      send(HeadMessage.newBuilder().setStop(StopCall.newBuilder().setTaskId(taskId)
+      write(HeadMessage.newBuilder().setStop(StopCall.newBuilder().setTaskId(taskId)
           .setReason(reason).setGraceSeconds(Math.max(0.001, grace.toMillis() / 1000.0))).build());
     }
   }
 
   @Override
   public void sendObject(ObjectKey key) {
-    send(HeadMessage.newBuilder().setSend(SendObject.newBuilder()
+    write(HeadMessage.newBuilder().setSend(SendObject.newBuilder()
         .setNamespace(key.namespace()).setId(key.id().hex())).build());
   }
 
@@ -131,7 +131,7 @@ final class RemoteWorkerLink implements WorkerLink {
   public void dropObjects(String namespace, List<ObjectKey> keys) {
     DropObjects.Builder drop = DropObjects.newBuilder().setNamespace(namespace);
     keys.forEach(key -> drop.addIds(key.id().hex()));
-    send(HeadMessage.newBuilder().setDrop(drop).build());
+    write(HeadMessage.newBuilder().setDrop(drop).build());
   }
 
   @Override
@@ -252,10 +252,6 @@ final class RemoteWorkerLink implements WorkerLink {
     Map<String, Pending> lost = new HashMap<>(pending);
     pending.clear();
     lost.values().forEach(call -> call.outcome().complete(new CallOutcome.WorkerLost(cause)));
-  }
-
-  private void send(HeadMessage message) {
-    write(message);
   }
 
   /**

@@ -106,7 +106,7 @@ final class HeadObjects {
   /** Fails a bulk attempt that should go over gRPC chunks instead. */
   private static final class NoBulkPort extends Exception {
     NoBulkPort() {
-      super(null, null, false, false);
+      super("the runtime has no bulk data port", null, false, false);
     }
   }
 
