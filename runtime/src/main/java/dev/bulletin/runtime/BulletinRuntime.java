@@ -1,5 +1,6 @@
 package dev.bulletin.runtime;
 
+import dev.bulletin.protocol.BulletinVersion;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.bridge.ObjectStores;
@@ -24,7 +25,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 public final class BulletinRuntime implements AutoCloseable {
 
-  public static final String VERSION = "0.1.0";
+
   private static final String STATE_FILE = "runtime.json";
 
   private final RuntimeOptions options;
@@ -72,7 +73,7 @@ public final class BulletinRuntime implements AutoCloseable {
   private void boot() throws Exception {
     Files.deleteIfExists(options.home().resolve(STATE_FILE));
     agent.start().get(options.worker().executorStartTimeoutMillis() * 2, TimeUnit.MILLISECONDS);
-    RuntimeVerticle verticle = new RuntimeVerticle(options, agent, clusterId, VERSION,
+    RuntimeVerticle verticle = new RuntimeVerticle(options, agent, clusterId, BulletinVersion.get(),
         () -> new Thread(onShutdownRequest, "bulletin-shutdown").start());
     vertx.deployVerticle(verticle).toCompletionStage().toCompletableFuture()
         .get(30, TimeUnit.SECONDS);
@@ -110,7 +111,7 @@ public final class BulletinRuntime implements AutoCloseable {
     state.put("store_dir", store.root().toString());
     state.put("spill_dir", String.valueOf(store.spillRoot()));
     state.put("store_capacity_bytes", store.capacityBytes());
-    state.put("version", VERSION);
+    state.put("version", BulletinVersion.get());
     Path home = options.home();
     Files.createDirectories(home);
     Path temp = home.resolve(STATE_FILE + ".tmp");

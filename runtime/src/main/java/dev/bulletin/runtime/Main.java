@@ -1,5 +1,9 @@
 package dev.bulletin.runtime;
 
+import dev.bulletin.worker.node.VersionProvider;
+import dev.bulletin.protocol.BulletinVersion;
+import dev.bulletin.worker.ResourceOptions;
+import dev.bulletin.worker.node.WorkerMain;
 import dev.bulletin.runtime.identity.RuntimeConfig;
 import dev.bulletin.runtime.pool.WorkerProviders;
 import dev.bulletin.worker.WorkerOptions;
@@ -15,7 +19,7 @@ import picocli.CommandLine.Option;
  * The runtime's process entry point. People start it with {@code bulletin up}, which passes the
  * owner's token in the environment (never on the command line, where other users can read it).
  */
-@Command(name = "bulletin-runtime", mixinStandardHelpOptions = true, version = BulletinRuntime.VERSION,
+@Command(name = "bulletin-runtime", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
     description = "The bulletin control plane with an embedded worker agent. Usually started by"
         + " `bulletin up`; the owner's token comes from the BULLETIN_OWNER_TOKEN variable.")
 public final class Main implements Callable<Integer> {
@@ -83,7 +87,7 @@ public final class Main implements Callable<Integer> {
     CountDownLatch stop = new CountDownLatch(1);
     BulletinRuntime runtime = BulletinRuntime.start(options, stop::countDown);
     Runtime.getRuntime().addShutdownHook(new Thread(runtime::close, "bulletin-close"));
-    System.out.println("bulletin runtime " + BulletinRuntime.VERSION + " serving at "
+    System.out.println("bulletin runtime " + BulletinVersion.get() + " serving at "
         + runtime.address() + ", data port " + runtime.dataPort() + " (cluster " + runtime.clusterId() + "; "
         + ResourceOptions.describe(worker) + "; store " + runtime.store().root() + ")");
     stop.await();

@@ -1,5 +1,6 @@
 package dev.bulletin.runtime;
 
+import dev.bulletin.protocol.WireLimits;
 import dev.bulletin.runtime.identity.RuntimeConfig;
 import dev.bulletin.worker.WorkerOptions;
 import java.nio.file.Path;
@@ -42,7 +43,7 @@ public record RuntimeOptions(
     int dataPort,
     double ticketSeconds) {
 
-  public static final long MAX_MESSAGE_BYTES = 8L << 20;
+  public static final long MAX_MESSAGE_BYTES = WireLimits.MAX_MESSAGE_BYTES;
 
   public RuntimeOptions {
     if (port < 0 || port > 65535) {

@@ -1,6 +1,18 @@
 package dev.bulletin.runtime.impl;
 
-import dev.bulletin.runtime.HostName;
+import dev.bulletin.runtime.api.Authenticator;
+import dev.bulletin.runtime.api.GrpcApi;
+import dev.bulletin.runtime.api.StatusReport;
+import dev.bulletin.runtime.control.ControlPlane;
+import dev.bulletin.runtime.control.PolicyPass;
+import dev.bulletin.runtime.dataport.BulkServer;
+import dev.bulletin.runtime.dataport.BulkTickets;
+import dev.bulletin.runtime.objects.ObjectApi;
+import dev.bulletin.runtime.workers.AttachedWorker;
+import dev.bulletin.runtime.workers.PoolRunner;
+import dev.bulletin.runtime.workers.WorkerAttachApi;
+import dev.bulletin.runtime.workers.WorkerLink;
+import dev.bulletin.worker.HostName;
 import dev.bulletin.runtime.RuntimeOptions;
 import dev.bulletin.runtime.identity.TokenRegistry;
 import dev.bulletin.runtime.pool.Autoscaler;

@@ -1,5 +1,6 @@
 package dev.bulletin.runtime.pool;
 
+import dev.bulletin.protocol.Quantities;
 import java.time.Duration;
 import java.time.Instant;
 

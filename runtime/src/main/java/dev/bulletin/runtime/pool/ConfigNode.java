@@ -1,5 +1,6 @@
 package dev.bulletin.runtime.pool;
 
+import dev.bulletin.protocol.Quantities;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.time.Duration;
 import java.util.ArrayList;

@@ -1,5 +1,6 @@
 package dev.bulletin.runtime.pool;
 
+import dev.bulletin.protocol.Quantities;
 import dev.bulletin.runtime.pool.ScalingDecision.Launch;
 import dev.bulletin.runtime.pool.ScalingDecision.Replace;
 import dev.bulletin.runtime.pool.ScalingDecision.Terminate;

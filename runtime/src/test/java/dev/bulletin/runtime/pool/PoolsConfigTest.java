@@ -1,5 +1,6 @@
 package dev.bulletin.runtime.pool;
 
+import dev.bulletin.protocol.Quantities;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -5,7 +5,7 @@ import dev.bulletin.runtime.pool.ProvidedWorker;
 import dev.bulletin.runtime.pool.ProviderContext;
 import dev.bulletin.runtime.pool.ProviderException;
 import dev.bulletin.runtime.pool.ProviderKind;
-import dev.bulletin.runtime.pool.Quantities;
+import dev.bulletin.protocol.Quantities;
 import dev.bulletin.runtime.pool.WorkerHandle;
 import dev.bulletin.runtime.pool.WorkerProvider;
 import java.io.IOException;

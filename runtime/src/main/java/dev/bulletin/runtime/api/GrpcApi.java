@@ -1,0 +1,231 @@
+package dev.bulletin.runtime.api;
+
+import dev.bulletin.runtime.control.ControlPlane;
+import dev.bulletin.runtime.objects.ObjectApi;
+import dev.bulletin.runtime.objects.ObjectDirectory;
+import dev.bulletin.bridge.ObjectKey;
+import dev.bulletin.bridge.StoreStats;
+import dev.bulletin.protocol.AdoptObjectRequest;
+import dev.bulletin.protocol.ClientMessage;
+import dev.bulletin.protocol.ClusterStatus;
+import dev.bulletin.protocol.GetObjectRequest;
+import dev.bulletin.protocol.HasObjectsReply;
+import dev.bulletin.protocol.HasObjectsRequest;
+import dev.bulletin.protocol.StoreStatus;
+import dev.bulletin.protocol.HelloReply;
+import dev.bulletin.protocol.HelloRequest;
+import dev.bulletin.protocol.ObjectChunk;
+import dev.bulletin.protocol.OpenTransferReply;
+import dev.bulletin.protocol.OpenTransferRequest;
+import dev.bulletin.protocol.PutObjectReply;
+import dev.bulletin.protocol.ServerMessage;
+import dev.bulletin.protocol.ShutdownReply;
+import dev.bulletin.protocol.ShutdownRequest;
+import dev.bulletin.protocol.StatusRequest;
+import dev.bulletin.protocol.SubmitReply;
+import dev.bulletin.protocol.SubmitRequest;
+import dev.bulletin.runtime.identity.Identity;
+import io.vertx.core.Handler;
+import io.vertx.grpc.common.GrpcStatus;
+import io.vertx.grpc.common.ServiceMethod;
+import io.vertx.grpc.common.ServiceName;
+import io.vertx.grpc.server.GrpcServer;
+import io.vertx.grpc.server.GrpcServerRequest;
+import java.nio.ByteBuffer;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * The client-facing gRPC service ({@code bulletin.v1.Bulletin}): authenticates each call and
+ * turns messages into control-plane operations. Handlers run on the control plane's event loop.
+ */
+public final class GrpcApi {
+
+  private static final ServiceName SERVICE = ServiceName.create("bulletin.v1.Bulletin");
+
+  private final ControlPlane plane;
+  /** Open sessions by id, for Submit; a session leaves when its stream ends. */
+  private final Map<String, ClientSession> sessions = new HashMap<>();
+  private final StatusReport status;
+  private final String clusterId;
+  private final String version;
+  private final long inlineLimit;
+  private final long maxMessage;
+  private final Runnable shutdown;
+  /** Object holds by the client's bulletin-session metadata. */
+  private final Sessions objectSessions;
+  private final ObjectApi objects;
+  private final String hostId = HostIdentity.compute();
+
+  /** The bulk data port clients are told about in Hello; 0: none. */
+  private final int dataPort;
+
+  public GrpcApi(ControlPlane plane, ObjectApi objects, int dataPort, StatusReport status,
+      String clusterId, String version, long inlineLimit, long maxMessage, Runnable shutdown) {
+    this.plane = plane;
+    this.status = status;
+    this.clusterId = clusterId;
+    this.version = version;
+    this.inlineLimit = inlineLimit;
+    this.maxMessage = maxMessage;
+    this.shutdown = shutdown;
+    this.objectSessions = new Sessions(plane.objects());
+    this.objects = objects;
+    this.dataPort = dataPort;
+  }
+
+  public void mount(GrpcServer server, Authenticator auth) {
+    server.callHandler(method("Hello", HelloRequest.newBuilder()), auth.any(this::hello));
+    server.callHandler(method("Session", ClientMessage.newBuilder()), auth.users(this::session));
+    server.callHandler(method("Submit", SubmitRequest.newBuilder()), auth.users(this::submit));
+    // Objects move for users (in their sessions) and for workers (on behalf of a call's owner).
+    server.callHandler(method("PutObject", ObjectChunk.newBuilder()),
+        this.<ObjectChunk, PutObjectReply>objectCall(auth, objects::putObject));
+    server.callHandler(method("GetObject", GetObjectRequest.newBuilder()),
+        this.<GetObjectRequest, ObjectChunk>objectCall(auth, objects::getObject));
+    server.callHandler(method("HasObjects", HasObjectsRequest.newBuilder()),
+        this.<HasObjectsRequest, HasObjectsReply>objectCall(auth, objects::hasObjects));
+    server.callHandler(method("AdoptObject", AdoptObjectRequest.newBuilder()),
+        this.<AdoptObjectRequest, PutObjectReply>objectCall(auth, objects::adoptObject));
+    server.callHandler(method("OpenTransfer", OpenTransferRequest.newBuilder()),
+        this.<OpenTransferRequest, OpenTransferReply>objectCall(auth, objects::openTransfer));
+    server.callHandler(method("Status", StatusRequest.newBuilder()), auth.users(this::status));
+    server.callHandler(method("Shutdown", ShutdownRequest.newBuilder()), auth.users(this::shutdown));
+  }
+
+  private static <Req, Resp extends com.google.protobuf.MessageLite> ServiceMethod<Req, Resp> method(
+      String name, com.google.protobuf.Message.Builder requestType) {
+    return Authenticator.method(SERVICE, name, requestType);
+  }
+
+  /**
+   * Object calls name the caller's session ("bulletin-session" metadata): what a user uploads
+   * is held by it. A worker names instead the namespace of the call it works for.
+   */
+  private <Req, Resp> Handler<GrpcServerRequest<Req, Resp>> objectCall(Authenticator auth,
+      ObjectApi.Handler<Req, Resp> handler) {
+    return auth.any((identity, request) -> {
+      try {
+        ObjectApi.Caller caller;
+        if (identity.worker()) {
+          caller = ObjectApi.Caller.worker(request.headers().get(ObjectApi.NAMESPACE_HEADER));
+        } else {
+          String namespace = ObjectKey.namespaceOf(identity.user());
+          String sessionId = request.headers().get(Sessions.HEADER);
+          caller = ObjectApi.Caller.user(namespace,
+              sessionId == null ? null : objectSessions.holds(sessionId, identity));
+        }
+        handler.handle(caller, request);
+      } catch (IllegalArgumentException e) {
+        request.response().status(GrpcStatus.INVALID_ARGUMENT).statusMessage(e.getMessage())
+            .end();
+      }
+    });
+  }
+
+  private void hello(Identity identity, GrpcServerRequest<HelloRequest, HelloReply> request) {
+    request.handler(ignored -> request.response().end(HelloReply.newBuilder()
+        .setUser(identity.user()).setGroup(identity.group()).setClusterId(clusterId)
+        .setRuntimeVersion(version).setInlineLimitBytes(inlineLimit)
+        .setMaxMessageBytes(maxMessage)
+        .setStoreDir(plane.store().folderOf(ObjectKey.namespaceOf(identity.user())).toString())
+        .setHostId(hostId).setStoreCapacityBytes(plane.store().capacityBytes())
+        .setDataPort(dataPort).build()));
+  }
+
+  private void session(Identity identity, GrpcServerRequest<ClientMessage, ServerMessage> request) {
+    String sessionId = request.headers().get(Sessions.HEADER);
+    SessionHolds holds;
+    try {
+      // Older clients send no session id: their objects are held by a session of their own.
+      holds = objectSessions.holds(sessionId != null ? sessionId
+          : java.util.UUID.randomUUID().toString(), identity);
+    } catch (IllegalArgumentException e) {
+      request.response().status(GrpcStatus.INVALID_ARGUMENT).statusMessage(e.getMessage()).end();
+      return;
+    }
+    ClientSession session = new ClientSession(identity, request.response(), holds);
+    sessions.put(session.id(), session);
+    request.response().writeHead();
+    session.opened();
+    request.handler(message -> {
+      switch (message.getKindCase()) {
+        case SUBMIT -> plane.submit(session, message.getSubmit());
+        case CANCEL -> plane.cancel(session, message.getCancel().getTaskId(),
+            ControlPlane.CANCELLED_BY_USER);
+        case RELEASE -> release(session, message.getRelease().getIdsList());
+        default -> { } // a newer client's message kind: ignore rather than break the stream
+      }
+    });
+    Runnable closed = () -> {
+      sessions.remove(session.id());
+      plane.sessionClosed(session);
+      objectSessions.remove(holds.sessionId());
+    };
+    request.endHandler(ignored -> {
+      closed.run();
+      request.response().end();
+    });
+    request.exceptionHandler(error -> closed.run());
+    request.response().exceptionHandler(error -> closed.run());
+  }
+
+  private void submit(Identity identity, GrpcServerRequest<SubmitRequest, SubmitReply> request) {
+    request.handler(message -> {
+      ClientSession session = sessions.get(message.getSessionId());
+      if (session == null || !session.isOpen()) {
+        request.response().status(GrpcStatus.NOT_FOUND).statusMessage("session "
+            + message.getSessionId() + " is not open on this runtime (it ended, or the runtime"
+            + " restarted); create a new bulletin.Client").end();
+        return;
+      }
+      if (!session.identity().equals(identity)) {
+        request.response().status(GrpcStatus.PERMISSION_DENIED)
+            .statusMessage("this session belongs to another user").end();
+        return;
+      }
+      // The batch's events leave as one message when this turn ends (see ClientSession).
+      message.getTasksList().forEach(spec -> plane.submit(session, spec));
+      request.response().end(SubmitReply.getDefaultInstance());
+    });
+  }
+
+  private void release(ClientSession session, java.util.List<String> ids) {
+    for (String id : ids) {
+      try {
+        session.holds().release(ObjectKey.of(session.namespace(), id));
+      } catch (IllegalArgumentException ignored) {
+        // A malformed id names nothing this session holds.
+      }
+    }
+  }
+
+  private void status(Identity identity, GrpcServerRequest<StatusRequest, ClusterStatus> request) {
+    request.handler(ignored -> {
+      StoreStats store = plane.store().stats();
+      ObjectDirectory objects = plane.objects();
+      request.response().end(status.build().toBuilder().setStore(StoreStatus.newBuilder()
+          .setObjects(store.objects()).setReferenced(store.referenced())
+          .setSpilled(store.spilled()).setMemoryBytes(store.memoryBytes())
+          .setSpilledBytes(store.spilledBytes()).setCapacityBytes(store.capacityBytes())
+          .setWorkerObjects(objects.workerObjects()).setPulledObjects(objects.pulledObjects())
+          .setPulledBytes(objects.pulledBytes())
+          .setSentToWorkersBytes(objects.sentToWorkersBytes())
+          .setRecycledFiles(store.recycledFiles())
+          .setDataPortBytes(objects.dataPortBytes()))
+          .build());
+    });
+  }
+
+  private void shutdown(Identity identity, GrpcServerRequest<ShutdownRequest, ShutdownReply> request) {
+    request.handler(ignored -> {
+      if (!identity.owner()) {
+        request.response().status(GrpcStatus.PERMISSION_DENIED).statusMessage("only "
+            + "the user who started the cluster may stop it; you are " + identity.user()).end();
+        return;
+      }
+      request.response().end(ShutdownReply.getDefaultInstance())
+          .onComplete(done -> shutdown.run());
+    });
+  }
+}

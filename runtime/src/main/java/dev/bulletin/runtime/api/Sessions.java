@@ -1,0 +1,49 @@
+package dev.bulletin.runtime.api;
+
+import dev.bulletin.runtime.objects.ObjectDirectory;
+import dev.bulletin.bridge.ObjectKey;
+import dev.bulletin.runtime.identity.Identity;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.regex.Pattern;
+
+/**
+ * The object holds of each client session, by the session id the client sends as the
+ * "bulletin-session" metadata of every call. Object RPCs may arrive before the Session stream
+ * that shares the id; both find the same holds. Used on the control plane's loop only.
+ */
+final class Sessions {
+  static final String HEADER = "bulletin-session";
+  private static final Pattern ID = Pattern.compile("[A-Za-z0-9_-]{8,64}");
+
+  private final ObjectDirectory objects;
+  private final Map<String, SessionHolds> holds = new HashMap<>();
+
+  Sessions(ObjectDirectory objects) {
+    this.objects = objects;
+  }
+
+  /** @throws IllegalArgumentException if the id is malformed or belongs to another user */
+  SessionHolds holds(String sessionId, Identity identity) {
+    if (sessionId == null || !ID.matcher(sessionId).matches()) {
+      throw new IllegalArgumentException("the " + HEADER + " metadata must be 8-64 characters of"
+          + " [A-Za-z0-9_-], got " + sessionId + "; upgrade the bulletin client");
+    }
+    String namespace = ObjectKey.namespaceOf(identity.user());
+    SessionHolds found = holds.computeIfAbsent(sessionId,
+        id -> new SessionHolds(id, namespace, objects));
+    if (!found.namespace().equals(namespace)) {
+      throw new IllegalArgumentException("session " + sessionId + " belongs to another user");
+    }
+    return found;
+  }
+
+  /** Forgets a session whose stream ended (its holds were released by the control plane). */
+  void remove(String sessionId) {
+    holds.remove(sessionId);
+  }
+
+  int open() {
+    return holds.size();
+  }
+}

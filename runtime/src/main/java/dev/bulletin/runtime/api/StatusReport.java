@@ -1,0 +1,124 @@
+package dev.bulletin.runtime.api;
+
+import dev.bulletin.runtime.control.ControlPlane;
+import dev.bulletin.runtime.workers.AttachedWorker;
+import dev.bulletin.runtime.workers.PoolRunner;
+import dev.bulletin.runtime.workers.RemoteWorkerLink;
+import dev.bulletin.protocol.ClusterStatus;
+import dev.bulletin.protocol.PoolState;
+import dev.bulletin.protocol.QueuedTask;
+import dev.bulletin.protocol.Resources;
+import dev.bulletin.protocol.SlotCounts;
+import dev.bulletin.protocol.WorkerStatus;
+import dev.bulletin.runtime.pool.PoolStatus;
+import dev.bulletin.runtime.scheduler.Decision;
+import dev.bulletin.runtime.scheduler.plan.WaitInfo;
+import dev.bulletin.runtime.scheduler.WorkerSlots;
+import dev.bulletin.runtime.task.Task;
+import dev.bulletin.runtime.task.TaskState;
+import dev.bulletin.worker.WorkerStatusView;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/** Builds the cluster's status: slots total / reserved / busy per worker, and the queue with reasons. */
+public final class StatusReport {
+  private final ControlPlane plane;
+  private final String clusterId;
+  private final PoolRunner pools;
+
+  /** @param pools the pools' runner, or null when the config has none */
+  public StatusReport(ControlPlane plane, String clusterId, PoolRunner pools) {
+    this.plane = plane;
+    this.clusterId = clusterId;
+    this.pools = pools;
+  }
+
+  /** Why a queued call waits, asked of the scheduler now (passes stop early and keep none). */
+  private String reason(Task task) {
+    WaitInfo explained = task.waitInfo();
+    if (explained != null) {
+      return explained.reason();
+    }
+    List<WorkerSlots> slots = plane.allSlots();
+    Decision decision = plane.scheduler().decide(task.demand(), slots);
+    if (decision instanceof Decision.Wait wait) {
+      return wait.reason();
+    }
+    if (decision instanceof Decision.Infeasible infeasible) {
+      return infeasible.reason();
+    }
+    double now = System.currentTimeMillis() / 1000.0;
+    if (plane.candidatesFor(task, List.copyOf(plane.workers()), now).stream()
+        .noneMatch(worker -> worker.couldEverFit(task.demand()))) {
+      return "every worker that could run it is draining: its allocation ends before the call"
+          + " could finish (a replacement is on its way if the worker belongs to a pool)";
+    }
+    return "waiting for its turn: calls ahead of it in the queue go first";
+  }
+
+  ClusterStatus build() {
+    Map<String, int[]> busyGpus = new HashMap<>();
+    Map<String, double[]> busyCpus = new HashMap<>();
+    for (Task task : plane.tasks().all()) {
+      if (task.state() == TaskState.RUNNING && task.workerId() != null) {
+        busyGpus.computeIfAbsent(task.workerId(), id -> new int[1])[0] += task.demand().gpus();
+        busyCpus.computeIfAbsent(task.workerId(), id -> new double[1])[0] += task.demand().cpus();
+      }
+    }
+    double now = System.currentTimeMillis() / 1000.0;
+    ClusterStatus.Builder status = ClusterStatus.newBuilder().setClusterId(clusterId)
+        .setRunning(plane.runningCount());
+    SlotCounts.Builder gpuTotals = SlotCounts.newBuilder();
+    SlotCounts.Builder cpuTotals = SlotCounts.newBuilder();
+    for (AttachedWorker worker : plane.workers()) {
+      WorkerSlots slots = worker.slots();
+      SlotCounts gpus = SlotCounts.newBuilder().setTotal(slots.gpus())
+          .setReserved(slots.gpus() - slots.freeGpuCount())
+          .setBusy(busyGpus.getOrDefault(worker.id(), new int[1])[0]).build();
+      SlotCounts cpus = SlotCounts.newBuilder().setTotal((int) slots.cpus())
+          .setReserved((int) Math.ceil(slots.cpus() - slots.freeCpus() - 1e-9))
+          .setBusy((int) Math.ceil(busyCpus.getOrDefault(worker.id(), new double[1])[0] - 1e-9))
+          .build();
+      WorkerStatusView executors = worker.link().status();
+      status.addWorkers(WorkerStatus.newBuilder().setWorkerId(worker.id()).setHost(worker.host())
+          .setPool(worker.pool()).setRemote(worker.remote())
+          .setProviderHandle(worker.providerHandle()).setExpiresAt(worker.expiresAt())
+          .setState(worker.drainReason() != null || worker.draining(now,
+              plane.drainMarginSeconds()) ? "draining" : "ready")
+          .setGpus(gpus).setCpus(cpus).setMemoryBytes(slots.memoryBytes())
+          .setSimulatedGpus(slots.simulatedGpus()).setExecutors(executors.executors())
+          .setIdleExecutors(executors.idleExecutors()).addAllGpuNames(worker.gpuNames())
+          .setKeptObjects(plane.objects().keptOn(worker.id()))
+          .setStoreReferenced(worker.link() instanceof RemoteWorkerLink remote
+              ? remote.storeReferenced() : 0));
+      add(gpuTotals, gpus);
+      add(cpuTotals, cpus);
+    }
+    status.setGpus(gpuTotals).setCpus(cpuTotals);
+    if (pools != null) {
+      for (PoolStatus pool : pools.status()) {
+        status.addPools(PoolState.newBuilder().setName(pool.pool())
+            .setProvider(pool.provider().name().toLowerCase(java.util.Locale.ROOT))
+            .setStarting(pool.starting()).setIdle(pool.idle()).setBusy(pool.busy())
+            .setDraining(pool.draining()).setMaxWorkers(pool.maxWorkers())
+            .setBackoffUntil(pool.backoffUntil().map(at -> at.toEpochMilli() / 1000.0).orElse(0.0)));
+      }
+      pools.recentEvents().forEach(event -> status.addPoolEvents(event.toString()));
+    }
+    int position = 0;
+    for (Task task : plane.tasks().queued()) {
+      status.addQueue(QueuedTask.newBuilder().setTaskId(task.id()).setName(task.name())
+          .setUser(task.owner().user()).setPosition(++position).setReason(reason(task))
+          .setResources(Resources.newBuilder().setGpus(task.demand().gpus())
+              .setCpus(task.demand().cpus()).setMemoryBytes(task.demand().memoryBytes())));
+    }
+    return status.build();
+  }
+
+  private static void add(SlotCounts.Builder total, SlotCounts one) {
+    total.setTotal(total.getTotal() + one.getTotal())
+        .setReserved(total.getReserved() + one.getReserved())
+        .setBusy(total.getBusy() + one.getBusy());
+  }
+}

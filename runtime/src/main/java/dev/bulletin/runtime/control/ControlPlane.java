@@ -1,0 +1,537 @@
+package dev.bulletin.runtime.control;
+
+import dev.bulletin.runtime.api.ClientSession;
+import dev.bulletin.runtime.api.TaskEvents;
+import dev.bulletin.runtime.objects.ObjectDirectory;
+import dev.bulletin.runtime.objects.TaskObjects;
+import dev.bulletin.runtime.workers.AttachedWorker;
+import com.google.protobuf.ByteString;
+import dev.bulletin.bridge.ObjectId;
+import dev.bulletin.bridge.ObjectKey;
+import dev.bulletin.bridge.ObjectStore;
+import dev.bulletin.bridge.ObjectStoreException;
+import dev.bulletin.protocol.FailureCode;
+import dev.bulletin.protocol.ObjectRef;
+import dev.bulletin.protocol.RuntimeTimings;
+import dev.bulletin.protocol.TaskSpec;
+import dev.bulletin.runtime.scheduler.Decision;
+import dev.bulletin.runtime.scheduler.Demand;
+import dev.bulletin.runtime.scheduler.Scheduler;
+import dev.bulletin.runtime.scheduler.WorkerSlots;
+import dev.bulletin.runtime.scheduler.plan.WaitInfo;
+import dev.bulletin.runtime.task.Task;
+import dev.bulletin.runtime.task.TaskState;
+import dev.bulletin.runtime.task.TaskTable;
+import dev.bulletin.worker.CallListener;
+import dev.bulletin.worker.CallOutcome;
+import dev.bulletin.worker.CallRequest;
+import io.vertx.core.Context;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * The runtime's state and the rules that change it: accepting calls, placing them through the
+ * scheduler on the attached workers, handing them over and turning outcomes into events. Every
+ * method runs on one Vert.x event loop ({@code context}); worker callbacks hop back onto it.
+ */
+public final class ControlPlane {
+
+  public static final String CANCELLED_BY_USER = "cancelled by its caller";
+  static final String CLIENT_WENT_AWAY = "its client disconnected";
+  static final String TIMEOUT_PREFIX = "stopped after its ";
+
+  private final Context context;
+  private final ObjectStore store;
+  /** Capacity feasibility at submit ("never" at once, pools' potential workers included). */
+  private final Scheduler scheduler;
+  /** The policy scheduler: QoS, quotas, fair share, topology, preemption, wait reasons. */
+  private final PolicyPass policy;
+  private final Passes passes;
+  private final long inlineLimit;
+  private final double drainMarginSeconds;
+  private final TaskTable tasks;
+  /** Attached workers in the order they joined (first fit prefers the earliest). */
+  private final Map<String, AttachedWorker> workers = new LinkedHashMap<>();
+  /** Where each placed or running call runs; its slots go back to that worker when it ends. */
+  private final Map<String, AttachedWorker> placements = new HashMap<>();
+  private List<WorkerSlots> potential = List.of();
+  /** Where objects live (results kept on remote workers), and the references to them. */
+  private final ObjectDirectory objects;
+  private final Map<String, Long> timeoutTimers = new HashMap<>();
+  private int runningCount;
+
+  /**
+   * @param drainMarginSeconds a worker whose allocation ends sooner than this takes no call
+   *     without a timeout (a call with one goes there only if it can finish in time)
+   */
+  public ControlPlane(Context context, ObjectStore store, Scheduler scheduler, PolicyPass policy,
+      long inlineLimit, double drainMarginSeconds) {
+    this.context = context;
+    this.store = store;
+    this.scheduler = scheduler;
+    this.policy = policy;
+    this.tasks = new TaskTable(policy::goesAhead);
+    this.passes = new Passes(this, policy, context);
+    this.objects = new ObjectDirectory(store,
+        id -> Optional.ofNullable(workers.get(id)).map(AttachedWorker::link));
+    this.inlineLimit = inlineLimit;
+    this.drainMarginSeconds = drainMarginSeconds;
+  }
+
+  PolicyPass policy() {
+    return policy;
+  }
+
+  /** The runtime's object store: every call's function and arguments are in it. */
+  public ObjectStore store() {
+    return store;
+  }
+
+  /** References to objects and where they live: every retain and release goes through it. */
+  public ObjectDirectory objects() {
+    return objects;
+  }
+
+  public TaskTable tasks() {
+    return tasks;
+  }
+
+  public Scheduler scheduler() {
+    return scheduler;
+  }
+
+  public Collection<AttachedWorker> workers() {
+    return List.copyOf(workers.values());
+  }
+
+  public double drainMarginSeconds() {
+    return drainMarginSeconds;
+  }
+
+  /** Every worker's slots, draining ones too: what could run a call at all. */
+  public List<WorkerSlots> allSlots() {
+    return workers.values().stream().map(AttachedWorker::slots).toList();
+  }
+
+  /**
+   * Workers that pools could start (one idle worker per pool shape): a call only they could run
+   * waits for one instead of failing as infeasible.
+   */
+  public void potentialWorkers(List<WorkerSlots> shapes) {
+    potential = List.copyOf(shapes);
+  }
+
+  private List<WorkerSlots> feasibilitySlots() {
+    if (potential.isEmpty()) {
+      return allSlots();
+    }
+    List<WorkerSlots> all = new ArrayList<>(allSlots());
+    all.addAll(potential);
+    return all;
+  }
+
+  public Optional<AttachedWorker> worker(String workerId) {
+    return Optional.ofNullable(workers.get(workerId));
+  }
+
+  // ---- workers ---------------------------------------------------------------------------
+
+  /** @return false if a worker with this id is already attached */
+  public boolean attach(AttachedWorker worker) {
+    if (workers.putIfAbsent(worker.id(), worker) != null) {
+      return false;
+    }
+    schedule();
+    return true;
+  }
+
+  /** Stops using a worker its pool is stopping: its calls end as lost (requeued with retries). */
+  public void forget(String workerId, String cause) {
+    AttachedWorker worker = workers.get(workerId);
+    if (worker != null) {
+      worker.link().detach(cause);
+      detach(worker, "went away (" + cause + ")");
+    }
+  }
+
+  public boolean isAttached(String workerId) {
+    return workers.containsKey(workerId);
+  }
+
+  /**
+   * Forgets a worker that went away. Its link has already ended the calls it ran (as
+   * {@link CallOutcome.WorkerLost}); they are requeued or failed as those outcomes arrive. The
+   * results only it kept are lost.
+   *
+   * @param how what happened to it, read after "worker W, which": "lost its connection: ..."
+   */
+  public void detach(AttachedWorker worker, String how) {
+    if (workers.remove(worker.id(), worker)) {
+      objects.workerLost(worker.id(), how);
+    }
+    schedule();
+  }
+
+  public int runningCount() {
+    return runningCount;
+  }
+
+  // ---- accepting calls -------------------------------------------------------------------
+
+  public void submit(ClientSession session, TaskSpec spec) {
+    String taskId = spec.getTaskId();
+    if (taskId.isBlank()) {
+      session.send(TaskEvents.failed("", FailureCode.INVALID_REQUEST,
+          "a submitted call needs a task_id", RuntimeTimings.getDefaultInstance()));
+      return;
+    }
+    if (tasks.get(taskId).isPresent()) {
+      reject(session, taskId, "task id " + taskId + " is already in use; ids must be unique");
+      return;
+    }
+    if (spec.getTimeoutSeconds() < 0) {
+      reject(session, taskId, "timeout must be >= 0 seconds, got " + spec.getTimeoutSeconds());
+      return;
+    }
+    var qos = policy.qosOf(spec.getQos());
+    if (qos.isEmpty()) {
+      reject(session, taskId, "qos '" + spec.getQos() + "' is not a QoS class of this cluster"
+          + " (known: " + String.join(", ", policy.policy().qosNames()) + ")");
+      return;
+    }
+    if (!(spec.getCredits() >= 0)) {
+      reject(session, taskId, "credits must be >= 0, got " + spec.getCredits());
+      return;
+    }
+    Demand demand;
+    ObjectKey function;
+    TaskObjects.Accepted accepted;
+    try {
+      demand = new Demand(spec.getResources().getGpus(), spec.getResources().getCpus(),
+          spec.getResources().getMemoryBytes());
+      function = acceptFunction(session, spec.getFunction());
+      accepted = TaskObjects.accept(objects, session.namespace(), spec);
+    } catch (ObjectDirectory.ObjectLostException e) {
+      session.send(TaskEvents.failed(taskId, FailureCode.WORKER_LOST, e.getMessage()
+          + "; run the call that made it again", RuntimeTimings.getDefaultInstance()));
+      return;
+    } catch (IllegalArgumentException | ObjectStoreException e) {
+      reject(session, taskId, e.getMessage());
+      return;
+    }
+    Task task = new Task(taskId, spec.getName(), session.identity(), demand, function,
+        accepted.args(), accepted.refs(), spec.getTimeoutSeconds(), session, System.nanoTime());
+    task.allowRetries(spec.getRetries());
+    // A call without a timeout may run for its QoS class's longest walltime, and is stopped then.
+    task.scheduling(qos.get().name(), spec.getPriority(), spec.getCredits(),
+        spec.getTimeoutSeconds() > 0
+            ? java.time.Duration.ofMillis((long) (spec.getTimeoutSeconds() * 1000))
+            : qos.get().maxWalltime());
+    tasks.add(task);
+    session.callAccepted(taskId);
+    // "Never" is answered at once, even when the scheduling pass below stops early.
+    if (scheduler.decide(demand, feasibilitySlots()) instanceof Decision.Infeasible infeasible) {
+      TaskObjects.release(objects, task);
+      tasks.transition(task, TaskState.ERROR, TaskEvents.failed(taskId, FailureCode.INFEASIBLE,
+          infeasible.reason(), timings(task, 0)));
+      return;
+    }
+    // A call placed by the pass is announced once, when it starts; one that waits is announced
+    // with why it waits.
+    schedule();
+  }
+
+  private void reject(ClientSession session, String taskId, String message) {
+    session.send(TaskEvents.failed(taskId, FailureCode.INVALID_REQUEST, message,
+        RuntimeTimings.getDefaultInstance()));
+  }
+
+  private ObjectKey acceptFunction(ClientSession session, ObjectRef ref) {
+    ObjectKey id = new ObjectKey(session.namespace(), ObjectId.parse(ref.getId()));
+    if (session.holdsFunction(id)) {
+      return id;
+    }
+    // Inline bytes, or an object the client uploaded (or found) before this submit.
+    TaskObjects.retain(objects, id, ref, "function");
+    session.holdFunction(id); // the session holds one reference per function, not one per call
+    return id;
+  }
+
+  /** A remote worker uploaded an object the runtime pulled from it (see ObjectDirectory). */
+  public void uploaded(ObjectKey key) {
+    objects.arrived(key);
+  }
+
+  // ---- cancelling ------------------------------------------------------------------------
+
+  /** @return false if the caller may not cancel it or it is unknown (already ended) */
+  public boolean cancel(ClientSession session, String taskId, String reason) {
+    Task task = tasks.get(taskId).orElse(null);
+    if (task == null || task.sink() != session) {
+      return false;
+    }
+    stop(task, reason);
+    return true;
+  }
+
+  private void stop(Task task, String reason) {
+    switch (task.state()) {
+      case QUEUED -> {
+        TaskObjects.release(objects, task);
+        tasks.transition(task, TaskState.CANCELLED, TaskEvents.cancelled(task.id(), "the call was "
+            + reason + " while queued"));
+      }
+      case PLACED, RUNNING -> {
+        AttachedWorker worker = placements.get(task.id());
+        if (task.stopReason() == null && worker != null) {
+          task.stopping(reason);
+          worker.link().stop(task.id(), reason);
+        }
+      }
+      default -> { }
+    }
+  }
+
+  /** Ends a session: its unfinished calls are stopped and its functions released. Idempotent. */
+  public void sessionClosed(ClientSession session) {
+    for (Task task : tasks.all()) {
+      if (task.sink() == session) {
+        stop(task, CLIENT_WENT_AWAY);
+      }
+    }
+    session.close().forEach(objects::release);
+    session.holds().releaseAll();
+  }
+
+  // ---- placing and running ---------------------------------------------------------------
+
+  /** Asks for a scheduling pass (see {@link Passes}). */
+  void schedule() {
+    passes.request();
+  }
+
+  /** Time passing: credits are earned and a pass runs (see {@link Passes#tick}). */
+  public void tick(java.time.Duration elapsed) {
+    passes.tick(elapsed);
+  }
+
+  java.util.Set<String> placedTaskIds() {
+    return java.util.Set.copyOf(placements.keySet());
+  }
+
+  Optional<AttachedWorker> placementOf(String taskId) {
+    return Optional.ofNullable(placements.get(taskId));
+  }
+
+  /** Whether any worker, attached (draining ones too) or a pool's potential one, could run it. */
+  boolean fitsTheCluster(Demand demand) {
+    return !(scheduler.decide(demand, feasibilitySlots()) instanceof Decision.Infeasible);
+  }
+
+  /** Fails a queued call that can never run as asked. */
+  void failInfeasible(Task task, String reason) {
+    TaskObjects.release(objects, task);
+    tasks.transition(task, TaskState.ERROR, TaskEvents.failed(task.id(), FailureCode.INFEASIBLE,
+        reason, timings(task, 0)));
+  }
+
+  /** The workers where the call can finish before their allocation ends. */
+  public List<WorkerSlots> candidatesFor(Task task, List<AttachedWorker> open, double now) {
+    double mayRun = task.timeoutSeconds() > 0 ? task.timeoutSeconds() : drainMarginSeconds;
+    List<WorkerSlots> candidates = new ArrayList<>(open.size());
+    for (AttachedWorker worker : open) {
+      if (worker.canFinish(now, mayRun)) {
+        candidates.add(worker.slots());
+      }
+    }
+    return candidates;
+  }
+
+  /**
+   * Starts a call on the slots already reserved for it. Inputs kept on another worker come to the
+   * runtime's store first (the call waits, placed, for them); on the worker that kept them they
+   * do not move.
+   */
+  void dispatch(Task task, Decision.Placed placed) {
+    AttachedWorker worker = workers.get(placed.workerId());
+    placements.put(task.id(), worker);
+    worker.callPlaced();
+    task.placedOn(placed.workerId(), placed.gpuIds(), System.nanoTime());
+    tasks.transitionQuietly(task, TaskState.PLACED);
+    List<ObjectKey> moves = objects.toMoveFor(worker.remote() ? worker.id() : null, task.refs());
+    if (moves.isEmpty()) {
+      run(task, worker, placed);
+      return;
+    }
+    objects.toHead(moves).onComplete(pulled -> {
+      if (task.state() != TaskState.PLACED || placements.get(task.id()) != worker) {
+        return; // its worker went away meanwhile: the call was requeued or ended
+      }
+      if (task.stopReason() != null) {
+        onEnded(task, new CallOutcome.Stopped(task.stopReason()));
+      } else if (pulled.failed()) {
+        // Not retried: running it again cannot bring the input back.
+        boolean lost = pulled.cause() instanceof ObjectDirectory.ObjectLostException;
+        unplace(task);
+        TaskObjects.release(objects, task);
+        tasks.transition(task, TaskState.ERROR, TaskEvents.failed(task.id(),
+            lost ? FailureCode.WORKER_LOST : FailureCode.INTERNAL, task.name()
+                + "() could not start: " + pulled.cause().getMessage()
+                + (lost ? "; run the call that made it again" : ""), timings(task, 0)));
+        schedule();
+      } else {
+        run(task, worker, placed);
+      }
+    });
+  }
+
+  private void run(Task task, AttachedWorker worker, Decision.Placed placed) {
+    CallRequest request = new CallRequest(task.id(), task.function(), task.args(), task.refs(),
+        placed.gpuIds());
+    worker.link().run(request, new CallListener() {
+      @Override
+      public void started(String executorId) {
+        context.runOnContext(ignored -> onStarted(task));
+      }
+
+      @Override
+      public void output(boolean stderr, byte[] data) {
+        context.runOnContext(ignored -> {
+          if (task.state() == TaskState.RUNNING) {
+            tasks.announce(task, TaskEvents.output(task.id(), stderr, data));
+          }
+        });
+      }
+    }).whenComplete((outcome, error) -> context.runOnContext(ignored -> onEnded(task,
+        error == null ? outcome : new CallOutcome.ExecutorDied("worker agent failed: " + error))));
+  }
+
+  private void onStarted(Task task) {
+    if (task.state() != TaskState.PLACED) {
+      return;
+    }
+    task.startedAt(System.nanoTime());
+    runningCount++;
+    AttachedWorker worker = placements.get(task.id());
+    tasks.transition(task, TaskState.RUNNING, TaskEvents.running(task.id(), task.workerId(),
+        task.gpuIds(), worker != null && worker.slots().simulatedGpus()));
+    long millis = Math.max(1, task.walltime().toMillis());
+    String limit = task.timeoutSeconds() > 0 ? "timeout of " + task.timeoutSeconds() + " s"
+        : "walltime of " + task.walltime().toString().substring(2).toLowerCase()
+            + " (the longest its qos " + task.qos() + " allows)";
+    timeoutTimers.put(task.id(), context.owner().setTimer(millis, id -> stop(task,
+        TIMEOUT_PREFIX + limit)));
+  }
+
+  private void onEnded(Task task, CallOutcome outcome) {
+    Long timer = timeoutTimers.remove(task.id());
+    if (timer != null) {
+      context.owner().cancelTimer(timer);
+    }
+    unplace(task);
+    if (task.startedAt() != null) {
+      java.time.Instant now = policy.now();
+      policy.ledger().charge(task.owner().user(), task.owner().group(), task.demand().gpus(),
+          java.time.Duration.between(task.startedAt(), now).toMillis() / 1000.0, now);
+    }
+    boolean died = outcome instanceof CallOutcome.WorkerLost
+        || outcome instanceof CallOutcome.ExecutorDied;
+    if (outcome instanceof CallOutcome.Undelivered && task.stopReason() == null) {
+      // It never reached the worker (gone as the call was sent): it costs no retry.
+      task.undelivered();
+      tasks.transition(task, TaskState.QUEUED, TaskEvents.queued(task.id()));
+    } else if (task.preemptedFor() != null && task.stopReason() == null
+        && !(outcome instanceof CallOutcome.Returned)) {
+      // Preempted: back in the queue where it was; its caller sees nothing but a count.
+      task.requeued();
+      tasks.transition(task, TaskState.QUEUED, TaskEvents.queued(task.id()));
+    } else if (died && task.stopReason() == null && task.retriesLeft() > 0) {
+      // The call never finished anywhere: it runs again, with the objects it still holds.
+      task.requeued();
+      tasks.transition(task, TaskState.QUEUED, TaskEvents.queued(task.id()));
+    } else {
+      TaskObjects.release(objects, task);
+      finish(task, outcome);
+    }
+    schedule();
+  }
+
+  /** Gives the call's slots back to its worker. */
+  private void unplace(Task task) {
+    if (task.state() == TaskState.RUNNING) {
+      runningCount--;
+    }
+    AttachedWorker worker = placements.remove(task.id());
+    if (worker != null) {
+      worker.slots().free(task.demand(), task.gpuIds());
+      worker.callEnded();
+    }
+  }
+
+  private void finish(Task task, CallOutcome outcome) {
+    double runSeconds = outcome instanceof CallOutcome.Returned r ? r.runSeconds() : 0;
+    RuntimeTimings timings = timings(task, runSeconds);
+    if (outcome instanceof CallOutcome.Returned returned) {
+      tasks.transition(task, returned.raised() ? TaskState.ERROR : TaskState.FINISHED,
+          TaskEvents.result(task.id(), resultRef(task, returned), returned.raised(), timings));
+    } else if (outcome instanceof CallOutcome.ExecutorDied died) {
+      tasks.transition(task, TaskState.ERROR, TaskEvents.failed(task.id(),
+          FailureCode.EXECUTOR_DIED, "the executor running " + task.name() + "() died: "
+              + died.cause() + ". It has been replaced; the cluster keeps serving other calls.",
+          timings));
+    } else if (outcome instanceof CallOutcome.Undelivered) {
+      tasks.transition(task, TaskState.CANCELLED, TaskEvents.cancelled(task.id(),
+          "the call was " + task.stopReason() + " before it reached a worker"));
+    } else if (outcome instanceof CallOutcome.WorkerLost lost) {
+      if (task.stopReason() != null) {
+        tasks.transition(task, TaskState.CANCELLED, TaskEvents.cancelled(task.id(),
+            "the call was " + task.stopReason() + " while its worker went away"));
+        return;
+      }
+      tasks.transition(task, TaskState.ERROR, TaskEvents.failed(task.id(),
+          FailureCode.WORKER_LOST, "the worker running " + task.name() + "() went away: "
+              + lost.cause() + (task.requeues() > 0 ? " (after " + task.requeues()
+              + " earlier attempt" + (task.requeues() == 1 ? "" : "s") + ")" : "")
+              + ". Pass retries=N to run such calls again on another worker.", timings));
+    } else if (outcome instanceof CallOutcome.Stopped stopped) {
+      if (stopped.reason().startsWith(TIMEOUT_PREFIX)) {
+        tasks.transition(task, TaskState.ERROR, TaskEvents.failed(task.id(),
+            FailureCode.TIMED_OUT, task.name() + "() was " + stopped.reason()
+                + "; pass a longer timeout= if it needs more", timings));
+      } else {
+        tasks.transition(task, TaskState.CANCELLED, TaskEvents.cancelled(task.id(),
+            "the call was " + stopped.reason() + " while running; its executor was replaced"));
+      }
+    }
+  }
+
+  /**
+   * Small results travel inside the event; large ones stay in the store, held by the session,
+   * until the client fetches them (or passes them to another call) and releases them.
+   */
+  private ObjectRef resultRef(Task task, CallOutcome.Returned returned) {
+    ObjectRef.Builder ref = ObjectRef.newBuilder().setId(returned.result().id().hex())
+        .setSize(returned.size());
+    if (returned.size() <= inlineLimit || !(task.sink() instanceof ClientSession session)
+        || !session.isOpen()) {
+      if (returned.size() <= inlineLimit) {
+        ref.setInlineData(ByteString.copyFrom(store().readSmall(returned.result())));
+      }
+      objects.release(returned.result());
+    } else {
+      session.holds().adopt(returned.result());
+    }
+    return ref.build();
+  }
+
+  private static RuntimeTimings timings(Task task, double runSeconds) {
+    long now = System.nanoTime();
+    return RuntimeTimings.newBuilder().setQueueSeconds(task.queueSeconds(now))
+        .setStartSeconds(task.startSeconds(now)).setRunSeconds(runSeconds).build();
+  }
+}

@@ -1,0 +1,152 @@
+package dev.bulletin.runtime.control;
+
+import dev.bulletin.runtime.objects.ObjectDirectory;
+import dev.bulletin.runtime.workers.AttachedWorker;
+import dev.bulletin.bridge.ObjectKey;
+import dev.bulletin.bridge.ObjectStoreException;
+import dev.bulletin.runtime.scheduler.ClusterScheduler;
+import dev.bulletin.runtime.scheduler.WorkerSlots;
+import dev.bulletin.runtime.scheduler.plan.Plan;
+import dev.bulletin.runtime.scheduler.policy.PolicyConfig;
+import dev.bulletin.runtime.scheduler.policy.QosClass;
+import dev.bulletin.runtime.scheduler.snapshot.QueuedCall;
+import dev.bulletin.runtime.scheduler.snapshot.RunningCall;
+import dev.bulletin.runtime.scheduler.snapshot.Snapshot;
+import dev.bulletin.runtime.scheduler.snapshot.WorkerState;
+import dev.bulletin.runtime.task.Task;
+import dev.bulletin.runtime.task.TaskState;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * One scheduling pass as the runtime sees it: the cluster's state turned into the policy
+ * scheduler's {@link Snapshot}, and its {@link Plan} back. The control plane applies the plan.
+ */
+public final class PolicyPass {
+
+  private final ClusterScheduler scheduler;
+  private final PolicyConfig policy;
+  private final UsageLedger ledger;
+  private final Clock clock;
+  private final Duration assumedRun;
+
+  /**
+   * @param assumedRun how long a call without a timeout is taken to run when matching it to a
+   *     worker whose allocation ends (the runtime's drain margin): its enforced limit is its QoS
+   *     class's walltime, but holding every such call off shorter allocations would leave them
+   *     idle
+   */
+  public PolicyPass(PolicyConfig policy, Clock clock, Duration assumedRun) {
+    this.policy = policy;
+    this.clock = clock;
+    this.assumedRun = assumedRun;
+    this.scheduler = ClusterScheduler.create(clock, 42);
+    this.ledger = new UsageLedger(policy);
+  }
+
+  PolicyConfig policy() {
+    return policy;
+  }
+
+  UsageLedger ledger() {
+    return ledger;
+  }
+
+  Instant now() {
+    return clock.instant();
+  }
+
+  /** The call's QoS class: its own, else the policy's default; empty if it names no known one. */
+  Optional<QosClass> qosOf(String requested) {
+    String name = requested == null || requested.isBlank() ? policy.defaultQos() : requested;
+    return Optional.ofNullable(policy.qos().get(name));
+  }
+
+  /**
+   * Whether a pass considers this call wherever it waits in its user's queue: it spends
+   * credits, or asks for a QoS class above the default.
+   */
+  boolean goesAhead(Task task) {
+    return task.credits() > 0 || priorityOf(task.qos()) > priorityOf("");
+  }
+
+  private int priorityOf(String qos) {
+    return qosOf(qos).map(QosClass::priority).orElse(0);
+  }
+
+  private Duration expectedRun(Task task) {
+    if (task.timeoutSeconds() > 0 || task.walltime().compareTo(assumedRun) < 0) {
+      return task.walltime();
+    }
+    return assumedRun;
+  }
+
+  /**
+   * @param objects where objects live: each worker's held objects and each call's input sizes
+   *     feed the locality score
+   */
+  Plan plan(Collection<AttachedWorker> workers, Collection<Task> placedOrRunning,
+      Collection<Task> queue, ObjectDirectory objects) {
+    Instant now = clock.instant();
+    List<WorkerState> workerStates = new ArrayList<>(workers.size());
+    for (AttachedWorker worker : workers) {
+      WorkerSlots slots = worker.slots();
+      workerStates.add(new WorkerState(worker.id(), worker.pool(),
+          worker.topology(), slots.freeGpuIds(),
+          slots.cpus(), slots.freeCpus(), slots.memoryBytes(), slots.freeMemory(),
+          objects.heldBy(worker.id()),
+          worker.drainReason() != null, worker.expiresAt() > 0
+              ? Instant.ofEpochMilli((long) (worker.expiresAt() * 1000)) : WorkerState.NEVER));
+    }
+    List<RunningCall> running = new ArrayList<>();
+    for (Task task : placedOrRunning) {
+      if (task.workerId() == null) {
+        continue;
+      }
+      Instant started = task.state() == TaskState.RUNNING ? task.startedAt() : now;
+      running.add(new RunningCall(task.id(), task.owner().user(), task.owner().group(),
+          task.qos(), task.workerId(), task.gpuIds(), task.demand().cpus(),
+          task.demand().memoryBytes(), task.preemptible(), started, expectedRun(task),
+          Duration.between(started, now), task.preemptedFor()));
+    }
+    List<QueuedCall> queued = new ArrayList<>(queue.size());
+    for (Task task : queue) {
+      queued.add(new QueuedCall(task.id(), task.owner().user(), task.owner().group(), task.qos(),
+          task.demand(), "", task.priority(), (long) task.credits(), inputs(task, objects),
+          task.submittedAt(), expectedRun(task)));
+    }
+    return scheduler.plan(new Snapshot(workerStates, running, queued, ledger.snapshot(now),
+        policy));
+  }
+
+  /** The call's argument objects, id to size: what the locality score weighs. */
+  private static Map<String, Long> inputs(Task task, ObjectDirectory objects) {
+    if (task.inputSizes() != null) {
+      return task.inputSizes();
+    }
+    Map<String, Long> inputs = new HashMap<>();
+    for (ObjectKey key : task.refs()) {
+      inputs.put(key.id().hex(), sizeOrZero(key, objects));
+    }
+    inputs.put(task.args().id().hex(), sizeOrZero(task.args(), objects));
+    if (!inputs.containsValue(0L)) {
+      task.knownInputSizes(inputs);
+    }
+    return inputs;
+  }
+
+  private static long sizeOrZero(ObjectKey key, ObjectDirectory objects) {
+    try {
+      return objects.size(key);
+    } catch (ObjectStoreException gone) {
+      return 0; // a lost input: the call fails when it is placed, the score does not matter
+    }
+  }
+}

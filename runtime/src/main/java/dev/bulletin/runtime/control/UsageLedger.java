@@ -1,0 +1,103 @@
+package dev.bulletin.runtime.control;
+
+import dev.bulletin.runtime.scheduler.policy.GroupQuota;
+import dev.bulletin.runtime.scheduler.policy.PolicyConfig;
+import dev.bulletin.runtime.scheduler.snapshot.Usage;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * What groups and users have used, for fair share, GPU-hour quotas and credits. Recent use decays
+ * with the policy's fair-share horizon as half-life; GPU-hours count per quota period; credits
+ * follow the policy's {@code CreditRule}. Kept in memory (the journal will persist it).
+ * Owned by the control plane's event loop.
+ */
+final class UsageLedger {
+
+  private static final class Decayed {
+    double value;
+    Instant at;
+  }
+
+  private static final class GroupBook {
+    final Decayed recent = new Decayed();
+    double gpuHours;
+    Instant periodEnds;
+    double credits;
+  }
+
+  private final PolicyConfig policy;
+  private final Map<String, GroupBook> groups = new HashMap<>();
+  private final Map<String, Decayed> users = new HashMap<>();
+
+  UsageLedger(PolicyConfig policy) {
+    this.policy = policy;
+  }
+
+  /** A call held {@code gpus} GPUs for {@code seconds}, ending at {@code now}. */
+  void charge(String user, String group, int gpus, double seconds, Instant now) {
+    double gpuSeconds = gpus * Math.max(0, seconds);
+    if (gpuSeconds == 0) {
+      return;
+    }
+    GroupBook book = book(group, now);
+    add(book.recent, gpuSeconds, now);
+    book.gpuHours += gpuSeconds / 3600;
+    add(users.computeIfAbsent(user, u -> new Decayed()), gpuSeconds, now);
+  }
+
+  /** A placement paid credits for its place in the queue. */
+  void spend(String group, double credits, Instant now) {
+    GroupBook book = book(group, now);
+    book.credits = Math.max(0, book.credits - credits);
+  }
+
+  /** Groups under their quota earn credits for the GPUs they did not hold over {@code elapsed}. */
+  void earn(Map<String, Integer> gpusHeldByGroup, Duration elapsed, Instant now) {
+    for (GroupQuota quota : policy.groups().values()) {
+      GroupBook book = book(quota.name(), now);
+      book.credits = policy.credits().earn(quota, book.credits,
+          gpusHeldByGroup.getOrDefault(quota.name(), 0), elapsed);
+    }
+  }
+
+  Usage snapshot(Instant now) {
+    Map<String, Usage.GroupUsage> groupUsage = new HashMap<>();
+    groups.forEach((name, book) -> {
+      book(name, now);
+      groupUsage.put(name, new Usage.GroupUsage(decayed(book.recent, now), book.gpuHours,
+          book.credits, book.periodEnds));
+    });
+    Map<String, Double> userUsage = new HashMap<>();
+    users.forEach((name, recent) -> userUsage.put(name, decayed(recent, now)));
+    return new Usage(groupUsage, userUsage);
+  }
+
+  private GroupBook book(String group, Instant now) {
+    GroupBook book = groups.computeIfAbsent(group, g -> new GroupBook());
+    Duration period = policy.group(group).period();
+    if (period == null || period.isZero()) {
+      book.periodEnds = Instant.MAX;
+    } else if (book.periodEnds == null || !now.isBefore(book.periodEnds)) {
+      book.periodEnds = now.plus(period); // a new quota period starts with a clean count
+      book.gpuHours = 0;
+    }
+    return book;
+  }
+
+  private void add(Decayed decayed, double amount, Instant now) {
+    decayed.value = decayed(decayed, now) + amount;
+    decayed.at = now;
+  }
+
+  private double decayed(Decayed decayed, Instant now) {
+    if (decayed.at == null) {
+      return 0;
+    }
+    double halfLife = Math.max(1, policy.fairShareHorizon().toSeconds());
+    double age = Math.max(0, Duration.between(decayed.at, now).toMillis() / 1000.0);
+    return decayed.value * Math.pow(0.5, age / halfLife);
+  }
+}

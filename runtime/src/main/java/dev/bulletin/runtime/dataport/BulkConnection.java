@@ -1,0 +1,183 @@
+package dev.bulletin.runtime.dataport;
+
+import dev.bulletin.bridge.dataport.BulkIo;
+import dev.bulletin.bridge.dataport.BulkWire;
+import dev.bulletin.runtime.objects.ObjectApi;
+import dev.bulletin.bridge.ObjectKey;
+import dev.bulletin.bridge.ObjectStore;
+import java.io.EOFException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.StandardOpenOption;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * One data connection of the bulk port, served with blocking I/O on a data thread (never on an
+ * event loop). Wire format: {@link BulkWire}; docs/internals.md.
+ */
+final class BulkConnection implements Runnable {
+  private static final Logger LOG = Logger.getLogger(BulkConnection.class.getName());
+
+  private final SocketChannel channel;
+  private final BulkTickets tickets;
+  private final ObjectStore store;
+  private final BulkIo io;
+  /** Runs a stored object's hand-over to its holder on the control plane's loop. */
+  private final Executor loop;
+  private final ObjectApi objects;
+  private final java.util.function.Consumer<BulkConnection> onClose;
+  private final long openedNanos = System.nanoTime();
+  private volatile long lastProgressNanos = openedNanos;
+  /** Set once the ticket was accepted; before that, only a short wait is allowed. */
+  private volatile boolean admitted;
+
+  BulkConnection(SocketChannel channel, BulkTickets tickets, ObjectStore store, BulkIo io,
+      Executor loop, ObjectApi objects, java.util.function.Consumer<BulkConnection> onClose) {
+    this.channel = channel;
+    this.tickets = tickets;
+    this.store = store;
+    this.io = io;
+    this.loop = loop;
+    this.objects = objects;
+    this.onClose = onClose;
+  }
+
+  /**
+   * Whether the connection should be cut: it sent no valid header within {@code headerNanos}
+   * (so idle connections cannot hold the few data threads), or moved nothing for
+   * {@code stallNanos}.
+   */
+  boolean stalled(long now, long headerNanos, long stallNanos) {
+    return admitted ? now - lastProgressNanos > stallNanos : now - openedNanos > headerNanos;
+  }
+
+  /** Cuts a stalled connection; its data thread sees the close and cleans up. */
+  void abort() {
+    try {
+      channel.close();
+    } catch (IOException ignored) {
+      // Closing anyway.
+    }
+  }
+
+  @Override
+  public void run() {
+    try (channel) {
+      channel.socket().setTcpNoDelay(true);
+      ByteBuffer header = readFully(ByteBuffer.allocate(8 + BulkTickets.TICKET_BYTES)).flip();
+      if (header.getInt() != BulkWire.MAGIC || header.getInt() != BulkWire.VERSION) {
+        reply(BulkWire.REFUSED, "not a bulletin data connection of version " + BulkWire.VERSION
+            + " (upgrade the client)");
+        return;
+      }
+      byte[] id = new byte[BulkTickets.TICKET_BYTES];
+      header.get(id);
+      BulkTickets.Ticket ticket;
+      try {
+        ticket = tickets.redeem(id);
+      } catch (IllegalArgumentException refused) {
+        reply(BulkWire.REFUSED, refused.getMessage());
+        return;
+      }
+      admitted = true;
+      if (ticket.direction() == BulkTickets.Direction.PUT) {
+        put(ticket);
+      } else {
+        get(ticket);
+      }
+    } catch (IOException | RuntimeException e) {
+      LOG.log(Level.FINE, "bulk connection ended: " + e, e);
+    } finally {
+      onClose.accept(this);
+    }
+  }
+
+  private void put(BulkTickets.Ticket ticket) throws IOException {
+    ObjectStore.Upload upload = ticket.upload();
+    ObjectKey key = ticket.key();
+    try (upload) { // a cut connection or a bad CRC leaves nothing: close() frees the room
+      channel.write(ByteBuffer.wrap(new byte[] {BulkWire.OK}));
+      int crc = io.receive(channel, upload, ticket.size(), this::progressed);
+      int sent = readFully(ByteBuffer.allocate(4)).flip().getInt();
+      if (sent != crc) {
+        reply(BulkWire.CORRUPT, "upload of " + key.id() + " failed its CRC32C check; nothing was stored,"
+            + " send it again");
+        return;
+      }
+      ObjectKey stored;
+      try {
+        stored = upload.commit();
+      } catch (RuntimeException e) {
+        reply(BulkWire.FAILED, e.getMessage());
+        return;
+      }
+      // The session's hold is taken on the loop before the client hears BulkWire.OK: a release it sends
+      // after its next Submit then finds the hold.
+      CompletableFuture<Void> held = new CompletableFuture<>();
+      loop.execute(() -> {
+        objects.keep(ticket.caller(), stored);
+        objects.movedOverDataPort(ticket.caller(), false, ticket.size());
+        held.complete(null);
+      });
+      held.get(30, TimeUnit.SECONDS);
+      reply(BulkWire.OK, "");
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+      reply(BulkWire.FAILED, "the runtime did not take over object " + key.id() + ": " + e);
+    }
+  }
+
+  private void get(BulkTickets.Ticket ticket) throws IOException {
+    ObjectKey key = ticket.key();
+    ObjectStore.Lease lease;
+    try {
+      lease = store.lease(List.of(key)); // read back if spilled; kept in memory while sent
+    } catch (RuntimeException e) {
+      reply(BulkWire.FAILED, e.getMessage());
+      return;
+    }
+    try (lease; FileChannel file = FileChannel.open(lease.path(key), StandardOpenOption.READ)) {
+      long size = file.size();
+      CompletableFuture<Integer> crc = io.crcAsync(file, size);
+      channel.write(ByteBuffer.allocate(9).put(BulkWire.OK).putLong(size).flip());
+      io.send(file, size, channel, this::progressed);
+      writeFully(ByteBuffer.allocate(4).putInt(crc.join()).flip());
+      loop.execute(() -> objects.movedOverDataPort(ticket.caller(), true, size));
+    }
+  }
+
+  private void progressed() {
+    lastProgressNanos = System.nanoTime();
+  }
+
+  private void reply(byte status, String message) throws IOException {
+    byte[] text = message.getBytes(StandardCharsets.UTF_8);
+    writeFully(ByteBuffer.allocate(5 + text.length).put(status).putInt(text.length).put(text)
+        .flip());
+  }
+
+  private ByteBuffer readFully(ByteBuffer buffer) throws IOException {
+    while (buffer.hasRemaining()) {
+      if (channel.read(buffer) < 0) {
+        throw new EOFException("the client closed the data connection");
+      }
+      progressed();
+    }
+    return buffer;
+  }
+
+  private void writeFully(ByteBuffer buffer) throws IOException {
+    while (buffer.hasRemaining()) {
+      channel.write(buffer);
+    }
+  }
+}

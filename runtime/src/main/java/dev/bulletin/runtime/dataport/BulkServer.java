@@ -1,0 +1,125 @@
+package dev.bulletin.runtime.dataport;
+
+import dev.bulletin.bridge.dataport.BulkIo;
+import dev.bulletin.bridge.dataport.DaemonThreads;
+import dev.bulletin.runtime.objects.ObjectApi;
+import dev.bulletin.bridge.ObjectStore;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The bulk data port: raw TCP beside the gRPC API, for the bytes of cross-host object
+ * transfers (gRPC's one HTTP/2 stream per transfer and its protobuf chunk copies held them to
+ * a fifth of the link). An acceptor thread hands each connection to a small pool of data
+ * threads doing blocking I/O; a sweeper drops expired tickets and cuts stalled connections.
+ */
+public final class BulkServer implements AutoCloseable {
+  /** Connections served at once; more wait for a data thread. */
+  static final int DATA_THREADS = 8;
+  /** A connection that moves no byte for this long is cut (its upload is discarded). */
+  static final long STALL_NANOS = TimeUnit.SECONDS.toNanos(30);
+  /** A connection must present its ticket within this (waiting for a data thread included). */
+  static final long HEADER_NANOS = TimeUnit.SECONDS.toNanos(10);
+
+  private final ServerSocketChannel server;
+  private final ExecutorService data;
+  private final ExecutorService helpers;
+  private final ScheduledExecutorService sweeper;
+  private final Set<BulkConnection> live = ConcurrentHashMap.newKeySet();
+  private final BulkTickets tickets;
+  private final Thread acceptor;
+
+  private BulkServer(ServerSocketChannel server, BulkTickets tickets, ObjectStore store,
+      Executor loop, ObjectApi objects) {
+    this.server = server;
+    this.tickets = tickets;
+    this.data = Executors.newFixedThreadPool(DATA_THREADS, DaemonThreads.named("bulletin-data"));
+    this.helpers = Executors.newCachedThreadPool(DaemonThreads.named("bulletin-data-crc"));
+    this.sweeper = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("bulletin-data-sweep"));
+    BulkIo io = new BulkIo(helpers);
+    this.acceptor = new Thread(() -> accept(store, io, loop, objects), "bulletin-data-accept");
+    acceptor.setDaemon(true);
+  }
+
+  /**
+   * Listens on host:port (0: any free port) and starts serving.
+   *
+   * @param loop runs work on the control plane's event loop (a stored object's hand-over)
+   */
+  public static BulkServer start(String host, int port, BulkTickets tickets, ObjectStore store,
+      Executor loop, ObjectApi objects) throws IOException {
+    ServerSocketChannel server = ServerSocketChannel.open();
+    try {
+      server.bind(new InetSocketAddress(host, port), 64);
+    } catch (IOException e) {
+      server.close();
+      throw new IOException("cannot listen for data connections on " + host + ":" + port
+          + ": " + e.getMessage(), e);
+    }
+    BulkServer bulk = new BulkServer(server, tickets, store, loop, objects);
+    bulk.acceptor.start();
+    bulk.sweeper.scheduleWithFixedDelay(bulk::sweep, 1, 1, TimeUnit.SECONDS);
+    return bulk;
+  }
+
+  public int port() {
+    return server.socket().getLocalPort();
+  }
+
+  private void accept(ObjectStore store, BulkIo io, Executor loop, ObjectApi objects) {
+    while (server.isOpen()) {
+      SocketChannel channel;
+      try {
+        channel = server.accept();
+      } catch (ClosedChannelException closed) {
+        return;
+      } catch (IOException e) {
+        continue; // e.g. a connection reset before it was accepted
+      }
+      BulkConnection connection = new BulkConnection(channel, tickets, store, io, loop,
+          objects, live::remove);
+      live.add(connection);
+      try {
+        data.execute(connection);
+      } catch (java.util.concurrent.RejectedExecutionException stopping) {
+        connection.abort();
+      }
+    }
+  }
+
+  private void sweep() {
+    tickets.sweep();
+    long now = System.nanoTime();
+    for (BulkConnection connection : live) {
+      if (connection.stalled(now, HEADER_NANOS, STALL_NANOS)) {
+        connection.abort();
+      }
+    }
+  }
+
+  @Override
+  public void close() {
+    try {
+      server.close();
+    } catch (IOException ignored) {
+      // Stopping anyway.
+    }
+    sweeper.shutdownNow();
+    live.forEach(BulkConnection::abort);
+    data.shutdownNow();
+    helpers.shutdownNow();
+    tickets.closeAll();
+  }
+
+}

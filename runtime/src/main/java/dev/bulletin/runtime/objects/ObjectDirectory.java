@@ -1,0 +1,380 @@
+package dev.bulletin.runtime.objects;
+
+import dev.bulletin.runtime.workers.WorkerLink;
+import dev.bulletin.bridge.ObjectKey;
+import dev.bulletin.bridge.ObjectStore;
+import dev.bulletin.bridge.ObjectStoreException;
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.function.Function;
+
+/**
+ * Where the cluster's objects live: the runtime's store, and results kept in remote workers'
+ * stores ("a result stays on its worker until someone needs it elsewhere"). The runtime's
+ * references go through here: an object a worker kept has no file in the runtime's store, so its
+ * references are counted here, and when the last one goes its workers are told to drop it.
+ * Pulls it to the runtime's store on demand (a worker uploads it when asked over its Attach
+ * stream). Also keeps, per worker, the objects it reported holding: hints for data locality.
+ * Used on the control plane's event loop only.
+ */
+public final class ObjectDirectory {
+
+  /** A result kept on workers; its references are counted here, not in the store. */
+  private static final class Entry {
+    final long size;
+    final String kind;
+    /** Workers that hold it for the runtime (a reference there, dropped when this entry goes). */
+    final Set<String> keepers = new LinkedHashSet<>();
+    int references;
+    /** The runtime's store has a copy, held by one store reference of this entry. */
+    boolean atHead;
+    /** Why it is gone: every worker that kept it went away before it reached the runtime. */
+    String lost;
+    Promise<Void> pull;
+
+    Entry(long size, String kind) {
+      this.size = size;
+      this.kind = kind;
+    }
+  }
+
+  private final ObjectStore store;
+  private final Function<String, Optional<WorkerLink>> links;
+  private final Map<ObjectKey, Entry> entries = new HashMap<>();
+  /** Per worker: objects it reported holding, id to size (the scheduler's locality hints). */
+  private final Map<String, Map<String, Long>> hints = new HashMap<>();
+  private int pulledObjects;
+  private long pulledBytes;
+  private long sentToWorkersBytes;
+  private long dataPortBytes;
+
+  /** @param links the link to a worker by id, while it is attached */
+  public ObjectDirectory(ObjectStore store, Function<String, Optional<WorkerLink>> links) {
+    this.store = store;
+    this.links = links;
+  }
+
+  public ObjectStore store() {
+    return store;
+  }
+
+  // ---- references --------------------------------------------------------------------------
+
+  /**
+   * Takes a reference if the object is present anywhere in the cluster; the answer to "has it?".
+   * A lost object is not present.
+   */
+  boolean retainIfPresent(ObjectKey key) {
+    Entry entry = entries.get(key);
+    if (entry == null) {
+      return store.retainIfPresent(key);
+    }
+    if (entry.lost != null) {
+      return false;
+    }
+    entry.references++;
+    return true;
+  }
+
+  /**
+   * Takes a reference for a call that reads the object.
+   *
+   * @throws ObjectLostException if it lived only on workers that went away
+   * @throws ObjectStoreException if it is nowhere
+   */
+  void retain(ObjectKey key, String what) {
+    Entry entry = entries.get(key);
+    if (entry != null && entry.lost != null) {
+      throw new ObjectLostException(what + " object " + key.id() + " (an earlier call's result)"
+          + " lived only on " + entry.lost);
+    }
+    if (!retainIfPresent(key)) {
+      throw new ObjectStoreException(what + " object " + key.id() + " is not in this user's"
+          + " store on the cluster; upload it (PutObject or AdoptObject) or send it inline");
+    }
+  }
+
+  /**
+   * Drops one reference. Objects with an entry count here first: a copy that also sits in the
+   * store under references of its own (uploaded again by a client) keeps those, so the totals
+   * balance whichever count a release lands on.
+   */
+  public void release(ObjectKey key) {
+    Entry entry = entries.get(key);
+    if (entry == null) {
+      store.release(key);
+      return;
+    }
+    if (--entry.references > 0) {
+      return;
+    }
+    entries.remove(key);
+    if (entry.atHead) {
+      store.release(key);
+    }
+    for (String worker : entry.keepers) {
+      links.apply(worker).ifPresent(link -> link.dropObjects(key.namespace(), List.of(key)));
+    }
+    if (entry.pull != null) {
+      entry.pull.tryFail("object " + key.id() + " was released while it was being pulled");
+    }
+  }
+
+  /** @throws ObjectStoreException if the object is nowhere */
+  public long size(ObjectKey key) {
+    Entry entry = entries.get(key);
+    return entry != null ? entry.size : store.size(key);
+  }
+
+  // ---- kept results ------------------------------------------------------------------------
+
+  /**
+   * A worker kept a call's result in its store; takes one reference for the call's caller. If
+   * the runtime's store already has those bytes (equal content), that copy serves and the worker
+   * is told at once it need not keep its own.
+   */
+  public void kept(String workerId, ObjectKey key, long size, String kind) {
+    held(workerId, key, size);
+    Entry entry = entries.get(key);
+    if (entry == null && store.retainIfPresent(key)) {
+      links.apply(workerId).ifPresent(link -> link.dropObjects(key.namespace(), List.of(key)));
+      return;
+    }
+    if (entry == null) {
+      entry = new Entry(size, kind);
+      entries.put(key, entry);
+    }
+    entry.references++;
+    if (!entry.keepers.add(workerId)) {
+      // Kept twice (equal results): the worker holds one reference per report.
+      links.apply(workerId).ifPresent(link -> link.dropObjects(key.namespace(), List.of(key)));
+    }
+    entry.lost = null;
+  }
+
+  /** Whether the object can be used on this worker without moving it (remote workers only). */
+  public boolean keptOn(String workerId, ObjectKey key) {
+    Entry entry = entries.get(key);
+    return entry != null && entry.keepers.contains(workerId);
+  }
+
+  /**
+   * The objects a call placed on {@code workerId} (null: the embedded worker, which reads the
+   * runtime's store) needs in the runtime's store first.
+   */
+  public List<ObjectKey> toMoveFor(String workerId, Collection<ObjectKey> keys) {
+    List<ObjectKey> missing = new ArrayList<>();
+    for (ObjectKey key : keys) {
+      Entry entry = entries.get(key);
+      if (entry != null && !entry.atHead
+          && (workerId == null || !entry.keepers.contains(workerId))) {
+        missing.add(key);
+      }
+    }
+    return missing;
+  }
+
+  // ---- pulling to the runtime's store ------------------------------------------------------
+
+  /** Completes once every object is in the runtime's store; fails if one is lost. */
+  public Future<Void> toHead(Collection<ObjectKey> keys) {
+    List<Future<Void>> pulls = new ArrayList<>(keys.size());
+    keys.forEach(key -> pulls.add(toHead(key)));
+    return Future.all(pulls).mapEmpty();
+  }
+
+  /**
+   * Completes once the object is in the runtime's store (at once if it is, or it has no entry:
+   * then the store answers for itself). A worker that kept it is asked to upload it; one pull per
+   * object at a time.
+   */
+  public Future<Void> toHead(ObjectKey key) {
+    Entry entry = entries.get(key);
+    if (entry == null || entry.atHead) {
+      return Future.succeededFuture();
+    }
+    if (entry.lost != null) {
+      return Future.failedFuture(new ObjectLostException("object " + key.id()
+          + " (an earlier call's result) lived only on " + entry.lost));
+    }
+    if (entry.pull != null) {
+      return entry.pull.future();
+    }
+    if (store.retainIfPresent(key)) { // a client uploaded equal bytes meanwhile
+      entry.atHead = true;
+      return Future.succeededFuture();
+    }
+    for (String worker : entry.keepers) {
+      Optional<WorkerLink> link = links.apply(worker);
+      if (link.isPresent()) {
+        entry.pull = Promise.promise();
+        link.get().sendObject(key);
+        return entry.pull.future();
+      }
+    }
+    return Future.failedFuture(new ObjectLostException("object " + key.id()
+        + " has no attached worker holding it"));
+  }
+
+  /**
+   * A worker's PutObject committed: the store holds the object with one reference, which becomes
+   * the entry's hold on its runtime copy (or is dropped when no pull waits for it).
+   */
+  public void arrived(ObjectKey key) {
+    Entry entry = entries.get(key);
+    if (entry == null || entry.atHead) {
+      store.release(key);
+      return;
+    }
+    entry.atHead = true;
+    pulledObjects++;
+    pulledBytes += entry.size;
+    Promise<Void> pull = entry.pull;
+    entry.pull = null;
+    if (pull != null) {
+      pull.tryComplete();
+    }
+  }
+
+  /**
+   * A worker could not send an object it was asked for: the pull fails with its reason. It stays
+   * a keeper (the runtime's store may have been full, not the worker's copy gone), so a later
+   * pull asks again and the last release still drops its hold.
+   */
+  public void unavailable(String workerId, ObjectKey key, String reason) {
+    Entry entry = entries.get(key);
+    if (entry == null || entry.pull == null || !entry.keepers.contains(workerId)) {
+      return;
+    }
+    Promise<Void> pull = entry.pull;
+    entry.pull = null;
+    pull.tryFail(new ObjectStoreException("object " + key.id() + " could not be brought from"
+        + " worker " + workerId + ": " + reason));
+  }
+
+  /**
+   * A worker went away: what only it kept is lost; pulls from it fail.
+   *
+   * @param how what happened, read after "worker W, which": "lost its connection: ..."
+   */
+  public void workerLost(String workerId, String how) {
+    hints.remove(workerId);
+    for (Map.Entry<ObjectKey, Entry> each : List.copyOf(entries.entrySet())) {
+      Entry entry = each.getValue();
+      if (entry.keepers.remove(workerId)) {
+        afterKeeperLeft(each.getKey(), entry, "worker " + workerId + ", which " + how);
+      }
+    }
+  }
+
+  private void afterKeeperLeft(ObjectKey key, Entry entry, String where) {
+    if (!entry.keepers.isEmpty() || entry.atHead) {
+      if (entry.pull != null && !entry.keepers.isEmpty()) {
+        // Ask the next keeper; the waiting promise stays the same.
+        links.apply(entry.keepers.iterator().next()).ifPresent(link -> link.sendObject(key));
+      }
+      return;
+    }
+    entry.lost = where;
+    if (entry.pull != null) {
+      Promise<Void> pull = entry.pull;
+      entry.pull = null;
+      pull.tryFail(new ObjectLostException("object " + key.id()
+          + " (an earlier call's result) lived only on " + where));
+    }
+  }
+
+  // ---- locality hints ----------------------------------------------------------------------
+
+  /** A worker reported holding an object in its store. */
+  public void held(String workerId, ObjectKey key, long size) {
+    hints.computeIfAbsent(workerId, id -> new HashMap<>()).put(key.id().hex(), size);
+  }
+
+  /** A worker reported it no longer holds an object (evicted from its store). */
+  public void dropped(String workerId, ObjectKey key) {
+    if (!keptOn(workerId, key)) {
+      forget(workerId, key.id().hex());
+    }
+  }
+
+  private void forget(String workerId, String id) {
+    Map<String, Long> held = hints.get(workerId);
+    if (held != null) {
+      held.remove(id);
+    }
+  }
+
+  /**
+   * Objects in a worker's store, id to size, as the scheduler's snapshot wants them. Ids without
+   * their namespace: two users' equal ids only mislead a score, never a placement's correctness.
+   */
+  public Map<String, Long> heldBy(String workerId) {
+    return hints.getOrDefault(workerId, Map.of());
+  }
+
+  // ---- counters ------------------------------------------------------------------------------
+
+  /** A worker fetched bytes from the runtime's store. */
+  void sentToWorker(long bytes) {
+    sentToWorkersBytes += bytes;
+  }
+
+  /** An object's bytes crossed the bulk data port, in either direction. */
+  void movedOverDataPort(long bytes) {
+    dataPortBytes += bytes;
+  }
+
+  public long dataPortBytes() {
+    return dataPortBytes;
+  }
+
+  /** Results referenced and kept only on workers (not in the runtime's store). */
+  public int workerObjects() {
+    int count = 0;
+    for (Entry entry : entries.values()) {
+      if (!entry.atHead && entry.lost == null) {
+        count++;
+      }
+    }
+    return count;
+  }
+
+  /** Kept results a worker holds for the runtime now. */
+  public int keptOn(String workerId) {
+    int count = 0;
+    for (Entry entry : entries.values()) {
+      if (entry.keepers.contains(workerId)) {
+        count++;
+      }
+    }
+    return count;
+  }
+
+  public int pulledObjects() {
+    return pulledObjects;
+  }
+
+  public long pulledBytes() {
+    return pulledBytes;
+  }
+
+  public long sentToWorkersBytes() {
+    return sentToWorkersBytes;
+  }
+
+  /** An object lived only on workers that went away (or could not send it). */
+  public static final class ObjectLostException extends ObjectStoreException {
+    public ObjectLostException(String message) {
+      super(message);
+    }
+  }
+}

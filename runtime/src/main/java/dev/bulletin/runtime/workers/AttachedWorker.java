@@ -1,0 +1,109 @@
+package dev.bulletin.runtime.workers;
+
+import dev.bulletin.runtime.scheduler.WorkerSlots;
+import dev.bulletin.runtime.scheduler.snapshot.GpuTopology;
+import java.time.Instant;
+import java.util.List;
+
+/**
+ * A worker the control plane may place calls on: who it is, its slots (reserved and freed by the
+ * control plane) and the link that runs calls on it. Owned by the control plane's event loop.
+ */
+public final class AttachedWorker {
+  private final String id;
+  private final String host;
+  private final String pool;
+  private final List<String> gpuNames;
+  private final boolean remote;
+  private final double expiresAtEpochSeconds;
+  private final String providerHandle;
+  private final WorkerSlots slots;
+  private final WorkerLink link;
+  private final GpuTopology topology;
+  private int runningCalls;
+  private Instant idleSince = Instant.now();
+  private String drainReason;
+
+  public AttachedWorker(String id, String host, String pool, List<String> gpuNames, boolean remote,
+      double expiresAtEpochSeconds, String providerHandle, WorkerSlots slots, WorkerLink link,
+      String topology) {
+    this.topology = topologyOf(topology, slots.gpus());
+    this.id = id;
+    this.host = host;
+    this.pool = pool;
+    this.gpuNames = List.copyOf(gpuNames);
+    this.remote = remote;
+    this.expiresAtEpochSeconds = expiresAtEpochSeconds;
+    this.providerHandle = providerHandle;
+    this.slots = slots;
+    this.link = link;
+  }
+
+  /** Reported as {@code nvidia-smi topo -m}; a worker that reports none (or one that does not
+   * match its GPUs) counts as every pair joined through the host. */
+  private static GpuTopology topologyOf(String reported, int gpus) {
+    if (reported != null && !reported.isBlank()) {
+      try {
+        GpuTopology parsed = GpuTopology.parseNvidiaSmi(reported);
+        if (parsed.gpus() == gpus) {
+          return parsed;
+        }
+      } catch (IllegalArgumentException unreadable) {
+        // Fall through: placement still works, only without topology.
+      }
+    }
+    return GpuTopology.uniform(gpus, GpuTopology.Link.HOST);
+  }
+
+  public GpuTopology topology() { return topology; }
+  public String id() { return id; }
+  public String host() { return host; }
+  public String pool() { return pool; }
+  public List<String> gpuNames() { return gpuNames; }
+  public boolean remote() { return remote; }
+  public double expiresAt() { return expiresAtEpochSeconds; }
+  public String providerHandle() { return providerHandle; }
+  public WorkerSlots slots() { return slots; }
+  public WorkerLink link() { return link; }
+
+  int runningCalls() { return runningCalls; }
+  /** When its last call ended, or when it attached; meaningful while it runs nothing. */
+  Instant idleSince() { return idleSince; }
+
+  public void callPlaced() {
+    runningCalls++;
+  }
+
+  public void callEnded() {
+    runningCalls = Math.max(0, runningCalls - 1);
+    if (runningCalls == 0) {
+      idleSince = Instant.now();
+    }
+  }
+
+  /** Takes no new call from now on (its pool is replacing or stopping it). */
+  void drain(String reason) {
+    drainReason = reason;
+  }
+
+  /** Why it takes no new call, or null while it does. */
+  public String drainReason() {
+    return drainReason;
+  }
+
+  /**
+   * Whether a call that may run {@code runSeconds} can still finish here before the worker's
+   * allocation ends. A worker without an end takes everything; a drained one nothing.
+   */
+  public boolean canFinish(double nowEpochSeconds, double runSeconds) {
+    if (drainReason != null) {
+      return false;
+    }
+    return expiresAtEpochSeconds <= 0 || nowEpochSeconds + runSeconds < expiresAtEpochSeconds;
+  }
+
+  /** Draining: its allocation ends within {@code marginSeconds}, so it takes no call without a timeout. */
+  public boolean draining(double nowEpochSeconds, double marginSeconds) {
+    return !canFinish(nowEpochSeconds, marginSeconds);
+  }
+}

@@ -1,0 +1,118 @@
+package dev.bulletin.runtime.workers;
+
+import dev.bulletin.runtime.control.ControlPlane;
+import dev.bulletin.runtime.pool.Autoscaler;
+import dev.bulletin.runtime.pool.PendingDemand;
+import dev.bulletin.runtime.pool.PoolConfig;
+import dev.bulletin.runtime.pool.PoolEvent;
+import dev.bulletin.runtime.pool.PoolListener;
+import dev.bulletin.runtime.pool.PoolStatus;
+import dev.bulletin.runtime.pool.PoolsConfig;
+import dev.bulletin.runtime.pool.RegisteredWorker;
+import dev.bulletin.runtime.scheduler.Demand;
+import dev.bulletin.runtime.scheduler.WorkerSlots;
+import dev.bulletin.runtime.task.Task;
+import java.time.Instant;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * Connects the control plane to the pools' autoscaler: every tick it reports the pool workers
+ * attached and the calls no worker has room for, and it carries out what the autoscaler asks
+ * (drain a worker, forget one being stopped). Runs on the control plane's event loop.
+ */
+public final class PoolRunner implements PoolListener {
+
+  public static final long TICK_MILLIS = 1_000;
+  private static final int RECENT_EVENTS = 20;
+
+  private final ControlPlane plane;
+  private final PoolsConfig pools;
+  private final Deque<PoolEvent> recent = new ArrayDeque<>();
+  private Autoscaler autoscaler;
+
+  public PoolRunner(ControlPlane plane, PoolsConfig pools) {
+    this.plane = plane;
+    this.pools = pools;
+    // A call that only a pool's worker could run waits for one rather than failing at once.
+    List<WorkerSlots> shapes = new ArrayList<>();
+    for (PoolConfig pool : pools.pools()) {
+      if (pool.maxWorkers() > 0) {
+        shapes.add(new WorkerSlots("pool " + pool.name(), pool.worker().gpus(), false,
+            pool.worker().cpus(), pool.worker().memory().orElse(Long.MAX_VALUE)));
+      }
+    }
+    plane.potentialWorkers(shapes);
+  }
+
+  public void start(Autoscaler autoscaler) {
+    this.autoscaler = autoscaler;
+  }
+
+  /** One round: what the pools have and what waits for them. */
+  public void tick() {
+    if (autoscaler == null) {
+      return;
+    }
+    List<RegisteredWorker> registered = new ArrayList<>();
+    for (AttachedWorker worker : plane.workers()) {
+      if (!worker.pool().isEmpty()) {
+        registered.add(new RegisteredWorker(worker.id(), worker.runningCalls(),
+            worker.idleSince(), worker.expiresAt() > 0
+                ? Optional.of(Instant.ofEpochMilli((long) (worker.expiresAt() * 1000)))
+                : Optional.empty()));
+      }
+    }
+    autoscaler.tick(registered, unservable());
+  }
+
+  /** Queued calls that no attached worker could take now, by size. */
+  private List<PendingDemand> unservable() {
+    double now = System.currentTimeMillis() / 1000.0;
+    List<AttachedWorker> workers = List.copyOf(plane.workers());
+    Map<Demand, Integer> bySize = new LinkedHashMap<>();
+    for (Task task : plane.tasks().queuedView()) {
+      boolean fitsSomewhere = plane.candidatesFor(task, workers, now).stream()
+          .anyMatch(slots -> slots.fitsNow(task.demand()));
+      if (!fitsSomewhere) {
+        bySize.merge(task.demand(), 1, Integer::sum);
+      }
+    }
+    List<PendingDemand> demand = new ArrayList<>();
+    bySize.forEach((size, count) -> demand.add(new PendingDemand(size.gpus(), size.cpus(),
+        size.memoryBytes(), count)));
+    return demand;
+  }
+
+  public List<PoolStatus> status() {
+    return autoscaler == null ? List.of() : autoscaler.status();
+  }
+
+  public List<PoolEvent> recentEvents() {
+    return List.copyOf(recent);
+  }
+
+  @Override
+  public void drain(String workerId, String reason) {
+    plane.worker(workerId).ifPresent(worker -> worker.drain(reason));
+  }
+
+  @Override
+  public void stopping(String workerId, String reason) {
+    plane.forget(workerId, "worker " + workerId + " left its pool: " + reason);
+  }
+
+  @Override
+  public void event(PoolEvent event) {
+    // The autoscaler logs its events; the runner keeps the latest for status.
+    recent.addLast(event);
+    while (recent.size() > RECENT_EVENTS) {
+      recent.removeFirst();
+    }
+  }
+}

@@ -1,0 +1,274 @@
+package dev.bulletin.runtime.workers;
+
+import dev.bulletin.runtime.objects.ObjectDirectory;
+import com.google.protobuf.ByteString;
+import dev.bulletin.bridge.ObjectId;
+import dev.bulletin.bridge.ObjectKey;
+import dev.bulletin.bridge.ObjectStore;
+import dev.bulletin.bridge.ObjectStoreException;
+import dev.bulletin.protocol.CallEnded;
+import dev.bulletin.protocol.CallReturned;
+import dev.bulletin.protocol.DropObjects;
+import dev.bulletin.protocol.HeadMessage;
+import dev.bulletin.protocol.HeldObject;
+import dev.bulletin.protocol.ObjectRef;
+import dev.bulletin.protocol.OutputStream;
+import dev.bulletin.protocol.RunCall;
+import dev.bulletin.protocol.SendObject;
+import dev.bulletin.protocol.StopCall;
+import dev.bulletin.protocol.WorkerMessage;
+import dev.bulletin.worker.CallListener;
+import dev.bulletin.worker.CallOutcome;
+import dev.bulletin.worker.CallRequest;
+import dev.bulletin.worker.WorkerStatusView;
+import io.vertx.grpc.server.GrpcServerResponse;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
+
+/**
+ * The runtime's end of a remote worker's Attach stream. Calls go down as {@link RunCall} with
+ * small objects inline (a worker fetches larger ones from the runtime's store); progress comes
+ * back as worker messages. A large result stays in the worker's store: the link records it in the
+ * {@link ObjectDirectory}, which asks for it ({@link SendObject}) and drops it
+ * ({@link DropObjects}) through this link. Runs on the control plane's event loop.
+ */
+public final class RemoteWorkerLink implements WorkerLink {
+
+  private record Pending(CompletableFuture<CallOutcome> outcome, CallListener listener,
+      String namespace) {}
+
+  private final String workerId;
+  private final GrpcServerResponse<WorkerMessage, HeadMessage> stream;
+  private final ObjectDirectory objects;
+  private final ObjectStore store;
+  private final long inlineLimit;
+  private final Map<String, Pending> pending = new HashMap<>();
+  /** Functions this worker already holds: later calls send their id only. */
+  private final Set<ObjectKey> functionsSent = new HashSet<>();
+  /** Told (once, later on the loop) when a write finds the stream broken. */
+  private final Consumer<String> broken;
+  private int storeReferenced;
+  private boolean closed;
+
+  /** @param broken detaches the worker when a write finds its stream broken */
+  RemoteWorkerLink(String workerId, GrpcServerResponse<WorkerMessage, HeadMessage> stream,
+      ObjectDirectory objects, long inlineLimit, Consumer<String> broken) {
+    this.workerId = workerId;
+    this.stream = stream;
+    this.broken = broken;
+    this.objects = objects;
+    this.store = objects.store();
+    this.inlineLimit = inlineLimit;
+  }
+
+  /** References in the worker's own store, as its last heartbeat said. */
+  public int storeReferenced() {
+    return storeReferenced;
+  }
+
+  @Override
+  public CompletableFuture<CallOutcome> run(CallRequest request, CallListener listener) {
+    CompletableFuture<CallOutcome> outcome = new CompletableFuture<>();
+    if (closed) {
+      outcome.complete(new CallOutcome.Undelivered("the worker had already gone away"));
+      return outcome;
+    }
+    boolean functionKnown = !functionsSent.add(request.function());
+    RunCall.Builder run = RunCall.newBuilder().setTaskId(request.taskId())
+        .setFunction(ref(request.function(), !functionKnown))
+        .setArgs(ref(request.args(), true)).addAllGpuIds(request.gpuIds())
+        .setNamespace(request.args().namespace());
+    request.refs().forEach(key -> run.addRefs(ref(key, false)));
+    if (!write(HeadMessage.newBuilder().setRun(run).build())) {
+      outcome.complete(new CallOutcome.Undelivered("its connection broke before the call"
+          + " reached it"));
+      return outcome;
+    }
+    pending.put(request.taskId(), new Pending(outcome, listener, request.args().namespace()));
+    return outcome;
+  }
+
+  /**
+   * The object's id and size, and its bytes when small enough and {@code withBytes} (the
+   * function and arguments, always in the runtime's store; a ref may be kept on a worker).
+   */
+  private ObjectRef ref(ObjectKey id, boolean withBytes) {
+    long size = objects.size(id);
+    ObjectRef.Builder ref = ObjectRef.newBuilder().setId(id.id().hex()).setSize(size);
+    if (withBytes && size <= inlineLimit) {
+      ref.setInlineData(ByteString.copyFrom(store.readSmall(id)));
+    }
+    return ref.build();
+  }
+
+  @Override
+  public void stop(String taskId, String reason) {
+    if (pending.containsKey(taskId)) {
+      write(HeadMessage.newBuilder().setStop(StopCall.newBuilder().setTaskId(taskId)
+          .setReason(reason)).build());
+    }
+  }
+
+  @Override
+  public void preempt(String taskId, String reason, java.time.Duration grace) {
+    if (pending.containsKey(taskId)) {
+      write(HeadMessage.newBuilder().setStop(StopCall.newBuilder().setTaskId(taskId)
+          .setReason(reason).setGraceSeconds(Math.max(0.001, grace.toMillis() / 1000.0))).build());
+    }
+  }
+
+  @Override
+  public void sendObject(ObjectKey key) {
+    write(HeadMessage.newBuilder().setSend(SendObject.newBuilder()
+        .setNamespace(key.namespace()).setId(key.id().hex())).build());
+  }
+
+  @Override
+  public void dropObjects(String namespace, List<ObjectKey> keys) {
+    DropObjects.Builder drop = DropObjects.newBuilder().setNamespace(namespace);
+    keys.forEach(key -> drop.addIds(key.id().hex()));
+    write(HeadMessage.newBuilder().setDrop(drop).build());
+  }
+
+  @Override
+  public WorkerStatusView status() {
+    // The remote agent's executors are its own business; the runtime sees its calls.
+    return new WorkerStatusView(pending.size(), 0, 0);
+  }
+
+  /** A progress message from the worker. */
+  void onMessage(WorkerMessage message) {
+    if (message.hasStarted()) {
+      Pending call = pending.get(message.getStarted().getTaskId());
+      if (call != null) {
+        call.listener().started(message.getStarted().getExecutorId());
+      }
+    } else if (message.hasOutput()) {
+      Pending call = pending.get(message.getOutput().getTaskId());
+      if (call != null) {
+        call.listener().output(message.getOutput().getOutput().getStream() == OutputStream.STDERR,
+            message.getOutput().getOutput().getData().toByteArray());
+      }
+    } else if (message.hasEnded()) {
+      ended(message.getEnded());
+    } else if (message.hasHeartbeat()) {
+      storeReferenced = message.getHeartbeat().getStoreReferenced();
+      for (HeldObject gone : message.getHeartbeat().getDroppedList()) {
+        keyOf(gone).ifPresent(key -> objects.dropped(workerId, key));
+      }
+    } else if (message.hasUnavailable()) {
+      var unavailable = message.getUnavailable();
+      try {
+        objects.unavailable(workerId, ObjectKey.of(unavailable.getNamespace(),
+            unavailable.getId()), unavailable.getReason());
+      } catch (IllegalArgumentException ignored) {
+        // Names no object the runtime asked for.
+      }
+    }
+  }
+
+  private void ended(CallEnded ended) {
+    for (HeldObject held : ended.getHeldList()) {
+      keyOf(held).ifPresent(key -> objects.held(workerId, key, held.getSize()));
+    }
+    Pending call = pending.remove(ended.getTaskId());
+    if (call != null) {
+      call.outcome().complete(outcome(ended, call.namespace()));
+    } else if (ended.hasReturned() && ended.getReturned().getKept()) {
+      // No call waits for it (it was given up here): the worker need not keep it.
+      keyOf(ended.getHeldList().stream().filter(h -> h.getId().equals(
+          ended.getReturned().getResult().getId())).findFirst().orElse(null))
+          .ifPresent(key -> dropObjects(key.namespace(), List.of(key)));
+    }
+  }
+
+  private static java.util.Optional<ObjectKey> keyOf(HeldObject held) {
+    try {
+      return held == null ? java.util.Optional.empty()
+          : java.util.Optional.of(ObjectKey.of(held.getNamespace(), held.getId()));
+    } catch (IllegalArgumentException malformed) {
+      return java.util.Optional.empty();
+    }
+  }
+
+  private CallOutcome outcome(CallEnded ended, String namespace) {
+    switch (ended.getOutcomeCase()) {
+      case RETURNED -> {
+        return returned(ended, namespace);
+      }
+      case EXECUTOR_DIED -> {
+        return new CallOutcome.ExecutorDied(ended.getExecutorDied());
+      }
+      case STOPPED -> {
+        return new CallOutcome.Stopped(ended.getStopped());
+      }
+      case FAILED -> {
+        return new CallOutcome.WorkerLost(ended.getFailed());
+      }
+      default -> {
+        return new CallOutcome.WorkerLost("the worker sent an ending this runtime does not know;"
+            + " are the worker and runtime versions the same?");
+      }
+    }
+  }
+
+  private CallOutcome returned(CallEnded ended, String namespace) {
+    CallReturned returned = ended.getReturned();
+    ObjectRef ref = returned.getResult();
+    try {
+      ObjectKey id = new ObjectKey(namespace, ObjectId.parse(ref.getId()));
+      if (!ref.getInlineData().isEmpty() || ref.getSize() == 0) {
+        store.put(id, ref.getInlineData().asReadOnlyByteBuffer());
+      } else if (returned.getKept()) {
+        String kind = ended.getHeldList().stream().filter(h -> h.getId().equals(ref.getId()))
+            .map(HeldObject::getKind).findFirst().orElse("");
+        objects.kept(workerId, id, ref.getSize(), kind);
+      } else {
+        return new CallOutcome.WorkerLost("the worker reported a large result (" + id + ")"
+            + " without keeping it; are the worker and runtime versions the same?");
+      }
+      return new CallOutcome.Returned(id, ref.getSize(), returned.getRaised(),
+          returned.getRunSeconds());
+    } catch (IllegalArgumentException | ObjectStoreException e) {
+      return new CallOutcome.WorkerLost("its result could not be stored: " + e.getMessage());
+    }
+  }
+
+  @Override
+  public void detach(String cause) {
+    close(cause);
+  }
+
+  /** The worker went away: every call it had ends as lost. Idempotent. */
+  void close(String cause) {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    Map<String, Pending> lost = new HashMap<>(pending);
+    pending.clear();
+    lost.values().forEach(call -> call.outcome().complete(new CallOutcome.WorkerLost(cause)));
+  }
+
+  /**
+   * Writes to the worker; false if its stream is broken. Then the calls it had end as lost, and
+   * the worker is detached (the stream's own error may come later, or not at all).
+   */
+  private boolean write(HeadMessage message) {
+    try {
+      stream.write(message);
+      return true;
+    } catch (IllegalStateException streamGone) {
+      if (!closed) {
+        close("its connection broke");
+        broken.accept("lost its connection: " + streamGone.getMessage());
+      }
+      return false;
+    }
+  }
+}

@@ -1,0 +1,72 @@
+package dev.bulletin.runtime.workers;
+
+import dev.bulletin.runtime.objects.ObjectDirectory;
+import dev.bulletin.worker.CallListener;
+import dev.bulletin.worker.CallOutcome;
+import dev.bulletin.worker.CallRequest;
+import dev.bulletin.worker.WorkerAgent;
+import dev.bulletin.worker.WorkerStatusView;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * How the control plane reaches one worker: the embedded agent in this JVM, or a remote agent
+ * over its Attach stream. Either way the function and arguments are objects of the runtime's
+ * store; getting them to the worker's host is the link's business.
+ */
+public interface WorkerLink {
+
+  /** Runs a call; the future never fails: every ending is a {@link CallOutcome}. */
+  CompletableFuture<CallOutcome> run(CallRequest request, CallListener listener);
+
+  /** Stops a call (its outcome becomes {@link CallOutcome.Stopped}); unknown ids are ignored. */
+  void stop(String taskId, String reason);
+
+  WorkerStatusView status();
+
+  /**
+   * Preempts a call: its checkpoint hooks get {@code grace} to run, then it is stopped (its
+   * outcome becomes {@link CallOutcome.Stopped}).
+   */
+  void preempt(String taskId, String reason, java.time.Duration grace);
+
+  /**
+   * The runtime stops using this worker (its pool stops it): calls it still runs end as lost.
+   * The embedded worker is never detached.
+   */
+  default void detach(String cause) {}
+
+  /**
+   * Asks the worker to upload an object it kept (a call's result) to the runtime's store; the
+   * upload itself, or the worker's "unavailable", answers ({@link ObjectDirectory}). Only remote
+   * workers keep objects: the embedded one writes into the runtime's store.
+   */
+  default void sendObject(dev.bulletin.bridge.ObjectKey key) {}
+
+  /** The runtime no longer needs these objects the worker kept: it drops its hold on them. */
+  default void dropObjects(String namespace, java.util.List<dev.bulletin.bridge.ObjectKey> keys) {}
+
+  /** The link to the runtime's own worker agent, which shares the runtime's store. */
+  static WorkerLink embedded(WorkerAgent agent) {
+    return new WorkerLink() {
+      @Override
+      public CompletableFuture<CallOutcome> run(CallRequest request, CallListener listener) {
+        return agent.run(request, listener);
+      }
+
+      @Override
+      public void stop(String taskId, String reason) {
+        agent.stop(taskId, reason);
+      }
+
+      @Override
+      public void preempt(String taskId, String reason, java.time.Duration grace) {
+        agent.preempt(taskId, reason, grace);
+      }
+
+      @Override
+      public WorkerStatusView status() {
+        return agent.status();
+      }
+    };
+  }
+}

@@ -1,0 +1,106 @@
+package dev.bulletin.runtime.workers;
+
+import dev.bulletin.runtime.objects.ObjectDirectory;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.bulletin.bridge.ObjectKey;
+import dev.bulletin.bridge.ObjectStore;
+import dev.bulletin.bridge.ObjectStores;
+import dev.bulletin.protocol.HeadMessage;
+import dev.bulletin.protocol.WorkerMessage;
+import dev.bulletin.worker.CallListener;
+import dev.bulletin.worker.CallOutcome;
+import dev.bulletin.worker.CallRequest;
+import io.vertx.grpc.server.GrpcServerResponse;
+import java.lang.reflect.Proxy;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A call sent down a worker's stream that is already broken (the worker left as the call was
+ * placed) never reached it: it ends as undelivered, which puts it back in the queue without
+ * using a retry, not as a lost worker, which fails a call without retries.
+ */
+class RemoteWorkerLinkTest {
+
+  private static final ObjectKey FUNCTION = ObjectKey.of("ada", "f".repeat(32));
+  private static final ObjectKey ARGS = ObjectKey.of("ada", "a".repeat(32));
+
+  @TempDir Path folder;
+  private ObjectStore store;
+  private ObjectDirectory objects;
+  private final AtomicBoolean streamBroken = new AtomicBoolean();
+  private final List<HeadMessage> written = new ArrayList<>();
+  private final List<String> detached = new ArrayList<>();
+
+  @BeforeEach
+  void setUp() {
+    store = ObjectStores.inFolder(folder.resolve("store"));
+    store.put(FUNCTION, ByteBuffer.wrap(new byte[] {1}));
+    store.put(ARGS, ByteBuffer.wrap(new byte[] {2}));
+    objects = new ObjectDirectory(store, id -> Optional.empty());
+  }
+
+  @AfterEach
+  void tearDown() {
+    store.close();
+  }
+
+  /** The stream's only use here is write(); it throws as Vert.x does on a cancelled stream. */
+  @SuppressWarnings("unchecked")
+  private GrpcServerResponse<WorkerMessage, HeadMessage> stream() {
+    return (GrpcServerResponse<WorkerMessage, HeadMessage>) Proxy.newProxyInstance(
+        getClass().getClassLoader(), new Class<?>[] {GrpcServerResponse.class},
+        (proxy, method, args) -> {
+          if (method.getName().equals("write")) {
+            if (streamBroken.get()) {
+              throw new IllegalStateException("The stream is failed: CANCELLED");
+            }
+            written.add((HeadMessage) args[0]);
+            return null;
+          }
+          throw new UnsupportedOperationException(method.getName());
+        });
+  }
+
+  private CompletableFuture<CallOutcome> run(RemoteWorkerLink link, String taskId) {
+    return link.run(new CallRequest(taskId, FUNCTION, ARGS, List.of()), new CallListener() {
+      @Override
+      public void started(String executorId) {}
+
+      @Override
+      public void output(boolean stderr, byte[] data) {}
+    });
+  }
+
+  @Test
+  void aCallWrittenToABrokenStreamIsUndeliveredAndTheWorkerIsDetachedOnce() {
+    RemoteWorkerLink link = new RemoteWorkerLink("w1", stream(), objects, 1024, detached::add);
+    CompletableFuture<CallOutcome> running = run(link, "t1");
+    assertEquals(1, written.size());
+    assertTrue(!running.isDone(), "a delivered call waits for the worker");
+
+    streamBroken.set(true);
+    CallOutcome second = run(link, "t2").join();
+    assertInstanceOf(CallOutcome.Undelivered.class, second);
+    // The call that had reached the worker is lost with it (it may have run).
+    assertInstanceOf(CallOutcome.WorkerLost.class, running.join());
+    assertEquals(1, detached.size());
+    assertTrue(detached.get(0).contains("CANCELLED"), detached.get(0));
+
+    // Placed again before the detach took effect: still undelivered, nothing more to detach.
+    assertInstanceOf(CallOutcome.Undelivered.class, run(link, "t3").join());
+    assertEquals(1, detached.size());
+  }
+}

@@ -1,0 +1,64 @@
+package dev.bulletin.worker;
+
+import dev.bulletin.protocol.Quantities;
+import dev.bulletin.worker.GpuInventory;
+import dev.bulletin.worker.GpuInventoryDetection;
+import dev.bulletin.worker.WorkerOptions;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Path;
+import java.util.Map;
+import picocli.CommandLine.Option;
+
+/**
+ * What a worker agent offers and how it runs executors: shared by the runtime's embedded worker
+ * ({@code bulletin-runtime}) and a remote one ({@code bulletin worker}).
+ */
+public final class ResourceOptions {
+
+  @Option(names = "--python", required = true, description = "Python interpreter with the bulletin package, for executors.")
+  Path python;
+
+  @Option(names = "--gpus", defaultValue = "auto", description = "GPUs to offer: auto (all nvidia-smi reports) or N.")
+  String gpus;
+
+  @Option(names = "--simulate-gpus", defaultValue = "0",
+      description = "Advertise N simulated GPU slots (for machines without GPUs).")
+  int simulateGpus;
+
+  @Option(names = "--cpus", description = "CPU slots to offer (default: the machine's cores).")
+  Integer cpus;
+
+  @Option(names = "--memory", description = "Memory to offer, e.g. 64GiB (binary units; default: the machine's).")
+  String memory;
+
+  @Option(names = "--warm-cpu-executors", defaultValue = "2", description = "CPU executors kept warm (default: ${DEFAULT-VALUE}).")
+  int warmCpuExecutors;
+
+  public WorkerOptions worker(String workerId) {
+    GpuInventory inventory = GpuInventoryDetection.resolve(gpus, simulateGpus);
+    int cpuSlots = cpus != null ? cpus : Runtime.getRuntime().availableProcessors();
+    long memoryBytes;
+    try {
+      memoryBytes = memory != null ? Quantities.parseSize(memory) : totalMemory();
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("--memory: " + e.getMessage(), e);
+    }
+    return new WorkerOptions(workerId, python, inventory, cpuSlots, memoryBytes,
+        warmCpuExecutors, 60_000, Map.of());
+  }
+
+  private static long totalMemory() {
+    var os = ManagementFactory.getOperatingSystemMXBean();
+    if (os instanceof com.sun.management.OperatingSystemMXBean sun) {
+      return sun.getTotalMemorySize();
+    }
+    return Runtime.getRuntime().maxMemory();
+  }
+
+  /** "2 GPUs simulated, 4 CPUs" for start-up lines. */
+  public static String describe(WorkerOptions worker) {
+    int count = worker.gpus().count();
+    return count + " GPU" + (count == 1 ? "" : "s") + (worker.gpus().simulated() ? " simulated" : "")
+        + ", " + worker.cpus() + " CPUs";
+  }
+}

@@ -1,0 +1,107 @@
+package dev.bulletin.worker.node;
+
+import dev.bulletin.protocol.BulletinVersion;
+import dev.bulletin.worker.ResourceOptions;
+import dev.bulletin.worker.HostName;
+import dev.bulletin.bridge.ObjectStores;
+import dev.bulletin.worker.WorkerOptions;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code bulletin worker}: a worker agent on this host that attaches to a runtime. The cluster's
+ * worker token comes from BULLETIN_WORKER_TOKEN (never argv, where other users could read it).
+ */
+@Command(name = "bulletin worker", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
+    description = "Offer this host's GPUs and CPUs to a bulletin runtime. The worker runs until the"
+        + " runtime goes away or it is stopped; the cluster's worker token comes from the"
+        + " BULLETIN_WORKER_TOKEN variable.")
+public final class WorkerMain implements Callable<Integer> {
+
+  static final int EXIT_REFUSED = 3;
+
+  @Option(names = "--head", required = true, description = "The runtime's address, HOST:PORT.")
+  String head;
+
+  @Option(names = "--pool", defaultValue = "", description = "The pool this worker belongs to (set by providers).")
+  String pool;
+
+  @Option(names = "--worker-id", description = "Name in status and logs (default: HOST-PID).")
+  String workerId;
+
+  @Mixin
+  ResourceOptions resources = new ResourceOptions();
+
+  @Option(names = "--expires-at", defaultValue = "0",
+      description = "Epoch seconds when this worker's allocation ends; it takes no call it cannot finish by then.")
+  double expiresAt;
+
+  @Option(names = "--store-dir",
+      description = "Object store folder (default: /dev/shm/bulletin-worker-<id>-<pid>).")
+  Path storeDir;
+
+  @Option(names = "--data-path", defaultValue = "${env:BULLETIN_DATA_PATH:-auto}",
+      description = "How objects move to and from the runtime: auto (its bulk data port, or gRPC"
+          + " chunks when it has none or it cannot be reached from here) or grpc (chunks only)."
+          + " Default: BULLETIN_DATA_PATH, else auto.")
+  String dataPath;
+
+  @Override
+  public Integer call() throws Exception {
+    int colon = head.lastIndexOf(':');
+    if (colon <= 0) {
+      throw new IllegalArgumentException("--head must be HOST:PORT, got " + head);
+    }
+    int port;
+    try {
+      port = Integer.parseInt(head.substring(colon + 1));
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("--head must be HOST:PORT, got " + head);
+    }
+    String host = HostName.get();
+    String id = workerId != null ? workerId : host + "-" + ProcessHandle.current().pid();
+    if (!List.of("auto", "bulk", "grpc").contains(dataPath)) {
+      throw new IllegalArgumentException("--data-path (or BULLETIN_DATA_PATH) must be auto or"
+          + " grpc, got '" + dataPath + "'");
+    }
+    WorkerOptions worker = resources.worker(id);
+    String slurmJob = System.getenv("SLURM_JOB_ID");
+    String handle = System.getenv().getOrDefault("BULLETIN_PROVIDER_HANDLE",
+        slurmJob != null ? "slurm:" + slurmJob : "");
+    WorkerNodeOptions options = new WorkerNodeOptions(head.substring(0, colon), port,
+        System.getenv("BULLETIN_WORKER_TOKEN"), pool, worker, host, expiresAt, handle,
+        // The pid keeps two workers of one id (a restart racing its predecessor's exit) apart.
+        storeDir != null ? storeDir
+            : ObjectStores.defaultFolder("worker-" + id + "-" + ProcessHandle.current().pid()),
+        BulletinVersion.get(), !dataPath.equals("grpc"));
+    WorkerNode node;
+    try {
+      node = WorkerNode.start(options);
+    } catch (WorkerRefusedException e) {
+      System.err.println("bulletin worker: " + e.getMessage());
+      return EXIT_REFUSED;
+    }
+    Runtime.getRuntime().addShutdownHook(new Thread(node::close, "bulletin-worker-close"));
+    System.out.println("bulletin worker " + id + " attached to " + head + " ("
+        + ResourceOptions.describe(worker) + (pool.isEmpty() ? "" : ", pool " + pool) + ")");
+    String why = node.ended().get();
+    System.out.println("bulletin worker " + id + " stops: " + why);
+    node.close();
+    return 0;
+  }
+
+
+  public static int run(String[] args) {
+    CommandLine commandLine = new CommandLine(new WorkerMain());
+    commandLine.setExecutionExceptionHandler((error, cmd, parsed) -> {
+      cmd.getErr().println("bulletin worker: " + error.getMessage());
+      return 1;
+    });
+    return commandLine.execute(args);
+  }
+}

@@ -1,0 +1,407 @@
+package dev.bulletin.worker.node;
+
+import com.google.protobuf.ByteString;
+import dev.bulletin.bridge.ObjectId;
+import dev.bulletin.bridge.ObjectKey;
+import dev.bulletin.bridge.ObjectStore;
+import dev.bulletin.bridge.ObjectStores;
+import dev.bulletin.protocol.CallEnded;
+import dev.bulletin.protocol.CallOutput;
+import dev.bulletin.protocol.CallReturned;
+import dev.bulletin.protocol.CallStarted;
+import dev.bulletin.protocol.HeadMessage;
+import dev.bulletin.protocol.HeldObject;
+import dev.bulletin.protocol.ObjectRef;
+import dev.bulletin.protocol.ObjectUnavailable;
+import dev.bulletin.protocol.Output;
+import dev.bulletin.protocol.OutputStream;
+import dev.bulletin.protocol.RegisterWorker;
+import dev.bulletin.protocol.RunCall;
+import dev.bulletin.protocol.WorkerAccepted;
+import dev.bulletin.protocol.WorkerHeartbeat;
+import dev.bulletin.protocol.WorkerMessage;
+import dev.bulletin.protocol.WireLimits;
+import dev.bulletin.worker.CallListener;
+import dev.bulletin.worker.CallOutcome;
+import dev.bulletin.worker.CallRequest;
+import dev.bulletin.worker.WorkerAgent;
+import dev.bulletin.worker.Workers;
+import io.vertx.core.Context;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.net.SocketAddress;
+import io.vertx.grpc.client.GrpcClient;
+import io.vertx.grpc.client.GrpcClientOptions;
+import io.vertx.grpc.client.GrpcClientRequest;
+import io.vertx.grpc.common.GrpcMessageDecoder;
+import io.vertx.grpc.common.GrpcMessageEncoder;
+import io.vertx.grpc.common.GrpcStatus;
+import io.vertx.grpc.common.ServiceMethod;
+import io.vertx.grpc.common.ServiceName;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.logging.Logger;
+
+/**
+ * A worker agent attached to a runtime on another host (or in a Slurm allocation): its own object
+ * store and warm executors, driven over the runtime's {@code Workers.Attach} stream. It lives as
+ * long as that stream: when the runtime goes away, the node stops its executors and ends.
+ *
+ * <p>A large result stays in this store, held for the runtime, until it sends DropObjects; when
+ * a client or another worker needs it, the runtime sends SendObject and the node uploads it
+ * (the node dials the runtime, never the other way round). The node reports what its store
+ * holds after each call, and what it evicted since, for the scheduler's locality score.
+ */
+public final class WorkerNode implements AutoCloseable {
+
+  private static final Logger LOG = Logger.getLogger(WorkerNode.class.getName());
+  private static final ServiceMethod<HeadMessage, WorkerMessage> ATTACH = ServiceMethod.client(
+      ServiceName.create("bulletin.v1.Workers"), "Attach", GrpcMessageEncoder.encoder(),
+      GrpcMessageDecoder.decoder(HeadMessage.newBuilder()));
+
+  private static final long SIGTERM_GRACE_MILLIS = 500;
+
+  private final WorkerNodeOptions options;
+  private final Vertx vertx = Vertx.vertx();
+  private final Context context = vertx.getOrCreateContext();
+  private final ObjectStore store;
+  private final WorkerAgent agent;
+  private final GrpcClient client;
+  private final HeadObjects objects;
+  private final CompletableFuture<WorkerAccepted> accepted = new CompletableFuture<>();
+  private final CompletableFuture<String> ended = new CompletableFuture<>();
+  /** Functions held in the local store for the node's lifetime (calls send them once). */
+  private final Set<ObjectKey> functions = new HashSet<>();
+  /** Calls the runtime stopped before they reached an executor. */
+  private final Set<String> stoppedEarly = new HashSet<>();
+  /** Results kept for the runtime, and what the runtime was told the store holds. */
+  private final StoreReport storeReport;
+  private GrpcClientRequest<WorkerMessage, HeadMessage> stream;
+  private long inlineLimit;
+  private int running;
+
+  private WorkerNode(WorkerNodeOptions options) {
+    this.options = options;
+    this.store = ObjectStores.inFolder(options.storeFolder());
+    this.storeReport = new StoreReport(store);
+    this.agent = Workers.local(options.worker(), store);
+    this.client = GrpcClient.client(vertx,
+        new GrpcClientOptions().setMaxMessageSize(WireLimits.MAX_MESSAGE_BYTES));
+    SocketAddress head = SocketAddress.inetSocketAddress(options.headPort(), options.headHost());
+    this.objects = new HeadObjects(vertx, client, head, options.token(), store,
+        options.bulkData());
+  }
+
+  /**
+   * Starts the executors, attaches to the runtime and returns once it accepted the worker.
+   *
+   * @throws WorkerRefusedException if the runtime refused it (token, duplicate id, version) or
+   *     cannot be reached
+   */
+  public static WorkerNode start(WorkerNodeOptions options) throws Exception {
+    WorkerNode node = new WorkerNode(options);
+    try {
+      node.agent.start().get(options.worker().executorStartTimeoutMillis() * 2,
+          TimeUnit.MILLISECONDS);
+      node.context.runOnContext(ignored -> node.attach());
+      node.accepted.get(30, TimeUnit.SECONDS);
+      return node;
+    } catch (java.util.concurrent.ExecutionException e) {
+      node.close();
+      throw e.getCause() instanceof Exception cause ? cause : e;
+    } catch (Exception e) {
+      node.close();
+      throw e;
+    }
+  }
+
+  /** Completes with the reason the node stopped serving (the runtime went away, or close). */
+  public CompletableFuture<String> ended() {
+    return ended;
+  }
+
+  private void attach() {
+    SocketAddress head = SocketAddress.inetSocketAddress(options.headPort(), options.headHost());
+    client.request(head, ATTACH).onFailure(this::unreachable).onSuccess(request -> {
+      stream = request;
+      request.headers().set("authorization", "Bearer " + options.token());
+      request.write(WorkerMessage.newBuilder().setRegister(registration()).build());
+      request.response().onFailure(this::unreachable).onSuccess(response -> {
+        response.handler(this::onHead);
+        response.exceptionHandler(error -> stop("lost the runtime: " + error.getMessage()));
+        response.endHandler(ignored -> {
+          String why = response.status() == GrpcStatus.OK ? "the runtime ended the stream"
+              : response.status() + ": " + response.statusMessage();
+          if (!accepted.isDone()) {
+            accepted.completeExceptionally(new WorkerRefusedException("the runtime at "
+                + options.headAddress() + " refused this worker: " + why));
+          }
+          stop(why);
+        });
+      });
+    });
+  }
+
+  private void unreachable(Throwable error) {
+    accepted.completeExceptionally(new WorkerRefusedException("cannot reach the runtime at "
+        + options.headAddress() + ": " + error.getMessage()));
+    stop("the runtime is unreachable");
+  }
+
+  private RegisterWorker registration() {
+    return RegisterWorker.newBuilder().setWorkerId(options.worker().workerId())
+        .setHost(options.hostName()).setPool(options.pool())
+        .addAllGpuNames(options.worker().gpus().names())
+        .setSimulatedGpus(options.worker().gpus().simulated()).setCpus(options.worker().cpus())
+        .setGpuTopology(options.worker().gpus().topology())
+        .setMemoryBytes(options.worker().memoryBytes()).setExpiresAt(options.expiresAt())
+        .setProviderHandle(options.providerHandle()).setVersion(options.version()).build();
+  }
+
+  private void onHead(HeadMessage message) {
+    if (message.hasAccepted()) {
+      inlineLimit = message.getAccepted().getInlineLimitBytes();
+      long every = Math.max(100, (long) (message.getAccepted().getHeartbeatSeconds() * 1000));
+      vertx.setPeriodic(every, id -> send(WorkerMessage.newBuilder().setHeartbeat(
+          heartbeat()).build()));
+      accepted.complete(message.getAccepted());
+    } else if (message.hasRun()) {
+      run(message.getRun());
+    } else if (message.hasStop()) {
+      String taskId = message.getStop().getTaskId();
+      double grace = message.getStop().getGraceSeconds();
+      if (grace > 0) {
+        agent.preempt(taskId, message.getStop().getReason(),
+            java.time.Duration.ofMillis((long) (grace * 1000)));
+      } else {
+        stoppedEarly.add(taskId);
+        agent.stop(taskId, message.getStop().getReason());
+      }
+    } else if (message.hasSend()) {
+      sendKept(message.getSend().getNamespace(), message.getSend().getId());
+    } else if (message.hasDrop()) {
+      for (String id : message.getDrop().getIdsList()) {
+        dropKept(message.getDrop().getNamespace(), id);
+      }
+    }
+  }
+
+  private WorkerHeartbeat heartbeat() {
+    return WorkerHeartbeat.newBuilder().setRunningCalls(running)
+        .setStoreReferenced(store.stats().referenced() - functions.size())
+        .addAllDropped(storeReport.evicted()).build();
+  }
+
+  // ---- kept results --------------------------------------------------------------------------
+
+  /** The runtime asked for a kept result: upload it, or say why not. */
+  private void sendKept(String namespace, String id) {
+    ObjectKey key;
+    try {
+      key = ObjectKey.of(namespace, id);
+    } catch (IllegalArgumentException e) {
+      unavailable(namespace, id, e.getMessage());
+      return;
+    }
+    if (!storeReport.keeps(key)) {
+      unavailable(namespace, id, "worker " + options.worker().workerId() + " keeps no " + key);
+      return;
+    }
+    objects.upload(key).onFailure(error -> unavailable(namespace, id, "worker "
+        + options.worker().workerId() + " could not upload it: " + error.getMessage()));
+  }
+
+  private void unavailable(String namespace, String id, String reason) {
+    send(WorkerMessage.newBuilder().setUnavailable(ObjectUnavailable.newBuilder()
+        .setNamespace(namespace).setId(id).setReason(reason)).build());
+  }
+
+  private void dropKept(String namespace, String id) {
+    try {
+      storeReport.drop(ObjectKey.of(namespace, id));
+    } catch (IllegalArgumentException ignored) {
+      // Names nothing this node keeps.
+    }
+  }
+
+  // ---- running calls -------------------------------------------------------------------------
+
+  private void run(RunCall call) {
+    String taskId = call.getTaskId();
+    running++;
+    String namespace = call.getNamespace().isEmpty() ? "head" : call.getNamespace();
+    Future<ObjectKey> function = holdFunction(namespace, call.getFunction());
+    Future<ObjectKey> args = function.compose(ignored -> localCopy(namespace, call.getArgs()));
+    List<ObjectKey> refs = new ArrayList<>();
+    Future<ObjectKey> inputs = args;
+    for (ObjectRef ref : call.getRefsList()) {
+      inputs = inputs.compose(ignored -> localCopy(namespace, ref).onSuccess(refs::add));
+    }
+    inputs.onFailure(error -> {
+      function.onSuccess(ignored -> { }); // the function stays held for later calls
+      args.onSuccess(store::release);
+      refs.forEach(store::release);
+      ended(taskId, CallEnded.newBuilder().setFailed("worker " + options.worker().workerId()
+          + " could not get the call's objects from the runtime: " + error.getMessage()));
+    }).onSuccess(ignoredInputs -> {
+      ObjectKey argsId = args.result();
+      List<ObjectKey> inputKeys = new ArrayList<>(refs);
+      inputKeys.add(argsId);
+      if (stoppedEarly.remove(taskId)) {
+        store.release(argsId);
+        refs.forEach(store::release);
+        ended(taskId, CallEnded.newBuilder().setStopped("stopped before it started")
+            .addAllHeld(storeReport.held(inputKeys)));
+        return;
+      }
+      CallRequest request = new CallRequest(taskId, function.result(), argsId, refs,
+          call.getGpuIdsList());
+      agent.run(request, listener(taskId)).whenComplete((outcome, error) ->
+          context.runOnContext(ignored -> {
+            List<HeldObject> held = storeReport.held(inputKeys);
+            store.release(argsId);
+            refs.forEach(store::release);
+            stoppedEarly.remove(taskId);
+            report(taskId, error == null ? outcome
+                : new CallOutcome.ExecutorDied("worker agent failed: " + error), held);
+          }));
+    });
+  }
+
+  private CallListener listener(String taskId) {
+    return new CallListener() {
+      @Override
+      public void started(String executorId) {
+        context.runOnContext(ignored -> send(WorkerMessage.newBuilder().setStarted(
+            CallStarted.newBuilder().setTaskId(taskId).setExecutorId(executorId)).build()));
+      }
+
+      @Override
+      public void output(boolean stderr, byte[] data) {
+        context.runOnContext(ignored -> send(WorkerMessage.newBuilder().setOutput(
+            CallOutput.newBuilder().setTaskId(taskId).setOutput(Output.newBuilder()
+                .setStream(stderr ? OutputStream.STDERR : OutputStream.STDOUT)
+                .setData(ByteString.copyFrom(data)))).build()));
+      }
+    };
+  }
+
+  /** The function in the local store, held for the node's lifetime once fetched. */
+  private Future<ObjectKey> holdFunction(String namespace, ObjectRef ref) {
+    ObjectKey id;
+    try {
+      id = new ObjectKey(namespace, ObjectId.parse(ref.getId()));
+    } catch (IllegalArgumentException e) {
+      return Future.failedFuture(e);
+    }
+    if (functions.contains(id)) {
+      return Future.succeededFuture(id);
+    }
+    return localCopy(namespace, ref).onSuccess(functions::add);
+  }
+
+  /** Puts the object in the local store (inline bytes, or fetched) with one reference. */
+  private Future<ObjectKey> localCopy(String namespace, ObjectRef ref) {
+    try {
+      ObjectKey id = new ObjectKey(namespace, ObjectId.parse(ref.getId()));
+      if (!ref.getInlineData().isEmpty() || ref.getSize() == 0) {
+        return Future.succeededFuture(store.put(id, ref.getInlineData().asReadOnlyByteBuffer()));
+      }
+      if (store.retainIfPresent(id)) {
+        return Future.succeededFuture(id);
+      }
+      return objects.fetch(id, ref.getSize());
+    } catch (RuntimeException e) {
+      return Future.failedFuture(e);
+    }
+  }
+
+  private void report(String taskId, CallOutcome outcome, List<HeldObject> held) {
+    if (outcome instanceof CallOutcome.Returned returned) {
+      returnResult(taskId, returned, held);
+    } else if (outcome instanceof CallOutcome.ExecutorDied died) {
+      if (died.cause().contains("SIGTERM")) {
+        // A cancelled or ending allocation (scancel, walltime) signals the whole job at once:
+        // give this node's own shutdown a moment to win, so the runtime hears "worker lost"
+        // (the call may run again elsewhere) rather than "executor died, replaced".
+        vertx.setTimer(SIGTERM_GRACE_MILLIS, id -> ended(taskId,
+            CallEnded.newBuilder().setExecutorDied(died.cause()).addAllHeld(held)));
+        return;
+      }
+      ended(taskId, CallEnded.newBuilder().setExecutorDied(died.cause()).addAllHeld(held));
+    } else if (outcome instanceof CallOutcome.Stopped stopped) {
+      ended(taskId, CallEnded.newBuilder().setStopped(stopped.reason()).addAllHeld(held));
+    } else if (outcome instanceof CallOutcome.WorkerLost lost) {
+      ended(taskId, CallEnded.newBuilder().setFailed(lost.cause()).addAllHeld(held));
+    } else if (outcome instanceof CallOutcome.Undelivered undelivered) {
+      ended(taskId, CallEnded.newBuilder().setFailed(undelivered.cause()).addAllHeld(held));
+    }
+  }
+
+  /**
+   * Small results travel in the message; a larger one stays here, its reference kept for the
+   * runtime (it is named by its content, as the runtime will name it), until DropObjects.
+   */
+  private void returnResult(String taskId, CallOutcome.Returned returned,
+      List<HeldObject> inputs) {
+    CallReturned.Builder message = CallReturned.newBuilder().setRaised(returned.raised())
+        .setRunSeconds(returned.runSeconds());
+    ObjectKey result = returned.result();
+    if (returned.size() <= inlineLimit) {
+      byte[] bytes = store.readSmall(result);
+      store.release(result);
+      message.setResult(ObjectRef.newBuilder().setId(result.id().hex())
+          .setSize(bytes.length).setInlineData(ByteString.copyFrom(bytes)));
+      ended(taskId, CallEnded.newBuilder().setReturned(message).addAllHeld(inputs));
+      return;
+    }
+    storeReport.keep(result);
+    message.setResult(ObjectRef.newBuilder().setId(result.id().hex()).setSize(returned.size()))
+        .setKept(true);
+    ended(taskId, CallEnded.newBuilder().setReturned(message).addAllHeld(inputs)
+        .addAllHeld(storeReport.held(List.of(result))));
+  }
+
+  private void ended(String taskId, CallEnded.Builder ending) {
+    running = Math.max(0, running - 1);
+    send(WorkerMessage.newBuilder().setEnded(ending.setTaskId(taskId)).build());
+  }
+
+  private void send(WorkerMessage message) {
+    if (stream == null || ended.isDone()) {
+      return;
+    }
+    try {
+      stream.write(message);
+    } catch (IllegalStateException streamGone) {
+      stop("lost the runtime");
+    }
+  }
+
+  private void stop(String why) {
+    if (ended.complete(why)) {
+      LOG.info(() -> "worker " + options.worker().workerId() + " stops: " + why);
+    }
+  }
+
+  /** Detaches from the runtime, stops every executor and removes the local store. */
+  @Override
+  public void close() {
+    stop("closed");
+    if (stream != null) {
+      context.runOnContext(ignored -> stream.cancel());
+    }
+    agent.close();
+    objects.close();
+    try {
+      vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    } catch (Exception ignored) {
+      // Closing anyway.
+    }
+    store.close();
+  }
+}
