@@ -2,7 +2,8 @@
 same-host client take the cross-host path (the one test_cross_host runs between network
 namespaces). Tickets that are wrong, used or expired are refused; a connection cut mid-upload
 leaves nothing; a corrupted upload is sent again; an unreachable port falls back to gRPC; a
-too-large upload and another user's object are refused before any byte moves."""
+too-large upload and another user's object are refused before any byte moves. Connections that
+never show a ticket cannot hold the port shut."""
 
 from __future__ import annotations
 
@@ -61,6 +62,34 @@ def test_large_object_round_trip_goes_through_the_data_port(bulk_client, client)
     uploads = bulk_client._transfer.uploads
     assert bulk_client.submit(lambda x: float(x[9]), a).result(timeout=CALL_SECONDS) == a[9]
     assert bulk_client._transfer.uploads == uploads  # "has it?" still spares the upload
+
+
+def test_idle_connections_cannot_hold_the_data_port_shut(bulk_client):
+    """200 connections that never send a ticket (and one that sends half of one) used to take
+    all eight data threads: a real upload then failed after 10 s. Now they wait in the header
+    gate, which closes them within its deadline, and the real transfer goes through at once."""
+    host, port = bulk_client._transfer._data_host, bulk_client._transfer._data_port
+    idle = [socket.create_connection((host, port), timeout=5) for _ in range(200)]
+    half = socket.create_connection((host, port), timeout=5)
+    half.sendall(struct.pack(">II", _bulk.MAGIC, _bulk.VERSION) + b"\0" * 7)
+    try:
+        a = np.random.default_rng(6).random(4 << 20)  # 32 MiB each way
+        uploads = bulk_client._transfer.uploads
+        value = bulk_client.submit(double, a).result(timeout=CALL_SECONDS)
+        assert bulk_client._transfer.uploads == uploads + 1
+        assert bulk_client._transfer.last_path == "bulk"
+        np.testing.assert_array_equal(value, a * 2)
+        # Each idle connection is closed by the runtime (at its deadline, or as the oldest of
+        # its address past the cap): reading it ends instead of blocking.
+        for sock in [*idle, half]:
+            sock.settimeout(30)
+            try:
+                assert sock.recv(1) == b""
+            except ConnectionResetError:
+                pass
+    finally:
+        for sock in [*idle, half]:
+            sock.close()
 
 
 def test_downloads_reuse_the_memory_of_results_let_go_and_never_one_still_held(bulk_client,

@@ -20,29 +20,27 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 
 /**
- * One data connection of the bulk port, served with blocking I/O on a data thread (never on an
- * event loop). Wire format: {@link BulkWire}; docs/internals.md.
+ * One admitted data connection of the bulk port (its ticket already redeemed by the
+ * {@link HeaderGate}), served with blocking I/O on a data thread (never on an event loop).
+ * Wire format: {@link BulkWire}; docs/internals.md.
  */
 final class BulkConnection implements Runnable {
   private static final Logger LOG = Logger.getLogger(BulkConnection.class.getName());
 
   private final SocketChannel channel;
-  private final BulkTickets tickets;
   private final ObjectStore store;
   private final BulkIo io;
   /** Runs a stored object's hand-over to its holder on the control plane's loop. */
   private final Executor loop;
   private final ObjectApi objects;
   private final java.util.function.Consumer<BulkConnection> onClose;
-  private final long openedNanos = System.nanoTime();
-  private volatile long lastProgressNanos = openedNanos;
-  /** Set once the ticket was accepted; before that, only a short wait is allowed. */
-  private volatile boolean admitted;
+  private final BulkTickets.Ticket ticket;
+  private volatile long lastProgressNanos = System.nanoTime();
 
-  BulkConnection(SocketChannel channel, BulkTickets tickets, ObjectStore store, BulkIo io,
+  BulkConnection(SocketChannel channel, BulkTickets.Ticket ticket, ObjectStore store, BulkIo io,
       Executor loop, ObjectApi objects, java.util.function.Consumer<BulkConnection> onClose) {
     this.channel = channel;
-    this.tickets = tickets;
+    this.ticket = ticket;
     this.store = store;
     this.io = io;
     this.loop = loop;
@@ -51,12 +49,11 @@ final class BulkConnection implements Runnable {
   }
 
   /**
-   * Whether the connection should be cut: it sent no valid header within {@code headerNanos}
-   * (so idle connections cannot hold the few data threads), or moved nothing for
-   * {@code stallNanos}.
+   * Whether the connection moved nothing for {@code stallNanos} (counted from its admission:
+   * only connections with a redeemed ticket get here, see {@link HeaderGate}).
    */
-  boolean stalled(long now, long headerNanos, long stallNanos) {
-    return admitted ? now - lastProgressNanos > stallNanos : now - openedNanos > headerNanos;
+  boolean stalled(long now, long stallNanos) {
+    return now - lastProgressNanos > stallNanos;
   }
 
   /** Cuts a stalled connection; its data thread sees the close and cleans up. */
@@ -72,22 +69,6 @@ final class BulkConnection implements Runnable {
   public void run() {
     try (channel) {
       channel.socket().setTcpNoDelay(true);
-      ByteBuffer header = readFully(ByteBuffer.allocate(8 + BulkTickets.TICKET_BYTES)).flip();
-      if (header.getInt() != BulkWire.MAGIC || header.getInt() != BulkWire.VERSION) {
-        reply(BulkWire.REFUSED, "not a bulletin data connection of version " + BulkWire.VERSION
-            + " (upgrade the client)");
-        return;
-      }
-      byte[] id = new byte[BulkTickets.TICKET_BYTES];
-      header.get(id);
-      BulkTickets.Ticket ticket;
-      try {
-        ticket = tickets.redeem(id);
-      } catch (IllegalArgumentException refused) {
-        reply(BulkWire.REFUSED, refused.getMessage());
-        return;
-      }
-      admitted = true;
       if (ticket.direction() == BulkTickets.Direction.PUT) {
         put(ticket);
       } else {

@@ -6,9 +6,7 @@ import dev.bulletin.runtime.objects.ObjectApi;
 import dev.bulletin.bridge.ObjectStore;
 import java.io.IOException;
 import java.net.InetSocketAddress;
-import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
-import java.nio.channels.SocketChannel;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
@@ -21,16 +19,17 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * The bulk data port: raw TCP beside the gRPC API, for the bytes of cross-host object
  * transfers (gRPC's one HTTP/2 stream per transfer and its protobuf chunk copies held them to
- * a fifth of the link). An acceptor thread hands each connection to a small pool of data
- * threads doing blocking I/O; a sweeper drops expired tickets and cuts stalled connections.
+ * a fifth of the link). A {@link HeaderGate} thread accepts connections and reads their
+ * tickets without blocking; a connection with a redeemed ticket goes to a small pool of data
+ * threads doing blocking I/O; a sweeper drops expired tickets and cuts stalled transfers.
  */
 public final class BulkServer implements AutoCloseable {
-  /** Connections served at once; more wait for a data thread. */
+  /** Admitted connections served at once; more wait for a data thread. */
   static final int DATA_THREADS = 8;
   /** A connection that moves no byte for this long is cut (its upload is discarded). */
   static final long STALL_NANOS = TimeUnit.SECONDS.toNanos(30);
-  /** A connection must present its ticket within this (waiting for a data thread included). */
-  static final long HEADER_NANOS = TimeUnit.SECONDS.toNanos(10);
+  /** A connection must present its ticket within this, or it is closed. */
+  static final long HEADER_NANOS = TimeUnit.SECONDS.toNanos(5);
 
   private final ServerSocketChannel server;
   private final ExecutorService data;
@@ -38,17 +37,21 @@ public final class BulkServer implements AutoCloseable {
   private final ScheduledExecutorService sweeper;
   private final Set<BulkConnection> live = ConcurrentHashMap.newKeySet();
   private final BulkTickets tickets;
+  private final HeaderGate gate;
   private final Thread acceptor;
 
   private BulkServer(ServerSocketChannel server, BulkTickets tickets, ObjectStore store,
-      Executor loop, ObjectApi objects) {
+      Executor loop, ObjectApi objects) throws IOException {
     this.server = server;
     this.tickets = tickets;
     this.data = Executors.newFixedThreadPool(DATA_THREADS, DaemonThreads.named("bulletin-data"));
     this.helpers = Executors.newCachedThreadPool(DaemonThreads.named("bulletin-data-crc"));
     this.sweeper = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("bulletin-data-sweep"));
     BulkIo io = new BulkIo(helpers);
-    this.acceptor = new Thread(() -> accept(store, io, loop, objects), "bulletin-data-accept");
+    this.gate = new HeaderGate(server, tickets, HEADER_NANOS, System::nanoTime,
+        (channel, ticket) -> admit(new BulkConnection(channel, ticket, store, io, loop, objects,
+            live::remove)));
+    this.acceptor = new Thread(gate, "bulletin-data-accept");
     acceptor.setDaemon(true);
   }
 
@@ -77,24 +80,13 @@ public final class BulkServer implements AutoCloseable {
     return server.socket().getLocalPort();
   }
 
-  private void accept(ObjectStore store, BulkIo io, Executor loop, ObjectApi objects) {
-    while (server.isOpen()) {
-      SocketChannel channel;
-      try {
-        channel = server.accept();
-      } catch (ClosedChannelException closed) {
-        return;
-      } catch (IOException e) {
-        continue; // e.g. a connection reset before it was accepted
-      }
-      BulkConnection connection = new BulkConnection(channel, tickets, store, io, loop,
-          objects, live::remove);
-      live.add(connection);
-      try {
-        data.execute(connection);
-      } catch (java.util.concurrent.RejectedExecutionException stopping) {
-        connection.abort();
-      }
+  private void admit(BulkConnection connection) {
+    live.add(connection);
+    try {
+      data.execute(connection);
+    } catch (java.util.concurrent.RejectedExecutionException stopping) {
+      connection.abort();
+      live.remove(connection);
     }
   }
 
@@ -102,7 +94,7 @@ public final class BulkServer implements AutoCloseable {
     tickets.sweep();
     long now = System.nanoTime();
     for (BulkConnection connection : live) {
-      if (connection.stalled(now, HEADER_NANOS, STALL_NANOS)) {
+      if (connection.stalled(now, STALL_NANOS)) {
         connection.abort();
       }
     }
@@ -115,6 +107,7 @@ public final class BulkServer implements AutoCloseable {
     } catch (IOException ignored) {
       // Stopping anyway.
     }
+    gate.wakeup();
     sweeper.shutdownNow();
     live.forEach(BulkConnection::abort);
     data.shutdownNow();
