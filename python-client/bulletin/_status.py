@@ -94,6 +94,8 @@ class ClusterStatus:
     # recycled_files (writes that reused a released object's memory); data_port_bytes (moved
     # over the bulk data port, both ways, by clients and workers).
     store: dict = field(default_factory=dict)
+    # Queued calls of other users: counted, not listed (only the owner and admins see them).
+    others_queued: int = 0
 
     @property
     def simulated_gpus(self) -> bool:
@@ -119,13 +121,14 @@ class ClusterStatus:
                                p.max_workers, p.backoff_until) for p in msg.pools)
         return cls(msg.cluster_id, workers, Slots._from_proto(msg.gpus),
                    Slots._from_proto(msg.cpus), queue, msg.running, pools,
-                   tuple(msg.pool_events), store)
+                   tuple(msg.pool_events), store, msg.others_queued)
 
     def __str__(self) -> str:
         sim = " (simulated)" if self.simulated_gpus else ""
         lines = [
             f"cluster {self.cluster_id}: {len(self.workers)} worker(s), "
-            f"{self.running} running, {len(self.queue)} queued",
+            f"{self.running} running, {len(self.queue) + self.others_queued} queued"
+            + (f" ({self.others_queued} of other users, not shown)" if self.others_queued else ""),
             f"GPUs: {self.gpus}{sim}",
             f"CPUs: {self.cpus}",
         ]

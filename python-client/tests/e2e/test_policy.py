@@ -137,3 +137,27 @@ def test_a_two_gpu_call_gets_two_gpus_joined_by_nvlink(tmp_path):
             assert one.result(timeout=CALL_SECONDS) is True
     finally:
         cluster.stop()
+
+
+def test_a_user_sees_only_their_own_queued_calls(policy_cluster, owner, tmp_path):
+    gate = tmp_path / "gate"
+    hog = owner.submit(wait_for_file, str(gate), 60, gpus=2)
+    wait_until(lambda: hog.status == "running", timeout=CALL_SECONDS, what="the 2-GPU call")
+    mine = owner.submit(int, "6", gpus=1)
+    with bulletin.Client(policy_cluster.address, token=INTERN_TOKEN,
+                         set_as_default=False) as intern:
+        theirs = intern.submit(int, "7", gpus=1)
+        everything = wait_until(lambda: (s := owner.status()) if len(s.queue) == 2 else None,
+                                timeout=CALL_SECONDS, what="both calls queued")
+        assert {q.user for q in everything.queue} == {owner.user, "ivy"}
+        assert everything.others_queued == 0  # the owner sees every call
+
+        seen = intern.status()
+        assert [q.user for q in seen.queue] == ["ivy"]  # not the owner's call, nor its name
+        assert seen.others_queued == 1
+        ivy_position = next(q.position for q in everything.queue if q.user == "ivy")
+        assert seen.queue[0].position == ivy_position  # the true place in the queue
+        assert "2 queued (1 of other users, not shown)" in str(seen)
+        gate.touch()
+        assert mine.result(timeout=CALL_SECONDS) == 6
+        assert theirs.result(timeout=CALL_SECONDS) == 7

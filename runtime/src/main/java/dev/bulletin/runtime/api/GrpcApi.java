@@ -204,7 +204,7 @@ public final class GrpcApi {
     request.handler(ignored -> {
       StoreStats store = plane.store().stats();
       ObjectDirectory objects = plane.objects();
-      request.response().end(status.build().toBuilder().setStore(StoreStatus.newBuilder()
+      request.response().end(status.build(identity).toBuilder().setStore(StoreStatus.newBuilder()
           .setObjects(store.objects()).setReferenced(store.referenced())
           .setSpilled(store.spilled()).setMemoryBytes(store.memoryBytes())
           .setSpilledBytes(store.spilledBytes()).setCapacityBytes(store.capacityBytes())

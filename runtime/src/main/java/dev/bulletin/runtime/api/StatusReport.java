@@ -1,6 +1,7 @@
 package dev.bulletin.runtime.api;
 
 import dev.bulletin.runtime.control.ControlPlane;
+import dev.bulletin.runtime.identity.Identity;
 import dev.bulletin.runtime.workers.AttachedWorker;
 import dev.bulletin.runtime.workers.PoolRunner;
 import dev.bulletin.runtime.workers.RemoteWorkerLink;
@@ -57,7 +58,12 @@ public final class StatusReport {
     return "waiting for its turn: calls ahead of it in the queue go first";
   }
 
-  ClusterStatus build() {
+  /**
+   * The status as {@code viewer} may see it: every worker and slot count, but only their own
+   * queued calls (with their global positions) unless they are the owner or an admin; the calls
+   * of others are only counted.
+   */
+  ClusterStatus build(Identity viewer) {
     Map<String, int[]> busyGpus = new HashMap<>();
     Map<String, double[]> busyCpus = new HashMap<>();
     for (Task task : plane.tasks().all()) {
@@ -107,13 +113,19 @@ public final class StatusReport {
       pools.recentEvents().forEach(event -> status.addPoolEvents(event.toString()));
     }
     int position = 0;
+    int hidden = 0;
     for (Task task : plane.tasks().queued()) {
+      position++;
+      if (!viewer.seesAll() && !task.owner().user().equals(viewer.user())) {
+        hidden++;
+        continue;
+      }
       status.addQueue(QueuedTask.newBuilder().setTaskId(task.id()).setName(task.name())
-          .setUser(task.owner().user()).setPosition(++position).setReason(reason(task))
+          .setUser(task.owner().user()).setPosition(position).setReason(reason(task))
           .setResources(Resources.newBuilder().setGpus(task.demand().gpus())
               .setCpus(task.demand().cpus()).setMemoryBytes(task.demand().memoryBytes())));
     }
-    return status.build();
+    return status.setOthersQueued(hidden).build();
   }
 
   private static void add(SlotCounts.Builder total, SlotCounts one) {
