@@ -98,11 +98,18 @@ class Executor:
         return f"{kind} {encoded.digest()} {encoded.nbytes} {run_seconds:.6f}"
 
     @staticmethod
-    def _already_stored(result_path: str, encoded) -> bool:
+    def _link_stored(result_path: str, encoded) -> bool:
         """Content addressing: when the store already holds these bytes (the function returned
-        its argument, or a value computed before), there is nothing to write."""
+        its argument, or a value computed before), the result is a hard link to them, not a
+        copy. A link, not nothing: the stored object may be released and deleted before the
+        agent adopts the result, and the link keeps its bytes (the store never reuses the
+        memory of a file with another link)."""
         folder = os.path.dirname(result_path)
-        return os.path.exists(os.path.join(folder, encoded.digest()))
+        try:
+            os.link(os.path.join(folder, encoded.digest()), result_path)
+            return True
+        except FileNotFoundError:
+            return False
 
     def _function(self, path: str):
         key = os.path.basename(path)  # the content id: equal ids, equal functions
@@ -145,7 +152,7 @@ class Executor:
             os.unlink(result_path)  # left by an earlier attempt of the same task
         except FileNotFoundError:
             pass
-        if self._already_stored(result_path, encoded):
+        if self._link_stored(result_path, encoded):
             return
         path = Path(result_path)
         if self._maps is None or encoded.nbytes < RECYCLE_MIN:

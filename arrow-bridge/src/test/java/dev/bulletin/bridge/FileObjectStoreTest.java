@@ -203,6 +203,37 @@ class FileObjectStoreTest {
     }
   }
 
+  /**
+   * The race of a result equal to a stored object (issue 12: 20 clients x 100 no-op calls all
+   * returning None): the executor links the stored file as its result, the object is released
+   * and its memory reused or evicted before the agent adopts the result. The link keeps the
+   * bytes, and a linked file is never handed to another writer to overwrite.
+   */
+  @Test
+  void aResultLinkedToAStoredObjectOutlivesItsReleaseAndIsNeverRecycled() throws Exception {
+    try (ObjectStore store = store(3000)) {
+      ObjectKey k = key("ada", 7);
+      store.put(k, data(2000, 7));
+      Path stored = store.folderOf("ada").resolve(k.id().hex());
+      Path recycledRace = store.folderOf("ada").resolve(".result-t1");
+      Files.createLink(recycledRace, stored); // what the executor writes for equal bytes
+      store.release(k);
+      assertFalse(store.stageRecycled("ada", 1500, List.of(k.id()), ".stage-x"));
+      assertFalse(Files.exists(store.folderOf("ada").resolve(".stage-x")));
+      assertFalse(store.contains(k));
+      store.adopt(k, recycledRace);
+      assertArrayEquals(array(data(2000, 7)), store.readSmall(k));
+
+      Path evictedRace = store.folderOf("ada").resolve(".result-t2");
+      Files.createLink(evictedRace, stored);
+      store.release(k);
+      store.put(key("ada", 8), data(2000, 8)); // evicts the released object
+      assertFalse(store.contains(k));
+      store.adopt(k, evictedRace);
+      assertArrayEquals(array(data(2000, 7)), store.readSmall(k));
+    }
+  }
+
   @Test
   void anUnreferencedObjectsFileIsRecycledForAWriterOfTheSameOwner() throws Exception {
     try (ObjectStore store = store(1 << 20)) {

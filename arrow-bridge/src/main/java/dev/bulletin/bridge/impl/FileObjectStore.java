@@ -285,7 +285,7 @@ public final class FileObjectStore implements ObjectStore {
     try {
       table.detach(victim, folderOf(namespace).resolve(stagedName));
     } catch (IOException e) {
-      return false; // the object stays; the writer takes a fresh file
+      return false; // the writer takes a fresh file
     }
     table.recycled();
     return true;

@@ -116,11 +116,23 @@ final class StoreTable {
     return best;
   }
 
-  /** Forgets an in-memory entry and moves its file to {@code target} (same file system). */
+  /**
+   * Forgets an in-memory entry and moves its file to {@code target} (same file system) for a
+   * writer to overwrite. A file with another hard link is not handed over: an executor links a
+   * stored object as its result when it returns equal bytes (so the bytes outlive a release
+   * that races the agent's adoption), and overwriting that inode would change its result. Such
+   * a file is only unlinked here, and this throws.
+   */
   void detach(Entry entry, Path target) throws IOException {
     Files.move(layout.memoryPath(entry.key), target, StandardCopyOption.ATOMIC_MOVE);
     entries.remove(entry.key);
     memoryBytes -= entry.size;
+    // Checked after the rename: nobody can add a link through the old name any more.
+    Object links = Files.getAttribute(target, "unix:nlink");
+    if (!(links instanceof Integer count) || count != 1) {
+      Files2.deleteQuietly(target);
+      throw new IOException(entry.key + " has other links (" + links + "): not reused");
+    }
   }
 
   /** Counts a released object's file handed to a writer to reuse. */
