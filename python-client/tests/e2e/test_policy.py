@@ -147,7 +147,7 @@ def test_a_user_sees_only_their_own_queued_calls(policy_cluster, owner, tmp_path
     with bulletin.Client(policy_cluster.address, token=INTERN_TOKEN,
                          set_as_default=False) as intern:
         theirs = intern.submit(int, "7", gpus=1)
-        everything = wait_until(lambda: (s := owner.status()) if len(s.queue) == 2 else None,
+        everything = wait_until(lambda: len((s := owner.status()).queue) == 2 and s,
                                 timeout=CALL_SECONDS, what="both calls queued")
         assert {q.user for q in everything.queue} == {owner.user, "ivy"}
         assert everything.others_queued == 0  # the owner sees every call
