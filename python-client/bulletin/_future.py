@@ -203,9 +203,24 @@ class Future(cf.Future):
     def _cancel_locally(self) -> bool:
         cancelled = super().cancel()
         if cancelled:
-            self._status = "cancelled"
+            # The base class's cancel() leaves the state CANCELLED, which wait() and
+            # as_completed() do not count as done until set_running_or_notify_cancel() moves it
+            # to CANCELLED_AND_NOTIFIED and wakes their waiters; without this a cancelled
+            # future hung gather() for good.
+            self.set_running_or_notify_cancel()
         self._wake_sink()
         return cancelled
+
+    def _invoke_callbacks(self) -> None:
+        # The base class calls this once the state is final and before any done callback:
+        # the remote status is brought in line first, so a callback never reads a stale one.
+        if self.cancelled():
+            self._status = "cancelled"
+        elif self._exception is not None:
+            self._status = "error"
+        else:
+            self._status = "finished"
+        super()._invoke_callbacks()
 
     def _settle(self, status: str, apply: Callable[[], None]) -> None:
         try:

@@ -94,3 +94,37 @@ def test_output_goes_to_the_blocking_caller_when_one_drains_it(future, capsys):
 def test_output_of_a_future_nobody_blocks_on_is_printed_as_it_arrives(future, capsys):
     future._add_output("stdout", b"epoch 1\n")
     assert capsys.readouterr().out == "epoch 1\n"
+
+
+def test_a_cancelled_future_counts_as_done_for_every_waiter(future):
+    """concurrent.futures.wait() treated a cancel()ed future as pending for good: gather,
+    wait and as_completed hung on it (dask: test_cancel, test_wait_first_completed)."""
+    other = Future("train-2", "train", lambda key: None)
+    assert future.cancel() is True
+    done, not_done = bulletin.wait([future], timeout=1)
+    assert done == {future} and not not_done
+    assert list(bulletin.as_completed([future], timeout=1)) == [future]
+    other._set_finished(1)
+    assert set(bulletin.as_completed([future, other], timeout=1)) == {future, other}
+
+
+def test_a_cancel_from_the_runtime_wakes_a_waiter_in_another_thread(future):
+    waited = []
+    thread = threading.Thread(target=lambda: waited.append(bulletin.wait([future], timeout=10)))
+    thread.start()
+    future._set_cancelled()
+    thread.join(timeout=10)
+    assert not thread.is_alive() and waited[0][0] == {future}
+
+
+@pytest.mark.parametrize("end, expected", [
+    (lambda f: f._set_finished(1), "finished"),
+    (lambda f: f._set_error(ValueError("boom")), "error"),
+    (lambda f: f.cancel(), "cancelled"),
+    (lambda f: f._set_cancelled(), "cancelled"),
+])
+def test_done_callbacks_see_the_final_status(future, end, expected):
+    seen = []
+    future.add_done_callback(lambda f: seen.append((f.status, f.done())))
+    end(future)
+    assert seen == [(expected, True)]
