@@ -116,7 +116,7 @@ def _running_info(state_dir: Path):
 
 
 def _up(args) -> int:
-    from ._client import _Connection
+    from ._connection import Connection
     from ._status import ClusterStatus
     from ._proto import bulletin_pb2 as pb
 
@@ -127,7 +127,7 @@ def _up(args) -> int:
     info = _running_info(state_dir)
     if info is not None:
         try:
-            _Connection(info["address"], connect_timeout=3.0).close()
+            Connection(info["address"], connect_timeout=3.0).close()
         except BulletinError as exc:
             raise BulletinError(f"a runtime (pid {info['pid']}) is running but does not answer "
                                 f"at {info['address']}: {exc}\nStop it with `bulletin down`.")
@@ -143,7 +143,7 @@ def _up(args) -> int:
     info = _launch.start(state_dir, opts)
     token = (state_dir / "token").read_text().strip()  # the owner's, whatever $BULLETIN_TOKEN says
     try:
-        conn = _Connection(info["address"], token=token, connect_timeout=10.0)
+        conn = Connection(info["address"], token=token, connect_timeout=10.0)
     except BulletinError as exc:
         raise BulletinError(f"the runtime started (pid {info['pid']}) but does not answer: {exc}"
                             f"\nLast lines of its log:\n{_launch.log_tail(state_dir)}") from None
@@ -162,7 +162,7 @@ def _up(args) -> int:
 
 
 def _down(args) -> int:
-    from ._client import _Connection
+    from ._connection import Connection
     from ._proto import bulletin_pb2 as pb
 
     state_dir = home()
@@ -176,7 +176,7 @@ def _down(args) -> int:
         print(f"the runtime (pid {pid}) had already exited; removed its runtime.json")
         return 0
     try:
-        conn = _Connection(address, token=None, connect_timeout=3.0)
+        conn = Connection(address, token=None, connect_timeout=3.0)
         try:
             conn.call(conn.stub.Shutdown, pb.ShutdownRequest(), "Shutdown", timeout=10.0)
         finally:
@@ -194,11 +194,11 @@ def _down(args) -> int:
 
 
 def _status(args) -> int:
-    from ._client import _Connection
+    from ._connection import Connection
     from ._status import ClusterStatus
     from ._proto import bulletin_pb2 as pb
 
-    conn = _Connection(connect_timeout=3.0)
+    conn = Connection(connect_timeout=3.0)
     try:
         reply = conn.call(conn.stub.Status, pb.StatusRequest(), "Status")
     finally:

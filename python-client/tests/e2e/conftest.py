@@ -76,10 +76,10 @@ def _store_leak_check(request):
     client = request.getfixturevalue("client")
     cluster = request.getfixturevalue("cluster")
     before = referenced_objects(client)
-    functions_before = set(client._sent_functions)
+    functions_before = set(client._submitter.sent_functions)
     yield
     gc.collect()  # futures and refs the test dropped release their objects
-    expected = before + len(set(client._sent_functions) - functions_before)
+    expected = before + len(set(client._submitter.sent_functions) - functions_before)
     wait_until(lambda: referenced_objects(client) == expected, timeout=10,
                what=f"the store to hold {expected} referenced objects again "
                     f"(it holds {referenced_objects(client)})")

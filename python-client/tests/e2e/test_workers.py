@@ -269,7 +269,7 @@ def assert_nothing_held(client, baseline, functions_before, worker_ids):
     function the session sent for the first time: sessions keep functions), nothing is kept on a
     worker for the runtime, and the workers' own stores hold no reference for calls (heartbeats).
     """
-    expected = baseline["referenced"] + len(set(client._sent_functions) - functions_before)
+    expected = baseline["referenced"] + len(set(client._submitter.sent_functions) - functions_before)
 
     def state():
         status = client.status()
@@ -289,7 +289,7 @@ def test_a_large_result_stays_on_its_worker_and_the_next_call_runs_there_with_no
     workers("keep-a", "--simulate-gpus", "1")
     workers("keep-b", "--simulate-gpus", "1")
     before = head_client.status().store
-    functions = set(head_client._sent_functions)
+    functions = set(head_client._submitter.sent_functions)
     first = head_client.submit(arange, EIGHT_MIB, gpus=1)
     assert first.exception(timeout=CALL_SECONDS) is None  # finished; nothing fetched
     keeper = first.placement.worker_id
@@ -329,7 +329,7 @@ def test_a_call_placed_away_from_the_keeper_still_gets_the_value(head_client, wo
     workers("away-a", "--simulate-gpus", "1", "--data-path", data_path)
     workers("away-b", "--simulate-gpus", "1", "--data-path", data_path)
     before = head_client.status().store
-    functions = set(head_client._sent_functions)
+    functions = set(head_client._submitter.sent_functions)
     first = head_client.submit(arange, EIGHT_MIB, gpus=1)
     first.exception(timeout=CALL_SECONDS)
     keeper = first.placement.worker_id
@@ -360,7 +360,7 @@ def test_a_call_placed_away_from_the_keeper_still_gets_the_value(head_client, wo
 
 def test_a_result_whose_worker_went_away_fails_naming_the_worker(head_client, workers):
     before = head_client.status().store
-    functions = set(head_client._sent_functions)
+    functions = set(head_client._submitter.sent_functions)
     worker = workers("gone-a", "--simulate-gpus", "1")
     first = head_client.submit(arange, EIGHT_MIB, gpus=1)
     first.exception(timeout=CALL_SECONDS)
