@@ -7,13 +7,14 @@ Shared by ``Client`` and the command line, which only needs the channel.
 from __future__ import annotations
 
 import queue
+import re
 import threading
 import uuid
 from typing import Callable
 
 import grpc
 
-from ._config import resolve_address, resolve_token
+from ._config import resolve_address, resolve_token, token_path
 from ._errors import (
     AuthenticationError, BulletinError, CallTimeoutError, InfeasibleError, InvalidRequestError,
     RuntimeFailure, RuntimeUnreachableError, WorkerDiedError, WorkerLostError)
@@ -51,10 +52,19 @@ _FAILURES = {
                   "See the runtime log ($BULLETIN_HOME/runtime.log where it runs)."),
 }
 
+# The one INVALID_REQUEST that is the caller's mistake, not a bug: a QoS class the cluster does
+# not have. The runtime's message names it and lists the known ones ("qos 'turbo' is not a QoS
+# class of this cluster (known: batch, interactive)"), so it needs no advice but where to put it.
+_UNKNOWN_QOS = re.compile(r"\bqos '[^']*' is not a QoS class")
+_UNKNOWN_QOS_ADVICE = "Pass one of those as qos=, or leave qos out for the cluster's default class."
+
+
 def failure_error(code: int, message: str) -> BulletinError:
     """The error for a call (or an object RPC) the runtime failed with ``code``: ``message``
     followed by what to do about it."""
     cls, advice = _FAILURES.get(code, (RuntimeFailure, ""))
+    if code == pb.INVALID_REQUEST and _UNKNOWN_QOS.search(message):
+        advice = _UNKNOWN_QOS_ADVICE
     return cls(f"{message}. {advice}".rstrip())
 
 
@@ -117,10 +127,13 @@ class Connection:
         if failure is not None:  # an object call that failed the way a call fails
             return failure_error(failure, f"{what} failed: {details}")
         if code == grpc.StatusCode.UNAUTHENTICATED:
+            # The runtime's own details repeat this advice with a fixed path; the client knows
+            # where this user's token file really is.
             return AuthenticationError(
                 f"the runtime at {self.address} does not accept the token from "
-                f"{self._token_source} ({details}). Use the token `bulletin up` wrote to "
-                "$BULLETIN_HOME/token, or the one your cluster's admin gave you.")
+                f"{self._token_source}. Use the token `bulletin up` wrote to "
+                f"{token_path()} on the runtime's machine, or the one your cluster's "
+                "admin gave you (in BULLETIN_TOKEN).")
         if code == grpc.StatusCode.PERMISSION_DENIED:
             return AuthenticationError(f"the runtime at {self.address} refused {what}: {details}")
         if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):

@@ -203,6 +203,17 @@ def test_wrong_token_is_refused(client, cluster):
     assert_serves(client)
 
 
+def test_wrong_token_names_the_token_file_of_this_bulletin_home_once(cluster, tmp_path,
+                                                                    monkeypatch):
+    monkeypatch.setenv("BULLETIN_HOME", str(tmp_path))
+    (tmp_path / "token").write_text("made-up-token\n")
+    with pytest.raises(bulletin.AuthenticationError) as raised:
+        bulletin.Client(cluster.address, set_as_default=False)
+    message = str(raised.value)
+    assert str(tmp_path / "token") in message and "~/.bulletin" not in message
+    assert message.count("bulletin up` wrote") == 1, message
+
+
 def test_missing_token_says_where_it_looked(client, cluster, tmp_path, monkeypatch):
     monkeypatch.setenv("BULLETIN_HOME", str(tmp_path))  # no token file there
     with pytest.raises(bulletin.AuthenticationError, match=r"BULLETIN_TOKEN.*token"):
