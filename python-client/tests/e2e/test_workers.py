@@ -269,7 +269,8 @@ def assert_nothing_held(client, baseline, functions_before, worker_ids):
     function the session sent for the first time: sessions keep functions), nothing is kept on a
     worker for the runtime, and the workers' own stores hold no reference for calls (heartbeats).
     """
-    expected = baseline["referenced"] + len(set(client._submitter.sent_functions) - functions_before)
+    new_functions = set(client._submitter.sent_functions) - functions_before
+    expected = baseline["referenced"] + len(new_functions)
 
     def state():
         status = client.status()
