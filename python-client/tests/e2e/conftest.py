@@ -15,11 +15,22 @@ from __future__ import annotations
 
 import gc
 import os
+import time
 
 import cloudpickle
 import pytest
 
-from cluster_support import Cluster, referenced_objects, start_cluster, wait_until
+from cluster_support import (Cluster, referenced_objects, remove_dead_worker_stores,
+                             start_cluster, wait_until)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_dead_worker_stores():
+    """Workers the runtimes under test stop with SIGKILL (a pool's worker past its grace, one
+    whose runtime was killed) cannot remove their stores: remove those this session left."""
+    started = time.time()
+    yield
+    remove_dead_worker_stores(since=started)
 
 
 @pytest.fixture(scope="session")

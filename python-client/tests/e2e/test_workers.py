@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import bulletin
-from cluster_support import (CALL_SECONDS, Cluster, assert_serves, cli_env, pid_gone, start_cluster,
-                             wait_for_file, wait_until)
+from cluster_support import (CALL_SECONDS, Cluster, assert_serves, cli_env, pid_gone,
+                             remove_dead_worker_stores, start_cluster, wait_for_file, wait_until)
 
 ATTACH_SECONDS = 60
 
@@ -39,10 +39,17 @@ class Worker:
     def output(self) -> str:
         return self.log.read_text(errors="replace")
 
+    @property
+    def store(self) -> Path:
+        """Its object store (the default folder: these tests give no --store-dir)."""
+        return Path("/dev/shm") / f"bulletin-worker-{self.worker_id}-{self.proc.pid}"
+
     def kill(self) -> None:
+        """SIGKILL, as a crash would; its store, which it had no chance to remove, goes too."""
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=30)
+        remove_dead_worker_stores(f"{self.worker_id}-{self.proc.pid}")
 
 
 def attached(client: bulletin.Client, worker_id: str):
@@ -139,6 +146,13 @@ def test_a_killed_worker_fails_its_call_naming_the_worker_and_the_cluster_serves
     assert head_client.submit(int, "7").result(timeout=CALL_SECONDS) == 7
     workers("gpu-c", "--simulate-gpus", "1")
     assert_serves(head_client)
+
+
+def test_a_killed_worker_leaves_no_store_behind(workers):
+    worker = workers("doomed", "--simulate-gpus", "1")
+    assert worker.store.is_dir()
+    worker.kill()
+    assert not worker.store.exists()
 
 
 def test_a_call_with_retries_runs_again_on_the_next_worker(head_client, workers, tmp_path):
