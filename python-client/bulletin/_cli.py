@@ -6,6 +6,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -115,6 +116,47 @@ def _running_info(state_dir: Path):
     return None
 
 
+def _say_what_was_not_applied(args, info: dict) -> None:
+    """`bulletin up` on a running cluster starts nothing: name the arguments it did not apply.
+
+    Arguments left at their defaults are not compared (a plain `bulletin up` only says the
+    runtime is up); the others are compared with what runtime.json records.
+    """
+    defaults = _parser().parse_args(["up"])
+    host, _, port = str(info.get("address", "")).rpartition(":")
+    recorded = {  # argument: (what the running runtime has, as text; equal to the argument?)
+        "port": (f"port {port}", lambda v: str(v) == port),
+        # Listening on all addresses records 127.0.0.1 as the address: not told apart here.
+        "host": (f"address {host}", lambda v: v in ("0.0.0.0", "::") or v == host),
+        "data_port": (f"data port {info.get('data_port')}", lambda v: v == info.get("data_port")),
+        "store_dir": (f"store {info.get('store_dir')}",
+                      lambda v: Path(v).resolve() == Path(str(info.get("store_dir"))).resolve()),
+        "spill_dir": (f"spill folder {info.get('spill_dir')}",
+                      lambda v: Path(v).resolve() == Path(str(info.get("spill_dir"))).resolve()),
+        "store_capacity": (f"store capacity {info.get('store_capacity_bytes')} bytes",
+                           lambda v: v == info.get("store_capacity_bytes")),
+    }
+    differ, unknown = [], []
+    for name in ("port", "host", "data_port", "store_dir", "spill_dir", "store_capacity", "gpus",
+                 "cpus", "simulate_gpus", "config"):
+        value = getattr(args, name)
+        if value == getattr(defaults, name):
+            continue
+        flag = f"--{name.replace('_', '-')} {value}"
+        if name not in recorded:
+            unknown.append(flag)
+        elif not recorded[name][1](value):
+            differ.append(f"{flag}: it has {recorded[name][0]}")
+    if not differ and not unknown:
+        return
+    lines = ["bulletin up: the running runtime keeps its own settings; not applied:"]
+    lines += [f"  {line}" for line in differ]
+    if unknown:
+        lines.append(f"  {', '.join(unknown)} (runtime.json does not record these: not compared)")
+    lines.append("To apply them: `bulletin down`, then `bulletin up` with them.")
+    print("\n".join(lines), file=sys.stderr)
+
+
 def _up(args) -> int:
     from ._connection import Connection
     from ._status import ClusterStatus
@@ -132,6 +174,7 @@ def _up(args) -> int:
             raise BulletinError(f"a runtime (pid {info['pid']}) is running but does not answer "
                                 f"at {info['address']}: {exc}\nStop it with `bulletin down`.")
         print(f"bulletin runtime already up at {info['address']} (pid {info['pid']})")
+        _say_what_was_not_applied(args, info)
         return 0
     opts = _launch.UpOptions(gpus=args.gpus, cpus=args.cpus, simulate_gpus=args.simulate_gpus,
                              port=args.port, data_port=args.data_port, config=args.config,
@@ -198,6 +241,13 @@ def _status(args) -> int:
     from ._status import ClusterStatus
     from ._proto import bulletin_pb2 as pb
 
+    # Without runtime.json or $BULLETIN_ADDRESS the client's default port could be anybody's
+    # runtime on this machine: ask for an address instead of trying it.
+    if not os.environ.get("BULLETIN_ADDRESS") and read_runtime_info() is None:
+        raise BulletinError(
+            f"no bulletin runtime is up here (no {home() / 'runtime.json'}). Start one with "
+            "`bulletin up`, or point at a running one with BULLETIN_ADDRESS=HOST:PORT (and "
+            "BULLETIN_HOME or BULLETIN_TOKEN for its token).")
     conn = Connection(connect_timeout=3.0)
     try:
         reply = conn.call(conn.stub.Status, pb.StatusRequest(), "Status")
