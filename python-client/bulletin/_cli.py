@@ -41,7 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     up = sub.add_parser(
         "up", help="start a runtime with a local worker on this machine",
         description="Start the bulletin runtime with a local worker in the background, creating "
-                    "the owner's token if needed. Does nothing if one is already up.")
+                    "the owner's token if needed. If one is already up, starts nothing and "
+                    "names the arguments it did not apply.")
     _add_offer_arguments(up)
     up.add_argument("--port", type=int, default=DEFAULT_PORT, metavar="N",
                     help=f"port of the gRPC API (default: {DEFAULT_PORT})")
