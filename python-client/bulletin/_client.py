@@ -57,7 +57,7 @@ class Client:
         self._downloads: ThreadPoolExecutor | None = None
         self._transfer = Transfer(self._conn, self._conn.session_id, chunk_bytes,
                                   self._send_release)
-        self._session = SessionStream(self._conn, self._on_event, self._calls_lost)
+        self._session = SessionStream(self._conn, self._on_event, self._session_ended)
         self._submitter = Submitter(self._conn, self._session, self._transfer, self._calls,
                                     self._cancel_task, inline_limit=hello.inline_limit_bytes,
                                     batch_bytes=max(1, max_message // 2))
@@ -174,7 +174,7 @@ class Client:
 
     # -- the dispatcher thread ----------------------------------------------------------------
 
-    def _calls_lost(self, error: BulletinError | None) -> None:
+    def _session_ended(self, error: BulletinError | None) -> None:
         """The session ended (``error`` says why; None when close() ended it)."""
         self._calls.fail_all(error or BulletinError(
             "the client was closed before this call finished; its result is lost"))
