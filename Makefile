@@ -9,7 +9,9 @@ PYTHON_BOOT ?= python3
 VENV        := .venv
 PY          := $(VENV)/bin/python
 PIP         := $(PY) -m pip
-MVN         := mvn -B -q
+# No colour codes: -Dstyle.color=never for Maven's messages, and jansi.noreset (a JVM property,
+# hence MAVEN_OPTS) for the ESC[0m resets jansi writes at start and exit, which -q leaves bare.
+MVN         := MAVEN_OPTS="$$MAVEN_OPTS -Djansi.noreset=true" mvn -B -q -Dstyle.color=never
 JAR         := runtime/target/bulletin-runtime.jar
 STAMPS      := .stamps
 export BULLETIN_JAR := $(CURDIR)/$(JAR)
@@ -59,13 +61,20 @@ slurm-up:
 slurm-down:
 	@bash .ci/slurm/down.sh
 
+# mvn -q hides Surefire's counts: .ci/java_test_counts.py says them in one line, from the reports
+# of this run (newer than the stamp). `make test` says them at its end, or when Java fails.
+JAVA_COUNTS := $(PY) .ci/java_test_counts.py --since $(STAMPS)/java-tests
+
 test-java: build slurm-up
-	$(MVN) install
+	@touch $(STAMPS)/java-tests
+	$(MVN) install || { $(JAVA_COUNTS); exit 1; }
+	$(if $(filter test,$(MAKECMDGOALS)),,@$(JAVA_COUNTS))
 
 test-python: build
 	cd python-client && ../$(PY) -m pytest -q -p no:cacheprovider tests
 
 test: test-java test-python
+	@$(JAVA_COUNTS)
 
 demo: build
 	$(PY) examples/quickstart.py

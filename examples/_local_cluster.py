@@ -35,11 +35,26 @@ def local_cluster(cpus: int = 0, up_args: tuple[str, ...] = (), reuse: bool = Tr
     home = tempfile.mkdtemp(prefix="bulletin-example-")
     os.environ["BULLETIN_HOME"] = home
     gpu_args = [] if shutil.which("nvidia-smi") else ["--simulate-gpus", "1"]
-    _bulletin("up", "--port", "0", *(["--cpus", str(cpus)] if cpus else []), *gpu_args, *up_args)
+    up = subprocess.run([sys.executable, "-m", "bulletin._cli", "up", "--port", "0",
+                         *(["--cpus", str(cpus)] if cpus else []), *gpu_args, *up_args],
+                        capture_output=True, text=True)
+    if up.returncode != 0:
+        sys.stderr.write(up.stdout + up.stderr)
+        raise SystemExit(f"`bulletin up` failed; its log stays in {home}/runtime.log")
+    # `bulletin up` ends with where its log is, but this cluster's folder goes when the example
+    # ends: that line is left out, and the log is kept (and named) only if the example fails.
+    print("".join(line for line in up.stdout.splitlines(keepends=True)
+                  if not line.startswith("log: ")), end="")
+    failed = True
     try:
         client = bulletin.Client()
         yield client
         client.close()
+        failed = False
     finally:
         _bulletin("down")
-        shutil.rmtree(home, ignore_errors=True)
+        if failed:
+            print(f"the example failed; the cluster's log stays in {home}/runtime.log",
+                  file=sys.stderr)
+        else:
+            shutil.rmtree(home, ignore_errors=True)

@@ -75,7 +75,7 @@ def array(nbytes: int) -> np.ndarray:
 
 
 def same_host(client, a: np.ndarray) -> dict:
-    from bulletin._objects import encode, open_object
+    from bulletin._data._objects import encode, open_object
 
     nbytes = a.nbytes
     touched = np.empty_like(a)
@@ -212,7 +212,7 @@ def cross_client(address: str, token: str, nbytes: int) -> dict:
     """Runs in the client namespace: upload then download through the path BULLETIN_DATA_PATH
     picks (the bulk data port by default), and says which path each took."""
     import bulletin
-    from bulletin._objects import encode
+    from bulletin._data._objects import encode
 
     client = bulletin.Client(address, token=token, connect_timeout=10)
     transfer = client._transfer

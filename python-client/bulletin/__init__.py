@@ -27,7 +27,7 @@ from ._errors import (
     WorkerDiedError,
     WorkerLostError,
 )
-from ._preempt import on_preempt
+from ._runtime._preempt import on_preempt
 from ._future import (ALL_COMPLETED, FIRST_COMPLETED, FIRST_EXCEPTION, Future, WaitInfo,
                       as_completed, wait)
 from ._version import __version__
@@ -35,7 +35,7 @@ from ._version import __version__
 # Client and get_client load grpc; they are imported on first access (PEP 562) so that
 # `import bulletin` stays cheap, above all in the executor processes.
 _LAZY = {"Client": "._client", "get_client": "._client", "ClusterStatus": "._status",
-         "Ref": "._objects"}
+         "Ref": "._data._objects"}
 
 
 def __getattr__(name: str):

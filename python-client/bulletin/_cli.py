@@ -6,6 +6,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -40,7 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     up = sub.add_parser(
         "up", help="start a runtime with a local worker on this machine",
         description="Start the bulletin runtime with a local worker in the background, creating "
-                    "the owner's token if needed. Does nothing if one is already up.")
+                    "the owner's token if needed. If one is already up, starts nothing and "
+                    "names the arguments it did not apply.")
     _add_offer_arguments(up)
     up.add_argument("--port", type=int, default=DEFAULT_PORT, metavar="N",
                     help=f"port of the gRPC API (default: {DEFAULT_PORT})")
@@ -115,8 +117,49 @@ def _running_info(state_dir: Path):
     return None
 
 
+def _say_what_was_not_applied(args, info: dict) -> None:
+    """`bulletin up` on a running cluster starts nothing: name the arguments it did not apply.
+
+    Arguments left at their defaults are not compared (a plain `bulletin up` only says the
+    runtime is up); the others are compared with what runtime.json records.
+    """
+    defaults = _parser().parse_args(["up"])
+    host, _, port = str(info.get("address", "")).rpartition(":")
+    recorded = {  # argument: (what the running runtime has, as text; equal to the argument?)
+        "port": (f"port {port}", lambda v: str(v) == port),
+        # Listening on all addresses records 127.0.0.1 as the address: not told apart here.
+        "host": (f"address {host}", lambda v: v in ("0.0.0.0", "::") or v == host),
+        "data_port": (f"data port {info.get('data_port')}", lambda v: v == info.get("data_port")),
+        "store_dir": (f"store {info.get('store_dir')}",
+                      lambda v: Path(v).resolve() == Path(str(info.get("store_dir"))).resolve()),
+        "spill_dir": (f"spill folder {info.get('spill_dir')}",
+                      lambda v: Path(v).resolve() == Path(str(info.get("spill_dir"))).resolve()),
+        "store_capacity": (f"store capacity {info.get('store_capacity_bytes')} bytes",
+                           lambda v: v == info.get("store_capacity_bytes")),
+    }
+    differ, unknown = [], []
+    for name in ("port", "host", "data_port", "store_dir", "spill_dir", "store_capacity", "gpus",
+                 "cpus", "simulate_gpus", "config"):
+        value = getattr(args, name)
+        if value == getattr(defaults, name):
+            continue
+        flag = f"--{name.replace('_', '-')} {value}"
+        if name not in recorded:
+            unknown.append(flag)
+        elif not recorded[name][1](value):
+            differ.append(f"{flag}: it has {recorded[name][0]}")
+    if not differ and not unknown:
+        return
+    lines = ["bulletin up: the running runtime keeps its own settings; not applied:"]
+    lines += [f"  {line}" for line in differ]
+    if unknown:
+        lines.append(f"  {', '.join(unknown)} (runtime.json does not record these: not compared)")
+    lines.append("To apply them: `bulletin down`, then `bulletin up` with them.")
+    print("\n".join(lines), file=sys.stderr)
+
+
 def _up(args) -> int:
-    from ._client import _Connection
+    from ._connection import Connection
     from ._status import ClusterStatus
     from ._proto import bulletin_pb2 as pb
 
@@ -127,11 +170,12 @@ def _up(args) -> int:
     info = _running_info(state_dir)
     if info is not None:
         try:
-            _Connection(info["address"], connect_timeout=3.0).close()
+            Connection(info["address"], connect_timeout=3.0).close()
         except BulletinError as exc:
             raise BulletinError(f"a runtime (pid {info['pid']}) is running but does not answer "
                                 f"at {info['address']}: {exc}\nStop it with `bulletin down`.")
         print(f"bulletin runtime already up at {info['address']} (pid {info['pid']})")
+        _say_what_was_not_applied(args, info)
         return 0
     opts = _launch.UpOptions(gpus=args.gpus, cpus=args.cpus, simulate_gpus=args.simulate_gpus,
                              port=args.port, data_port=args.data_port, config=args.config,
@@ -143,7 +187,7 @@ def _up(args) -> int:
     info = _launch.start(state_dir, opts)
     token = (state_dir / "token").read_text().strip()  # the owner's, whatever $BULLETIN_TOKEN says
     try:
-        conn = _Connection(info["address"], token=token, connect_timeout=10.0)
+        conn = Connection(info["address"], token=token, connect_timeout=10.0)
     except BulletinError as exc:
         raise BulletinError(f"the runtime started (pid {info['pid']}) but does not answer: {exc}"
                             f"\nLast lines of its log:\n{_launch.log_tail(state_dir)}") from None
@@ -162,7 +206,7 @@ def _up(args) -> int:
 
 
 def _down(args) -> int:
-    from ._client import _Connection
+    from ._connection import Connection
     from ._proto import bulletin_pb2 as pb
 
     state_dir = home()
@@ -176,7 +220,7 @@ def _down(args) -> int:
         print(f"the runtime (pid {pid}) had already exited; removed its runtime.json")
         return 0
     try:
-        conn = _Connection(address, token=None, connect_timeout=3.0)
+        conn = Connection(address, token=None, connect_timeout=3.0)
         try:
             conn.call(conn.stub.Shutdown, pb.ShutdownRequest(), "Shutdown", timeout=10.0)
         finally:
@@ -194,11 +238,18 @@ def _down(args) -> int:
 
 
 def _status(args) -> int:
-    from ._client import _Connection
+    from ._connection import Connection
     from ._status import ClusterStatus
     from ._proto import bulletin_pb2 as pb
 
-    conn = _Connection(connect_timeout=3.0)
+    # Without runtime.json or $BULLETIN_ADDRESS the client's default port could be anybody's
+    # runtime on this machine: ask for an address instead of trying it.
+    if not os.environ.get("BULLETIN_ADDRESS") and read_runtime_info() is None:
+        raise BulletinError(
+            f"no bulletin runtime is up here (no {home() / 'runtime.json'}). Start one with "
+            "`bulletin up`, or point at a running one with BULLETIN_ADDRESS=HOST:PORT (and "
+            "BULLETIN_HOME or BULLETIN_TOKEN for its token).")
+    conn = Connection(connect_timeout=3.0)
     try:
         reply = conn.call(conn.stub.Status, pb.StatusRequest(), "Status")
     finally:

@@ -46,13 +46,18 @@ def resolve_address(address: str | None = None) -> tuple[str, str]:
     return DEFAULT_ADDRESS, "the default address"
 
 
+def token_path() -> Path:
+    """The owner's token file `bulletin up` writes: $BULLETIN_HOME/token."""
+    return home() / "token"
+
+
 def resolve_token(token: str | None = None) -> tuple[str | None, str]:
     """(token or None, where it came from): argument, $BULLETIN_TOKEN, $BULLETIN_HOME/token."""
     if token:
         return token, "the token argument"
     if os.environ.get("BULLETIN_TOKEN"):
         return os.environ["BULLETIN_TOKEN"], "$BULLETIN_TOKEN"
-    path = home() / "token"
+    path = token_path()
     try:
         value = path.read_text(encoding="utf-8").strip()
     except OSError:
@@ -87,29 +92,61 @@ def parse_memory(value: int | str | None, name: str = "memory") -> int:
     return int(float(match.group(1)) * _MEMORY_UNITS[unit])
 
 
-_DURATION_UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*([dhms])")
-_DURATION_FORMS = 'seconds as a number, or a string like "45s", "30m", "2h", "1h30m"'
+_DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+_NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)"  # digits with an optional fraction: no sign, no exponent
+_DURATION_PARTS = re.compile(rf"(?:{_NUMBER}\s*(?:ms|s|m|h|d)\s*)+")
+_DURATION_PART = re.compile(rf"({_NUMBER})\s*(ms|s|m|h|d)")
+_CLOCK = re.compile(r"(?:(\d+)-)?(\d+):(\d{1,2})(?::(\d{1,2}))?")
+_DURATION_FORMS = ('seconds as a number, or a string like "90", "90s", "10 ms", "30m", "2h", '
+                   '"1d", "1h30m", "1.5h" or Slurm\'s "[D-]HH:MM[:SS]"')
+
+
+def parse_duration(value: float | str, name: str) -> float:
+    """Seconds (>= 0) from a number of seconds or a duration string.
+
+    The grammar is the runtime's, for durations in the cluster config
+    (``Quantities.parseDuration`` in the Java runtime), so a duration reads the same everywhere:
+
+    - a plain number is seconds: ``"90"``, ``"2.5"``;
+    - otherwise one or more parts NUMBER UNIT, the unit one of ``ms s m h d``, in any case, with
+      spaces allowed around the unit: ``"90s"``, ``"10 ms"``, ``"1h30m"``, ``"1h 30m"``,
+      ``"1.5h"``;
+    - or Slurm's clock form ``[D-]HH:MM[:SS]``, with ``MM:SS`` when there are only two fields
+      and no day, as Slurm reads it: ``"1:30:00"``, ``"2-00:00:00"``, ``"45:00"``.
+
+    A NUMBER is digits with an optional fraction (no sign, no exponent). The config's
+    ``unlimited`` is no duration here: a call without a timeout passes None.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise InvalidArgumentError(f"{name}={value!r}: expected {_DURATION_FORMS}")
+    if not isinstance(value, str):
+        seconds = float(value)
+    else:
+        text = value.strip().lower()
+        clock = _CLOCK.fullmatch(text)
+        if re.fullmatch(_NUMBER, text):
+            seconds = float(text)
+        elif clock:
+            days, first, second, third = (int(g) if g else 0 for g in clock.groups())
+            if clock.group(4) is not None or clock.group(1) is not None:  # [D-]HH:MM[:SS]
+                seconds = float(days * 86400 + first * 3600 + second * 60 + third)
+            else:  # MM:SS
+                seconds = float(first * 60 + second)
+        elif _DURATION_PARTS.fullmatch(text):
+            seconds = sum(float(n) * _DURATION_UNITS[u] for n, u in _DURATION_PART.findall(text))
+        else:
+            raise InvalidArgumentError(f"{name}={value!r}: expected {_DURATION_FORMS}")
+    if not math.isfinite(seconds) or seconds < 0:
+        raise InvalidArgumentError(f"{name}={value!r}: must be a duration >= 0 ({_DURATION_FORMS})")
+    return seconds
 
 
 def parse_timeout(value: float | str | None, name: str = "timeout") -> float:
-    """Seconds from a number or a duration string; None means "no timeout" (0)."""
+    """A call's timeout in seconds (see parse_duration); None means "no timeout" (0)."""
     if value is None:
         return 0.0
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise InvalidArgumentError(f"{name}={value!r}: expected {_DURATION_FORMS}")
-    if isinstance(value, str):
-        text = value.strip().lower()
-        try:
-            seconds = float(text)
-        except ValueError:
-            parts = _DURATION_PART.findall(text)
-            if not parts or _DURATION_PART.sub("", text).strip():
-                raise InvalidArgumentError(f"{name}={value!r}: expected {_DURATION_FORMS}") from None
-            seconds = sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
-    else:
-        seconds = float(value)
-    if not math.isfinite(seconds) or seconds <= 0:
+    seconds = parse_duration(value, name)
+    if seconds <= 0:
         raise InvalidArgumentError(f"{name}={value!r}: must be a positive duration ({_DURATION_FORMS})")
     return seconds
 

@@ -1,21 +1,18 @@
-"""Pickling of functions, arguments and results, and content ids of the bytes.
+"""Pickling of functions and arguments, with errors that name what cannot be pickled.
 
-Objects are cloudpickle bytes named by the hex SHA-256 of those bytes (see docs/internals.md).
+The bytes that travel are the Arrow encoding of ``bulletin._data._objects`` (pickles inside
+it), named by their XXH3-128 digest (see docs/internals.md, "Ids and encoding"); this module
+caches a function's encoding and explains a failure to pickle.
 """
 
 from __future__ import annotations
 
-import hashlib
 import weakref
 from typing import Any, Callable
 
 import cloudpickle
 
 from ._errors import SerializationError
-
-
-def object_id(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def type_name(obj: Any) -> str:
@@ -110,7 +107,7 @@ class FunctionPickles:
             cacheable = True
         if cached is not None:
             return cached
-        from ._objects import encode
+        from ._data._objects import encode
         try:
             encoded = encode(fn)
         except Exception:

@@ -23,12 +23,16 @@ def test_memory_rejects_nonsense_naming_the_parameter_and_the_accepted_forms(val
 @pytest.mark.parametrize("value, expected", [
     (30, 30.0), (0.5, 0.5), ("45s", 45.0), ("30m", 1800.0), ("2h", 7200.0), ("1h30m", 5400.0),
     ("1.5h", 5400.0), ("90", 90.0), ("1d", 86400.0), (None, 0.0),
+    # The runtime's config grammar: milliseconds, spaces around units, any case, Slurm's clock.
+    ("10 ms", 0.01), ("1h 30m", 5400.0), (" 2H ", 7200.0), ("1d2h", 93600.0),
+    ("1:30:00", 5400.0), ("45:00", 2700.0), ("2-00:00:00", 172800.0),
 ])
 def test_timeout_accepts_seconds_and_duration_strings(value, expected):
     assert parse_timeout(value) == expected
 
 
-@pytest.mark.parametrize("value", ["soon", "2 hours", "5x", 0, -3, "0s", float("inf"), True])
+@pytest.mark.parametrize("value", ["soon", "2 hours", "5x", 0, -3, "0s", float("inf"), True,
+                                   "1e3", "-5s", "1h30", "unlimited", "", "nan", ":30"])
 def test_timeout_rejects_nonsense_naming_the_parameter(value):
     with pytest.raises(bulletin.InvalidArgumentError, match=r"timeout="):
         parse_timeout(value)

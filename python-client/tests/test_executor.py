@@ -7,8 +7,8 @@ import pytest
 
 import bulletin
 from bulletin._envelope import exception_from_envelope
-from bulletin._executor import Executor
-from bulletin._objects import StoreRef, encode, open_object
+from bulletin._runtime._executor import Executor
+from bulletin._data._objects import StoreRef, encode, open_object
 
 
 class Store:
@@ -93,7 +93,8 @@ def test_raising_call_returns_an_envelope_with_the_user_traceback(store):
     kind, envelope = run(Executor(store.path), store, fails)
     assert kind == "raised"
     assert envelope["type"] == "KeyError" and envelope["message"] == "'missing'"
-    assert "in fails" in envelope["traceback"] and "bulletin/_executor.py" not in envelope["traceback"]
+    assert "in fails" in envelope["traceback"]
+    assert "_runtime/_executor.py" not in envelope["traceback"]
     assert isinstance(cloudpickle.loads(envelope["exception"]), KeyError)
 
 
@@ -174,7 +175,7 @@ class _CountsLoads:
 
 def test_call_failing_before_entering_the_function_shows_no_executor_frames(store):
     kind, envelope = run(Executor(store.path), store, abs, 1, 2)
-    assert kind == "raised" and "bulletin/_executor.py" not in envelope["traceback"]
+    assert kind == "raised" and "_runtime/_executor.py" not in envelope["traceback"]
     assert envelope["traceback"].startswith("TypeError")
 
 

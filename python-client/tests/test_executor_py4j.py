@@ -1,4 +1,5 @@
-"""`python -m bulletin._executor` against a real Py4J GatewayServer in a small Java program.
+"""`python -m bulletin._runtime._executor` against a real Py4J GatewayServer in a small Java
+program.
 
 The Java side mirrors the worker agent's launch contract (docs/internals.md): a gateway with a
 per-launch token, the executor registering its callback port, then run/ping calls. Skipped
@@ -16,7 +17,7 @@ import pytest
 
 from py4j.java_gateway import find_jar_path
 
-from bulletin._objects import encode, open_object
+from bulletin._data._objects import encode, open_object
 
 pytestmark = pytest.mark.skipif(shutil.which("javac") is None, reason="needs a JDK (javac)")
 
@@ -40,7 +41,7 @@ public class Agent {
         .javaPort(0).javaAddress(java.net.InetAddress.getLoopbackAddress())
         .callbackClient(0, java.net.InetAddress.getLoopbackAddress(), token).authToken(token).build();
     gateway.start(true);
-    ProcessBuilder pb = new ProcessBuilder(args[0], "-m", "bulletin._executor").inheritIO();
+    ProcessBuilder pb = new ProcessBuilder(args[0], "-m", "bulletin._runtime._executor").inheritIO();
     pb.environment().put("BULLETIN_GATEWAY_PORT", Integer.toString(gateway.getListeningPort()));
     pb.environment().put("BULLETIN_GATEWAY_TOKEN", token);
     pb.environment().put("BULLETIN_STORE_DIR", args[1]);

@@ -3,13 +3,9 @@ import threading
 import pytest
 
 import bulletin
-from bulletin._serialize import FunctionPickles, dumps_args, dumps_function, loads, object_id
+from bulletin._serialize import FunctionPickles, dumps_args, dumps_function, loads
 
 LOCK = threading.Lock()
-
-
-def test_object_id_is_hex_sha256_of_the_bytes():
-    assert object_id(b"abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
 
 
 def test_unpicklable_positional_argument_is_named_by_position_and_type():

@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 
 import bulletin
-from bulletin import _bulk
-from bulletin._client import _Connection
-from bulletin._objects import crc32c_extend, encode
+from bulletin._data import _bulk
+from bulletin._connection import Connection
+from bulletin._data._objects import crc32c_extend, encode
 from bulletin._proto import bulletin_pb2 as pb
 from bulletin._proto import bulletin_pb2_grpc as pb_grpc
-from bulletin._transfer import Transfer
+from bulletin._data._transfer import Transfer
 
 CHUNK = 64 << 10
 
@@ -64,7 +64,7 @@ def serve():
             hello=pb.HelloReply(store_capacity_bytes=1 << 30, **hello),
             stub=pb_grpc.BulletinStub(channel), metadata=(), address=f"127.0.0.1:{port}",
             _address_source="test", _token_source="test")
-        conn.error = lambda exc, what: _Connection.error(conn, exc, what)
+        conn.error = lambda exc, what: Connection.error(conn, exc, what)
         return Transfer(conn, "s" * 32, CHUNK, lambda oid: None)
 
     yield start

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Generates bulletin/_proto/bulletin_pb2*.py(i) from protocol/src/main/proto/bulletin.proto.
 
-Usage: python tools/gen_proto.py [--proto PATH]
+Usage: python tools/gen_proto.py [--proto PATH] [--verbose]
+
+Quiet unless something fails (`make build` runs it every time); --verbose names what it wrote.
 """
 
 import argparse
@@ -21,11 +23,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--proto", type=Path, default=gen.find_proto(),
                         help="the .proto file (default: the repository's protocol/ module)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="name the files written")
     args = parser.parse_args()
     if args.proto is None or not args.proto.is_file():
         parser.error(f"proto file not found: {args.proto}")
     for path in gen.generate(args.proto):
-        print(f"wrote {path}")
+        if args.verbose:
+            print(f"wrote {path}")
     return 0
 
 

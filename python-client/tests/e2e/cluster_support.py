@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -51,6 +52,34 @@ def pid_gone(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] == "Z"  # exited, not reaped yet
     except FileNotFoundError:
         return True
+
+
+# A store folder holds this marker (the Java FileObjectStore writes it); nothing else is removed.
+STORE_MARKER = ".bulletin-store"
+# Where `bulletin worker` keeps its store when not given --store-dir: WorkerMain names it
+# ObjectStores.defaultFolder("worker-<id>-<pid>"), /dev/shm/bulletin-worker-<id>-<pid>, or the
+# same name in Java's temp dir where /dev/shm cannot be written. The pid is the worker JVM's,
+# which is the `bulletin worker` process's own (it execs java).
+WORKER_STORE_BASES = (Path("/dev/shm"), Path("/tmp"))
+
+
+def remove_dead_worker_stores(name: str = "*", since: float = 0.0) -> list[Path]:
+    """Removes the stores of workers that died without removing them (SIGKILL skips a worker's
+    own cleanup): folders ``bulletin-worker-<name>`` whose pid is gone, that hold the store
+    marker, and that changed at or after ``since`` (epoch seconds). Returns what it removed."""
+    removed = []
+    for base in WORKER_STORE_BASES:
+        for path in base.glob(f"bulletin-worker-{name}"):
+            pid = path.name.rsplit("-", 1)[-1]
+            try:
+                if (not pid.isdigit() or not pid_gone(int(pid))
+                        or not (path / STORE_MARKER).is_file() or path.stat().st_mtime < since):
+                    continue
+            except OSError:
+                continue
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
 
 
 def cli_env(home: Path) -> dict[str, str]:
@@ -103,7 +132,8 @@ class Cluster:
         return bulletin.Client(self.address, token=self.token, **kwargs)
 
     def stop(self) -> None:
-        """`bulletin down`, then SIGKILL if the runtime is still there: never leave one behind."""
+        """`bulletin down`, then SIGKILL if the runtime is still there: never leave one behind,
+        nor the store of one that had to be killed."""
         try:
             run_cli(self.home, "down", timeout=60)
         finally:
@@ -112,6 +142,9 @@ class Cluster:
                     os.kill(self.pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+                wait_until(lambda: pid_gone(self.pid), timeout=10, what="the runtime to die")
+                if (self.store_dir / STORE_MARKER).is_file():
+                    shutil.rmtree(self.store_dir, ignore_errors=True)
 
 
 def start_cluster(home: Path, *extra: str, gpus: int = 1, cpus: int = 2) -> Cluster:

@@ -15,11 +15,22 @@ from __future__ import annotations
 
 import gc
 import os
+import time
 
 import cloudpickle
 import pytest
 
-from cluster_support import Cluster, referenced_objects, start_cluster, wait_until
+from cluster_support import (Cluster, referenced_objects, remove_dead_worker_stores,
+                             start_cluster, wait_until)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_dead_worker_stores():
+    """Workers the runtimes under test stop with SIGKILL (a pool's worker past its grace, one
+    whose runtime was killed) cannot remove their stores: remove those this session left."""
+    started = time.time()
+    yield
+    remove_dead_worker_stores(since=started)
 
 
 @pytest.fixture(scope="session")
@@ -76,10 +87,10 @@ def _store_leak_check(request):
     client = request.getfixturevalue("client")
     cluster = request.getfixturevalue("cluster")
     before = referenced_objects(client)
-    functions_before = set(client._sent_functions)
+    functions_before = set(client._submitter.sent_functions)
     yield
     gc.collect()  # futures and refs the test dropped release their objects
-    expected = before + len(set(client._sent_functions) - functions_before)
+    expected = before + len(set(client._submitter.sent_functions) - functions_before)
     wait_until(lambda: referenced_objects(client) == expected, timeout=10,
                what=f"the store to hold {expected} referenced objects again "
                     f"(it holds {referenced_objects(client)})")

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import bulletin
-from bulletin import _bulk
-from bulletin._objects import encode
+from bulletin._data import _bulk
+from bulletin._data._objects import encode
 from bulletin._proto import bulletin_pb2 as pb
 from cluster_support import CALL_SECONDS, assert_serves, free_port, start_cluster, wait_until
 

@@ -183,7 +183,7 @@ def test_gather_raises_the_first_error(client):
 
 def test_large_argument_and_large_result_round_trip(client):
     size = 5 * 2**20
-    assert client._inline_limit < size  # so both go through PutObject / GetObject
+    assert client._submitter.inline_limit < size  # so both go through PutObject / GetObject
     blob = os.urandom(size)
     digest = client.submit(lambda b: hashlib.sha256(b).hexdigest(), blob).result(
         timeout=CALL_SECONDS)

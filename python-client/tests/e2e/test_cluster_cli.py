@@ -24,11 +24,18 @@ def test_up_reports_the_address_and_the_simulated_gpu(cluster):
     assert cluster.address == f"127.0.0.1:{cluster.port}"
 
 
-def test_up_on_a_running_cluster_says_so_and_starts_nothing(cluster):
-    result = run_cli(cluster.home, "up", "--simulate-gpus", "1", "--port", str(free_port()))
+def test_up_on_a_running_cluster_says_so_starts_nothing_and_names_what_differs(cluster):
+    port = free_port()
+    result = run_cli(cluster.home, "up", "--simulate-gpus", "1", "--port", str(port))
     assert result.returncode == 0, result.stderr
     assert f"already up at {cluster.address} (pid {cluster.pid})" in result.stdout
     assert json.loads((cluster.home / "runtime.json").read_text())["pid"] == cluster.pid
+    assert f"--port {port}: it has port {cluster.port}" in result.stderr
+    assert "--simulate-gpus 1 (runtime.json does not record" in result.stderr
+    assert "bulletin down" in result.stderr
+    # The same port, and nothing else asked: nothing to say.
+    again = run_cli(cluster.home, "up", "--port", str(cluster.port))
+    assert again.returncode == 0 and "already up" in again.stdout and again.stderr == ""
 
 
 def test_status_prints_slots_and_simulated_gpus(cluster):
@@ -77,6 +84,14 @@ def test_status_without_a_runtime_fails_with_a_hint(tmp_path):
                             capture_output=True, text=True, timeout=30)
     assert result.returncode == 1
     assert "bulletin up" in result.stderr and env["BULLETIN_ADDRESS"] in result.stderr
+
+
+def test_status_with_no_cluster_up_here_says_so_instead_of_trying_the_default_port(tmp_path):
+    result = run_cli(tmp_path, "status", timeout=30)
+    assert result.returncode == 1
+    assert "no bulletin runtime is up here" in result.stderr and "runtime.json" in result.stderr
+    assert "bulletin up" in result.stderr and "BULLETIN_ADDRESS" in result.stderr
+    assert "8770" not in result.stderr
 
 
 def test_down_without_a_runtime_says_so(tmp_path):

@@ -158,7 +158,7 @@ def test_small_store_refuses_too_large_objects_and_keeps_other_users_out(tmp_pat
             from bulletin._proto import bulletin_pb2 as pb
             assert not bob._conn.call(bob._conn.stub.HasObjects, pb.HasObjectsRequest(ids=[oid]),
                                       "HasObjects").present[0]
-            from bulletin._objects import Ref
+            from bulletin._data._objects import Ref
             stolen = Ref(oid, 4 << 20, "pickle", None)
             with pytest.raises(bulletin.BulletinError, match="not in this user's store"):
                 bob.submit(total, stolen).result(timeout=CALL_SECONDS)

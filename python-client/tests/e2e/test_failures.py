@@ -161,6 +161,10 @@ def test_ctrl_c_during_a_blocking_call_cancels_it_remotely(client):
     def long_training():
         time.sleep(60)
 
+    # Python raises KeyboardInterrupt only where SIGINT has its default handler, and a process
+    # started with SIGINT ignored (nohup, many CI runners) keeps it ignored. A notebook kernel
+    # handles it; this test does the same for itself.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
     start = time.monotonic()
@@ -169,6 +173,7 @@ def test_ctrl_c_during_a_blocking_call_cancels_it_remotely(client):
             long_training()
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - start < 5
     wait_until(lambda: nothing_running(client), timeout=5, what="the remote call to stop")
     assert_serves(client)
@@ -201,6 +206,17 @@ def test_wrong_token_is_refused(client, cluster):
     with pytest.raises(bulletin.AuthenticationError, match="does not accept the token"):
         bulletin.Client(cluster.address, token="made-up-token", set_as_default=False)
     assert_serves(client)
+
+
+def test_wrong_token_names_the_token_file_of_this_bulletin_home_once(cluster, tmp_path,
+                                                                    monkeypatch):
+    monkeypatch.setenv("BULLETIN_HOME", str(tmp_path))
+    (tmp_path / "token").write_text("made-up-token\n")
+    with pytest.raises(bulletin.AuthenticationError) as raised:
+        bulletin.Client(cluster.address, set_as_default=False)
+    message = str(raised.value)
+    assert str(tmp_path / "token") in message and "~/.bulletin" not in message
+    assert message.count("bulletin up` wrote") == 1, message
 
 
 def test_missing_token_says_where_it_looked(client, cluster, tmp_path, monkeypatch):

@@ -59,6 +59,8 @@ def test_an_unknown_qos_is_refused_naming_the_known_ones(owner):
     with pytest.raises(bulletin.InvalidRequestError, match="interactive") as raised:
         owner.submit(int, "1", qos="turbo").result(timeout=CALL_SECONDS)
     assert "turbo" in str(raised.value) and "short" in str(raised.value)
+    # The caller's mistake, told as such: not a bulletin bug.
+    assert "qos=" in str(raised.value) and "bug" not in str(raised.value)
 
 
 def test_an_intern_is_held_to_their_gpu_limit(policy_cluster):

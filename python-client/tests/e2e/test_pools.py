@@ -14,6 +14,8 @@ import bulletin
 from cluster_support import CALL_SECONDS, run_cli, start_cluster, wait_until
 
 SCALE_SECONDS = 90
+# A replacement worker: a Slurm job, a JVM and an executor starting on a busy machine.
+REPLACE_SECONDS = 150
 
 
 def pool_config(tmp_path, provider: str, **extra: str) -> str:
@@ -130,26 +132,31 @@ def test_a_slurm_worker_job_cancelled_mid_call_fails_the_call_or_reruns_it(tmp_p
 @pytest.mark.skipif(slurm_partition() is None,
                     reason="no Slurm here (`make slurm-up` starts the one-node test Slurm; it "
                            "needs root and apt)")
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(480)
 def test_a_slurm_worker_near_its_walltime_drains_and_is_replaced(tmp_path):
     from cluster_support import wait_for_file
-    # A one-minute allocation replaced 50 s before its end: about 10 s after it starts, the
+    # A five-minute allocation replaced 270 s before its end: 30 s after it starts (by then the
+    # first call runs there: an idle worker that close to its end is stopped, not replaced), the
     # worker takes no new call, a replacement job starts, and the call it runs still finishes.
-    # The calls carry timeouts: without one, a call never goes to a worker that ends within the
-    # runtime's drain margin (60 s), which a one-minute allocation always does.
+    # The first call waits for the gate up to first_wait seconds: the room for the replacement's
+    # job to start and run the second call on a busy machine. Its timeout must still fit in what
+    # is left of the allocation when it is placed (the runtime places no call it cannot finish),
+    # and without a timeout no call goes to a worker within the runtime's drain margin (60 s).
+    first_wait = 230
     config = tmp_path / "pools.yaml"
     config.write_text(
         "pools:\n  - name: gpu\n    provider: slurm\n"
         # memory: without --mem the test Slurm gives a job the whole node, and the replacement
         # would wait for the worker it replaces.
-        "    worker: {gpus: 1, cpus: 1, memory: 1GiB, walltime: 1m}\n    max_workers: 2\n"
-        "    replace_before_expiry: 50s\n    idle_timeout: 5m\n"
+        "    worker: {gpus: 1, cpus: 1, memory: 1GiB, walltime: 5m}\n    max_workers: 2\n"
+        "    replace_before_expiry: 270s\n    idle_timeout: 5m\n"
         f"    slurm: {{partition: {slurm_partition()}, simulate_gpus: true}}\n")
     head = start_cluster(tmp_path / "home", "--config", str(config), gpus=0, cpus=1)
     try:
         with head.client() as client:
             gate = tmp_path / "gate"
-            first = client.submit(wait_for_file, str(gate), 40, gpus=1, timeout=45)
+            first = client.submit(wait_for_file, str(gate), first_wait, gpus=1,
+                                  timeout=first_wait + 10)
             wait_until(lambda: first.status == "running", timeout=SCALE_SECONDS,
                        what="the first call to start")
             old = first.placement.worker_id
@@ -159,10 +166,12 @@ def test_a_slurm_worker_near_its_walltime_drains_and_is_replaced(tmp_path):
             assert any(w.worker_id == old and w.state == "draining"
                        for w in client.status().workers)
             second = client.submit(executor_id, gpus=1, timeout=20)
-            assert second.result(timeout=SCALE_SECONDS).startswith("gpu-")
+            assert second.result(timeout=REPLACE_SECONDS).startswith("gpu-")
             assert second.placement.worker_id != old
             gate.touch()
-            assert first.result(timeout=CALL_SECONDS) is True
+            assert first.result(timeout=CALL_SECONDS) is True, (
+                f"the first call on {old} stopped waiting for its gate after {first_wait} s, "
+                "before the replacement worker had run the second call")
             wait_until(lambda: all(w.worker_id != old for w in client.status().workers),
                        timeout=SCALE_SECONDS, what=f"the drained {old} to be stopped")
     finally:

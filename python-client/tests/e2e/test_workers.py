@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import bulletin
-from cluster_support import (CALL_SECONDS, Cluster, assert_serves, cli_env, pid_gone, start_cluster,
-                             wait_for_file, wait_until)
+from cluster_support import (CALL_SECONDS, Cluster, assert_serves, cli_env, pid_gone,
+                             remove_dead_worker_stores, start_cluster, wait_for_file, wait_until)
 
 ATTACH_SECONDS = 60
 
@@ -39,10 +39,17 @@ class Worker:
     def output(self) -> str:
         return self.log.read_text(errors="replace")
 
+    @property
+    def store(self) -> Path:
+        """Its object store (the default folder: these tests give no --store-dir)."""
+        return Path("/dev/shm") / f"bulletin-worker-{self.worker_id}-{self.proc.pid}"
+
     def kill(self) -> None:
+        """SIGKILL, as a crash would; its store, which it had no chance to remove, goes too."""
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=30)
+        remove_dead_worker_stores(f"{self.worker_id}-{self.proc.pid}")
 
 
 def attached(client: bulletin.Client, worker_id: str):
@@ -139,6 +146,13 @@ def test_a_killed_worker_fails_its_call_naming_the_worker_and_the_cluster_serves
     assert head_client.submit(int, "7").result(timeout=CALL_SECONDS) == 7
     workers("gpu-c", "--simulate-gpus", "1")
     assert_serves(head_client)
+
+
+def test_a_killed_worker_leaves_no_store_behind(workers):
+    worker = workers("doomed", "--simulate-gpus", "1")
+    assert worker.store.is_dir()
+    worker.kill()
+    assert not worker.store.exists()
 
 
 def test_a_call_with_retries_runs_again_on_the_next_worker(head_client, workers, tmp_path):
@@ -269,7 +283,8 @@ def assert_nothing_held(client, baseline, functions_before, worker_ids):
     function the session sent for the first time: sessions keep functions), nothing is kept on a
     worker for the runtime, and the workers' own stores hold no reference for calls (heartbeats).
     """
-    expected = baseline["referenced"] + len(set(client._sent_functions) - functions_before)
+    new_functions = set(client._submitter.sent_functions) - functions_before
+    expected = baseline["referenced"] + len(new_functions)
 
     def state():
         status = client.status()
@@ -289,7 +304,7 @@ def test_a_large_result_stays_on_its_worker_and_the_next_call_runs_there_with_no
     workers("keep-a", "--simulate-gpus", "1")
     workers("keep-b", "--simulate-gpus", "1")
     before = head_client.status().store
-    functions = set(head_client._sent_functions)
+    functions = set(head_client._submitter.sent_functions)
     first = head_client.submit(arange, EIGHT_MIB, gpus=1)
     assert first.exception(timeout=CALL_SECONDS) is None  # finished; nothing fetched
     keeper = first.placement.worker_id
@@ -329,7 +344,7 @@ def test_a_call_placed_away_from_the_keeper_still_gets_the_value(head_client, wo
     workers("away-a", "--simulate-gpus", "1", "--data-path", data_path)
     workers("away-b", "--simulate-gpus", "1", "--data-path", data_path)
     before = head_client.status().store
-    functions = set(head_client._sent_functions)
+    functions = set(head_client._submitter.sent_functions)
     first = head_client.submit(arange, EIGHT_MIB, gpus=1)
     first.exception(timeout=CALL_SECONDS)
     keeper = first.placement.worker_id
@@ -360,7 +375,7 @@ def test_a_call_placed_away_from_the_keeper_still_gets_the_value(head_client, wo
 
 def test_a_result_whose_worker_went_away_fails_naming_the_worker(head_client, workers):
     before = head_client.status().store
-    functions = set(head_client._sent_functions)
+    functions = set(head_client._submitter.sent_functions)
     worker = workers("gone-a", "--simulate-gpus", "1")
     first = head_client.submit(arange, EIGHT_MIB, gpus=1)
     first.exception(timeout=CALL_SECONDS)

@@ -1,8 +1,9 @@
 package dev.bulletin.worker;
 
 /**
- * A warm Python executor, implemented in Python ({@code bulletin._executor}) and called over Py4J.
- * Only identifiers cross this interface; payloads stay in the object store (docs/internals.md).
+ * A warm Python executor, implemented in Python ({@code bulletin._runtime._executor}) and called
+ * over Py4J. Only identifiers cross this interface; payloads stay in the object store
+ * (docs/internals.md).
  */
 public interface PythonExecutor {
 

@@ -24,9 +24,9 @@ import java.util.stream.Collectors;
 import py4j.GatewayServer;
 
 /**
- * One warm Python executor: a {@code python -m bulletin._executor} process pinned to a set of
- * GPUs, its Py4J gateway, and the pumps that forward its output to the running call. Runs one
- * call at a time; {@link #call} blocks the calling thread.
+ * One warm Python executor: a {@code python -m bulletin._runtime._executor} process pinned to a
+ * set of GPUs, its Py4J gateway, and the pumps that forward its output to the running call. Runs
+ * one call at a time; {@link #call} blocks the calling thread.
  */
 final class ExecutorProcess {
 
@@ -72,7 +72,8 @@ final class ExecutorProcess {
     Holder holder = new Holder();
     Process process;
     try {
-      ProcessBuilder builder = new ProcessBuilder(options.python().toString(), "-m", "bulletin._executor");
+      ProcessBuilder builder = new ProcessBuilder(options.python().toString(), "-m",
+          "bulletin._runtime._executor");
       Map<String, String> env = builder.environment();
       env.putAll(options.extraEnvironment());
       env.put("BULLETIN_GATEWAY_PORT", Integer.toString(gateway.getListeningPort()));

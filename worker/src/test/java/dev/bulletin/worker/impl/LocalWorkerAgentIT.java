@@ -63,7 +63,7 @@ class LocalWorkerAgentIT {
     Path out = folder.resolve("pickle-" + System.nanoTime());
     Process process = new ProcessBuilder(python.toString(), "-c",
         "import os, sys, signal, time\n"
-            + "from bulletin._objects import encode\n"
+            + "from bulletin._data._objects import encode\n"
             + "e = encode(" + expression + ")\n"
             + "open(sys.argv[1], 'wb').write(e.to_bytes())\n"
             + "open(sys.argv[1] + '.id', 'w').write(e.digest())",

@@ -24,10 +24,10 @@ import grpc
 import pyarrow as pa
 
 from . import _bulk
-from ._errors import BulletinError, RuntimeFailure, RuntimeUnreachableError, StoreFullError
+from .._errors import BulletinError, RuntimeFailure, RuntimeUnreachableError, StoreFullError
 from ._objects import crc32c_extend, decode, host_id, open_object, stage_name
 from ._write_maps import RECYCLE_MIN, WriteMappings
-from ._proto import bulletin_pb2 as pb
+from .._proto import bulletin_pb2 as pb
 
 _RETRIES = 3
 _PATHS = ("auto", "bulk", "grpc")

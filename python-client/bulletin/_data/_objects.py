@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ._codec import decode, encode, peek_kind  # noqa: F401
+from .._codec import decode, encode, peek_kind  # noqa: F401
 
 STAGE_PREFIX = ".stage-"
 

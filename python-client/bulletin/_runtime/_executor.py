@@ -1,4 +1,4 @@
-"""The executor process: ``python -m bulletin._executor``, started by a worker agent.
+"""The executor process: ``python -m bulletin._runtime._executor``, started by a worker agent.
 
 It connects back to the agent's Py4J gateway and runs one call at a time: function, arguments
 and the objects they refer to are files of the node-local object store that it maps (zero
@@ -14,11 +14,11 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-from ._envelope import make_envelope as envelope
-from ._objects import StoreRef, encode, open_object, write_file
-from ._write_maps import RECYCLE_MIN, WriteMappings
+from .._envelope import make_envelope as envelope
+from .._data._objects import StoreRef, encode, open_object, write_file
+from .._data._write_maps import RECYCLE_MIN, WriteMappings
 from . import _preempt
-from ._errors import BulletinError, ResultSerializationError
+from .._errors import BulletinError, ResultSerializationError
 
 _LOG_PREFIX = "[bulletin executor]"
 

@@ -1,0 +1,360 @@
+"""Submitting calls: each call becomes a TaskSpec and leaves in a batch from one thread.
+
+The caller's thread pickles (a function once per object), uploads large arguments once (they
+stay in the store while the caller's object lives), waits for Future arguments without
+blocking (the call goes out once they finish, and their results stay on the cluster), and
+queues the spec; the submitter thread keeps one Submit RPC in flight and sends what queued
+meanwhile as the next batch, in order. Releases of objects go through the same queue.
+"""
+
+from __future__ import annotations
+
+import queue
+import re
+import threading
+import uuid
+import weakref
+from time import perf_counter
+from typing import Callable
+
+import grpc
+
+from ._config import Options
+from ._connection import Connection, SessionStream
+from ._data._objects import Ref, StoreRef, encode
+from ._data._transfer import Transfer
+from ._decorators import RemoteFunction
+from ._errors import BulletinError, RuntimeFailure, RuntimeUnreachableError, SerializationError
+from ._future import Future
+from ._proto import bulletin_pb2 as pb
+from ._serialize import FunctionPickles, callable_name, dumps_args, type_name
+
+# A Submit batch stays under the runtime's message limit (one spec may carry up to the inline
+# limit) and bounded in count.
+_BATCH_CALLS = 1000
+
+
+class CallTable:
+    """A client's calls in flight by task id, and whether the client takes new ones.
+
+    Its lock also orders the submitter's queue (see Submitter._send) against close().
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.closed = False
+        self.broken: BulletinError | None = None  # why the session ended, if it did
+        self._futures: dict[str, Future] = {}
+
+    def is_open(self) -> bool:
+        return not self.closed and self.broken is None
+
+    def check_open(self) -> None:
+        if self.closed:
+            raise BulletinError("this bulletin.Client is closed; create a new one")
+        if self.broken is not None:
+            raise RuntimeUnreachableError(
+                f"this client's session ended: {self.broken} Create a new bulletin.Client() "
+                "once the runtime is back.")
+
+    def add(self, future: Future) -> None:
+        with self.lock:
+            self._futures[future.key] = future
+
+    def get(self, key: str) -> Future | None:
+        return self._futures.get(key)
+
+    def pop(self, key: str) -> Future | None:
+        with self.lock:
+            return self._futures.pop(key, None)
+
+    def close(self) -> bool:
+        """Marks the client closed; False if it already was."""
+        with self.lock:
+            if self.closed:
+                return False
+            self.closed = True
+            return True
+
+    def fail_all(self, error: BulletinError) -> None:
+        """The session ended: every call in flight fails with ``error``."""
+        with self.lock:
+            if self.broken is None and not self.closed:
+                self.broken = error
+            pending = list(self._futures.values())
+            self._futures.clear()
+        for future in pending:
+            future._set_error(error)
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")[:48] or "call"
+
+
+def encode_value(value, what: str):
+    try:
+        return encode(value)
+    except Exception as exc:
+        raise SerializationError(f"{what} (a {type_name(value)}) cannot be encoded: {exc}. "
+                                 "Pass something picklable instead.") from exc
+
+
+def _bulky(value, limit: int) -> bool:
+    """Large enough to travel as an object of its own (uploaded once, shared by calls)."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return len(value) > limit
+    nbytes = getattr(value, "nbytes", None)
+    return isinstance(nbytes, int) and nbytes > limit and not isinstance(value, type)
+
+
+class _Release:
+    """A queue entry: drop the session's hold on an object once earlier submits are in."""
+
+    __slots__ = ("oid",)
+
+    def __init__(self, oid: str):
+        self.oid = oid
+
+
+class Submitter:
+    """Turns calls into TaskSpecs and sends them, in batches, from its own thread."""
+
+    def __init__(self, conn: Connection, session: SessionStream, transfer: Transfer,
+                 calls: CallTable, cancel: Callable[[str], None], inline_limit: int,
+                 batch_bytes: int):
+        self._conn = conn
+        self._session = session
+        self._transfer = transfer
+        self._calls = calls
+        self._cancel = cancel
+        self.inline_limit = inline_limit
+        self._batch_bytes = batch_bytes
+        self.sent_functions: set[str] = set()
+        self._pickles = FunctionPickles()
+        # Large arguments stay in the store while the caller's object lives: id(obj) -> ids.
+        self._kept: dict[int, tuple[weakref.ref, dict[str, weakref.finalize]]] = {}
+        # One Submit RPC at a time: specs queued while one is in flight go as the next batch
+        # (in order, which keeps a function's bytes first).
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._loop, name="bulletin-submitter",
+                                        daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Sends what is queued, then stops."""
+        self._queue.put(None)
+
+    def release(self, oid: str) -> None:
+        """Drops the session's hold on an object, after every Submit queued before it has
+        returned: the runtime has taken its own references for those calls first."""
+        if self._calls.is_open():
+            self._queue.put(_Release(oid))
+
+    def submit(self, fn: Callable, args: tuple, kwargs: dict, options: Options,
+               blocking: bool = False) -> Future:
+        self._calls.check_open()
+        if isinstance(fn, RemoteFunction):
+            fn = fn.local
+        t0 = perf_counter()
+        fn_id, fn_encoded = self._pickles.get(fn)
+        call = _PendingCall(self)
+        args = tuple(call.convert(a) for a in args)
+        kwargs = {k: call.convert(v) for k, v in kwargs.items()}
+        t1 = perf_counter()
+        upload_fn = fn_id not in self.sent_functions and fn_encoded.nbytes > self.inline_limit
+        if upload_fn:
+            call.releases.append(self._transfer.acquire(fn_encoded))
+        spec = pb.TaskSpec(name=callable_name(fn), qos=options.qos, priority=options.priority,
+                           credits=options.credits,
+                           timeout_seconds=options.timeout, retries=options.retries)
+        spec.resources.gpus = options.gpus
+        spec.resources.cpus = options.cpus
+        spec.resources.memory_bytes = options.memory
+        spec.task_id = f"{_slug(spec.name)}-{uuid.uuid4().hex}"
+        spec.function.id, spec.function.size = fn_id, fn_encoded.nbytes
+        future = Future(spec.task_id, spec.name, self._cancel)
+        future._timings.update(serialize=t1 - t0 - call.upload_seconds,
+                               upload=call.upload_seconds)
+        if blocking:
+            future._sink = queue.SimpleQueue()
+        self._calls.add(future)
+        pending = [dep for dep in call.futures if not dep.done()]
+        if not pending:
+            self._send(call, spec, args, kwargs, fn_encoded, upload_fn, future)
+            return future
+        # A Future argument resolves on the cluster: the call goes out once its inputs finish.
+        remaining = [len(pending)]
+        lock = threading.Lock()
+
+        def input_done(_):
+            with lock:
+                remaining[0] -= 1
+                if remaining[0]:
+                    return
+            try:
+                self._send(call, spec, args, kwargs, fn_encoded, upload_fn, future)
+            except BaseException as exc:
+                self._calls.pop(spec.task_id)
+                future._set_error(exc if isinstance(exc, BulletinError) else BulletinError(
+                    f"call {future.key} could not be sent once its inputs finished: {exc!r}"))
+        for dep in pending:
+            dep.add_done_callback(input_done)
+        return future
+
+    def _send(self, call: _PendingCall, spec, args: tuple, kwargs: dict, fn_encoded,
+              upload_fn: bool, future: Future) -> None:
+        """Encodes the arguments (Future inputs are done by now) and queues the submit."""
+        args = tuple(call.resolve(a) for a in args)
+        kwargs = {k: call.resolve(v) for k, v in kwargs.items()}
+        try:
+            args_encoded = encode((args, kwargs))
+        except Exception:
+            dumps_args(args, kwargs)  # raises a SerializationError naming the argument
+            raise
+        args_id = args_encoded.digest()
+        spec.args.id, spec.args.size = args_id, args_encoded.nbytes
+        if args_encoded.nbytes > self.inline_limit:
+            start = perf_counter()
+            call.releases.append(self._transfer.acquire(args_encoded))
+            future._timings["upload"] = future._timings.get("upload", 0) + perf_counter() - start
+        else:
+            spec.args.inline_data = args_encoded.to_bytes()
+        for oid, size in call.refs.items():
+            spec.refs.add(id=oid, size=size)
+        fn_id = spec.function.id
+        # Deciding "inline or id only" and queueing under one lock keeps the message that
+        # carries a function's bytes ahead of every message that only names it; releases go
+        # after the submit on the same queue, so the runtime has taken its own references.
+        # It is the call table's lock: close() cannot slip in between the check and the put.
+        with self._calls.lock:
+            self._calls.check_open()
+            if fn_id not in self.sent_functions:
+                if not upload_fn:
+                    spec.function.inline_data = fn_encoded.to_bytes()
+                self.sent_functions.add(fn_id)
+            self._queue.put(spec)
+        for oid in call.releases:
+            self._transfer.release(oid)
+        call.releases.clear()
+
+    def keep_while_alive(self, value, encoded) -> tuple[str, bool]:
+        """Holds a large argument in the store while ``value`` lives; (id, held for good).
+
+        Only the object's current content is held: an array changed in place and sent again
+        lets its earlier content go (calls already submitted hold their own references).
+        """
+        oid = encoded.digest()
+        key = id(value)
+        kept = self._kept.get(key)
+        if kept is not None and kept[0]() is value and oid in kept[1]:
+            return oid, True
+        oid = self._transfer.acquire(encoded)
+        try:
+            ref = weakref.ref(value)
+        except TypeError:
+            return oid, False  # cannot tell when it dies: held for this call only
+        if kept is None or kept[0]() is not value:
+            kept = self._kept[key] = (ref, {})
+        for stale, finalizer in kept[1].items():
+            if finalizer.detach() is not None:
+                self._transfer.release(stale)
+        kept[1].clear()
+        kept[1][oid] = weakref.finalize(value, self._forget_kept, key, oid)
+        return oid, True
+
+    def _forget_kept(self, key: int, oid: str) -> None:
+        kept = self._kept.get(key)
+        if kept is not None and kept[0]() is None:
+            del self._kept[key]
+        self._transfer.release(oid)
+
+    def _loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            batch, releases, size = [], [], 0
+            while True:
+                if isinstance(item, _Release):
+                    releases.append(item.oid)
+                else:
+                    batch.append(item)
+                    size += item.ByteSize()
+                if len(batch) >= _BATCH_CALLS or size >= self._batch_bytes:
+                    break
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    self._queue.put(None)  # stop after sending what came before it
+                    break
+            if batch:
+                try:
+                    self._conn.stub.Submit(pb.SubmitRequest(session_id=self._session.session_id,
+                                                            tasks=batch),
+                                           metadata=self._conn.metadata)
+                except Exception as exc:  # noqa: BLE001 - every failure fails the batch's calls
+                    self._fail_batch(batch, exc)
+            if releases:
+                self._session.send(pb.ClientMessage(release=pb.ReleaseObjects(ids=releases)))
+
+    def _fail_batch(self, batch: list, error) -> None:
+        if error is None:
+            return
+        if isinstance(error, grpc.RpcError):
+            failure = self._conn.error(error, "the submission")
+        else:
+            failure = RuntimeFailure(f"bulletin could not submit: {error!r}")
+        for spec in batch:
+            future = self._calls.pop(spec.task_id)
+            if future is not None:
+                future._set_error(failure)
+
+
+class _PendingCall:
+    """The objects one submit refers to, and the holds to drop once it is queued."""
+
+    def __init__(self, submitter: Submitter):
+        self.submitter = submitter
+        self.refs: dict[str, int] = {}
+        self.releases: list[str] = []
+        self.futures: list[Future] = []
+        self.upload_seconds = 0.0
+
+    def convert(self, value):
+        if isinstance(value, Ref):
+            self.refs[value.id] = value.nbytes
+            return StoreRef(value.id)
+        if isinstance(value, Future):
+            self.futures.append(value)
+            return value
+        if _bulky(value, max(self.submitter.inline_limit, 1 << 16)):
+            encoded = encode_value(value, "an argument")
+            start = perf_counter()
+            oid, kept = self.submitter.keep_while_alive(value, encoded)
+            self.upload_seconds += perf_counter() - start
+            if not kept:
+                self.releases.append(oid)
+            self.refs[oid] = encoded.nbytes
+            return StoreRef(oid)
+        return value
+
+    def resolve(self, value):
+        """A done Future argument: its result stays on the cluster when it is still there."""
+        if not isinstance(value, Future):
+            return value
+        if value.cancelled():
+            raise BulletinError(f"an argument is the future of call {value.key}, which was "
+                                "cancelled; nothing was sent")
+        error = value.exception()
+        if error is not None:
+            raise BulletinError(f"an argument is the future of call {value.key}, which failed: "
+                                f"{error!r}; nothing was sent") from error
+        oid = value.remote_id
+        if oid is not None:
+            self.refs[oid] = value._remote[1] if value._remote else 0
+            return StoreRef(oid)
+        return self.convert(value.result())
