@@ -11,7 +11,7 @@ import java.util.HexFormat;
 
 /**
  * Which host and network namespace this process runs in, as HelloReply.host_id: a client that
- * computes the same value (bulletin/_objects.py host_id) shares the store's memory filesystem and
+ * computes the same value (bulletin/_data/_objects.py host_id) shares the store's memory filesystem and
  * may write objects straight into it. The network namespace is part of it so that a client in
  * another namespace takes the network path, as one on another host would.
  */
