@@ -4,7 +4,8 @@ import dev.bulletin.worker.node.VersionProvider;
 import dev.bulletin.protocol.BulletinVersion;
 import dev.bulletin.worker.ResourceOptions;
 import dev.bulletin.worker.node.WorkerMain;
-import dev.bulletin.runtime.identity.RuntimeConfig;
+import dev.bulletin.runtime.config.ClusterTokens;
+import dev.bulletin.runtime.config.RuntimeConfig;
 import dev.bulletin.runtime.pool.WorkerProviders;
 import dev.bulletin.worker.WorkerOptions;
 import java.nio.file.Path;
@@ -21,7 +22,8 @@ import picocli.CommandLine.Option;
  */
 @Command(name = "bulletin-runtime", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
     description = "The bulletin control plane with an embedded worker agent. Usually started by"
-        + " `bulletin up`; the owner's token comes from the BULLETIN_OWNER_TOKEN variable.")
+        + " `bulletin up`; the owner's token comes from the BULLETIN_OWNER_TOKEN variable."
+        + " `bulletin-runtime check-config FILE` checks a config file and prints every mistake.")
 public final class Main implements Callable<Integer> {
 
   @Option(names = "--home", required = true, description = "State folder (runtime.json, token).")
@@ -48,7 +50,9 @@ public final class Main implements Callable<Integer> {
   @Mixin
   ResourceOptions resources = new ResourceOptions();
 
-  @Option(names = "--config", description = "YAML config file (users and their tokens).")
+  @Option(names = "--config",
+      description = "YAML config file: users, pools, QoS classes and quotas (check one with"
+          + " check-config).")
   Path config;
 
   @Option(names = "--store-dir", description = "Object store folder (default: /dev/shm/bulletin-<cluster>).")
@@ -78,7 +82,9 @@ public final class Main implements Callable<Integer> {
     String ownerUser = System.getenv().getOrDefault("BULLETIN_OWNER_USER",
         System.getProperty("user.name"));
     WorkerOptions worker = resources.worker("local");
-    RuntimeConfig runtimeConfig = config != null ? RuntimeConfig.load(config) : RuntimeConfig.empty();
+    RuntimeConfig runtimeConfig = config != null
+        ? RuntimeConfig.load(config, new ClusterTokens(ownerToken, workerToken))
+        : RuntimeConfig.empty();
     WorkerProviders.check(runtimeConfig.pools()); // a missing partition fails here, not later
     RuntimeOptions options = new RuntimeOptions(home, host, port, ownerToken, ownerUser,
         workerToken, runtimeConfig, worker, storeDir, inlineLimit, drainMargin, storeCapacity,
@@ -99,6 +105,11 @@ public final class Main implements Callable<Integer> {
     // `java -jar bulletin-runtime.jar worker ...` runs a worker agent that attaches to a runtime.
     if (args.length > 0 && args[0].equals("worker")) {
       System.exit(WorkerMain.run(java.util.Arrays.copyOfRange(args, 1, args.length)));
+    }
+    // `... check-config FILE` reads a config as the runtime would, prints every mistake, exits.
+    if (args.length > 0 && args[0].equals(CheckConfig.NAME)) {
+      System.exit(new CommandLine(new CheckConfig())
+          .execute(java.util.Arrays.copyOfRange(args, 1, args.length)));
     }
     CommandLine commandLine = new CommandLine(new Main());
     commandLine.setExecutionExceptionHandler((error, cmd, parsed) -> {

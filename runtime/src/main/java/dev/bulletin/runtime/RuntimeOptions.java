@@ -1,7 +1,7 @@
 package dev.bulletin.runtime;
 
 import dev.bulletin.protocol.WireLimits;
-import dev.bulletin.runtime.identity.RuntimeConfig;
+import dev.bulletin.runtime.config.RuntimeConfig;
 import dev.bulletin.worker.WorkerOptions;
 import java.nio.file.Path;
 

@@ -1,5 +1,7 @@
 package dev.bulletin.runtime.identity;
 
+import dev.bulletin.runtime.config.ClusterTokens;
+import dev.bulletin.runtime.config.RuntimeConfig;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.HashMap;
@@ -33,12 +35,11 @@ public final class TokenRegistry {
    */
   public static TokenRegistry of(String ownerToken, String ownerUser, String workerToken,
       RuntimeConfig config) {
+    // The config refused users sharing a token; here, users holding the owner's or workers' one.
+    config.checkTokens(new ClusterTokens(ownerToken, workerToken));
     Map<String, Identity> tokens = new HashMap<>();
     for (RuntimeConfig.User user : config.users()) {
-      if (tokens.put(user.token(), new Identity(user.name(), user.group(), false)) != null) {
-        throw new IllegalArgumentException("users[" + user.name() + "].token is used twice in the"
-            + " config: every user needs a token of their own");
-      }
+      tokens.put(user.token(), new Identity(user.name(), user.group(), false));
     }
     if (ownerToken != null && !ownerToken.isBlank()) {
       String group = config.users().stream().filter(u -> u.name().equals(ownerUser))
@@ -47,7 +48,7 @@ public final class TokenRegistry {
     }
     if (workerToken != null && !workerToken.isBlank()
         && tokens.put(workerToken, Identity.workerAgent()) != null) {
-      throw new IllegalArgumentException("the worker token equals a user's token: workers need a"
+      throw new IllegalArgumentException("the worker token equals the owner's token: workers need a"
           + " token of their own (BULLETIN_WORKER_TOKEN)");
     }
     if (tokens.isEmpty()) {

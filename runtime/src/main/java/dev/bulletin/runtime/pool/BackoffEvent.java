@@ -1,6 +1,6 @@
 package dev.bulletin.runtime.pool;
 
-import dev.bulletin.protocol.Quantities;
+import dev.bulletin.protocol.Text;
 import java.time.Duration;
 import java.time.Instant;
 
@@ -18,6 +18,6 @@ public record BackoffEvent(String pool, int failuresInARow, Duration delay, Inst
 
   public String reason() {
     return "launch failed (" + failuresInARow + " in a row): " + message + "; next attempt in "
-        + Quantities.human(delay);
+        + Text.duration(delay);
   }
 }

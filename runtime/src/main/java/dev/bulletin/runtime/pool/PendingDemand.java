@@ -1,5 +1,6 @@
 package dev.bulletin.runtime.pool;
 
+import dev.bulletin.protocol.Text;
 /**
  * Calls that wait because no current worker can serve them, grouped by size.
  *
@@ -23,6 +24,6 @@ public record PendingDemand(int gpus, double cpus, long memoryBytes, int count) 
 
   @Override
   public String toString() {
-    return count + " call" + (count == 1 ? "" : "s") + " of " + gpus + " GPU" + (gpus == 1 ? "" : "s");
+    return Text.count(count, "call") + " of " + Text.count(gpus, "GPU");
   }
 }

@@ -1,6 +1,6 @@
 package dev.bulletin.runtime.pool;
 
-import dev.bulletin.protocol.Quantities;
+import dev.bulletin.protocol.Text;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.regex.Pattern;
@@ -77,16 +77,16 @@ public record PoolConfig(
     requireNonNegative("launch_backoff.initial", backoffInitial);
     requireNonNegative("launch_backoff.max", backoffMax);
     if (backoffMax.compareTo(backoffInitial) < 0) {
-      throw new IllegalArgumentException("launch_backoff.max (" + Quantities.human(backoffMax)
-          + ") must be >= launch_backoff.initial (" + Quantities.human(backoffInitial) + ")");
+      throw new IllegalArgumentException("launch_backoff.max (" + Text.duration(backoffMax)
+          + ") must be >= launch_backoff.initial (" + Text.duration(backoffInitial) + ")");
     }
     if (provider == ProviderKind.SLURM && worker.walltime().isZero()) {
       throw new IllegalArgumentException("worker.walltime is required for provider slurm (the"
           + " job's --time, e.g. 4h or 04:00:00)");
     }
     if (!worker.walltime().isZero() && replaceBeforeExpiry.compareTo(worker.walltime()) >= 0) {
-      throw new IllegalArgumentException("replace_before_expiry (" + Quantities.human(replaceBeforeExpiry)
-          + ") must be shorter than worker.walltime (" + Quantities.human(worker.walltime()) + ")");
+      throw new IllegalArgumentException("replace_before_expiry (" + Text.duration(replaceBeforeExpiry)
+          + ") must be shorter than worker.walltime (" + Text.duration(worker.walltime()) + ")");
     }
   }
 

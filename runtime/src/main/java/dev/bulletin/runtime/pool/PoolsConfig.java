@@ -1,10 +1,7 @@
 package dev.bulletin.runtime.pool;
 
-import com.fasterxml.jackson.annotation.JsonCreator;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
-import java.io.IOException;
+import dev.bulletin.runtime.config.ConfigNode;
+import dev.bulletin.runtime.config.ConfigYaml;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -39,126 +36,110 @@ public record PoolsConfig(List<PoolConfig> pools) {
 
   /** Parses a whole YAML document that has a {@code pools:} key (tests, tools). */
   public static PoolsConfig parseYaml(String yaml) {
-    try {
-      JsonNode root = new ObjectMapper(new YAMLFactory()).readTree(yaml);
-      return root == null || !root.has("pools") ? none() : fromJson(root.get("pools"));
-    } catch (IOException e) {
-      throw new IllegalArgumentException("pools: not valid YAML: " + e.getMessage(), e);
-    }
+    return ConfigYaml.readSection(yaml, PoolsConfig::read);
   }
 
-  /** Jackson entry point for RuntimeConfig: the value of the {@code pools:} key. */
-  @JsonCreator(mode = JsonCreator.Mode.DELEGATING)
-  public static PoolsConfig fromJson(JsonNode node) {
-    if (node == null || node.isNull()) {
-      return none();
-    }
-    if (!node.isArray()) {
-      throw new IllegalArgumentException("pools: must be a list of pools (each starting with"
-          + " '- name: ...'), got a " + node.getNodeType().toString().toLowerCase());
-    }
+  /**
+   * Reads the {@code pools:} section of the config document (absent: no pools). Mistakes go to
+   * the document's errors; empty when there were any.
+   */
+  public static Optional<PoolsConfig> read(ConfigNode document) {
+    ConfigNode root = document.scope();
     List<PoolConfig> pools = new ArrayList<>();
-    for (int i = 0; i < node.size(); i++) {
-      JsonNode item = node.get(i);
-      String label = "pools[" + i + "]" + (item != null && item.hasNonNull("name")
-          ? " (" + item.get("name").asText() + ")" : "");
-      pools.add(parsePool(new ConfigNode(item, label)));
+    for (ConfigNode pool : root.list("pools", "pools (each starting with '- name: ...')")) {
+      readPool(pool).ifPresent(pools::add);
     }
-    return new PoolsConfig(pools);
+    return root.build(() -> new PoolsConfig(pools));
   }
 
-  private static PoolConfig parsePool(ConfigNode n) {
-    String name = n.requiredString("name", "gpu");
-    ProviderKind provider;
-    try {
-      provider = ProviderKind.parse(n.requiredString("provider", ProviderKind.allowed()));
-    } catch (IllegalArgumentException e) {
-      throw n.error("provider", e.getMessage());
-    }
-    ConfigNode w = n.child("worker").orElseThrow(() -> n.error("worker",
-        "is required (for example: {gpus: 1, cpus: 8, memory: 32GiB, walltime: 4h})"));
-    WorkerShape shape = wrap(w, () -> new WorkerShape(w.integer("gpus", 0, 0),
-        w.integer("cpus", 1, 1), w.size("memory").orElse(0L),
-        w.duration("walltime").orElse(Duration.ZERO)));
-    w.rejectUnknown();
-
+  private static Optional<PoolConfig> readPool(ConfigNode n) {
+    Optional<String> name = n.requiredString("name", "gpu");
+    Optional<ProviderKind> provider = n.requiredString("provider", ProviderKind.allowed())
+        .flatMap(text -> provider(n, text));
+    Optional<WorkerShape> shape = worker(n);
     int min = n.integer("min_workers", 0, 0);
-    int max = n.has("max_workers") ? n.integer("max_workers", 1, 1)
-        : throwRequired(n, "max_workers", "4");
+    int max = n.integer("max_workers", 1, 1);
+    if (!n.has("max_workers")) {
+      n.error("max_workers", "is required (for example: 4)");
+    }
     int warm = n.integer("warm_workers", 0, 0);
     Duration idle = n.duration("idle_timeout").orElse(PoolConfig.DEFAULT_IDLE_TIMEOUT);
-    Duration replace = n.duration("replace_before_expiry")
-        .orElse(PoolConfig.defaultReplaceBeforeExpiry(shape));
-    Duration start = n.duration("start_timeout").orElse(PoolConfig.defaultStartTimeout(provider));
+    Optional<Duration> replace = n.duration("replace_before_expiry");
+    Optional<Duration> start = n.duration("start_timeout");
     Duration backoffInitial = PoolConfig.DEFAULT_BACKOFF_INITIAL;
     Duration backoffMax = PoolConfig.DEFAULT_BACKOFF_MAX;
-    Optional<ConfigNode> backoff = n.child("launch_backoff");
+    Optional<ConfigNode> backoff = n.mapping("launch_backoff");
     if (backoff.isPresent()) {
       backoffInitial = backoff.get().duration("initial").orElse(backoffInitial);
       backoffMax = backoff.get().duration("max").orElse(backoffMax);
       backoff.get().rejectUnknown();
     }
     Optional<String> python = n.string("python").filter(s -> !s.isEmpty());
-
-    SlurmOptions slurm = SlurmOptions.defaults();
-    Optional<ConfigNode> s = n.child("slurm");
-    if (s.isPresent()) {
-      if (provider != ProviderKind.SLURM) {
-        throw n.error("slurm", "options for provider slurm, but this pool's provider is "
-            + provider.configName());
-      }
-      ConfigNode sn = s.get();
-      slurm = wrap(sn, () -> new SlurmOptions(sn.string("partition"), sn.string("account"),
-          sn.string("qos"), sn.strings("extra_args"), sn.bool("simulate_gpus", false),
-          sn.string("log_dir")));
-      sn.rejectUnknown();
-    }
-    LocalOptions local = LocalOptions.defaults();
-    Optional<ConfigNode> l = n.child("local");
-    if (l.isPresent()) {
-      if (provider != ProviderKind.LOCAL) {
-        throw n.error("local", "options for provider local, but this pool's provider is "
-            + provider.configName());
-      }
-      ConfigNode ln = l.get();
-      local = wrap(ln, () -> new LocalOptions(ln.bool("simulate_gpus", false),
-          ln.duration("terminate_grace").orElse(LocalOptions.defaults().terminateGrace())));
-      ln.rejectUnknown();
-    }
+    SlurmOptions slurm = providerOptions(n, "slurm", ProviderKind.SLURM, provider)
+        .flatMap(PoolsConfig::slurm).orElse(SlurmOptions.defaults());
+    LocalOptions local = providerOptions(n, "local", ProviderKind.LOCAL, provider)
+        .flatMap(PoolsConfig::local).orElse(LocalOptions.defaults());
     n.rejectUnknown();
     Duration initial = backoffInitial;
     Duration maxBackoff = backoffMax;
-    SlurmOptions slurmOptions = slurm;
-    LocalOptions localOptions = local;
-    return wrap(n, () -> new PoolConfig(name, provider, shape, min, max, warm, idle, replace, start,
-        initial, maxBackoff, python, slurmOptions, localOptions));
+    // Built only when every field read well: then name, provider and shape are there.
+    return n.build(() -> new PoolConfig(name.orElseThrow(), provider.orElseThrow(),
+        shape.orElseThrow(), min, max, warm, idle,
+        replace.orElse(PoolConfig.defaultReplaceBeforeExpiry(shape.orElseThrow())),
+        start.orElse(PoolConfig.defaultStartTimeout(provider.orElseThrow())), initial,
+        maxBackoff, python, slurm, local));
   }
 
-  private static int throwRequired(ConfigNode n, String key, String example) {
-    throw n.error(key, "is required (for example: " + example + ")");
-  }
-
-  private interface Build<T> {
-    T build();
-  }
-
-  /** Record validation speaks of fields relative to the pool; prefix the pool's path. */
-  private static <T> T wrap(ConfigNode n, Build<T> build) {
+  private static Optional<ProviderKind> provider(ConfigNode n, String text) {
     try {
-      return build.build();
+      return Optional.of(ProviderKind.parse(text));
     } catch (IllegalArgumentException e) {
-      String message = e.getMessage();
-      if (message.startsWith(n.path())) {
-        throw e;
-      }
-      String prefix = n.path();
-      // A shape or option record names its field from its own block ("worker.gpus ..."); the
-      // pool's path already ends with that block's name.
-      int dot = prefix.lastIndexOf('.');
-      if (dot > 0 && message.startsWith(prefix.substring(dot + 1) + ".")) {
-        prefix = prefix.substring(0, dot);
-      }
-      throw new IllegalArgumentException(prefix + "." + message, e);
+      n.error("provider", e.getMessage());
+      return Optional.empty();
     }
+  }
+
+  private static Optional<WorkerShape> worker(ConfigNode n) {
+    if (!n.has("worker")) {
+      n.error("worker", "is required (for example: {gpus: 1, cpus: 8, memory: 32GiB, walltime: 4h})");
+      return Optional.empty();
+    }
+    return n.mapping("worker").flatMap(w -> {
+      int gpus = w.integer("gpus", 0, 0);
+      int cpus = w.integer("cpus", 1, 1);
+      long memory = w.size("memory").orElse(0L);
+      Duration walltime = w.duration("walltime").orElse(Duration.ZERO);
+      w.rejectUnknown();
+      return w.build(() -> new WorkerShape(gpus, cpus, memory, walltime));
+    });
+  }
+
+  /** The block of one provider's options, refused on a pool of another provider. */
+  private static Optional<ConfigNode> providerOptions(ConfigNode n, String key, ProviderKind kind,
+      Optional<ProviderKind> provider) {
+    if (n.has(key) && provider.isPresent() && provider.get() != kind) {
+      n.error(key, "options for provider " + kind.configName() + ", but this pool's provider is "
+          + provider.get().configName());
+      return Optional.empty();
+    }
+    return n.mapping(key);
+  }
+
+  private static Optional<SlurmOptions> slurm(ConfigNode s) {
+    Optional<String> partition = s.string("partition");
+    Optional<String> account = s.string("account");
+    Optional<String> qos = s.string("qos");
+    List<String> extraArgs = s.strings("extra_args", "[\"--constraint=a100\"]");
+    boolean simulateGpus = s.bool("simulate_gpus", false);
+    Optional<String> logDir = s.string("log_dir");
+    s.rejectUnknown();
+    return s.build(() -> new SlurmOptions(partition, account, qos, extraArgs, simulateGpus, logDir));
+  }
+
+  private static Optional<LocalOptions> local(ConfigNode l) {
+    boolean simulateGpus = l.bool("simulate_gpus", false);
+    Duration grace = l.duration("terminate_grace").orElse(LocalOptions.defaults().terminateGrace());
+    l.rejectUnknown();
+    return l.build(() -> new LocalOptions(simulateGpus, grace));
   }
 }

@@ -1,6 +1,6 @@
 package dev.bulletin.runtime.pool;
 
-import dev.bulletin.protocol.Quantities;
+import dev.bulletin.protocol.Text;
 import dev.bulletin.runtime.pool.ScalingDecision.Launch;
 import dev.bulletin.runtime.pool.ScalingDecision.Replace;
 import dev.bulletin.runtime.pool.ScalingDecision.Terminate;
@@ -97,18 +97,17 @@ public final class ScalingPolicy {
       } else if (w.state() == WorkerState.STARTING && !pool.startTimeout().isZero()
           && !now.isBefore(w.since().plus(pool.startTimeout()))) {
         startTimeouts.add(new Terminate(w.workerId(), "did not register within start_timeout "
-            + Quantities.human(pool.startTimeout()) + "; counted as a failed launch"));
+            + Text.duration(pool.startTimeout()) + "; counted as a failed launch"));
       } else if (expiring && w.state() == WorkerState.BUSY) {
         decisions.add(new Replace(w.workerId(), w.expiresAt().get(), "allocation ends in "
-            + Quantities.human(left.get()) + " (replace_before_expiry "
-            + Quantities.human(pool.replaceBeforeExpiry()) + "): drained, it takes no new call;"
-            + " stopped when its " + w.runningCalls() + " running call"
-            + (w.runningCalls() == 1 ? "" : "s") + " end"));
+            + Text.duration(left.get()) + " (replace_before_expiry "
+            + Text.duration(pool.replaceBeforeExpiry()) + "): drained, it takes no new call;"
+            + " stopped when its " + Text.count(w.runningCalls(), "running call") + " end"));
         held++;
       } else if (expiring) {
         decisions.add(new Terminate(w.workerId(), "allocation ends in "
-            + Quantities.human(left.get()) + " (replace_before_expiry "
-            + Quantities.human(pool.replaceBeforeExpiry()) + ") and it runs no call: stopped"
+            + Text.duration(left.get()) + " (replace_before_expiry "
+            + Text.duration(pool.replaceBeforeExpiry()) + ") and it runs no call: stopped"
             + " ahead of its walltime"));
       } else {
         held++;
@@ -145,9 +144,9 @@ public final class ScalingPolicy {
           .toList();
       for (PoolWorker w : idleLongEnough) {
         decisions.add(new Terminate(w.workerId(), "idle for "
-            + Quantities.human(Duration.between(w.since(), now)) + " (idle_timeout "
-            + Quantities.human(pool.idleTimeout()) + "); the pool wants " + wanted + " worker"
-            + (wanted == 1 ? "" : "s") + " (min_workers " + pool.minWorkers() + ", warm_workers "
+            + Text.duration(Duration.between(w.since(), now)) + " (idle_timeout "
+            + Text.duration(pool.idleTimeout()) + "); the pool wants " + Text.count(wanted, "worker")
+            + " (min_workers " + pool.minWorkers() + ", warm_workers "
             + pool.warmWorkers() + ", " + busy + " busy)"));
       }
     }
@@ -175,8 +174,8 @@ public final class ScalingPolicy {
   private String launchReason(Need need, int busy, int available, int wanted, int count, boolean capped) {
     List<String> why = new ArrayList<>();
     if (need.calls > 0) {
-      why.add(need.calls + " waiting call" + (need.calls == 1 ? "" : "s") + " need "
-          + need.workers + " worker" + (need.workers == 1 ? "" : "s") + " of " + pool.worker());
+      why.add(Text.count(need.calls, "waiting call") + " need " + Text.count(need.workers, "worker")
+          + " of " + pool.worker());
     }
     if (pool.warmWorkers() > 0) {
       why.add("warm_workers " + pool.warmWorkers());

@@ -1,6 +1,6 @@
 package dev.bulletin.runtime.pool;
 
-import dev.bulletin.protocol.Quantities;
+import dev.bulletin.protocol.Text;
 import java.time.Duration;
 import java.util.Optional;
 
@@ -64,8 +64,8 @@ public record WorkerShape(int gpus, int cpus, long memoryBytes, Duration walltim
 
   @Override
   public String toString() {
-    return gpus + " GPU" + (gpus == 1 ? "" : "s") + ", " + cpus + " CPU" + (cpus == 1 ? "" : "s")
-        + (memoryBytes > 0 ? ", " + Quantities.formatSize(memoryBytes) : "")
-        + (walltime.isZero() ? "" : ", walltime " + Quantities.human(walltime));
+    return Text.count(gpus, "GPU") + ", " + Text.count(cpus, "CPU")
+        + (memoryBytes > 0 ? ", " + Text.bytes(memoryBytes) : "")
+        + (walltime.isZero() ? "" : ", walltime " + Text.duration(walltime));
   }
 }

@@ -1,5 +1,6 @@
 package dev.bulletin.runtime.scheduler;
 
+import dev.bulletin.protocol.Text;
 /** What one call asks for. Validated here so every stage can trust it. */
 public record Demand(int gpus, double cpus, long memoryBytes) {
   public Demand {
@@ -16,7 +17,7 @@ public record Demand(int gpus, double cpus, long memoryBytes) {
 
   @Override
   public String toString() {
-    return gpus + " GPU" + (gpus == 1 ? "" : "s") + ", " + Formats.cpus(cpus) + " CPU"
-        + (cpus == 1 ? "" : "s") + (memoryBytes > 0 ? ", " + Formats.bytes(memoryBytes) + " memory" : "");
+    return Text.count(gpus, "GPU") + ", " + Text.count(cpus, "CPU")
+        + (memoryBytes > 0 ? ", " + Text.bytes(memoryBytes) + " memory" : "");
   }
 }

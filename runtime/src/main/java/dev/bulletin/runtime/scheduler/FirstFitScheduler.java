@@ -1,5 +1,6 @@
 package dev.bulletin.runtime.scheduler;
 
+import dev.bulletin.protocol.Text;
 import java.util.Comparator;
 import java.util.List;
 
@@ -32,23 +33,22 @@ public final class FirstFitScheduler implements Scheduler {
         .max(Comparator.comparingInt(WorkerSlots::gpus).thenComparingDouble(WorkerSlots::cpus))
         .orElseThrow();
     return "no worker can run a call that asks for " + demand + ": the largest worker has "
-        + largest.describeCapacity() + " (" + workers.size() + " worker"
-        + (workers.size() == 1 ? "" : "s") + " in the cluster)";
+        + largest.describeCapacity() + " (" + Text.count(workers.size(), "worker") + " in the cluster)";
   }
 
   private static String waitReason(Demand demand, List<WorkerSlots> workers) {
     if (demand.gpus() > 0) {
       int mostFree = workers.stream().mapToInt(WorkerSlots::freeGpuCount).max().orElse(0);
       if (mostFree < demand.gpus()) {
-        return "no worker has " + demand.gpus() + " GPU" + (demand.gpus() == 1 ? "" : "s")
-            + " free (most free on one worker: " + mostFree + ")";
+        return "no worker has " + Text.count(demand.gpus(), "GPU") + " free (most free on one"
+            + " worker: " + mostFree + ")";
       }
     }
     double mostCpus = workers.stream().mapToDouble(WorkerSlots::freeCpus).max().orElse(0);
     if (mostCpus < demand.cpus()) {
-      return "no worker has " + Formats.cpus(demand.cpus()) + " CPUs free (most free: "
-          + Formats.cpus(mostCpus) + ")";
+      return "no worker has " + Text.number(demand.cpus()) + " CPUs free (most free: "
+          + Text.number(mostCpus) + ")";
     }
-    return "no worker has " + Formats.bytes(demand.memoryBytes()) + " memory free";
+    return "no worker has " + Text.bytes(demand.memoryBytes()) + " memory free";
   }
 }

@@ -1,5 +1,6 @@
 package dev.bulletin.runtime.scheduler;
 
+import dev.bulletin.protocol.Text;
 import java.util.List;
 import java.util.TreeSet;
 
@@ -100,7 +101,7 @@ public final class WorkerSlots {
   }
 
   public String describeCapacity() {
-    return gpus + " GPU" + (gpus == 1 ? "" : "s") + (simulatedGpus ? " (simulated)" : "") + ", "
-        + Formats.cpus(cpus) + " CPUs, " + Formats.bytes(memoryBytes) + " memory";
+    return Text.count(gpus, "GPU") + (simulatedGpus ? " (simulated)" : "") + ", "
+        + Text.count(cpus, "CPU") + ", " + Text.bytes(memoryBytes) + " memory";
   }
 }

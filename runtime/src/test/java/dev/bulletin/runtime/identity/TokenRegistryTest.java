@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.bulletin.runtime.config.RuntimeConfig;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -65,17 +66,22 @@ class TokenRegistryTest {
   }
 
   @Test
-  void shortTokensAreRefusedWithAHowTo() {
+  void aUserHoldingTheOwnersTokenIsRefusedNotMadeTheOwner() {
+    RuntimeConfig config = new RuntimeConfig(List.of(
+        new RuntimeConfig.User("bob", null, "owner-token-0123456789")));
     IllegalArgumentException error = assertThrows(IllegalArgumentException.class,
-        () -> new RuntimeConfig.User("bob", null, "short"));
-    assertTrue(error.getMessage().contains("users[bob].token"), error.getMessage());
+        () -> TokenRegistry.of("owner-token-0123456789", "ada", config));
+    assertTrue(error.getMessage().startsWith("users[0] (bob).token: is the owner's token"
+        + " (BULLETIN_OWNER_TOKEN)"), error.getMessage());
   }
 
   @Test
-  void sharedTokensAreRefused() {
+  void aUserHoldingTheWorkersTokenIsRefused() {
     RuntimeConfig config = new RuntimeConfig(List.of(
-        new RuntimeConfig.User("a", null, "same-token-0123456789"),
-        new RuntimeConfig.User("b", null, "same-token-0123456789")));
-    assertThrows(IllegalArgumentException.class, () -> TokenRegistry.of(null, "x", config));
+        new RuntimeConfig.User("bob", null, "worker-token-0123456789")));
+    IllegalArgumentException error = assertThrows(IllegalArgumentException.class,
+        () -> TokenRegistry.of("owner-token-0123456789", "ada", "worker-token-0123456789", config));
+    assertTrue(error.getMessage().startsWith("users[0] (bob).token: is the workers' token"
+        + " (BULLETIN_WORKER_TOKEN)"), error.getMessage());
   }
 }

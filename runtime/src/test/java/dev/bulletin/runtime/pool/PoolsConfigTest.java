@@ -1,11 +1,12 @@
 package dev.bulletin.runtime.pool;
 
-import dev.bulletin.protocol.Quantities;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.bulletin.runtime.identity.RuntimeConfig;
+import dev.bulletin.runtime.config.ConfigError;
+import dev.bulletin.runtime.config.ConfigException;
+import dev.bulletin.runtime.config.RuntimeConfig;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -119,10 +120,10 @@ class PoolsConfigTest {
             """, "pools[0] (gpu).max_workers: is required"),
         Arguments.of("typo in a field lists the known ones", """
             pools: [{name: gpu, provider: local, worker: {gpus: 1}, max_workers: 2, idle_timout: 5m}]
-            """, "pools[0] (gpu): unknown field 'idle_timout' (known: name, provider, worker,"),
+            """, "pools[0] (gpu): unknown field 'idle_timout' (allowed: name, provider, worker,"),
         Arguments.of("typo in the worker block", """
             pools: [{name: gpu, provider: local, worker: {gpu: 1}, max_workers: 2}]
-            """, "pools[0] (gpu).worker: unknown field 'gpu' (known: gpus, cpus, memory, walltime)"),
+            """, "pools[0] (gpu).worker: unknown field 'gpu' (allowed: gpus, cpus, memory, walltime)"),
         Arguments.of("slurm options on a local pool", """
             pools: [{name: gpu, provider: local, worker: {gpus: 1}, max_workers: 2, slurm: {partition: x}}]
             """, "pools[0] (gpu).slurm: options for provider slurm, but this pool's provider is local"),
@@ -160,20 +161,19 @@ class PoolsConfigTest {
   }
 
   @Test
-  void quantitiesParseBothStyles() {
-    assertEquals(64L << 30, Quantities.parseSize("64GiB"));
-    assertEquals(64L << 30, Quantities.parseSize("64G"));
-    assertEquals(512L << 20, Quantities.parseSize("512MiB"));
-    assertEquals(1000L, Quantities.parseSize("1000"));
-    assertEquals("64GiB", Quantities.formatSize(64L << 30));
-    assertEquals("1536MiB", Quantities.formatSize(1536L << 20));
-    assertEquals(Duration.ofMinutes(90), Quantities.parseDuration("1h30m"));
-    assertEquals(Duration.ofHours(4), Quantities.parseDuration("04:00:00"));
-    assertEquals(Duration.ofHours(36), Quantities.parseDuration("1-12:00:00"));
-    assertEquals(Duration.ofSeconds(90), Quantities.parseDuration("1:30"));
-    assertEquals("0-04:00:00", Quantities.slurmTime(Duration.ofHours(4)));
-    assertEquals("1-00:01:30", Quantities.slurmTime(Duration.ofDays(1).plusSeconds(90)));
-    assertThrows(IllegalArgumentException.class, () -> Quantities.parseDuration("10"));
-    assertThrows(IllegalArgumentException.class, () -> Quantities.parseDuration("5m3"));
+  void everyMistakeOfEveryPoolIsReportedWithItsPath() {
+    ConfigException error = assertThrows(ConfigException.class, () -> PoolsConfig.parseYaml("""
+        pools:
+          - {name: gpu, provider: slurm, worker: {gpus: 1, walltime: soon}, max_workers: 2}
+          - {name: cpu, provider: local, worker: {cpus: many}, max_workers: 0,
+             slurm: {partition: x}}
+        """));
+    assertEquals(List.of(
+        "pools[0] (gpu).worker.walltime: 'soon' is not a duration; use a number with a unit:"
+            + " 500ms, 90s, 10m, 2h, 7d, 1h30m, 1h 30m; or Slurm's [D-]HH:MM[:SS]",
+        "pools[1] (cpu).worker.cpus: expected an integer, got 'many'",
+        "pools[1] (cpu).max_workers: must be >= 1, got 0",
+        "pools[1] (cpu).slurm: options for provider slurm, but this pool's provider is local"),
+        error.errors().stream().map(ConfigError::line).toList());
   }
 }

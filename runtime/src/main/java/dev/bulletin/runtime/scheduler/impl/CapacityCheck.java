@@ -1,6 +1,6 @@
 package dev.bulletin.runtime.scheduler.impl;
 
-import dev.bulletin.runtime.scheduler.Formats;
+import dev.bulletin.protocol.Text;
 
 /**
  * Some usable worker of the call's pool could run it if it were idle; else "never". A pool with
@@ -35,9 +35,8 @@ final class CapacityCheck implements CallCheck {
     int workers = index.usableWorkers(row.pool);
     String where = row.pool == CallRow.ANY_POOL ? "" : " in pool '" + row.call.pool() + "'";
     return Verdict.never("no worker" + where + " can run a call that asks for "
-        + row.call.demand() + ": the largest has " + largest.gpus() + " GPU"
-        + (largest.gpus() == 1 ? "" : "s") + ", " + Formats.cpus(largest.cpus()) + " CPUs, "
-        + Formats.bytes(largest.memory()) + " memory (" + workers + " worker"
-        + (workers == 1 ? "" : "s") + ")");
+        + row.call.demand() + ": the largest has " + Text.count(largest.gpus(), "GPU") + ", "
+        + Text.count(largest.cpus(), "CPU") + ", " + Text.bytes(largest.memory()) + " memory ("
+        + Text.count(workers, "worker") + ")");
   }
 }

@@ -1,7 +1,7 @@
 package dev.bulletin.runtime.scheduler.impl;
 
 import dev.bulletin.runtime.scheduler.plan.WaitCode;
-import dev.bulletin.runtime.scheduler.policy.Durations;
+import dev.bulletin.protocol.Text;
 import dev.bulletin.runtime.scheduler.policy.GroupQuota;
 import java.time.Duration;
 import java.time.Instant;
@@ -46,7 +46,7 @@ final class GroupQuotaCheck implements CallCheck {
         return Verdict.waitFor(WaitCode.GROUP_GPU_HOURS, String.format(Locale.ROOT,
             "group %s used its GPU-hours for this period: %.0f/%.0f", group, used,
             quota.gpuHoursPerPeriod()) + (resets.equals(Instant.MAX) ? ""
-                : " (resets in " + Durations.format(Duration.between(pass.now, resets)) + ")"));
+                : " (resets in " + Text.duration(Duration.between(pass.now, resets)) + ")"));
       });
     }
     if (over == null) {

@@ -1,5 +1,6 @@
 package dev.bulletin.runtime.scheduler.impl;
 
+import dev.bulletin.protocol.Text;
 import dev.bulletin.runtime.scheduler.plan.LatencyHistogram;
 import dev.bulletin.runtime.scheduler.plan.PassStats;
 import dev.bulletin.runtime.scheduler.plan.Placement;
@@ -297,8 +298,8 @@ final class Pass {
   private void reclaim(CallRow row) {
     Integer stopping = stoppingFor.get(row.id());
     if (stopping != null) {
-      row.waitWith(WaitCode.PREEMPTING, "waiting for " + stopping + " preempted call"
-          + (stopping == 1 ? "" : "s") + " to stop and give back their GPUs");
+      row.waitWith(WaitCode.PREEMPTING, "waiting for " + Text.count(stopping, "preempted call")
+          + " to stop and give back their GPUs");
       return;
     }
     if (!planner.hasVictims() || preemptors >= policy.maxPreemptorsPerPass()) {
@@ -313,8 +314,7 @@ final class Pass {
       long seconds = (long) Math.ceil((needed - waited) / Math.max(1, row.gpus));
       row.reclaimAt = now.plusSeconds(seconds);
       row.waitWith(row.waitCode, row.waitReason + "; preemptible work is reclaimed for it in "
-          + dev.bulletin.runtime.scheduler.policy.Durations.format(
-              java.time.Duration.ofSeconds(seconds)) + " unless GPUs free first");
+          + Text.duration(java.time.Duration.ofSeconds(seconds)) + " unless GPUs free first");
       return;
     }
     planner.commit();
@@ -327,7 +327,7 @@ final class Pass {
     }
     int count = planner.chosen.size();
     row.waitWith(WaitCode.PREEMPTING, String.format(java.util.Locale.ROOT,
-        "reclaiming capacity: stopping %d preemptible call%s on worker %s (%.0f GPU-seconds of"
-            + " unsaved work)", count, count == 1 ? "" : "s", worker, lost));
+        "reclaiming capacity: stopping %s on worker %s (%.0f GPU-seconds of"
+            + " unsaved work)", Text.count(count, "preemptible call"), worker, lost));
   }
 }

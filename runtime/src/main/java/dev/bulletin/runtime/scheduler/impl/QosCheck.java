@@ -1,6 +1,6 @@
 package dev.bulletin.runtime.scheduler.impl;
 
-import dev.bulletin.runtime.scheduler.policy.Durations;
+import dev.bulletin.protocol.Text;
 import java.time.Duration;
 
 /** The call's QoS class exists and allows its walltime; otherwise it can never run as asked. */
@@ -16,10 +16,10 @@ final class QosCheck implements CallCheck {
       String longer = pass.policy.qosNames().stream()
           .map(pass.policy.qos()::get)
           .filter(q -> !q.preemptible() && q.maxWalltime().compareTo(asked) >= 0)
-          .map(q -> "; qos " + q.name() + " allows up to " + Durations.format(q.maxWalltime()))
+          .map(q -> "; qos " + q.name() + " allows up to " + Text.duration(q.maxWalltime()))
           .findFirst().orElse("");
-      return Verdict.never("walltime " + Durations.format(asked) + " is over qos "
-          + row.qos.name() + "'s maximum of " + Durations.format(row.qos.maxWalltime()) + longer);
+      return Verdict.never("walltime " + Text.duration(asked) + " is over qos "
+          + row.qos.name() + "'s maximum of " + Text.duration(row.qos.maxWalltime()) + longer);
     }
     return Verdict.PASS;
   }

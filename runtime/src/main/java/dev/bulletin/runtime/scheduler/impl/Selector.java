@@ -1,8 +1,7 @@
 package dev.bulletin.runtime.scheduler.impl;
 
-import dev.bulletin.runtime.scheduler.Formats;
+import dev.bulletin.protocol.Text;
 import dev.bulletin.runtime.scheduler.plan.WaitCode;
-import dev.bulletin.runtime.scheduler.policy.Durations;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -177,7 +176,7 @@ final class Selector {
           : row.pool == CallRow.UNKNOWN_POOL ? "no worker has joined pool '" + row.call.pool() + "'"
           : "every worker" + where + " is draining; waiting for a worker to join";
     } else {
-      String gpus = row.gpus + " GPU" + (row.gpus == 1 ? "" : "s");
+      String gpus = Text.count(row.gpus, "GPU");
       if (mostFree < row.gpus) {
         code = WaitCode.CAPACITY;
         reason = "no worker" + where + " has " + gpus + " free (most free on one worker: "
@@ -186,12 +185,12 @@ final class Selector {
         code = WaitCode.WORKER_EXPIRY;
         reason = "no worker" + where + (row.gpus > 0 ? " with " + gpus + " free" : "")
             + " stays up for the walltime of "
-            + Durations.format(Duration.ofMillis(row.walltimeMillis));
+            + Text.duration(Duration.ofMillis(row.walltimeMillis));
       } else {
         code = WaitCode.CAPACITY;
         reason = "no worker" + where + (row.gpus > 0 ? " with " + gpus + " free" : "") + " has "
-            + Formats.cpus(row.cpus) + " CPU" + (row.cpus == 1 ? "" : "s")
-            + (row.memory > 0 ? " and " + Formats.bytes(row.memory) + " memory" : "") + " free";
+            + Text.count(row.cpus, "CPU")
+            + (row.memory > 0 ? " and " + Text.bytes(row.memory) + " memory" : "") + " free";
       }
     }
     if (row.borrowReason != null) {

@@ -1,7 +1,7 @@
 package dev.bulletin.runtime.scheduler.impl;
 
 import dev.bulletin.runtime.scheduler.plan.WaitCode;
-import dev.bulletin.runtime.scheduler.policy.Durations;
+import dev.bulletin.protocol.Text;
 import dev.bulletin.runtime.scheduler.policy.UserLimit;
 
 /**
@@ -14,13 +14,13 @@ final class UserLimitCheck implements CallCheck {
     UserLimit limit = row.limit;
     String user = row.call.user();
     if (row.gpus > limit.maxGpus()) {
-      return Verdict.never("user " + user + " may hold at most " + limit.maxGpus() + " GPU"
-          + (limit.maxGpus() == 1 ? "" : "s") + profile(limit) + "; this call asks for " + row.gpus);
+      return Verdict.never("user " + user + " may hold at most " + Text.count(limit.maxGpus(), "GPU")
+          + profile(limit) + "; this call asks for " + row.gpus);
     }
     if (row.walltimeMillis > limit.maxWalltime().toMillis()) {
-      return Verdict.never("walltime " + Durations.format(java.time.Duration.ofMillis(
+      return Verdict.never("walltime " + Text.duration(java.time.Duration.ofMillis(
           row.walltimeMillis)) + " is over user " + user + "'s maximum of "
-          + Durations.format(limit.maxWalltime()) + profile(limit) + "; ask for a shorter walltime");
+          + Text.duration(limit.maxWalltime()) + profile(limit) + "; ask for a shorter walltime");
     }
     Counters counters = pass.counters;
     int gpus = counters.userGpus[row.user];

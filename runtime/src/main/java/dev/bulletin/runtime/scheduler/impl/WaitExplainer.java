@@ -3,7 +3,7 @@ package dev.bulletin.runtime.scheduler.impl;
 import dev.bulletin.runtime.scheduler.plan.Plan;
 import dev.bulletin.runtime.scheduler.plan.WaitCode;
 import dev.bulletin.runtime.scheduler.plan.WaitInfo;
-import dev.bulletin.runtime.scheduler.policy.Durations;
+import dev.bulletin.protocol.Text;
 import dev.bulletin.runtime.scheduler.policy.QosClass;
 import java.time.Duration;
 import java.time.Instant;
@@ -73,8 +73,7 @@ final class WaitExplainer {
     if ((code == WaitCode.CAPACITY || code == WaitCode.NO_IDLE_CAPACITY) && row.gpus > 1) {
       int mostFree = pass.index.maxFree(row.pool);
       if (mostFree >= 1 && mostFree < row.gpus) {
-        out.add("with " + mostFree + " GPU" + (mostFree == 1 ? "" : "s")
-            + " it would start now");
+        out.add("with " + Text.count(mostFree, "GPU") + " it would start now");
       }
     }
     if (code == WaitCode.QOS_LIMIT) {
@@ -102,7 +101,7 @@ final class WaitExplainer {
     if (code == WaitCode.WORKER_EXPIRY) {
       long longest = longestStay(row, pass);
       if (longest > 0) {
-        out.add("with a walltime of at most " + Durations.format(Duration.ofMillis(longest))
+        out.add("with a walltime of at most " + Text.duration(Duration.ofMillis(longest))
             + " it would fit a worker now");
       }
     }

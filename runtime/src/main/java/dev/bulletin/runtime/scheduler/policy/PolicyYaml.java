@@ -1,17 +1,15 @@
 package dev.bulletin.runtime.scheduler.policy;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
-import java.io.IOException;
+import dev.bulletin.protocol.Quantities;
+import dev.bulletin.runtime.config.ConfigNode;
+import dev.bulletin.runtime.config.ConfigYaml;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
+import java.util.Optional;
 
 /**
  * Reads the {@code qos:}, {@code groups:}, {@code limits:} and {@code scheduler:} sections of the
@@ -21,271 +19,115 @@ import java.util.Set;
  */
 public final class PolicyYaml {
 
-  /** The top-level keys this class reads. */
-  public static final Set<String> SECTIONS = Set.of("qos", "groups", "limits", "scheduler");
-
   private PolicyYaml() {}
 
   /** Parses a YAML document holding (some of) the policy sections; other keys are ignored. */
   public static PolicyConfig parse(String yaml) {
-    try {
-      JsonNode root = new ObjectMapper(new YAMLFactory()).readTree(yaml);
-      return parse(root);
-    } catch (IOException e) {
-      throw new IllegalArgumentException("policy: not valid YAML: " + e.getMessage(), e);
-    }
+    return ConfigYaml.readSection(yaml, PolicyYaml::read);
   }
 
-  /** Reads the policy sections of a parsed config document (null or missing: defaults). */
-  public static PolicyConfig parse(JsonNode root) {
-    PolicyConfig config = PolicyConfig.defaults();
-    if (root == null || root.isNull() || root.isMissingNode()) {
-      return config;
-    }
-    if (!root.isObject()) {
-      throw new IllegalArgumentException("config: expected a mapping at the top level");
-    }
-    Map<String, QosClass> qos = qos(root.get("qos"));
-    Fields scheduler = new Fields(root.get("scheduler"), "scheduler", "default_qos",
-        "fair_share_horizon", "preemption_grace", "reclaim_patience", "candidates", "max_preemptors_per_pass",
-        "locality_min_bytes", "credits", "weights");
-    Fields credits = scheduler.child("credits", "per_idle_gpu_hour", "max_balance");
-    Fields weights = scheduler.child("weights", "topology", "locality", "packing");
-    Weights defaultWeights = config.weights();
+  /**
+   * Reads the policy sections of the config document (absent: the defaults). Mistakes go to the
+   * document's errors; empty when there were any.
+   */
+  public static Optional<PolicyConfig> read(ConfigNode document) {
+    ConfigNode root = document.scope();
+    PolicyConfig defaults = PolicyConfig.defaults();
+    Map<String, QosClass> qos = qos(root);
+    Map<String, GroupQuota> groups = groups(root);
     List<UserLimit> limits = new ArrayList<>();
-    UserLimit defaultLimit = limits(root.get("limits"), limits);
-    return new PolicyConfig(
-        qos,
-        scheduler.string("default_qos", config.defaultQos()),
-        groups(root.get("groups")),
-        limits,
-        defaultLimit,
-        new CreditRule(credits.number("per_idle_gpu_hour", config.credits().perIdleGpuHour()),
-            credits.numberOrUnlimited("max_balance", config.credits().maxBalance())),
-        new Weights(weights.number("topology", defaultWeights.topology()),
-            weights.number("locality", defaultWeights.locality()),
-            weights.number("packing", defaultWeights.packing()),
-            (long) scheduler.number("locality_min_bytes", defaultWeights.localityMinBytes())),
-        scheduler.duration("fair_share_horizon", config.fairShareHorizon()),
-        scheduler.duration("preemption_grace", config.preemptionGrace()),
-        scheduler.number("reclaim_patience", config.reclaimPatience()),
-        scheduler.integer("candidates", config.candidateLimit()),
-        scheduler.integer("max_preemptors_per_pass", config.maxPreemptorsPerPass()));
+    UserLimit defaultLimit = limits(root, limits);
+    ConfigNode scheduler = root.section("scheduler");
+    String defaultQos = scheduler.name("default_qos", defaults.defaultQos());
+    Duration horizon = scheduler.durationOrUnlimited("fair_share_horizon",
+        defaults.fairShareHorizon());
+    Duration grace = scheduler.durationOrUnlimited("preemption_grace", defaults.preemptionGrace());
+    double patience = scheduler.number("reclaim_patience", defaults.reclaimPatience());
+    int candidates = scheduler.integer("candidates", defaults.candidateLimit());
+    int preemptors = scheduler.integer("max_preemptors_per_pass", defaults.maxPreemptorsPerPass());
+    double localityMinBytes = scheduler.number("locality_min_bytes",
+        defaults.weights().localityMinBytes());
+    ConfigNode credits = scheduler.section("credits");
+    double perIdleGpuHour = credits.number("per_idle_gpu_hour", defaults.credits().perIdleGpuHour());
+    double maxBalance = credits.numberOrUnlimited("max_balance", defaults.credits().maxBalance());
+    credits.rejectUnknown();
+    ConfigNode weights = scheduler.section("weights");
+    Weights w = defaults.weights();
+    double topology = weights.number("topology", w.topology());
+    double locality = weights.number("locality", w.locality());
+    double packing = weights.number("packing", w.packing());
+    weights.rejectUnknown();
+    scheduler.rejectUnknown();
+    return root.build(() -> new PolicyConfig(qos, defaultQos, groups, limits, defaultLimit,
+        new CreditRule(perIdleGpuHour, maxBalance),
+        new Weights(topology, locality, packing, (long) localityMinBytes),
+        horizon, grace, patience, candidates, preemptors));
   }
 
   /** Classes named like a default one change only the fields given; new names are added. */
-  private static Map<String, QosClass> qos(JsonNode section) {
+  private static Map<String, QosClass> qos(ConfigNode root) {
     Map<String, QosClass> classes = new LinkedHashMap<>(PolicyConfig.defaultQosClasses());
-    for (Map.Entry<String, JsonNode> entry : entries(section, "qos")) {
+    for (Map.Entry<String, ConfigNode> entry : root.named("qos")) {
       String name = entry.getKey();
-      Fields fields = new Fields(entry.getValue(), "qos." + name, "priority", "max_walltime",
-          "max_calls_per_user", "preemptible");
+      ConfigNode fields = entry.getValue();
       QosClass base = classes.get(name);
       if (base == null && !fields.has("priority")) {
-        throw new IllegalArgumentException("qos." + name + ".priority is required for a new class"
-            + " (interactive is 100, batch 50, scavenger 0)");
+        fields.error("priority", "is required for a new class (interactive is 100, batch 50,"
+            + " scavenger 0)");
       }
-      base = base != null ? base : new QosClass(name, 0, Duration.ofDays(7),
-          QosClass.UNLIMITED, false);
-      classes.put(name, new QosClass(name,
-          fields.integer("priority", base.priority()),
-          fields.duration("max_walltime", base.maxWalltime()),
-          fields.integerOrUnlimited("max_calls_per_user", base.maxCallsPerUser()),
-          fields.bool("preemptible", base.preemptible())));
+      QosClass from = base != null ? base
+          : new QosClass(name, 0, Duration.ofDays(7), QosClass.UNLIMITED, false);
+      int priority = fields.integer("priority", from.priority());
+      Duration walltime = fields.durationOrUnlimited("max_walltime", from.maxWalltime());
+      int calls = fields.integerOrUnlimited("max_calls_per_user", from.maxCallsPerUser());
+      boolean preemptible = fields.bool("preemptible", from.preemptible());
+      fields.rejectUnknown();
+      fields.build(() -> new QosClass(name, priority, walltime, calls, preemptible))
+          .ifPresent(q -> classes.put(name, q));
     }
     return classes;
   }
 
-  private static Map<String, GroupQuota> groups(JsonNode section) {
+  private static Map<String, GroupQuota> groups(ConfigNode root) {
     Map<String, GroupQuota> groups = new LinkedHashMap<>();
-    for (Map.Entry<String, JsonNode> entry : entries(section, "groups")) {
+    for (Map.Entry<String, ConfigNode> entry : root.named("groups")) {
       String name = entry.getKey();
-      Fields fields = new Fields(entry.getValue(), "groups." + name, "gpus", "gpu_hours",
-          "period", "borrow", "weight", "lend");
+      ConfigNode fields = entry.getValue();
       GroupQuota base = GroupQuota.unlimited(name);
       int gpus = fields.integerOrUnlimited("gpus", base.maxGpus());
-      groups.put(name, new GroupQuota(name, gpus,
-          fields.numberOrUnlimited("gpu_hours", base.gpuHoursPerPeriod()),
-          fields.duration("period", base.period()),
-          fields.bool("borrow", base.borrow()),
-          fields.number("weight", base.weight()),
-          fields.integerOrUnlimited("lend", gpus)));
+      double gpuHours = fields.numberOrUnlimited("gpu_hours", base.gpuHoursPerPeriod());
+      Duration period = fields.durationOrUnlimited("period", base.period());
+      boolean borrow = fields.bool("borrow", base.borrow());
+      double weight = fields.number("weight", base.weight());
+      int lend = fields.integerOrUnlimited("lend", gpus);
+      fields.rejectUnknown();
+      fields.build(() -> new GroupQuota(name, gpus, gpuHours, period, borrow, weight, lend))
+          .ifPresent(g -> groups.put(name, g));
     }
     return groups;
   }
 
   /** Fills {@code profiles}; returns the {@code default} profile (no limits if absent). */
-  private static UserLimit limits(JsonNode section, List<UserLimit> profiles) {
+  private static UserLimit limits(ConfigNode root, List<UserLimit> profiles) {
     UserLimit defaultLimit = UserLimit.none();
-    for (Map.Entry<String, JsonNode> entry : entries(section, "limits")) {
+    for (Map.Entry<String, ConfigNode> entry : root.named("limits")) {
       String name = entry.getKey();
+      ConfigNode fields = entry.getValue();
       boolean isDefault = name.equals(UserLimit.DEFAULT);
-      Fields fields = isDefault
-          ? new Fields(entry.getValue(), "limits." + name, "gpus", "calls", "max_walltime")
-          : new Fields(entry.getValue(), "limits." + name, "gpus", "calls", "max_walltime",
-              "users");
-      UserLimit limit = new UserLimit(name,
-          fields.integerOrUnlimited("gpus", UserLimit.UNLIMITED),
-          fields.integerOrUnlimited("calls", UserLimit.UNLIMITED),
-          fields.duration("max_walltime", Durations.UNLIMITED),
-          isDefault ? Set.of() : fields.strings("users"));
-      if (isDefault) {
-        defaultLimit = limit;
+      int gpus = fields.integerOrUnlimited("gpus", UserLimit.UNLIMITED);
+      int calls = fields.integerOrUnlimited("calls", UserLimit.UNLIMITED);
+      Duration walltime = fields.durationOrUnlimited("max_walltime", Quantities.UNLIMITED);
+      // The default profile is everyone not named elsewhere: a list of users makes no sense there.
+      List<String> users = isDefault ? List.of() : fields.strings("users", "[carl, dana]");
+      fields.rejectUnknown();
+      Optional<UserLimit> limit = fields.build(() -> new UserLimit(name, gpus, calls, walltime,
+          new LinkedHashSet<>(users)));
+      if (limit.isPresent() && isDefault) {
+        defaultLimit = limit.get();
       } else {
-        profiles.add(limit);
+        limit.ifPresent(profiles::add);
       }
     }
     return defaultLimit;
-  }
-
-  private static List<Map.Entry<String, JsonNode>> entries(JsonNode section, String path) {
-    List<Map.Entry<String, JsonNode>> entries = new ArrayList<>();
-    if (section == null || section.isNull()) {
-      return entries;
-    }
-    if (!section.isObject()) {
-      throw new IllegalArgumentException(path + ": expected a mapping of names to settings");
-    }
-    section.fields().forEachRemaining(entries::add);
-    return entries;
-  }
-
-  /** One mapping of the file with its path, its allowed keys and typed getters. */
-  private static final class Fields {
-    private final JsonNode node;
-    private final String path;
-
-    Fields(JsonNode node, String path, String... allowed) {
-      this.node = node == null || node.isNull() ? null : node;
-      this.path = path;
-      if (this.node == null) {
-        return;
-      }
-      if (!node.isObject()) {
-        throw new IllegalArgumentException(path + ": expected a mapping (allowed fields: "
-            + String.join(", ", allowed) + ")");
-      }
-      Set<String> known = new LinkedHashSet<>(List.of(allowed));
-      for (Iterator<String> names = node.fieldNames(); names.hasNext(); ) {
-        String name = names.next();
-        if (!known.contains(name)) {
-          throw new IllegalArgumentException(path + ": unknown field '" + name + "' (allowed: "
-              + String.join(", ", allowed) + ")");
-        }
-      }
-    }
-
-    Fields child(String name, String... allowed) {
-      return new Fields(node == null ? null : node.get(name), path + "." + name, allowed);
-    }
-
-    boolean has(String name) {
-      return node != null && node.has(name) && !node.get(name).isNull();
-    }
-
-    private JsonNode get(String name) {
-      return has(name) ? node.get(name) : null;
-    }
-
-    private IllegalArgumentException wrong(String name, String expected) {
-      return new IllegalArgumentException(path + "." + name + ": expected " + expected + ", got '"
-          + node.get(name).asText() + "'");
-    }
-
-    String string(String name, String fallback) {
-      JsonNode value = get(name);
-      if (value == null) {
-        return fallback;
-      }
-      if (!value.isTextual()) {
-        throw wrong(name, "a name");
-      }
-      return value.asText();
-    }
-
-    int integer(String name, int fallback) {
-      JsonNode value = get(name);
-      if (value == null) {
-        return fallback;
-      }
-      if (!value.canConvertToInt() || !value.isIntegralNumber()) {
-        throw wrong(name, "an integer");
-      }
-      return value.asInt();
-    }
-
-    int integerOrUnlimited(String name, int fallback) {
-      JsonNode value = get(name);
-      if (value != null && value.isTextual() && value.asText().equals("unlimited")) {
-        return Integer.MAX_VALUE;
-      }
-      if (value != null && !value.isIntegralNumber()) {
-        throw wrong(name, "an integer or unlimited");
-      }
-      return integer(name, fallback);
-    }
-
-    double number(String name, double fallback) {
-      JsonNode value = get(name);
-      if (value == null) {
-        return fallback;
-      }
-      if (!value.isNumber()) {
-        throw wrong(name, "a number");
-      }
-      return value.asDouble();
-    }
-
-    double numberOrUnlimited(String name, double fallback) {
-      JsonNode value = get(name);
-      if (value != null && value.isTextual() && value.asText().equals("unlimited")) {
-        return Double.POSITIVE_INFINITY;
-      }
-      if (value != null && !value.isNumber()) {
-        throw wrong(name, "a number or unlimited");
-      }
-      return number(name, fallback);
-    }
-
-    boolean bool(String name, boolean fallback) {
-      JsonNode value = get(name);
-      if (value == null) {
-        return fallback;
-      }
-      if (!value.isBoolean()) {
-        throw wrong(name, "true or false");
-      }
-      return value.asBoolean();
-    }
-
-    Duration duration(String name, Duration fallback) {
-      JsonNode value = get(name);
-      if (value == null) {
-        return fallback;
-      }
-      if (value.isIntegralNumber()) {
-        return Duration.ofSeconds(value.asLong());
-      }
-      return Durations.parse(path + "." + name, value.asText());
-    }
-
-    Set<String> strings(String name) {
-      JsonNode value = get(name);
-      Set<String> result = new LinkedHashSet<>();
-      if (value == null) {
-        return result;
-      }
-      if (!value.isArray()) {
-        throw wrong(name, "a list of user names");
-      }
-      for (JsonNode item : value) {
-        if (!item.isTextual() || item.asText().isBlank()) {
-          throw new IllegalArgumentException(path + "." + name + ": expected user names, got '"
-              + item + "'");
-        }
-        result.add(item.asText());
-      }
-      return result;
-    }
   }
 }

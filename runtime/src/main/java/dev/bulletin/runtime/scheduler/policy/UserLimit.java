@@ -1,5 +1,6 @@
 package dev.bulletin.runtime.scheduler.policy;
 
+import dev.bulletin.protocol.Quantities;
 import java.time.Duration;
 import java.util.Set;
 
@@ -35,6 +36,6 @@ public record UserLimit(
   }
 
   public static UserLimit none() {
-    return new UserLimit(DEFAULT, UNLIMITED, UNLIMITED, Durations.UNLIMITED, Set.of());
+    return new UserLimit(DEFAULT, UNLIMITED, UNLIMITED, Quantities.UNLIMITED, Set.of());
   }
 }

@@ -5,7 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.bulletin.protocol.Quantities;
+import dev.bulletin.runtime.config.ConfigError;
+import dev.bulletin.runtime.config.ConfigException;
 import java.time.Duration;
+import java.util.List;
 import java.util.Set;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -78,10 +82,10 @@ class PolicyYamlTest {
             "qos.interactive: unknown field 'prio' (allowed: priority, max_walltime,"
                 + " max_calls_per_user, preemptible)"),
         Arguments.of("qos: {debug: {max_walltime: 1h}}",
-            "qos.debug.priority is required for a new class"),
+            "qos.debug.priority: is required for a new class"),
         Arguments.of("qos: {batch: {max_walltime: 2 weeks}}",
-            "qos.batch.max_walltime: '2 weeks' is not a duration (write e.g. 90s, 30m, 2h, 7d,"
-                + " 1h30m or unlimited)"),
+            "qos.batch.max_walltime: '2 weeks' is not a duration; use a number with a unit: 500ms,"
+                + " 90s, 10m, 2h, 7d, 1h30m, 1h 30m; or Slurm's [D-]HH:MM[:SS]; or unlimited"),
         Arguments.of("qos: {batch: {priority: high}}",
             "qos.batch.priority: expected an integer, got 'high'"),
         Arguments.of("qos: {batch: {max_calls_per_user: 0}}",
@@ -98,7 +102,7 @@ class PolicyYamlTest {
         Arguments.of("groups: {nlp: {gpus: 4, lend: -1}}", "groups.nlp.lend must be >= 0, got -1"),
         Arguments.of("groups: {nlp: {weight: 0}}", "groups.nlp.weight must be > 0, got 0.0"),
         Arguments.of("limits: {intern: {users: carl}}",
-            "limits.intern.users: expected a list of user names, got 'carl'"),
+            "limits.intern.users: expected a list, e.g. [carl, dana], got 'carl'"),
         Arguments.of("limits: {default: {users: [carl]}}",
             "limits.default: unknown field 'users' (allowed: gpus, calls, max_walltime)"),
         Arguments.of("limits: {a: {users: [carl]}, b: {users: [carl]}}",
@@ -122,14 +126,27 @@ class PolicyYamlTest {
   }
 
   @Test
-  void durationsReadAndPrintAsPeopleWriteThem() {
-    assertEquals(Duration.ofMinutes(90), Durations.parse("f", "1h30m"));
-    assertEquals(Duration.ofSeconds(45), Durations.parse("f", "45s"));
-    assertEquals(Durations.UNLIMITED, Durations.parse("f", "unlimited"));
-    assertEquals("1h 30m", Durations.format(Duration.ofMinutes(90)));
-    assertEquals("2d", Durations.format(Duration.ofDays(2)));
-    assertEquals("unlimited", Durations.format(Durations.UNLIMITED));
-    assertThrows(IllegalArgumentException.class, () -> Durations.parse("f", "h2"));
+  void durationsTakeUnlimitedAndABareNumberOfSecondsAsBefore() {
+    PolicyConfig config = PolicyYaml.parse("""
+        qos: {batch: {max_walltime: unlimited}}
+        scheduler: {preemption_grace: 45, fair_share_horizon: 1h 30m}
+        """);
+    assertEquals(Quantities.UNLIMITED, config.qos().get("batch").maxWalltime());
+    assertEquals(Duration.ofSeconds(45), config.preemptionGrace());
+    assertEquals(Duration.ofMinutes(90), config.fairShareHorizon());
+  }
+
+  @Test
+  void everyMistakeInThePolicyIsReportedAtOnce() {
+    ConfigException error = assertThrows(ConfigException.class, () -> PolicyYaml.parse("""
+        qos: {batch: {priority: high}}
+        groups: {nlp: {gpus: lots}}
+        scheduler: {candidates: 0}
+        """));
+    // The record's own check (candidates >= 1) waits until the fields read well: two errors.
+    assertEquals(List.of("qos.batch.priority: expected an integer, got 'high'",
+        "groups.nlp.gpus: expected an integer or unlimited, got 'lots'"),
+        error.errors().stream().map(ConfigError::line).toList());
   }
 
   @Test

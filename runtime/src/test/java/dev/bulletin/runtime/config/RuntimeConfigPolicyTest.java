@@ -1,4 +1,4 @@
-package dev.bulletin.runtime.identity;
+package dev.bulletin.runtime.config;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -47,7 +47,8 @@ class RuntimeConfigPolicyTest {
     IllegalArgumentException error =
         assertThrows(IllegalArgumentException.class, () -> RuntimeConfig.load(file));
     assertTrue(error.getMessage().startsWith("config file " + file
-        + ": qos.batch.max_walltime: 'forever' is not a duration"), error.getMessage());
+        + ": qos.batch.max_walltime: 'forever' is not a duration; use a number with a unit"),
+        error.getMessage());
   }
 
   @Test
@@ -56,7 +57,7 @@ class RuntimeConfigPolicyTest {
     Files.writeString(file, "quotas: {}\n");
     IllegalArgumentException error =
         assertThrows(IllegalArgumentException.class, () -> RuntimeConfig.load(file));
-    assertTrue(error.getMessage().endsWith("unknown field 'quotas' (known: groups, limits, pools, qos,"
-        + " scheduler, users)"), error.getMessage());
+    assertTrue(error.getMessage().endsWith("unknown field 'quotas' (allowed: users, pools, qos,"
+        + " groups, limits, scheduler)"), error.getMessage());
   }
 }

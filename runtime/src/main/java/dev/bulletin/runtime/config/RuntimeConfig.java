@@ -1,0 +1,124 @@
+package dev.bulletin.runtime.config;
+
+import dev.bulletin.runtime.pool.PoolsConfig;
+import dev.bulletin.runtime.scheduler.policy.PolicyConfig;
+import dev.bulletin.runtime.scheduler.policy.PolicyYaml;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * The runtime's YAML file: users, worker pools (docs/pools.md) and the scheduling policy
+ * ({@code qos:}, {@code groups:}, {@code limits:}, {@code scheduler:}, read by {@link PolicyYaml};
+ * docs/scheduler.md). Validated once, here: a file with mistakes is refused with all of them.
+ *
+ * <pre>
+ * users:
+ *   - name: ada
+ *     group: vision
+ *     token: "a-long-random-string"
+ * </pre>
+ */
+public record RuntimeConfig(List<User> users, PoolsConfig pools, PolicyConfig policy) {
+
+  public static final String DEFAULT_GROUP = "default";
+
+  public RuntimeConfig {
+    users = users == null ? List.of() : List.copyOf(users);
+    pools = pools == null ? PoolsConfig.none() : pools;
+    policy = policy == null ? PolicyConfig.defaults() : policy;
+    ConfigErrors errors = new ConfigErrors();
+    UsersSection.check(UsersSection.placed(users), policy, ClusterTokens.NONE, errors);
+    errors.throwIfAny(null);
+  }
+
+  public RuntimeConfig(List<User> users) {
+    this(users, PoolsConfig.none());
+  }
+
+  /** Users and pools with the default scheduling policy. */
+  public RuntimeConfig(List<User> users, PoolsConfig pools) {
+    this(users, pools, PolicyConfig.defaults());
+  }
+
+  public static RuntimeConfig empty() {
+    return new RuntimeConfig(List.of(), PoolsConfig.none());
+  }
+
+  /**
+   * One person who may use the cluster. Fields are named relative to the user's entry; the
+   * reader adds the entry's path ({@code users[1] (bob)}).
+   */
+  public record User(String name, String group, String token) {
+    static final int MIN_TOKEN_LENGTH = 16;
+    static final String MAKE_A_TOKEN = "python -c 'import secrets; print(secrets.token_urlsafe(32))'";
+
+    public User {
+      if (name == null || name.isBlank()) {
+        throw new IllegalArgumentException("name: is required (for example: ada)");
+      }
+      if (token == null || token.length() < MIN_TOKEN_LENGTH) {
+        throw new IllegalArgumentException("token: must be at least " + MIN_TOKEN_LENGTH
+            + " characters (make one with: " + MAKE_A_TOKEN + ")");
+      }
+      group = group == null || group.isBlank() ? DEFAULT_GROUP : group;
+    }
+  }
+
+  /** Reads and validates the file; errors name the file and the field. */
+  public static RuntimeConfig load(Path file) {
+    return load(file, ClusterTokens.NONE);
+  }
+
+  /**
+   * Reads and validates the file, and refuses a user whose token is one of the cluster's own
+   * tokens; every mistake in the file is in the one exception.
+   *
+   * @throws ConfigException listing every mistake, each with its field's path
+   */
+  public static RuntimeConfig load(Path file, ClusterTokens tokens) {
+    String source = "config file " + file;
+    if (!Files.isRegularFile(file)) {
+      throw new IllegalArgumentException(source + " does not exist");
+    }
+    String text;
+    try {
+      text = Files.readString(file);
+    } catch (IOException e) {
+      throw new IllegalArgumentException(source + " cannot be read: " + e.getMessage(), e);
+    }
+    return parse(text, source, tokens);
+  }
+
+  /**
+   * Reads a whole document.
+   *
+   * @param source what is read, at the start of the error ("config file x.yaml"); null for none
+   */
+  public static RuntimeConfig parse(String yaml, String source, ClusterTokens tokens) {
+    ConfigErrors errors = new ConfigErrors();
+    ConfigNode root = ConfigNode.root(ConfigYaml.parse(yaml, source), errors);
+    List<UsersSection.Placed> users = UsersSection.read(root);
+    Optional<PoolsConfig> pools = PoolsConfig.read(root);
+    Optional<PolicyConfig> policy = PolicyYaml.read(root);
+    root.rejectUnknown();
+    UsersSection.check(users, policy.orElse(null), tokens, errors);
+    errors.throwIfAny(source);
+    return new RuntimeConfig(users.stream().map(UsersSection.Placed::user).toList(),
+        pools.orElseThrow(), policy.orElseThrow());
+  }
+
+  /**
+   * Refuses users whose token is the owner's or the workers': whoever held it would have their
+   * rights. The runtime calls this with the tokens it was started with.
+   *
+   * @throws ConfigException naming each such user's token field
+   */
+  public void checkTokens(ClusterTokens tokens) {
+    ConfigErrors errors = new ConfigErrors();
+    UsersSection.check(UsersSection.placed(users), policy, tokens, errors);
+    errors.throwIfAny(null);
+  }
+}
