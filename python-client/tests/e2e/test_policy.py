@@ -163,3 +163,26 @@ def test_a_user_sees_only_their_own_queued_calls(policy_cluster, owner, tmp_path
         gate.touch()
         assert mine.result(timeout=CALL_SECONDS) == 6
         assert theirs.result(timeout=CALL_SECONDS) == 7
+
+
+def test_an_admin_sees_every_users_queued_calls(tmp_path):
+    admin_token = "admin-token-0123456789abcdef"
+    config = tmp_path / "cluster.yaml"
+    config.write_text(CONFIG.replace("users:\n", f'users:\n  - {{name: grace, token: "{admin_token}", admin: true}}\n'))
+    c = start_cluster(tmp_path / "home", "--config", str(config), gpus=1, cpus=1)
+    try:
+        gate = tmp_path / "gate"
+        with c.client(set_as_default=False) as owner, \
+                bulletin.Client(c.address, token=INTERN_TOKEN, set_as_default=False) as intern, \
+                bulletin.Client(c.address, token=admin_token, set_as_default=False) as admin:
+            hog = owner.submit(wait_for_file, str(gate), 60, gpus=1)
+            wait_until(lambda: hog.status == "running", timeout=CALL_SECONDS, what="the GPU call")
+            theirs = intern.submit(int, "7", gpus=1)
+            seen = wait_until(lambda: (s := admin.status()).queue and s, timeout=CALL_SECONDS,
+                              what="the intern's call queued")
+            assert [q.user for q in seen.queue] == ["ivy"] and seen.others_queued == 0
+            assert intern.status().others_queued == 0  # nothing of others waits
+            gate.touch()
+            assert theirs.result(timeout=CALL_SECONDS) == 7
+    finally:
+        c.stop()

@@ -49,9 +49,10 @@ public record RuntimeConfig(List<User> users, PoolsConfig pools, PolicyConfig po
 
   /**
    * One person who may use the cluster. Fields are named relative to the user's entry; the
-   * reader adds the entry's path ({@code users[1] (bob)}).
+   * reader adds the entry's path ({@code users[1] (bob)}). An {@code admin} sees every user's
+   * calls in status, as the owner does (and gains no other right).
    */
-  public record User(String name, String group, String token) {
+  public record User(String name, String group, String token, boolean admin) {
     static final int MIN_TOKEN_LENGTH = 16;
     static final String MAKE_A_TOKEN = "python -c 'import secrets; print(secrets.token_urlsafe(32))'";
 
@@ -64,6 +65,10 @@ public record RuntimeConfig(List<User> users, PoolsConfig pools, PolicyConfig po
             + " characters (make one with: " + MAKE_A_TOKEN + ")");
       }
       group = group == null || group.isBlank() ? DEFAULT_GROUP : group;
+    }
+
+    public User(String name, String group, String token) {
+      this(name, group, token, false);
     }
   }
 

@@ -25,8 +25,10 @@ final class UsersSection {
       Optional<String> group = entry.string("group");
       Optional<String> token = entry.requiredString("token", "a random string made with: "
           + User.MAKE_A_TOKEN);
+      boolean admin = entry.bool("admin", false);
       entry.rejectUnknown();
-      entry.build(() -> new User(name.orElseThrow(), group.orElse(null), token.orElseThrow()))
+      entry.build(() -> new User(name.orElseThrow(), group.orElse(null), token.orElseThrow(),
+              admin))
           .ifPresent(user -> users.add(new Placed(entry.path(), user)));
     }
     return users;

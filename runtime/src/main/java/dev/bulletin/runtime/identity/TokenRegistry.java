@@ -39,7 +39,7 @@ public final class TokenRegistry {
     config.checkTokens(new ClusterTokens(ownerToken, workerToken));
     Map<String, Identity> tokens = new HashMap<>();
     for (RuntimeConfig.User user : config.users()) {
-      tokens.put(user.token(), new Identity(user.name(), user.group(), false));
+      tokens.put(user.token(), new Identity(user.name(), user.group(), false, false, user.admin()));
     }
     if (ownerToken != null && !ownerToken.isBlank()) {
       String group = config.users().stream().filter(u -> u.name().equals(ownerUser))
