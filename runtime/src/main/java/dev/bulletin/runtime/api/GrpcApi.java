@@ -150,7 +150,6 @@ public final class GrpcApi {
     session.opened();
     request.handler(message -> {
       switch (message.getKindCase()) {
-        case SUBMIT -> plane.submit(session, message.getSubmit());
         case CANCEL -> plane.cancel(session, message.getCancel().getTaskId());
         case RELEASE -> release(session, message.getRelease().getIdsList());
         default -> { } // a newer client's message kind: ignore rather than break the stream
