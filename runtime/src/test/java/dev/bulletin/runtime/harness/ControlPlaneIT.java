@@ -177,16 +177,16 @@ class ControlPlaneIT {
 
   @Test
   void endingASessionStopsItsRunningAndQueuedCalls() throws Exception {
-    HarnessSession leaving = client.openSession();
-    String running = taskId("in-session");
-    String queued = taskId("add");
-    leaving.submit(calls.get("in-session").spec(running));
-    leaving.awaitState(running, RUNNING);
-    leaving.submit(calls.get("add").spec(queued));
-    leaving.awaitState(queued, QUEUED);
-    long executor = ExecutorPids.await(Path.of(pid("in-session")));
-
-    leaving.end();
+    long executor;
+    try (HarnessSession leaving = client.openSession()) {
+      String running = taskId("in-session");
+      String queued = taskId("add");
+      leaving.submit(calls.get("in-session").spec(running));
+      leaving.awaitState(running, RUNNING);
+      leaving.submit(calls.get("add").spec(queued));
+      leaving.awaitState(queued, QUEUED);
+      executor = ExecutorPids.await(Path.of(pid("in-session")));
+    } // the stream half-closes: the session ends
     client.awaitStatus(status -> status.getQueueCount() == 0 && status.getRunning() == 0
         && status.getGpus().getReserved() == 0, "no call left of the ended session");
     ExecutorPids.awaitExit(executor);
