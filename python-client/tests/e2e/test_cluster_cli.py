@@ -129,7 +129,8 @@ def test_up_on_a_taken_port_fails_with_the_runtime_log(tmp_path):
         result = run_cli(tmp_path, "up", "--simulate-gpus", "1", "--cpus", "1", "--port",
                          str(port))
     assert result.returncode == 1
-    assert "exited with code" in result.stderr and "Address already in use" in result.stderr
+    assert "exited with code" in result.stderr
+    assert f"port {port} on 127.0.0.1 is in use (another bulletin runtime?" in result.stderr
     assert not (tmp_path / "runtime.json").exists()
 
 

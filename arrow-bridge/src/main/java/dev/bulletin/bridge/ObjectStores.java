@@ -1,8 +1,10 @@
 package dev.bulletin.bridge;
 
 import dev.bulletin.bridge.impl.FileObjectStore;
+import dev.bulletin.bridge.impl.StoreOwner;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 
 /** Factory for object stores. */
 public final class ObjectStores {
@@ -19,11 +21,26 @@ public final class ObjectStores {
 
   /** The default place for a cluster's store: /dev/shm when the host has it, else the temp dir. */
   public static Path defaultFolder(String clusterId) {
+    return defaultBase().resolve("bulletin-" + clusterId);
+  }
+
+  /** Where default stores are made: /dev/shm when the host has it, else the temp dir. */
+  public static Path defaultBase() {
     Path shm = Path.of("/dev/shm");
-    Path base = Files.isDirectory(shm) && Files.isWritable(shm)
+    return Files.isDirectory(shm) && Files.isWritable(shm)
         ? shm
         : Path.of(System.getProperty("java.io.tmpdir"));
-    return base.resolve("bulletin-" + clusterId);
+  }
+
+  /**
+   * Removes the stores in {@code base} named {@code prefix*} whose owning process has exited
+   * (a process killed with SIGKILL leaves its store behind). A store whose owner runs, or whose
+   * marker names no owner or cannot be read, is kept.
+   *
+   * @return the folders removed
+   */
+  public static List<Path> removeAbandoned(Path base, String prefix) {
+    return StoreOwner.removeAbandoned(base, prefix);
   }
 
   /** The default spill folder: on local disk (the temp dir), never on the memory filesystem. */

@@ -16,6 +16,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -75,8 +76,13 @@ public final class BulletinRuntime implements AutoCloseable {
     agent.start().get(options.worker().executorStartTimeoutMillis() * 2, TimeUnit.MILLISECONDS);
     RuntimeVerticle verticle = new RuntimeVerticle(options, agent, clusterId, BulletinVersion.get(),
         () -> new Thread(onShutdownRequest, "bulletin-shutdown").start());
-    vertx.deployVerticle(verticle).toCompletionStage().toCompletableFuture()
-        .get(30, TimeUnit.SECONDS);
+    try {
+      vertx.deployVerticle(verticle).toCompletionStage().toCompletableFuture()
+          .get(30, TimeUnit.SECONDS);
+    } catch (ExecutionException e) {
+      // Why it did not start (a port in use), not the future's wrapper.
+      throw e.getCause() instanceof Exception cause ? cause : e;
+    }
     port = verticle.actualPort();
     dataPort = verticle.dataPort();
     writeStateFile();

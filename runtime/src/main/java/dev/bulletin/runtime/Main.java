@@ -86,9 +86,11 @@ public final class Main implements Callable<Integer> {
         ? RuntimeConfig.load(config, new ClusterTokens(ownerToken, workerToken))
         : RuntimeConfig.empty();
     WorkerProviders.check(runtimeConfig.pools()); // a missing partition fails here, not later
-    RuntimeOptions options = new RuntimeOptions(home, host, port, ownerToken, ownerUser,
-        workerToken, runtimeConfig, worker, storeDir, inlineLimit, drainMargin, storeCapacity,
-        spillDir, dataPort, ticketSeconds);
+    RuntimeOptions options = RuntimeOptions.builder(home, worker).host(host).port(port)
+        .owner(ownerToken, ownerUser).workerToken(workerToken).config(runtimeConfig)
+        .storeFolder(storeDir).storeCapacityBytes(storeCapacity).spillFolder(spillDir)
+        .inlineLimitBytes(inlineLimit).drainMarginSeconds(drainMargin).dataPort(dataPort)
+        .ticketSeconds(ticketSeconds).build();
 
     CountDownLatch stop = new CountDownLatch(1);
     BulletinRuntime runtime = BulletinRuntime.start(options, stop::countDown);

@@ -7,7 +7,8 @@ import java.nio.file.Path;
 
 /**
  * How the runtime runs: where it listens, its state folder, its identity settings and its
- * embedded worker. Immutable and validated on construction.
+ * embedded worker. Immutable and validated on construction; errors name the field. Build one with
+ * {@link #builder}: only the state folder and the embedded worker have no default.
  *
  * @param home state folder: runtime.json is written there once the runtime serves
  * @param host address to listen on (127.0.0.1 keeps the cluster on this machine)
@@ -46,6 +47,14 @@ public record RuntimeOptions(
   public static final long MAX_MESSAGE_BYTES = WireLimits.MAX_MESSAGE_BYTES;
 
   public RuntimeOptions {
+    required(home, "home");
+    required(host, "host");
+    required(config, "config");
+    required(worker, "worker");
+    if (host.isBlank()) {
+      throw new IllegalArgumentException("host must not be blank (127.0.0.1 keeps the cluster on"
+          + " this machine, 0.0.0.0 listens everywhere)");
+    }
     if (port < 0 || port > 65535) {
       throw new IllegalArgumentException("port must be 0..65535, got " + port);
     }
@@ -66,6 +75,113 @@ public record RuntimeOptions(
     if (storeCapacityBytes < 0) {
       throw new IllegalArgumentException("storeCapacityBytes must be >= 0 (0 = default), got "
           + storeCapacityBytes);
+    }
+  }
+
+  private static void required(Object value, String field) {
+    if (value == null) {
+      throw new IllegalArgumentException(field + " is required");
+    }
+  }
+
+  /**
+   * Options with the defaults of {@code bulletin-runtime} except the port, which is any free
+   * one here (the command line asks for 8770).
+   */
+  public static Builder builder(Path home, WorkerOptions worker) {
+    return new Builder(home, worker);
+  }
+
+  /** Collects the options; {@link #build} validates them once. */
+  public static final class Builder {
+    private final Path home;
+    private final WorkerOptions worker;
+    private String host = "127.0.0.1";
+    private int port;
+    private String ownerToken;
+    private String ownerUser = System.getProperty("user.name");
+    private String workerToken;
+    private RuntimeConfig config = RuntimeConfig.empty();
+    private Path storeFolder;
+    private long inlineLimitBytes = 1 << 20;
+    private double drainMarginSeconds = 60;
+    private long storeCapacityBytes;
+    private Path spillFolder;
+    private int dataPort;
+    private double ticketSeconds = 60;
+
+    private Builder(Path home, WorkerOptions worker) {
+      this.home = home;
+      this.worker = worker;
+    }
+
+    public Builder host(String host) {
+      this.host = host;
+      return this;
+    }
+
+    public Builder port(int port) {
+      this.port = port;
+      return this;
+    }
+
+    /** The owner's token and name: the user who started the cluster. */
+    public Builder owner(String token, String user) {
+      this.ownerToken = token;
+      this.ownerUser = user;
+      return this;
+    }
+
+    public Builder workerToken(String workerToken) {
+      this.workerToken = workerToken;
+      return this;
+    }
+
+    public Builder config(RuntimeConfig config) {
+      this.config = config;
+      return this;
+    }
+
+    public Builder storeFolder(Path storeFolder) {
+      this.storeFolder = storeFolder;
+      return this;
+    }
+
+    public Builder inlineLimitBytes(long inlineLimitBytes) {
+      this.inlineLimitBytes = inlineLimitBytes;
+      return this;
+    }
+
+    public Builder drainMarginSeconds(double drainMarginSeconds) {
+      this.drainMarginSeconds = drainMarginSeconds;
+      return this;
+    }
+
+    public Builder storeCapacityBytes(long storeCapacityBytes) {
+      this.storeCapacityBytes = storeCapacityBytes;
+      return this;
+    }
+
+    public Builder spillFolder(Path spillFolder) {
+      this.spillFolder = spillFolder;
+      return this;
+    }
+
+    public Builder dataPort(int dataPort) {
+      this.dataPort = dataPort;
+      return this;
+    }
+
+    public Builder ticketSeconds(double ticketSeconds) {
+      this.ticketSeconds = ticketSeconds;
+      return this;
+    }
+
+    /** @throws IllegalArgumentException naming the first field that is wrong */
+    public RuntimeOptions build() {
+      return new RuntimeOptions(home, host, port, ownerToken, ownerUser, workerToken, config,
+          worker, storeFolder, inlineLimitBytes, drainMarginSeconds, storeCapacityBytes,
+          spillFolder, dataPort, ticketSeconds);
     }
   }
 }

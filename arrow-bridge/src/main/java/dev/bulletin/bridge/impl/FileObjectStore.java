@@ -32,7 +32,8 @@ import java.util.stream.Stream;
  */
 public final class FileObjectStore implements ObjectStore {
 
-  private static final String MARKER = ".bulletin-store";
+  /** Marks a folder as a store, and names the process that owns it ({@link StoreOwner}). */
+  static final String MARKER = ".bulletin-store";
   /** Uploads smaller than this write fresh pages: the /proc scan would cost more. */
   static final long UPLOAD_REUSE_MIN_BYTES = 64L << 20;
 
@@ -66,7 +67,7 @@ public final class FileObjectStore implements ObjectStore {
     }
     Files2.deleteTree(folder);
     Files2.ownerOnlyFolder(folder);
-    Files.createFile(folder.resolve(MARKER));
+    StoreOwner.mark(folder.resolve(MARKER));
   }
 
   @Override

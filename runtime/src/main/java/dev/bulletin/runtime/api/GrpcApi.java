@@ -150,9 +150,7 @@ public final class GrpcApi {
     session.opened();
     request.handler(message -> {
       switch (message.getKindCase()) {
-        case SUBMIT -> plane.submit(session, message.getSubmit());
-        case CANCEL -> plane.cancel(session, message.getCancel().getTaskId(),
-            ControlPlane.CANCELLED_BY_USER);
+        case CANCEL -> plane.cancel(session, message.getCancel().getTaskId());
         case RELEASE -> release(session, message.getRelease().getIdsList());
         default -> { } // a newer client's message kind: ignore rather than break the stream
       }

@@ -19,6 +19,7 @@ import dev.bulletin.runtime.scheduler.Demand;
 import dev.bulletin.runtime.scheduler.Scheduler;
 import dev.bulletin.runtime.scheduler.WorkerSlots;
 import dev.bulletin.runtime.scheduler.plan.WaitInfo;
+import dev.bulletin.runtime.task.StopReason;
 import dev.bulletin.runtime.task.Task;
 import dev.bulletin.runtime.task.TaskState;
 import dev.bulletin.runtime.task.TaskTable;
@@ -40,10 +41,6 @@ import java.util.Optional;
  * method runs on one Vert.x event loop ({@code context}); worker callbacks hop back onto it.
  */
 public final class ControlPlane {
-
-  public static final String CANCELLED_BY_USER = "cancelled by its caller";
-  static final String CLIENT_WENT_AWAY = "its client disconnected";
-  static final String TIMEOUT_PREFIX = "stopped after its ";
 
   private final Context context;
   private final ObjectStore store;
@@ -269,28 +266,32 @@ public final class ControlPlane {
 
   // ---- cancelling ------------------------------------------------------------------------
 
-  /** @return false if the caller may not cancel it or it is unknown (already ended) */
-  public boolean cancel(ClientSession session, String taskId, String reason) {
+  /**
+   * Cancels a call on its caller's request.
+   *
+   * @return false if the caller may not cancel it or it is unknown (already ended)
+   */
+  public boolean cancel(ClientSession session, String taskId) {
     Task task = tasks.get(taskId).orElse(null);
     if (task == null || task.sink() != session) {
       return false;
     }
-    stop(task, reason);
+    stop(task, StopReason.BY_CALLER);
     return true;
   }
 
-  private void stop(Task task, String reason) {
+  private void stop(Task task, StopReason reason) {
     switch (task.state()) {
       case QUEUED -> {
         TaskObjects.release(objects, task);
         tasks.transition(task, TaskState.CANCELLED, TaskEvents.cancelled(task.id(), "the call was "
-            + reason + " while queued"));
+            + reason.describe() + " while queued"));
       }
       case PLACED, RUNNING -> {
         AttachedWorker worker = placements.get(task.id());
         if (task.stopReason() == null && worker != null) {
           task.stopping(reason);
-          worker.link().stop(task.id(), reason);
+          worker.link().stop(task.id(), reason.describe());
         }
       }
       default -> { }
@@ -301,7 +302,7 @@ public final class ControlPlane {
   public void sessionClosed(ClientSession session) {
     for (Task task : tasks.all()) {
       if (task.sink() == session) {
-        stop(task, CLIENT_WENT_AWAY);
+        stop(task, StopReason.CLIENT_GONE);
       }
     }
     session.close().forEach(objects::release);
@@ -353,14 +354,16 @@ public final class ControlPlane {
   }
 
   /**
-   * Starts a call on the slots already reserved for it. Inputs kept on another worker come to the
-   * runtime's store first (the call waits, placed, for them); on the worker that kept them they
-   * do not move.
+   * Reserves the placement's slots and starts the call on them; {@link #unplace} gives them
+   * back. Inputs kept on another worker come to the runtime's store first (the call waits,
+   * placed, for them); on the worker that kept them they do not move.
+   *
+   * @throws IllegalStateException if the slots are not free (the plan was wrong)
    */
   void dispatch(Task task, Decision.Placed placed) {
     AttachedWorker worker = workers.get(placed.workerId());
+    worker.reserve(task.id(), task.demand(), placed.gpuIds());
     placements.put(task.id(), worker);
-    worker.callPlaced();
     task.placedOn(placed.workerId(), placed.gpuIds(), System.nanoTime());
     tasks.transitionQuietly(task, TaskState.PLACED);
     List<ObjectKey> moves = objects.toMoveFor(worker.remote() ? worker.id() : null, task.refs());
@@ -373,7 +376,7 @@ public final class ControlPlane {
         return; // its worker went away meanwhile: the call was requeued or ended
       }
       if (task.stopReason() != null) {
-        onEnded(task, new CallOutcome.Stopped(task.stopReason()));
+        onEnded(task, new CallOutcome.Stopped(task.stopReason().describe()));
       } else if (pulled.failed()) {
         // Not retried: running it again cannot bring the input back.
         boolean lost = pulled.cause() instanceof ObjectDirectory.ObjectLostException;
@@ -425,7 +428,7 @@ public final class ControlPlane {
         : "walltime of " + task.walltime().toString().substring(2).toLowerCase()
             + " (the longest its qos " + task.qos() + " allows)";
     timeoutTimers.put(task.id(), context.owner().setTimer(millis, id -> stop(task,
-        TIMEOUT_PREFIX + limit)));
+        new StopReason.TimedOut(limit))));
   }
 
   private void onEnded(Task task, CallOutcome outcome) {
@@ -461,15 +464,14 @@ public final class ControlPlane {
     schedule();
   }
 
-  /** Gives the call's slots back to its worker. */
+  /** Gives the call's slots back to the worker {@link #dispatch} reserved them on. */
   private void unplace(Task task) {
     if (task.state() == TaskState.RUNNING) {
       runningCount--;
     }
     AttachedWorker worker = placements.remove(task.id());
     if (worker != null) {
-      worker.slots().free(task.demand(), task.gpuIds());
-      worker.callEnded();
+      worker.release(task.id());
     }
   }
 
@@ -486,11 +488,11 @@ public final class ControlPlane {
           timings));
     } else if (outcome instanceof CallOutcome.Undelivered) {
       tasks.transition(task, TaskState.CANCELLED, TaskEvents.cancelled(task.id(),
-          "the call was " + task.stopReason() + " before it reached a worker"));
+          "the call was " + task.stopReason().describe() + " before it reached a worker"));
     } else if (outcome instanceof CallOutcome.WorkerLost lost) {
       if (task.stopReason() != null) {
         tasks.transition(task, TaskState.CANCELLED, TaskEvents.cancelled(task.id(),
-            "the call was " + task.stopReason() + " while its worker went away"));
+            "the call was " + task.stopReason().describe() + " while its worker went away"));
         return;
       }
       tasks.transition(task, TaskState.ERROR, TaskEvents.failed(task.id(),
@@ -499,13 +501,16 @@ public final class ControlPlane {
               + " earlier attempt" + (task.requeues() == 1 ? "" : "s") + ")" : "")
               + ". Pass retries=N to run such calls again on another worker.", timings));
     } else if (outcome instanceof CallOutcome.Stopped stopped) {
-      if (stopped.reason().startsWith(TIMEOUT_PREFIX)) {
+      // Decided by why the runtime stopped it; a stop it did not ask for (the worker shutting
+      // down) ends as cancelled with the worker's words.
+      if (task.stopReason() instanceof StopReason.TimedOut timedOut) {
         tasks.transition(task, TaskState.ERROR, TaskEvents.failed(task.id(),
-            FailureCode.TIMED_OUT, task.name() + "() was " + stopped.reason()
+            FailureCode.TIMED_OUT, task.name() + "() was " + timedOut.describe()
                 + "; pass a longer timeout= if it needs more", timings));
       } else {
+        String why = task.stopReason() != null ? task.stopReason().describe() : stopped.reason();
         tasks.transition(task, TaskState.CANCELLED, TaskEvents.cancelled(task.id(),
-            "the call was " + stopped.reason() + " while running; its executor was replaced"));
+            "the call was " + why + " while running; its executor was replaced"));
       }
     }
   }

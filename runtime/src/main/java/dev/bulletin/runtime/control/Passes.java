@@ -115,12 +115,11 @@ final class Passes {
       if (task == null || worker == null || task.state() != TaskState.QUEUED) {
         continue;
       }
-      worker.slots().reserve(task.demand(), placement.gpuIds());
       task.placedPreemptible(placement.preemptible());
+      plane.dispatch(task, new Decision.Placed(worker.id(), placement.gpuIds()));
       if (placement.creditsCharged() > 0) {
         policy.ledger().spend(task.owner().group(), placement.creditsCharged(), policy.now());
       }
-      plane.dispatch(task, new Decision.Placed(worker.id(), placement.gpuIds()));
     }
     for (Preemption preemption : plan.preemptions()) {
       plane.tasks().get(preemption.victimId()).ifPresent(victim -> preempt(victim, preemption));

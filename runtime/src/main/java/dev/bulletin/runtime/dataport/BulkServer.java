@@ -1,6 +1,7 @@
 package dev.bulletin.runtime.dataport;
 
 import dev.bulletin.bridge.dataport.BulkIo;
+import dev.bulletin.runtime.PortInUseException;
 import dev.bulletin.bridge.dataport.DaemonThreads;
 import dev.bulletin.runtime.objects.ObjectApi;
 import dev.bulletin.bridge.ObjectStore;
@@ -67,6 +68,10 @@ public final class BulkServer implements AutoCloseable {
       server.bind(new InetSocketAddress(host, port), 64);
     } catch (IOException e) {
       server.close();
+      if (PortInUseException.explain(e, host, port, "--data-port")
+          instanceof PortInUseException inUse) {
+        throw inUse;
+      }
       throw new IOException("cannot listen for data connections on " + host + ":" + port
           + ": " + e.getMessage(), e);
     }

@@ -13,6 +13,7 @@ import dev.bulletin.runtime.workers.PoolRunner;
 import dev.bulletin.runtime.workers.WorkerAttachApi;
 import dev.bulletin.runtime.workers.WorkerLink;
 import dev.bulletin.worker.HostName;
+import dev.bulletin.runtime.PortInUseException;
 import dev.bulletin.runtime.RuntimeOptions;
 import dev.bulletin.runtime.identity.TokenRegistry;
 import dev.bulletin.runtime.pool.Autoscaler;
@@ -109,8 +110,14 @@ public final class RuntimeVerticle extends VerticleBase {
         .setInitialSettings(new Http2Settings().setInitialWindowSize(OBJECT_WINDOW_BYTES))
         .setHttp2ConnectionWindowSize(4 * OBJECT_WINDOW_BYTES).setHost(options.host())
         .setPort(options.port()).setTcpNoDelay(true));
-    return server.requestHandler(grpc).listen().compose(listening -> poolRunner == null
-        ? Future.succeededFuture() : startPools(pools, poolRunner));
+    return server.requestHandler(grpc).listen()
+        .recover(error -> {
+          bulk.close(); // a failed start is not stopped: what it opened closes here
+          return Future.failedFuture(PortInUseException.explain(error, options.host(),
+              options.port(), "--port"));
+        })
+        .compose(listening -> poolRunner == null
+            ? Future.succeededFuture() : startPools(pools, poolRunner));
   }
 
   private Future<Void> startPools(PoolsConfig pools, PoolRunner poolRunner) {

@@ -5,8 +5,10 @@ import java.util.List;
 import java.util.TreeSet;
 
 /**
- * A worker's capacity and what is free of it. Owned by the control plane; the scheduler reads it
- * and the control plane reserves and frees slots as calls are placed and end.
+ * A worker's capacity and what is free of it. Owned by the control plane; the scheduler reads it.
+ * In the runtime, slots are taken and given back only through
+ * {@code workers.AttachedWorker#reserve} and {@code #release}, which remember what each call
+ * holds; {@link #reserve} and {@link #free} here are the arithmetic under them.
  */
 public final class WorkerSlots {
   private final String workerId;

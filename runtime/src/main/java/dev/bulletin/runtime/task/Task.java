@@ -31,7 +31,7 @@ public final class Task {
   private List<Integer> gpuIds = List.of();
   private long placedNanos;
   private long startedNanos;
-  private String stopReason;
+  private StopReason stopReason;
   private int retriesLeft;
   private int requeues;
   private final Instant submittedAt = Instant.now();
@@ -74,7 +74,8 @@ public final class Task {
   public TaskState state() { return state; }
   public String workerId() { return workerId; }
   public List<Integer> gpuIds() { return gpuIds; }
-  public String stopReason() { return stopReason; }
+  /** Why the control plane is stopping it, or null while it is not. */
+  public StopReason stopReason() { return stopReason; }
 
   public void placedOn(String workerId, List<Integer> gpuIds, long nanos) {
     this.workerId = workerId;
@@ -88,7 +89,7 @@ public final class Task {
   }
 
   /** Records why the call is being stopped (cancel, timeout), before its executor is killed. */
-  public void stopping(String reason) {
+  public void stopping(StopReason reason) {
     this.stopReason = reason;
   }
 

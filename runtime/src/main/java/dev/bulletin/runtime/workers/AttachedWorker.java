@@ -1,13 +1,18 @@
 package dev.bulletin.runtime.workers;
 
+import dev.bulletin.runtime.scheduler.Demand;
 import dev.bulletin.runtime.scheduler.WorkerSlots;
 import dev.bulletin.runtime.scheduler.snapshot.GpuTopology;
 import java.time.Instant;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
- * A worker the control plane may place calls on: who it is, its slots (reserved and freed by the
- * control plane) and the link that runs calls on it. Owned by the control plane's event loop.
+ * A worker the control plane may place calls on: who it is, its slots and the link that runs
+ * calls on it. It owns its slots' reservations: {@link #reserve} and {@link #release}, by call,
+ * are the only way the runtime takes and gives back a worker's slots, so a call's slots go back
+ * once, and only what it took. Owned by the control plane's event loop.
  */
 public final class AttachedWorker {
   private final String id;
@@ -20,7 +25,8 @@ public final class AttachedWorker {
   private final WorkerSlots slots;
   private final WorkerLink link;
   private final GpuTopology topology;
-  private int runningCalls;
+  /** What each placed or running call holds here, by call id. */
+  private final Map<String, Reservation> reservations = new HashMap<>();
   private Instant idleSince = Instant.now();
   private String drainReason;
 
@@ -66,19 +72,43 @@ public final class AttachedWorker {
   public WorkerSlots slots() { return slots; }
   public WorkerLink link() { return link; }
 
-  int runningCalls() { return runningCalls; }
+  /** Calls placed or running here. */
+  int runningCalls() { return reservations.size(); }
   /** When its last call ended, or when it attached; meaningful while it runs nothing. */
   Instant idleSince() { return idleSince; }
 
-  public void callPlaced() {
-    runningCalls++;
+  private record Reservation(Demand demand, List<Integer> gpuIds) {}
+
+  /**
+   * Takes the call's slots here: the named GPUs, its CPUs and its memory.
+   *
+   * @throws IllegalStateException if the call holds slots here already, or they are not free
+   */
+  public void reserve(String callId, Demand demand, List<Integer> gpuIds) {
+    if (reservations.containsKey(callId)) {
+      throw new IllegalStateException("call " + callId + " already holds slots on worker " + id);
+    }
+    slots.reserve(demand, gpuIds);
+    reservations.put(callId, new Reservation(demand, List.copyOf(gpuIds)));
   }
 
-  public void callEnded() {
-    runningCalls = Math.max(0, runningCalls - 1);
-    if (runningCalls == 0) {
+  /**
+   * Gives back what {@link #reserve} took for the call. Idempotent: a call that holds nothing
+   * here (released already, or never placed here) frees nothing, so a second release cannot
+   * free GPUs another call has taken since.
+   *
+   * @return whether the call held slots here
+   */
+  public boolean release(String callId) {
+    Reservation reservation = reservations.remove(callId);
+    if (reservation == null) {
+      return false;
+    }
+    slots.free(reservation.demand(), reservation.gpuIds());
+    if (reservations.isEmpty()) {
       idleSince = Instant.now();
     }
+    return true;
   }
 
   /** Takes no new call from now on (its pool is replacing or stopping it). */

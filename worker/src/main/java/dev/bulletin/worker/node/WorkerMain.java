@@ -24,6 +24,8 @@ import picocli.CommandLine.Option;
 public final class WorkerMain implements Callable<Integer> {
 
   static final int EXIT_REFUSED = 3;
+  /** A worker's default store is /dev/shm/bulletin-worker-ID-PID (see ObjectStores). */
+  private static final String STORE_PREFIX = "worker-";
 
   @Option(names = "--head", required = true, description = "The runtime's address, HOST:PORT.")
   String head;
@@ -69,6 +71,13 @@ public final class WorkerMain implements Callable<Integer> {
       throw new IllegalArgumentException("--data-path (or BULLETIN_DATA_PATH) must be auto or"
           + " grpc, got '" + dataPath + "'");
     }
+    // Stores of workers on this host that were killed (SIGKILL skips their cleanup) go first:
+    // each would keep its objects in shared memory until a reboot.
+    for (Path abandoned : ObjectStores.removeAbandoned(ObjectStores.defaultBase(),
+        "bulletin-" + STORE_PREFIX)) {
+      System.out.println("bulletin worker: removed " + abandoned + ", the store of a worker that"
+          + " is gone");
+    }
     WorkerOptions worker = resources.worker(id);
     String slurmJob = System.getenv("SLURM_JOB_ID");
     String handle = System.getenv().getOrDefault("BULLETIN_PROVIDER_HANDLE",
@@ -77,7 +86,7 @@ public final class WorkerMain implements Callable<Integer> {
         System.getenv("BULLETIN_WORKER_TOKEN"), pool, worker, host, expiresAt, handle,
         // The pid keeps two workers of one id (a restart racing its predecessor's exit) apart.
         storeDir != null ? storeDir
-            : ObjectStores.defaultFolder("worker-" + id + "-" + ProcessHandle.current().pid()),
+            : ObjectStores.defaultFolder(STORE_PREFIX + id + "-" + ProcessHandle.current().pid()),
         BulletinVersion.get(), !dataPath.equals("grpc"));
     WorkerNode node;
     try {
