@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from bulletin._objects import encode
+from bulletin._data._objects import encode
 
 
 def add(a, b):
