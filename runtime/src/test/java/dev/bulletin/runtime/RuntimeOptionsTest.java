@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.bulletin.runtime.identity.RuntimeConfig;
+import dev.bulletin.runtime.config.RuntimeConfig;
 import dev.bulletin.worker.GpuInventory;
 import dev.bulletin.worker.WorkerOptions;
 import java.nio.file.Path;

@@ -16,7 +16,7 @@ import dev.bulletin.protocol.PutObjectReply;
 import dev.bulletin.protocol.TaskEvent;
 import dev.bulletin.runtime.harness.PythonCalls.Call;
 import dev.bulletin.runtime.harness.PythonCalls.EncodedCall;
-import dev.bulletin.runtime.identity.RuntimeConfig;
+import dev.bulletin.runtime.config.RuntimeConfig;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;

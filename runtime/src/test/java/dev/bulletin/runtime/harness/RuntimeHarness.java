@@ -2,7 +2,7 @@ package dev.bulletin.runtime.harness;
 
 import dev.bulletin.runtime.BulletinRuntime;
 import dev.bulletin.runtime.RuntimeOptions;
-import dev.bulletin.runtime.identity.RuntimeConfig;
+import dev.bulletin.runtime.config.RuntimeConfig;
 import dev.bulletin.worker.GpuInventory;
 import dev.bulletin.worker.WorkerOptions;
 import java.nio.file.Files;
