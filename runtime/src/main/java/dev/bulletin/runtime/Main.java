@@ -71,6 +71,12 @@ public final class Main implements Callable<Integer> {
           + " a timeout (default: ${DEFAULT-VALUE}).")
   double drainMargin;
 
+  @Option(names = "--scheduler-seed", defaultValue = "${env:BULLETIN_SCHEDULER_SEED}",
+      description = "The scheduler's seed: how ties between equal workers break (default: a"
+          + " random one, logged at start; env BULLETIN_SCHEDULER_SEED). The same seed replays a"
+          + " run's placements.")
+  Long schedulerSeed;
+
   @Override
   public Integer call() throws Exception {
     String ownerToken = System.getenv("BULLETIN_OWNER_TOKEN");
@@ -82,7 +88,8 @@ public final class Main implements Callable<Integer> {
     WorkerProviders.check(runtimeConfig.pools()); // a missing partition fails here, not later
     RuntimeOptions options = new RuntimeOptions(home, host, port, ownerToken, ownerUser,
         workerToken, runtimeConfig, worker, storeDir, inlineLimit, drainMargin, storeCapacity,
-        spillDir, dataPort, ticketSeconds);
+        spillDir, dataPort, ticketSeconds,
+        schedulerSeed != null ? schedulerSeed : java.util.concurrent.ThreadLocalRandom.current().nextLong());
 
     CountDownLatch stop = new CountDownLatch(1);
     BulletinRuntime runtime = BulletinRuntime.start(options, stop::countDown);

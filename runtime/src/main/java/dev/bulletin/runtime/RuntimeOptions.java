@@ -25,6 +25,8 @@ import java.nio.file.Path;
  * @param spillFolder where objects go under memory pressure (null: the temp dir)
  * @param dataPort the bulk data port for cross-host object bytes; 0 picks a free one
  * @param ticketSeconds how long a bulk transfer ticket stays valid
+ * @param schedulerSeed the scheduler's randomness (how ties between equal workers break); logged
+ *     at start, so a run can be replayed with the same seed
  */
 public record RuntimeOptions(
     Path home,
@@ -41,7 +43,8 @@ public record RuntimeOptions(
     long storeCapacityBytes,
     Path spillFolder,
     int dataPort,
-    double ticketSeconds) {
+    double ticketSeconds,
+    long schedulerSeed) {
 
   public static final long MAX_MESSAGE_BYTES = WireLimits.MAX_MESSAGE_BYTES;
 

@@ -34,7 +34,7 @@ class SnapshotModelTest {
   @Test
   void workersRejectFreeGpusOutsideTheirTopology() {
     IllegalArgumentException error = assertThrows(IllegalArgumentException.class,
-        () -> new WorkerState("w1", "", GpuTopology.uniform(2, GpuTopology.Link.HOST),
+        () -> new WorkerState("w1", GpuTopology.uniform(2, GpuTopology.Link.HOST),
             Set.of(0, 5), 8, 8, 0, 0, Map.of(), false, null));
     assertTrue(error.getMessage().contains("free GPU 5 is outside 0..1"), error.getMessage());
   }
