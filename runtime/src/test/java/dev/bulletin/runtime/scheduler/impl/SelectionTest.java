@@ -7,15 +7,21 @@ import static dev.bulletin.runtime.scheduler.Builders.aSnapshot;
 import static dev.bulletin.runtime.scheduler.Builders.aWorker;
 import static dev.bulletin.runtime.scheduler.Builders.scheduler;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.bulletin.runtime.scheduler.Builders;
+import dev.bulletin.runtime.scheduler.plan.FilterReason;
 import dev.bulletin.runtime.scheduler.plan.Plan;
 import dev.bulletin.runtime.scheduler.plan.Preemption;
+import dev.bulletin.runtime.scheduler.plan.WaitCode;
+import dev.bulletin.runtime.scheduler.plan.WaitInfo;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -118,5 +124,58 @@ class SelectionTest {
     Plan plan = scheduler().plan(snapshot.build());
     assertEquals(new TreeSet<>(victims), plan.preemptions().stream().map(Preemption::victimId)
         .collect(Collectors.toCollection(TreeSet::new)));
+  }
+
+  /** Three workers with 8 GPUs free, each turned down for one named reason. */
+  private static Builders.SnapshotBuilder oneRejectionOfEachKind() {
+    return aSnapshot().workers(aWorker().id("few-cpus").gpus(8).cpus(2),
+        aWorker().id("little-memory").gpus(8).memoryBytes(16 * GIB),
+        aWorker().id("ending").gpus(8).expiresIn(Duration.ofMinutes(30)));
+  }
+
+  @Test
+  void filterRejectionsAreNamedAndCountedPerReason() {
+    Plan plan = scheduler().plan(oneRejectionOfEachKind()
+        .queue(aCall().id("x").cpus(4).memoryBytes(64 * GIB).walltime(Duration.ofHours(1)))
+        .build());
+    assertEquals(Map.of(FilterReason.CPUS, 1, FilterReason.MEMORY, 1,
+        FilterReason.WORKER_EXPIRY, 1), plan.stats().filtered());
+    // Workers short of CPUs and memory among them: it waits for capacity, not for a worker.
+    WaitInfo wait = plan.waitInfo("x").orElseThrow();
+    assertEquals(WaitCode.CAPACITY, wait.code());
+    assertEquals("no worker with 1 GPU free has 4 CPUs and 64.0 GiB memory free", wait.reason());
+  }
+
+  @Test
+  void aCallPlacedAfterARejectionStillCountsIt() {
+    Plan plan = scheduler().plan(oneRejectionOfEachKind()
+        .queue(aCall().id("x").walltime(Duration.ofHours(1))).build());
+    assertEquals(Map.of(FilterReason.WORKER_EXPIRY, 1), plan.stats().filtered());
+    assertEquals(1, plan.stats().filtered(FilterReason.WORKER_EXPIRY));
+    assertEquals(0, plan.stats().filtered(FilterReason.CPUS));
+    // few-cpus and little-memory took it: it is placed, after one expiry rejection.
+    assertTrue(plan.placement("x").isPresent(), plan.toString());
+  }
+
+  @Test
+  void onlyExpiryRejectionsMakeAWorkerExpiryWait() {
+    Plan plan = scheduler().plan(aSnapshot()
+        .workers(aWorker().id("ending").gpus(8).expiresIn(Duration.ofMinutes(30)))
+        .queue(aCall().id("x").walltime(Duration.ofHours(1))).build());
+    assertEquals(Map.of(FilterReason.WORKER_EXPIRY, 1), plan.stats().filtered());
+    WaitInfo wait = plan.waitInfo("x").orElseThrow();
+    assertEquals(WaitCode.WORKER_EXPIRY, wait.code());
+    assertEquals("no worker with 1 GPU free stays up for the walltime of 1h", wait.reason());
+  }
+
+  @Test
+  void aShapeThatFoundNoWorkerIsNotScannedOrCountedAgainInThePass() {
+    Plan plan = scheduler().plan(oneRejectionOfEachKind()
+        .queue(aCall().id("x").cpus(4).memoryBytes(64 * GIB).walltime(Duration.ofHours(1)),
+            aCall().id("y").cpus(8).memoryBytes(64 * GIB).walltime(Duration.ofHours(2)))
+        .build());
+    assertEquals(Map.of(FilterReason.CPUS, 1, FilterReason.MEMORY, 1,
+        FilterReason.WORKER_EXPIRY, 1), plan.stats().filtered());
+    assertEquals(WaitCode.CAPACITY, plan.waitInfo("y").orElseThrow().code());
   }
 }
