@@ -67,7 +67,7 @@ public final class PolicyPass {
     return clock.instant();
   }
 
-  /** Could a call that asks for {@code demand} ever run on {@code cluster}? The scheduler's answer. */
+  /** Could a call that asks for {@code demand} ever run on {@code cluster}? The scheduler says. */
   Feasibility feasible(Demand demand, ClusterCapacity cluster) {
     return scheduler.feasible(demand, cluster);
   }

@@ -78,8 +78,9 @@ class FeasibilityTest {
     ClusterCapacity thousand = ClusterCapacity.of(Collections.nCopies(1000, EIGHT));
     assertEquals(List.of(EIGHT), thousand.shapes());
     assertEquals(1000, thousand.workers());
-    assertTrue(assertInstanceOf(Feasibility.Infeasible.class,
-        feasible(new Demand(9, 1, 0), thousand)).reason().endsWith("(1000 workers in the cluster)"));
+    String reason = assertInstanceOf(Feasibility.Infeasible.class,
+        feasible(new Demand(9, 1, 0), thousand)).reason();
+    assertTrue(reason.endsWith("(1000 workers in the cluster)"), reason);
   }
 
   @Test

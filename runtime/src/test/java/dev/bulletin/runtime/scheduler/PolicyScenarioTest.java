@@ -63,7 +63,8 @@ class PolicyScenarioTest {
     Builders.SnapshotBuilder snapshot = aSnapshot()
         .workers(aWorker().gpus(1))
         .queue(aCall().id("early").user("ann").group("nlp").submittedAt(secondsAgo(600)),
-            aCall().id("urgent").user("dan").group("vision").creditsSpent(5).submittedAt(secondsAgo(5)));
+            aCall().id("urgent").user("dan").group("vision").creditsSpent(5)
+                .submittedAt(secondsAgo(5)));
     Plan rich = plan(snapshot.groupUsage("vision", 0, 0, 12));
     assertEquals(List.of("urgent"), List.copyOf(placedIds(rich)));
     assertEquals(5.0, rich.placement("urgent").orElseThrow().creditsCharged());
@@ -86,7 +87,8 @@ class PolicyScenarioTest {
         .workers(aWorker().gpus(4))
         .queue(aCall().id("nlp-1").group("nlp").gpus(2).submittedAt(secondsAgo(90)),
             aCall().id("nlp-2").group("nlp").gpus(1).submittedAt(secondsAgo(80)),
-            aCall().id("vision-1").user("vic").group("vision").qos("batch").submittedAt(secondsAgo(10)),
+            aCall().id("vision-1").user("vic").group("vision").qos("batch")
+                .submittedAt(secondsAgo(10)),
             aCall().id("nlp-3").group("nlp").gpus(2).submittedAt(secondsAgo(5))));
 
     assertEquals(Set.of("nlp-1", "nlp-2", "vision-1"), placedIds(plan));
@@ -180,7 +182,8 @@ class PolicyScenarioTest {
     Builders.SnapshotBuilder snapshot = aSnapshot()
         .policy("groups: {nlp: {gpus: 2, lend: 1}, vision: {gpus: 2}}")
         .workers(aWorker().gpus(4))
-        .queue(aCall().id("s1").user("bea").group("bio").qos("scavenger").submittedAt(secondsAgo(4)),
+        .queue(
+            aCall().id("s1").user("bea").group("bio").qos("scavenger").submittedAt(secondsAgo(4)),
             aCall().id("s2").user("bea").group("bio").qos("scavenger").submittedAt(secondsAgo(3)),
             aCall().id("s3").user("bea").group("bio").qos("scavenger").submittedAt(secondsAgo(2)),
             aCall().id("s4").user("bea").group("bio").qos("scavenger").submittedAt(secondsAgo(1)));

@@ -9,8 +9,7 @@ import java.util.function.Supplier;
  * What the call-level stages, the wait explainer and the estimates read of a pass: the policy,
  * usage, the clock, the counters, the workers' index and the lending state. A stage answers with
  * a {@link Verdict} and may mark its own row; only the {@link Pass} places calls, bumps the
- * counters and takes capacity (the counters have no setter here, and the index's one mutator,
- * {@link ClusterIndex#take}, is the pass's).
+ * counters ({@link Counters#add}) and takes capacity ({@link ClusterIndex#take}).
  */
 interface PassView {
 

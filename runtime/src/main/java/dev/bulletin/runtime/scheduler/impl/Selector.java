@@ -158,7 +158,7 @@ final class Selector {
         && filteredNow[FilterReason.MEMORY.ordinal()] == 0;
   }
 
-  /** True if every filter accepts the worker; else {@link #rejectedBy} is the first that did not. */
+  /** True if every filter accepts the worker; else {@link #rejectedBy} is the one that refused. */
   private boolean accepts(CallRow row, int w) {
     for (WorkerFilter filter : filters) {
       if (!filter.accepts(row, w, index, nowMillis)) {

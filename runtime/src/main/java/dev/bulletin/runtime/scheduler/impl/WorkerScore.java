@@ -1,6 +1,7 @@
 package dev.bulletin.runtime.scheduler.impl;
 
 import dev.bulletin.runtime.scheduler.policy.Weights;
+import java.util.function.ToDoubleFunction;
 
 /**
  * A worker-level score in 0..1 for a worker that passed the filters, given the GPUs the
@@ -8,21 +9,16 @@ import dev.bulletin.runtime.scheduler.policy.Weights;
  */
 enum WorkerScore {
   /** A multi-GPU call's GPUs sit close: 1 NVLink, 0.5 one PCIe switch, 0 through the host. */
-  TOPOLOGY {
+  TOPOLOGY(Weights::topology) {
     @Override
     double score(CallRow row, int w, long gpus, ClusterIndex index, Weights weights) {
       return row.gpus < 2 ? 1.0
           : GpuPicker.topologyScore(index.distances[w], index.gpuCount[w], gpus);
     }
-
-    @Override
-    double weight(Weights weights) {
-      return weights.topology();
-    }
   },
 
   /** Share of the call's input bytes already in the worker's store. */
-  LOCALITY {
+  LOCALITY(Weights::locality) {
     @Override
     double score(CallRow row, int w, long gpus, ClusterIndex index, Weights weights) {
       if (row.inputBytes < weights.localityMinBytes() || row.inputBytes == 0) {
@@ -37,15 +33,10 @@ enum WorkerScore {
       }
       return (double) held / row.inputBytes;
     }
-
-    @Override
-    double weight(Weights weights) {
-      return weights.locality();
-    }
   },
 
   /** How full the worker is after the call: best fit keeps whole workers free for big calls. */
-  PACKING {
+  PACKING(Weights::packing) {
     @Override
     double score(CallRow row, int w, long gpus, ClusterIndex index, Weights weights) {
       if (row.gpus > 0) {
@@ -54,15 +45,18 @@ enum WorkerScore {
       double total = index.workers[w].cpus();
       return total <= 0 ? 0 : 1.0 - (index.freeCpus[w] - row.cpus) / total;
     }
-
-    @Override
-    double weight(Weights weights) {
-      return weights.packing();
-    }
   };
+
+  private final ToDoubleFunction<Weights> weight;
+
+  WorkerScore(ToDoubleFunction<Weights> weight) {
+    this.weight = weight;
+  }
 
   abstract double score(CallRow row, int worker, long gpus, ClusterIndex index, Weights weights);
 
   /** This score's weight in the policy. */
-  abstract double weight(Weights weights);
+  double weight(Weights weights) {
+    return weight.applyAsDouble(weights);
+  }
 }
