@@ -148,9 +148,15 @@ class Cluster:
 
 
 def start_cluster(home: Path, *extra: str, gpus: int = 1, cpus: int = 2) -> Cluster:
-    port = free_port()
-    result = run_cli(home, "up", "--simulate-gpus", str(gpus), "--cpus", str(cpus),
-                     "--port", str(port), *extra)
+    # A free port can be taken by another process before the runtime binds it (a busy machine
+    # running several suites): the runtime then says so, and the next free port is tried.
+    for _attempt in range(3):
+        port = free_port()
+        result = run_cli(home, "up", "--simulate-gpus", str(gpus), "--cpus", str(cpus),
+                         "--port", str(port), *extra)
+        if not (result.returncode != 0 and f"port {port} on" in result.stderr + result.stdout
+                and "is in use" in result.stderr + result.stdout):
+            break
     info_path = home / "runtime.json"
     if result.returncode != 0:
         info = json.loads(info_path.read_text()) if info_path.exists() else None

@@ -75,6 +75,12 @@ public final class Main implements Callable<Integer> {
           + " a timeout (default: ${DEFAULT-VALUE}).")
   double drainMargin;
 
+  @Option(names = "--scheduler-seed", defaultValue = "${env:BULLETIN_SCHEDULER_SEED}",
+      description = "The scheduler's seed: how ties between equal workers break (default: a"
+          + " random one, logged at start; env BULLETIN_SCHEDULER_SEED). The same seed replays a"
+          + " run's placements.")
+  Long schedulerSeed;
+
   @Override
   public Integer call() throws Exception {
     String ownerToken = System.getenv("BULLETIN_OWNER_TOKEN");
@@ -90,7 +96,9 @@ public final class Main implements Callable<Integer> {
         .owner(ownerToken, ownerUser).workerToken(workerToken).config(runtimeConfig)
         .storeFolder(storeDir).storeCapacityBytes(storeCapacity).spillFolder(spillDir)
         .inlineLimitBytes(inlineLimit).drainMarginSeconds(drainMargin).dataPort(dataPort)
-        .ticketSeconds(ticketSeconds).build();
+        .ticketSeconds(ticketSeconds)
+        .schedulerSeed(schedulerSeed != null ? schedulerSeed
+            : java.util.concurrent.ThreadLocalRandom.current().nextLong()).build();
 
     CountDownLatch stop = new CountDownLatch(1);
     BulletinRuntime runtime = BulletinRuntime.start(options, stop::countDown);

@@ -26,6 +26,8 @@ import java.nio.file.Path;
  * @param spillFolder where objects go under memory pressure (null: the temp dir)
  * @param dataPort the bulk data port for cross-host object bytes; 0 picks a free one
  * @param ticketSeconds how long a bulk transfer ticket stays valid
+ * @param schedulerSeed the scheduler's randomness (how ties between equal workers break); logged
+ *     at start, so a run can be replayed with the same seed
  */
 public record RuntimeOptions(
     Path home,
@@ -42,7 +44,8 @@ public record RuntimeOptions(
     long storeCapacityBytes,
     Path spillFolder,
     int dataPort,
-    double ticketSeconds) {
+    double ticketSeconds,
+    long schedulerSeed) {
 
   public static final long MAX_MESSAGE_BYTES = WireLimits.MAX_MESSAGE_BYTES;
 
@@ -109,6 +112,7 @@ public record RuntimeOptions(
     private Path spillFolder;
     private int dataPort;
     private double ticketSeconds = 60;
+    private long schedulerSeed = java.util.concurrent.ThreadLocalRandom.current().nextLong();
 
     private Builder(Path home, WorkerOptions worker) {
       this.home = home;
@@ -172,6 +176,12 @@ public record RuntimeOptions(
       return this;
     }
 
+    /** Seeds the scheduler's tie-breaks; the same seed replays its choices. Default: random. */
+    public Builder schedulerSeed(long schedulerSeed) {
+      this.schedulerSeed = schedulerSeed;
+      return this;
+    }
+
     public Builder ticketSeconds(double ticketSeconds) {
       this.ticketSeconds = ticketSeconds;
       return this;
@@ -181,7 +191,7 @@ public record RuntimeOptions(
     public RuntimeOptions build() {
       return new RuntimeOptions(home, host, port, ownerToken, ownerUser, workerToken, config,
           worker, storeFolder, inlineLimitBytes, drainMarginSeconds, storeCapacityBytes,
-          spillFolder, dataPort, ticketSeconds);
+          spillFolder, dataPort, ticketSeconds, schedulerSeed);
     }
   }
 }

@@ -12,7 +12,7 @@ import dev.bulletin.protocol.Resources;
 import dev.bulletin.protocol.SlotCounts;
 import dev.bulletin.protocol.WorkerStatus;
 import dev.bulletin.runtime.pool.PoolStatus;
-import dev.bulletin.runtime.scheduler.Decision;
+import dev.bulletin.runtime.scheduler.Feasibility;
 import dev.bulletin.runtime.scheduler.plan.WaitInfo;
 import dev.bulletin.runtime.scheduler.WorkerSlots;
 import dev.bulletin.runtime.task.Task;
@@ -35,23 +35,26 @@ public final class StatusReport {
     this.pools = pools;
   }
 
-  /** Why a queued call waits, asked of the scheduler now (passes stop early and keep none). */
+  /**
+   * Why a queued call waits: what the last pass told its caller, else (a call no pass explained
+   * yet: just queued, or beyond its user's window) the scheduler's feasibility and what the
+   * workers have free now.
+   */
   private String reason(Task task) {
     WaitInfo explained = task.waitInfo();
     if (explained != null) {
       return explained.reason();
     }
-    List<WorkerSlots> slots = plane.allSlots();
-    Decision decision = plane.scheduler().decide(task.demand(), slots);
-    if (decision instanceof Decision.Wait wait) {
-      return wait.reason();
+    if (plane.feasibility(task.demand()) instanceof Feasibility.Infeasible never) {
+      return never.reason();
     }
-    if (decision instanceof Decision.Infeasible infeasible) {
-      return infeasible.reason();
+    List<WorkerSlots> slots = plane.allSlots();
+    if (slots.stream().noneMatch(worker -> worker.fitsNow(task.demand()))) {
+      return WorkerSlots.whyNoneFitsNow(task.demand(), slots);
     }
     double now = System.currentTimeMillis() / 1000.0;
     if (plane.candidatesFor(task, List.copyOf(plane.workers()), now).stream()
-        .noneMatch(worker -> worker.couldEverFit(task.demand()))) {
+        .noneMatch(worker -> worker.capacity().fits(task.demand()))) {
       return "every worker that could run it is draining: its allocation ends before the call"
           + " could finish (a replacement is on its way if the worker belongs to a pool)";
     }

@@ -14,10 +14,12 @@ import dev.bulletin.protocol.FailureCode;
 import dev.bulletin.protocol.ObjectRef;
 import dev.bulletin.protocol.RuntimeTimings;
 import dev.bulletin.protocol.TaskSpec;
-import dev.bulletin.runtime.scheduler.Decision;
+import dev.bulletin.runtime.scheduler.ClusterCapacity;
 import dev.bulletin.runtime.scheduler.Demand;
-import dev.bulletin.runtime.scheduler.Scheduler;
+import dev.bulletin.runtime.scheduler.Feasibility;
+import dev.bulletin.runtime.scheduler.WorkerCapacity;
 import dev.bulletin.runtime.scheduler.WorkerSlots;
+import dev.bulletin.runtime.scheduler.plan.Placement;
 import dev.bulletin.runtime.scheduler.plan.WaitInfo;
 import dev.bulletin.runtime.task.StopReason;
 import dev.bulletin.runtime.task.Task;
@@ -44,8 +46,6 @@ public final class ControlPlane {
 
   private final Context context;
   private final ObjectStore store;
-  /** Capacity feasibility at submit ("never" at once, pools' potential workers included). */
-  private final Scheduler scheduler;
   /** The policy scheduler: QoS, quotas, fair share, topology, preemption, wait reasons. */
   private final PolicyPass policy;
   private final Passes passes;
@@ -56,7 +56,8 @@ public final class ControlPlane {
   private final Map<String, AttachedWorker> workers = new LinkedHashMap<>();
   /** Where each placed or running call runs; its slots go back to that worker when it ends. */
   private final Map<String, AttachedWorker> placements = new HashMap<>();
-  private List<WorkerSlots> potential = List.of();
+  /** Workers pools could start: feasibility counts them (a call only they fit waits for one). */
+  private List<WorkerCapacity> potential = List.of();
   /** Where objects live (results kept on remote workers), and the references to them. */
   private final ObjectDirectory objects;
   private final Map<String, Long> timeoutTimers = new HashMap<>();
@@ -66,11 +67,10 @@ public final class ControlPlane {
    * @param drainMarginSeconds a worker whose allocation ends sooner than this takes no call
    *     without a timeout (a call with one goes there only if it can finish in time)
    */
-  public ControlPlane(Context context, ObjectStore store, Scheduler scheduler, PolicyPass policy,
-      long inlineLimit, double drainMarginSeconds) {
+  public ControlPlane(Context context, ObjectStore store, PolicyPass policy, long inlineLimit,
+      double drainMarginSeconds) {
     this.context = context;
     this.store = store;
-    this.scheduler = scheduler;
     this.policy = policy;
     this.tasks = new TaskTable(policy::goesAhead);
     this.passes = new Passes(this, policy, context);
@@ -98,10 +98,6 @@ public final class ControlPlane {
     return tasks;
   }
 
-  public Scheduler scheduler() {
-    return scheduler;
-  }
-
   public Collection<AttachedWorker> workers() {
     return List.copyOf(workers.values());
   }
@@ -119,17 +115,32 @@ public final class ControlPlane {
    * Workers that pools could start (one idle worker per pool shape): a call only they could run
    * waits for one instead of failing as infeasible.
    */
-  public void potentialWorkers(List<WorkerSlots> shapes) {
+  public void potentialWorkers(List<WorkerCapacity> shapes) {
     potential = List.copyOf(shapes);
   }
 
-  private List<WorkerSlots> feasibilitySlots() {
-    if (potential.isEmpty()) {
-      return allSlots();
+  /**
+   * Could the call ever run here: on an attached worker (draining ones too) or one a pool could
+   * start? The scheduler's answer, with what the cluster has when it is "never".
+   */
+  public Feasibility feasibility(Demand demand) {
+    List<WorkerCapacity> all = new ArrayList<>(workers.size() + potential.size());
+    for (AttachedWorker worker : workers.values()) {
+      all.add(worker.slots().capacity());
     }
-    List<WorkerSlots> all = new ArrayList<>(allSlots());
     all.addAll(potential);
-    return all;
+    return policy.feasible(demand, ClusterCapacity.of(all));
+  }
+
+  /** Could the call ever run on a worker that takes calls now (attached, not draining)? */
+  Feasibility feasibilityOnOpenWorkers(Demand demand) {
+    List<WorkerCapacity> open = new ArrayList<>(workers.size());
+    for (AttachedWorker worker : workers.values()) {
+      if (worker.drainReason() == null) {
+        open.add(worker.slots().capacity());
+      }
+    }
+    return policy.feasible(demand, ClusterCapacity.of(open));
   }
 
   public Optional<AttachedWorker> worker(String workerId) {
@@ -195,7 +206,7 @@ public final class ControlPlane {
       reject(session, taskId, "timeout must be >= 0 seconds, got " + spec.getTimeoutSeconds());
       return;
     }
-    var qos = policy.qosOf(spec.getQos());
+    var qos = policy.policy().qosFor(spec.getQos());
     if (qos.isEmpty()) {
       reject(session, taskId, "qos '" + spec.getQos() + "' is not a QoS class of this cluster"
           + " (known: " + String.join(", ", policy.policy().qosNames()) + ")");
@@ -232,7 +243,7 @@ public final class ControlPlane {
     tasks.add(task);
     session.callAccepted(taskId);
     // "Never" is answered at once, even when the scheduling pass below stops early.
-    if (scheduler.decide(demand, feasibilitySlots()) instanceof Decision.Infeasible infeasible) {
+    if (feasibility(demand) instanceof Feasibility.Infeasible infeasible) {
       TaskObjects.release(objects, task);
       tasks.transition(task, TaskState.ERROR, TaskEvents.failed(taskId, FailureCode.INFEASIBLE,
           infeasible.reason(), timings(task, 0)));
@@ -329,11 +340,6 @@ public final class ControlPlane {
     return Optional.ofNullable(placements.get(taskId));
   }
 
-  /** Whether any worker, attached (draining ones too) or a pool's potential one, could run it. */
-  boolean fitsTheCluster(Demand demand) {
-    return !(scheduler.decide(demand, feasibilitySlots()) instanceof Decision.Infeasible);
-  }
-
   /** Fails a queued call that can never run as asked. */
   void failInfeasible(Task task, String reason) {
     TaskObjects.release(objects, task);
@@ -360,7 +366,7 @@ public final class ControlPlane {
    *
    * @throws IllegalStateException if the slots are not free (the plan was wrong)
    */
-  void dispatch(Task task, Decision.Placed placed) {
+  void dispatch(Task task, Placement placed) {
     AttachedWorker worker = workers.get(placed.workerId());
     worker.reserve(task.id(), task.demand(), placed.gpuIds());
     placements.put(task.id(), worker);
@@ -393,7 +399,7 @@ public final class ControlPlane {
     });
   }
 
-  private void run(Task task, AttachedWorker worker, Decision.Placed placed) {
+  private void run(Task task, AttachedWorker worker, Placement placed) {
     CallRequest request = new CallRequest(task.id(), task.function(), task.args(), task.refs(),
         placed.gpuIds());
     worker.link().run(request, new CallListener() {

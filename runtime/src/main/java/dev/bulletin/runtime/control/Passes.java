@@ -2,7 +2,6 @@ package dev.bulletin.runtime.control;
 
 import dev.bulletin.runtime.api.TaskEvents;
 import dev.bulletin.runtime.workers.AttachedWorker;
-import dev.bulletin.runtime.scheduler.Decision;
 import dev.bulletin.runtime.scheduler.plan.Placement;
 import dev.bulletin.runtime.scheduler.plan.Plan;
 import dev.bulletin.runtime.scheduler.plan.Preemption;
@@ -116,7 +115,7 @@ final class Passes {
         continue;
       }
       task.placedPreemptible(placement.preemptible());
-      plane.dispatch(task, new Decision.Placed(worker.id(), placement.gpuIds()));
+      plane.dispatch(task, placement);
       if (placement.creditsCharged() > 0) {
         policy.ledger().spend(task.owner().group(), placement.creditsCharged(), policy.now());
       }
@@ -151,9 +150,8 @@ final class Passes {
     if (task.state() != TaskState.QUEUED) {
       return;
     }
-    boolean fitsAnOpenWorker = plane.workers().stream()
-        .anyMatch(w -> w.drainReason() == null && w.slots().couldEverFit(task.demand()));
-    boolean fitsTheCluster = plane.fitsTheCluster(task.demand());
+    boolean fitsAnOpenWorker = plane.feasibilityOnOpenWorkers(task.demand()).feasible();
+    boolean fitsTheCluster = plane.feasibility(task.demand()).feasible();
     if (!fitsAnOpenWorker && (fitsTheCluster || task.requeues() > 0)) {
       // Too big for the workers open now (gone or draining), but a worker that fits is attached,
       // or a pool can start one, or it already ran here and lost its worker (its retry waits

@@ -4,7 +4,10 @@ import dev.bulletin.runtime.objects.ObjectDirectory;
 import dev.bulletin.runtime.workers.AttachedWorker;
 import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.bridge.ObjectStoreException;
+import dev.bulletin.runtime.scheduler.ClusterCapacity;
 import dev.bulletin.runtime.scheduler.ClusterScheduler;
+import dev.bulletin.runtime.scheduler.Demand;
+import dev.bulletin.runtime.scheduler.Feasibility;
 import dev.bulletin.runtime.scheduler.WorkerSlots;
 import dev.bulletin.runtime.scheduler.plan.Plan;
 import dev.bulletin.runtime.scheduler.policy.PolicyConfig;
@@ -23,7 +26,6 @@ import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 
 /**
  * One scheduling pass as the runtime sees it: the cluster's state turned into the policy
@@ -42,12 +44,14 @@ public final class PolicyPass {
    *     worker whose allocation ends (the runtime's drain margin): its enforced limit is its QoS
    *     class's walltime, but holding every such call off shorter allocations would leave them
    *     idle
+   * @param seed the scheduler's randomness (how ties between equal workers break): the same
+   *     seed replays the same placements for the same cluster and queue
    */
-  public PolicyPass(PolicyConfig policy, Clock clock, Duration assumedRun) {
+  public PolicyPass(PolicyConfig policy, Clock clock, Duration assumedRun, long seed) {
     this.policy = policy;
     this.clock = clock;
     this.assumedRun = assumedRun;
-    this.scheduler = ClusterScheduler.create(clock, 42);
+    this.scheduler = ClusterScheduler.create(clock, seed);
     this.ledger = new UsageLedger(policy);
   }
 
@@ -63,10 +67,9 @@ public final class PolicyPass {
     return clock.instant();
   }
 
-  /** The call's QoS class: its own, else the policy's default; empty if it names no known one. */
-  Optional<QosClass> qosOf(String requested) {
-    String name = requested == null || requested.isBlank() ? policy.defaultQos() : requested;
-    return Optional.ofNullable(policy.qos().get(name));
+  /** Could a call that asks for {@code demand} ever run on {@code cluster}? The scheduler says. */
+  Feasibility feasible(Demand demand, ClusterCapacity cluster) {
+    return scheduler.feasible(demand, cluster);
   }
 
   /**
@@ -78,7 +81,7 @@ public final class PolicyPass {
   }
 
   private int priorityOf(String qos) {
-    return qosOf(qos).map(QosClass::priority).orElse(0);
+    return policy.qosFor(qos).map(QosClass::priority).orElse(0);
   }
 
   private Duration expectedRun(Task task) {
@@ -98,8 +101,7 @@ public final class PolicyPass {
     List<WorkerState> workerStates = new ArrayList<>(workers.size());
     for (AttachedWorker worker : workers) {
       WorkerSlots slots = worker.slots();
-      workerStates.add(new WorkerState(worker.id(), worker.pool(),
-          worker.topology(), slots.freeGpuIds(),
+      workerStates.add(new WorkerState(worker.id(), worker.topology(), slots.freeGpuIds(),
           slots.cpus(), slots.freeCpus(), slots.memoryBytes(), slots.freeMemory(),
           objects.heldBy(worker.id()),
           worker.drainReason() != null, worker.expiresAt() > 0
@@ -111,16 +113,20 @@ public final class PolicyPass {
         continue;
       }
       Instant started = task.state() == TaskState.RUNNING ? task.startedAt() : now;
-      running.add(new RunningCall(task.id(), task.owner().user(), task.owner().group(),
-          task.qos(), task.workerId(), task.gpuIds(), task.demand().cpus(),
-          task.demand().memoryBytes(), task.preemptible(), started, expectedRun(task),
-          Duration.between(started, now), task.preemptedFor()));
+      running.add(RunningCall.builder().id(task.id()).user(task.owner().user())
+          .group(task.owner().group()).qos(task.qos()).on(task.workerId(), task.gpuIds())
+          .cpus(task.demand().cpus()).memoryBytes(task.demand().memoryBytes())
+          .preemptible(task.preemptible()).startedAt(started).walltime(expectedRun(task))
+          .unsavedWork(Duration.between(started, now)).preemptedFor(task.preemptedFor())
+          .build());
     }
     List<QueuedCall> queued = new ArrayList<>(queue.size());
     for (Task task : queue) {
-      queued.add(new QueuedCall(task.id(), task.owner().user(), task.owner().group(), task.qos(),
-          task.demand(), "", task.priority(), (long) task.credits(), inputs(task, objects),
-          task.submittedAt(), expectedRun(task)));
+      queued.add(QueuedCall.builder().id(task.id()).user(task.owner().user())
+          .group(task.owner().group()).qos(task.qos()).demand(task.demand())
+          .priority(task.priority()).creditsSpent((long) task.credits())
+          .inputs(inputs(task, objects)).submittedAt(task.submittedAt())
+          .walltime(expectedRun(task)).build());
     }
     return scheduler.plan(new Snapshot(workerStates, running, queued, ledger.snapshot(now),
         policy));

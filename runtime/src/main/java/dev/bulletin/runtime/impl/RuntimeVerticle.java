@@ -25,7 +25,7 @@ import dev.bulletin.runtime.pool.WorkerProviders;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Clock;
 import java.util.concurrent.TimeUnit;
-import dev.bulletin.runtime.scheduler.FirstFitScheduler;
+import java.util.logging.Logger;
 import dev.bulletin.runtime.scheduler.WorkerSlots;
 import dev.bulletin.worker.WorkerAgent;
 import dev.bulletin.worker.WorkerOptions;
@@ -42,6 +42,7 @@ import io.vertx.grpc.server.GrpcServerOptions;
  * runtime: the state is not shared between event loops.
  */
 public final class RuntimeVerticle extends VerticleBase {
+  private static final Logger LOG = Logger.getLogger(RuntimeVerticle.class.getName());
   /** Per-stream HTTP/2 flow-control window: eight 1 MiB object chunks in flight. */
   static final int OBJECT_WINDOW_BYTES = 8 << 20;
   private final RuntimeOptions options;
@@ -70,9 +71,13 @@ public final class RuntimeVerticle extends VerticleBase {
   public Future<?> start() {
     TokenRegistry tokens = TokenRegistry.of(options.ownerToken(), options.ownerUser(),
         options.workerToken(), options.config());
-    ControlPlane plane = new ControlPlane(context, agent.store(), new FirstFitScheduler(),
+    // Logged so a run can be replayed: the seed decides how ties between equal workers break.
+    LOG.info("scheduler seed " + options.schedulerSeed() + " (--scheduler-seed "
+        + options.schedulerSeed() + " replays its choices)");
+    ControlPlane plane = new ControlPlane(context, agent.store(),
         new PolicyPass(options.config().policy(), java.time.Clock.systemUTC(),
-            java.time.Duration.ofMillis((long) (options.drainMarginSeconds() * 1000))),
+            java.time.Duration.ofMillis((long) (options.drainMarginSeconds() * 1000)),
+            options.schedulerSeed()),
         options.inlineLimitBytes(), options.drainMarginSeconds());
     WorkerOptions worker = options.worker();
     WorkerSlots slots = new WorkerSlots(worker.workerId(), worker.gpus().count(),

@@ -16,6 +16,13 @@ public interface ClusterScheduler {
 
   Plan plan(Snapshot snapshot);
 
+  /**
+   * Could a call that asks for {@code demand} ever run on {@code cluster}, its workers idle? The
+   * one answer to "never, for lack of capacity": the runtime asks it at submit, before it fails
+   * a refused call and for the status; a pass asks it of its usable workers.
+   */
+  Feasibility feasible(Demand demand, ClusterCapacity cluster);
+
   /** The production scheduler: the stage chain of {@link PolicyScheduler}. */
   static ClusterScheduler create(Clock clock, long seed) {
     return new PolicyScheduler(clock, seed, System::nanoTime);

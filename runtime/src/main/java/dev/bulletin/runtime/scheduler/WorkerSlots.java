@@ -1,6 +1,7 @@
 package dev.bulletin.runtime.scheduler;
 
 import dev.bulletin.protocol.Text;
+import java.util.Collection;
 import java.util.List;
 import java.util.TreeSet;
 
@@ -12,20 +13,14 @@ import java.util.TreeSet;
  */
 public final class WorkerSlots {
   private final String workerId;
-  private final int gpus;
-  private final boolean simulatedGpus;
-  private final double cpus;
-  private final long memoryBytes;
+  private final WorkerCapacity capacity;
   private final TreeSet<Integer> freeGpus = new TreeSet<>();
   private double freeCpus;
   private long freeMemory;
 
   public WorkerSlots(String workerId, int gpus, boolean simulatedGpus, double cpus, long memoryBytes) {
     this.workerId = workerId;
-    this.gpus = gpus;
-    this.simulatedGpus = simulatedGpus;
-    this.cpus = cpus;
-    this.memoryBytes = memoryBytes;
+    this.capacity = new WorkerCapacity(gpus, simulatedGpus, cpus, memoryBytes);
     for (int i = 0; i < gpus; i++) {
       freeGpus.add(i);
     }
@@ -37,20 +32,25 @@ public final class WorkerSlots {
     return workerId;
   }
 
+  /** The whole worker, busy or idle: what feasibility compares against. */
+  public WorkerCapacity capacity() {
+    return capacity;
+  }
+
   public int gpus() {
-    return gpus;
+    return capacity.gpus();
   }
 
   public boolean simulatedGpus() {
-    return simulatedGpus;
+    return capacity.simulatedGpus();
   }
 
   public double cpus() {
-    return cpus;
+    return capacity.cpus();
   }
 
   public long memoryBytes() {
-    return memoryBytes;
+    return capacity.memoryBytes();
   }
 
   public int freeGpuCount() {
@@ -63,11 +63,6 @@ public final class WorkerSlots {
 
   public long freeMemory() {
     return freeMemory;
-  }
-
-  /** Could this worker run the demand if it were idle? */
-  public boolean couldEverFit(Demand demand) {
-    return demand.gpus() <= gpus && demand.cpus() <= cpus && demand.memoryBytes() <= memoryBytes;
   }
 
   public boolean fitsNow(Demand demand) {
@@ -98,12 +93,28 @@ public final class WorkerSlots {
 
   public void free(Demand demand, List<Integer> gpuIds) {
     freeGpus.addAll(gpuIds);
-    freeCpus = Math.min(cpus, freeCpus + demand.cpus());
-    freeMemory = Math.min(memoryBytes, freeMemory + demand.memoryBytes());
+    freeCpus = Math.min(capacity.cpus(), freeCpus + demand.cpus());
+    freeMemory = Math.min(capacity.memoryBytes(), freeMemory + demand.memoryBytes());
   }
 
-  public String describeCapacity() {
-    return Text.count(gpus, "GPU") + (simulatedGpus ? " (simulated)" : "") + ", "
-        + Text.count(cpus, "CPU") + ", " + Text.bytes(memoryBytes) + " memory";
+  /**
+   * Why none of {@code workers} can take the demand now (none fits now): the first resource,
+   * GPUs, then CPUs, then memory, that no worker has free, in the caller's words. What a call
+   * the scheduler has not explained yet is told, and the FIFO baseline's wait reason.
+   */
+  public static String whyNoneFitsNow(Demand demand, Collection<WorkerSlots> workers) {
+    if (demand.gpus() > 0) {
+      int mostFree = workers.stream().mapToInt(WorkerSlots::freeGpuCount).max().orElse(0);
+      if (mostFree < demand.gpus()) {
+        return "no worker has " + Text.count(demand.gpus(), "GPU")
+            + " free (most free on one worker: " + mostFree + ")";
+      }
+    }
+    double mostCpus = workers.stream().mapToDouble(WorkerSlots::freeCpus).max().orElse(0);
+    if (mostCpus < demand.cpus()) {
+      return "no worker has " + Text.count(demand.cpus(), "CPU") + " free (most free: "
+          + Text.number(mostCpus) + ")";
+    }
+    return "no worker has " + Text.bytes(demand.memoryBytes()) + " memory free";
   }
 }

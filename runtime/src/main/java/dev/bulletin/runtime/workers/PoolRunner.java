@@ -10,7 +10,7 @@ import dev.bulletin.runtime.pool.PoolStatus;
 import dev.bulletin.runtime.pool.PoolsConfig;
 import dev.bulletin.runtime.pool.RegisteredWorker;
 import dev.bulletin.runtime.scheduler.Demand;
-import dev.bulletin.runtime.scheduler.WorkerSlots;
+import dev.bulletin.runtime.scheduler.WorkerCapacity;
 import dev.bulletin.runtime.task.Task;
 import java.time.Instant;
 import java.util.ArrayDeque;
@@ -40,11 +40,11 @@ public final class PoolRunner implements PoolListener {
     this.plane = plane;
     this.pools = pools;
     // A call that only a pool's worker could run waits for one rather than failing at once.
-    List<WorkerSlots> shapes = new ArrayList<>();
+    List<WorkerCapacity> shapes = new ArrayList<>();
     for (PoolConfig pool : pools.pools()) {
       if (pool.maxWorkers() > 0) {
-        shapes.add(new WorkerSlots("pool " + pool.name(), pool.worker().gpus(), false,
-            pool.worker().cpus(), pool.worker().memory().orElse(Long.MAX_VALUE)));
+        shapes.add(new WorkerCapacity(pool.worker().gpus(), false, pool.worker().cpus(),
+            pool.worker().memory().orElse(Long.MAX_VALUE)));
       }
     }
     plane.potentialWorkers(shapes);

@@ -108,7 +108,7 @@ public final class WorkerAttachApi {
         }
       });
       LOG.info(() -> "worker " + worker.id() + " attached from " + registration.getHost() + ": "
-          + slots.describeCapacity() + (registration.getPool().isEmpty() ? ""
+          + slots.capacity() + (registration.getPool().isEmpty() ? ""
           : ", pool " + registration.getPool()));
     }
 

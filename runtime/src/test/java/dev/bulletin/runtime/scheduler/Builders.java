@@ -14,7 +14,6 @@ import java.time.Instant;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
@@ -22,7 +21,9 @@ import java.util.TreeSet;
 /**
  * Fluent builders for scheduler tests: {@code aWorker().gpus(8).nvlinkPairs(0, 1)},
  * {@code aCall().user("ann").group("nlp").gpus(2).qos("interactive")}, and a snapshot that
- * takes running calls' GPUs, CPUs and memory off their workers, as the runtime would.
+ * takes running calls' GPUs, CPUs and memory off their workers, as the runtime would. Calls are
+ * the main code's own builders ({@link QueuedCall#builder}, {@link RunningCall#builder}) with
+ * test defaults filled in.
  */
 public final class Builders {
   public static final Instant NOW = Instant.parse("2025-03-03T09:00:00Z");
@@ -37,12 +38,24 @@ public final class Builders {
     return new WorkerBuilder("w" + nextId++);
   }
 
-  public static CallBuilder aCall() {
-    return new CallBuilder("c" + nextId++);
+  /** A 1-GPU call of ann (group nlp) in the default QoS, queued a minute ago. */
+  public static QueuedCall.Builder aCall() {
+    return QueuedCall.builder().id("c" + nextId++).user("ann").group("nlp").gpus(1).cpus(1)
+        .submittedAt(secondsAgo(60));
   }
 
-  public static RunningBuilder aRunningCall() {
-    return new RunningBuilder("r" + nextId++);
+  /**
+   * A batch call of bob (group vision) started 10 minutes ago with a 1-hour walltime and no
+   * checkpoint since; {@code on(worker, gpus...)} says where it runs.
+   */
+  public static RunningCall.Builder aRunningCall() {
+    return RunningCall.builder().id("r" + nextId++).user("bob").group("vision").qos("batch")
+        .on("w?").startedAt(NOW.minus(Duration.ofMinutes(10))).walltime(Duration.ofHours(1))
+        .unsavedWork(Duration.ofMinutes(10));
+  }
+
+  public static Instant secondsAgo(long seconds) {
+    return NOW.minusSeconds(seconds);
   }
 
   public static SnapshotBuilder aSnapshot() {
@@ -59,7 +72,6 @@ public final class Builders {
 
   public static final class WorkerBuilder {
     private String id;
-    private String pool = "";
     private int gpus = 8;
     private GpuTopology.Builder topology = GpuTopology.builder(8);
     private TreeSet<Integer> free;
@@ -75,11 +87,6 @@ public final class Builders {
 
     public WorkerBuilder id(String id) {
       this.id = id;
-      return this;
-    }
-
-    public WorkerBuilder pool(String pool) {
-      this.pool = pool;
       return this;
     }
 
@@ -115,8 +122,8 @@ public final class Builders {
       return this;
     }
 
-    public WorkerBuilder memoryGiB(long gib) {
-      this.memory = gib * GIB;
+    public WorkerBuilder memoryBytes(long bytes) {
+      this.memory = bytes;
       return this;
     }
 
@@ -157,187 +164,15 @@ public final class Builders {
           freeMemory -= call.memoryBytes();
         }
       }
-      return new WorkerState(id, pool, topology.build(), freeGpus, cpus, Math.max(0, freeCpus),
+      return new WorkerState(id, topology.build(), freeGpus, cpus, Math.max(0, freeCpus),
           memory, Math.max(0, freeMemory), held, draining, expiresAt);
-    }
-  }
-
-  public static final class CallBuilder {
-    private String id;
-    private String user = "ann";
-    private String group = "nlp";
-    private String qos = "";
-    private int gpus = 1;
-    private double cpus = 1;
-    private long memory;
-    private String pool = "";
-    private int priority;
-    private long credits;
-    private final Map<String, Long> inputs = new LinkedHashMap<>();
-    private Instant submittedAt = NOW.minusSeconds(60);
-    private Duration walltime = Duration.ZERO;
-
-    CallBuilder(String id) {
-      this.id = id;
-    }
-
-    public CallBuilder id(String id) {
-      this.id = id;
-      return this;
-    }
-
-    public CallBuilder user(String user) {
-      this.user = user;
-      return this;
-    }
-
-    public CallBuilder group(String group) {
-      this.group = group;
-      return this;
-    }
-
-    public CallBuilder qos(String qos) {
-      this.qos = qos;
-      return this;
-    }
-
-    public CallBuilder gpus(int gpus) {
-      this.gpus = gpus;
-      return this;
-    }
-
-    public CallBuilder cpus(double cpus) {
-      this.cpus = cpus;
-      return this;
-    }
-
-    public CallBuilder memoryGiB(long gib) {
-      this.memory = gib * GIB;
-      return this;
-    }
-
-    public CallBuilder pool(String pool) {
-      this.pool = pool;
-      return this;
-    }
-
-    public CallBuilder priority(int priority) {
-      this.priority = priority;
-      return this;
-    }
-
-    public CallBuilder credits(long credits) {
-      this.credits = credits;
-      return this;
-    }
-
-    public CallBuilder input(String objectId, long bytes) {
-      inputs.put(objectId, bytes);
-      return this;
-    }
-
-    public CallBuilder submittedSecondsAgo(long seconds) {
-      this.submittedAt = NOW.minusSeconds(seconds);
-      return this;
-    }
-
-    public CallBuilder walltime(Duration walltime) {
-      this.walltime = walltime;
-      return this;
-    }
-
-    public QueuedCall build() {
-      return new QueuedCall(id, user, group, qos, new Demand(gpus, cpus, memory), pool, priority,
-          credits, inputs, submittedAt, walltime);
-    }
-  }
-
-  public static final class RunningBuilder {
-    private String id;
-    private String user = "bob";
-    private String group = "vision";
-    private String qos = "batch";
-    private String worker = "w?";
-    private List<Integer> gpus = List.of();
-    private double cpus = 1;
-    private long memory;
-    private boolean preemptible;
-    private Instant startedAt = NOW.minus(Duration.ofMinutes(10));
-    private Duration walltime = Duration.ofHours(1);
-    private Duration unsaved;
-    private String preemptedFor = "";
-
-    RunningBuilder(String id) {
-      this.id = id;
-    }
-
-    public RunningBuilder id(String id) {
-      this.id = id;
-      return this;
-    }
-
-    public RunningBuilder user(String user) {
-      this.user = user;
-      return this;
-    }
-
-    public RunningBuilder group(String group) {
-      this.group = group;
-      return this;
-    }
-
-    public RunningBuilder qos(String qos) {
-      this.qos = qos;
-      return this;
-    }
-
-    public RunningBuilder on(String workerId, Integer... gpuIds) {
-      this.worker = workerId;
-      this.gpus = List.of(gpuIds);
-      return this;
-    }
-
-    public RunningBuilder cpus(double cpus) {
-      this.cpus = cpus;
-      return this;
-    }
-
-    public RunningBuilder preemptible() {
-      this.preemptible = true;
-      return this;
-    }
-
-    public RunningBuilder startedAgo(Duration ago) {
-      this.startedAt = NOW.minus(ago);
-      return this;
-    }
-
-    public RunningBuilder walltime(Duration walltime) {
-      this.walltime = walltime;
-      return this;
-    }
-
-    public RunningBuilder unsaved(Duration unsaved) {
-      this.unsaved = unsaved;
-      return this;
-    }
-
-    public RunningBuilder preemptedFor(String callId) {
-      this.preemptedFor = callId;
-      return this;
-    }
-
-    public RunningCall build() {
-      return new RunningCall(id, user, group, qos, worker, gpus, cpus, memory, preemptible,
-          startedAt, walltime, unsaved != null ? unsaved : Duration.between(startedAt, NOW),
-          preemptedFor);
     }
   }
 
   public static final class SnapshotBuilder {
     private final List<WorkerBuilder> workers = new ArrayList<>();
-    private final List<RunningBuilder> running = new ArrayList<>();
-    private final List<CallBuilder> queue = new ArrayList<>();
+    private final List<RunningCall.Builder> running = new ArrayList<>();
+    private final List<QueuedCall.Builder> queue = new ArrayList<>();
     private final Map<String, Usage.GroupUsage> groups = new HashMap<>();
     private final Map<String, Double> users = new HashMap<>();
     private PolicyConfig policy = PolicyConfig.defaults();
@@ -347,12 +182,12 @@ public final class Builders {
       return this;
     }
 
-    public SnapshotBuilder running(RunningBuilder... builders) {
+    public SnapshotBuilder running(RunningCall.Builder... builders) {
       running.addAll(List.of(builders));
       return this;
     }
 
-    public SnapshotBuilder queue(CallBuilder... builders) {
+    public SnapshotBuilder queue(QueuedCall.Builder... builders) {
       queue.addAll(List.of(builders));
       return this;
     }
@@ -379,9 +214,10 @@ public final class Builders {
     }
 
     public Snapshot build() {
-      List<RunningCall> calls = running.stream().map(RunningBuilder::build).toList();
+      List<RunningCall> calls = running.stream().map(RunningCall.Builder::build).toList();
       return new Snapshot(workers.stream().map(w -> w.build(calls)).toList(), calls,
-          queue.stream().map(CallBuilder::build).toList(), new Usage(groups, users), policy);
+          queue.stream().map(QueuedCall.Builder::build).toList(), new Usage(groups, users),
+          policy);
     }
   }
 }

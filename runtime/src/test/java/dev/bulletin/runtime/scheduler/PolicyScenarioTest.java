@@ -1,5 +1,6 @@
 package dev.bulletin.runtime.scheduler;
 
+import static dev.bulletin.runtime.scheduler.Builders.secondsAgo;
 import static dev.bulletin.runtime.scheduler.Builders.NOW;
 import static dev.bulletin.runtime.scheduler.Builders.aCall;
 import static dev.bulletin.runtime.scheduler.Builders.aRunningCall;
@@ -45,8 +46,8 @@ class PolicyScenarioTest {
             """)
         .workers(aWorker().gpus(8))
         .queue(aCall().id("carl-big").user("carl").gpus(2),
-            aCall().id("carl-1").user("carl").submittedSecondsAgo(30),
-            aCall().id("carl-2").user("carl").submittedSecondsAgo(20),
+            aCall().id("carl-1").user("carl").submittedAt(secondsAgo(30)),
+            aCall().id("carl-2").user("carl").submittedAt(secondsAgo(20)),
             aCall().id("ann-1").user("ann").gpus(2), aCall().id("ann-2").user("ann").gpus(2)));
 
     assertTrue(plan.rejection("carl-big").orElseThrow().reason()
@@ -61,8 +62,9 @@ class PolicyScenarioTest {
   void creditsBuyPriorityForOneUrgentCallAndArePaidWhenItIsPlaced() {
     Builders.SnapshotBuilder snapshot = aSnapshot()
         .workers(aWorker().gpus(1))
-        .queue(aCall().id("early").user("ann").group("nlp").submittedSecondsAgo(600),
-            aCall().id("urgent").user("dan").group("vision").credits(5).submittedSecondsAgo(5));
+        .queue(aCall().id("early").user("ann").group("nlp").submittedAt(secondsAgo(600)),
+            aCall().id("urgent").user("dan").group("vision").creditsSpent(5)
+                .submittedAt(secondsAgo(5)));
     Plan rich = plan(snapshot.groupUsage("vision", 0, 0, 12));
     assertEquals(List.of("urgent"), List.copyOf(placedIds(rich)));
     assertEquals(5.0, rich.placement("urgent").orElseThrow().creditsCharged());
@@ -83,10 +85,11 @@ class PolicyScenarioTest {
               vision: {gpus: 4}
             """)
         .workers(aWorker().gpus(4))
-        .queue(aCall().id("nlp-1").group("nlp").gpus(2).submittedSecondsAgo(90),
-            aCall().id("nlp-2").group("nlp").gpus(1).submittedSecondsAgo(80),
-            aCall().id("vision-1").user("vic").group("vision").qos("batch").submittedSecondsAgo(10),
-            aCall().id("nlp-3").group("nlp").gpus(2).submittedSecondsAgo(5)));
+        .queue(aCall().id("nlp-1").group("nlp").gpus(2).submittedAt(secondsAgo(90)),
+            aCall().id("nlp-2").group("nlp").gpus(1).submittedAt(secondsAgo(80)),
+            aCall().id("vision-1").user("vic").group("vision").qos("batch")
+                .submittedAt(secondsAgo(10)),
+            aCall().id("nlp-3").group("nlp").gpus(2).submittedAt(secondsAgo(5))));
 
     assertEquals(Set.of("nlp-1", "nlp-2", "vision-1"), placedIds(plan));
     assertFalse(plan.placement("nlp-1").orElseThrow().preemptible());
@@ -119,8 +122,8 @@ class PolicyScenarioTest {
         .workers(aWorker().id("w1").gpus(4))
         .running(
             aRunningCall().id("nlp-in").group("nlp").on("w1", 0, 1),
-            aRunningCall().id("nlp-lent-a").group("nlp").on("w1", 2).preemptible(),
-            aRunningCall().id("nlp-lent-b").group("nlp").on("w1", 3).preemptible())
+            aRunningCall().id("nlp-lent-a").group("nlp").on("w1", 2).preemptible(true),
+            aRunningCall().id("nlp-lent-b").group("nlp").on("w1", 3).preemptible(true))
         .queue(aCall().id("vision-1").user("vic").group("vision").gpus(2));
     Plan plan = plan(snapshot);
     assertEquals(Set.of("nlp-lent-a", "nlp-lent-b"), plan.preemptions().stream()
@@ -135,9 +138,9 @@ class PolicyScenarioTest {
         .policy("groups: {nlp: {gpus: 2}, vision: {gpus: 2}}")
         .workers(aWorker().id("w1").gpus(4))
         .running(aRunningCall().id("nlp-in").group("nlp").on("w1", 0, 1),
-            aRunningCall().id("nlp-lent-a").group("nlp").on("w1", 2).preemptible()
+            aRunningCall().id("nlp-lent-a").group("nlp").on("w1", 2).preemptible(true)
                 .preemptedFor("vision-1"),
-            aRunningCall().id("nlp-lent-b").group("nlp").on("w1", 3).preemptible()
+            aRunningCall().id("nlp-lent-b").group("nlp").on("w1", 3).preemptible(true)
                 .preemptedFor("vision-1"))
         .queue(aCall().id("vision-1").user("vic").group("vision").gpus(2)));
     assertTrue(next.preemptions().isEmpty());
@@ -157,10 +160,10 @@ class PolicyScenarioTest {
   void theOwnerWaitsOutItsPatienceBeforeStoppingWorkThatWouldLoseMuch() {
     Builders.SnapshotBuilder snapshot = aSnapshot()
         .workers(aWorker().id("w1").gpus(1))
-        .running(aRunningCall().id("sweep").qos("scavenger").on("w1", 0).preemptible()
-            .startedAgo(Duration.ofHours(2)).walltime(Duration.ofHours(3))
-            .unsaved(Duration.ofHours(1)))
-        .queue(aCall().id("owner").qos("batch").submittedSecondsAgo(10));
+        .running(aRunningCall().id("sweep").qos("scavenger").on("w1", 0).preemptible(true)
+            .startedAt(NOW.minus(Duration.ofHours(2))).walltime(Duration.ofHours(3))
+            .unsavedWork(Duration.ofHours(1)))
+        .queue(aCall().id("owner").qos("batch").submittedAt(secondsAgo(10)));
     Plan patient = plan(snapshot);
     assertTrue(patient.preemptions().isEmpty());
     WaitInfo wait = waitOf(patient, "owner");
@@ -179,10 +182,11 @@ class PolicyScenarioTest {
     Builders.SnapshotBuilder snapshot = aSnapshot()
         .policy("groups: {nlp: {gpus: 2, lend: 1}, vision: {gpus: 2}}")
         .workers(aWorker().gpus(4))
-        .queue(aCall().id("s1").user("bea").group("bio").qos("scavenger").submittedSecondsAgo(4),
-            aCall().id("s2").user("bea").group("bio").qos("scavenger").submittedSecondsAgo(3),
-            aCall().id("s3").user("bea").group("bio").qos("scavenger").submittedSecondsAgo(2),
-            aCall().id("s4").user("bea").group("bio").qos("scavenger").submittedSecondsAgo(1));
+        .queue(
+            aCall().id("s1").user("bea").group("bio").qos("scavenger").submittedAt(secondsAgo(4)),
+            aCall().id("s2").user("bea").group("bio").qos("scavenger").submittedAt(secondsAgo(3)),
+            aCall().id("s3").user("bea").group("bio").qos("scavenger").submittedAt(secondsAgo(2)),
+            aCall().id("s4").user("bea").group("bio").qos("scavenger").submittedAt(secondsAgo(1)));
     Plan plan = plan(snapshot);
     assertEquals(Set.of("s1", "s2", "s3"), placedIds(plan));
     WaitInfo s4 = waitOf(plan, "s4");
@@ -198,14 +202,14 @@ class PolicyScenarioTest {
     Plan plan = plan(aSnapshot()
         .workers(aWorker().id("w1").gpus(4))
         .running(
-            aRunningCall().id("s-10m").qos("scavenger").on("w1", 0).preemptible()
-                .unsaved(Duration.ofMinutes(10)),
-            aRunningCall().id("s-2h").qos("scavenger").on("w1", 1).preemptible()
-                .unsaved(Duration.ofHours(2)),
-            aRunningCall().id("s-5m").qos("scavenger").on("w1", 2).preemptible()
-                .unsaved(Duration.ofMinutes(5)),
-            aRunningCall().id("s-1h").qos("scavenger").on("w1", 3).preemptible()
-                .unsaved(Duration.ofHours(1)))
+            aRunningCall().id("s-10m").qos("scavenger").on("w1", 0).preemptible(true)
+                .unsavedWork(Duration.ofMinutes(10)),
+            aRunningCall().id("s-2h").qos("scavenger").on("w1", 1).preemptible(true)
+                .unsavedWork(Duration.ofHours(2)),
+            aRunningCall().id("s-5m").qos("scavenger").on("w1", 2).preemptible(true)
+                .unsavedWork(Duration.ofMinutes(5)),
+            aRunningCall().id("s-1h").qos("scavenger").on("w1", 3).preemptible(true)
+                .unsavedWork(Duration.ofHours(1)))
         .queue(aCall().id("need-2").gpus(2).qos("batch")));
     assertEquals(Set.of("s-5m", "s-10m"), plan.preemptions().stream()
         .map(Preemption::victimId).collect(Collectors.toSet()));
@@ -217,7 +221,7 @@ class PolicyScenarioTest {
     Plan plan = plan(aSnapshot()
         .workers(aWorker().id("w1").gpus(2))
         .running(aRunningCall().id("batch").on("w1", 0),
-            aRunningCall().id("scav").qos("scavenger").on("w1", 1).preemptible())
+            aRunningCall().id("scav").qos("scavenger").on("w1", 1).preemptible(true))
         .queue(aCall().id("want-2").gpus(2).qos("batch"),
             aCall().id("scav-2").qos("scavenger")));
     assertTrue(plan.preemptions().isEmpty(), plan.preemptions().toString());
@@ -261,18 +265,18 @@ class PolicyScenarioTest {
     Plan lighter = plan(aSnapshot()
         .workers(aWorker().gpus(1))
         .userUsage("ann", 36_000)
-        .queue(aCall().id("ann").user("ann").submittedSecondsAgo(600),
-            aCall().id("bea").user("bea").submittedSecondsAgo(1)));
+        .queue(aCall().id("ann").user("ann").submittedAt(secondsAgo(600)),
+            aCall().id("bea").user("bea").submittedAt(secondsAgo(1))));
     assertEquals(Set.of("bea"), placedIds(lighter));
 
     Plan interleaved = plan(aSnapshot()
         .workers(aWorker().gpus(4))
-        .queue(aCall().id("a1").user("ann").qos("batch").submittedSecondsAgo(60),
-            aCall().id("a2").user("ann").qos("batch").submittedSecondsAgo(59),
-            aCall().id("a3").user("ann").qos("batch").submittedSecondsAgo(58),
-            aCall().id("a4").user("ann").qos("batch").submittedSecondsAgo(57),
-            aCall().id("b1").user("bea").qos("batch").submittedSecondsAgo(10),
-            aCall().id("b2").user("bea").qos("batch").submittedSecondsAgo(9)));
+        .queue(aCall().id("a1").user("ann").qos("batch").submittedAt(secondsAgo(60)),
+            aCall().id("a2").user("ann").qos("batch").submittedAt(secondsAgo(59)),
+            aCall().id("a3").user("ann").qos("batch").submittedAt(secondsAgo(58)),
+            aCall().id("a4").user("ann").qos("batch").submittedAt(secondsAgo(57)),
+            aCall().id("b1").user("bea").qos("batch").submittedAt(secondsAgo(10)),
+            aCall().id("b2").user("bea").qos("batch").submittedAt(secondsAgo(9))));
     assertEquals(Set.of("a1", "a2", "b1", "b2"), placedIds(interleaved));
   }
 
@@ -295,9 +299,9 @@ class PolicyScenarioTest {
   void aWaitingCallGetsItsPositionReasonEstimateAndWhatWouldRunSooner() {
     Plan plan = plan(aSnapshot()
         .workers(aWorker().id("w1").gpus(4))
-        .running(aRunningCall().on("w1", 0).startedAgo(Duration.ofMinutes(10))
+        .running(aRunningCall().on("w1", 0).startedAt(NOW.minus(Duration.ofMinutes(10)))
                 .walltime(Duration.ofMinutes(30)),
-            aRunningCall().on("w1", 1).startedAgo(Duration.ofMinutes(10))
+            aRunningCall().on("w1", 1).startedAt(NOW.minus(Duration.ofMinutes(10)))
                 .walltime(Duration.ofMinutes(60)))
         .queue(aCall().id("four").gpus(4).qos("batch")));
     WaitInfo wait = waitOf(plan, "four");
@@ -312,8 +316,8 @@ class PolicyScenarioTest {
     Plan plan = plan(aSnapshot()
         .workers(aWorker().id("w1").gpus(1))
         .running(aRunningCall().on("w1", 0))
-        .queue(aCall().id("fresh").gpus(1).submittedSecondsAgo(0).priority(1),
-            aCall().id("old").gpus(1).submittedSecondsAgo(30)));
+        .queue(aCall().id("fresh").gpus(1).submittedAt(secondsAgo(0)).priority(1),
+            aCall().id("old").gpus(1).submittedAt(secondsAgo(30))));
     assertTrue(plan.waitInfo("fresh").isEmpty(), plan.toString());
     assertEquals(2, waitOf(plan, "old").position());
   }
@@ -325,7 +329,8 @@ class PolicyScenarioTest {
         .queue(aCall().id("sixteen").gpus(16), aCall().id("qos?").qos("turbo")));
     assertTrue(plan.waiting().isEmpty());
     assertTrue(plan.rejection("sixteen").orElseThrow().reason().startsWith(
-        "no worker can run a call that asks for 16 GPUs, 1 CPU: the largest has 8 GPUs"));
+        "no worker can run a call that asks for 16 GPUs, 1 CPU: the largest worker has 8"
+            + " GPUs"));
     assertEquals("unknown qos 'turbo' (known: interactive, batch, scavenger)",
         plan.rejection("qos?").orElseThrow().reason());
   }

@@ -5,5 +5,5 @@ package dev.bulletin.runtime.scheduler.impl;
  * answers PASS, WAIT (not now, with a named reason) or NEVER (with what to change).
  */
 interface CallCheck {
-  Verdict check(CallRow row, Pass pass);
+  Verdict check(CallRow row, PassView pass);
 }

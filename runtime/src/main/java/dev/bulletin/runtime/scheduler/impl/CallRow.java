@@ -8,19 +8,16 @@ import dev.bulletin.runtime.scheduler.snapshot.QueuedCall;
 
 /** One queued call resolved against the policy and interned for the pass's hot loop. */
 final class CallRow {
-  /** Pool ids: any pool, or a pool no worker has. */
-  static final int ANY_POOL = -1;
-  static final int UNKNOWN_POOL = -2;
-
   final QueuedCall call;
   final int index;
   final int user;
   final int group;
+  /** The pass's id of its QoS class; -1 (and {@link #qos} null) if the policy has no such class. */
   final int qosId;
+  /** Its QoS class, resolved once when the pass starts; every stage reads this one. */
   final QosClass qos;
   final GroupQuota quota;
   final UserLimit limit;
-  final int pool;
   final int gpus;
   final double cpus;
   final long memory;
@@ -45,7 +42,7 @@ final class CallRow {
   java.time.Instant reclaimAt;
 
   CallRow(QueuedCall call, int index, int user, int group, int qosId, QosClass qos,
-      GroupQuota quota, UserLimit limit, int pool) {
+      GroupQuota quota, UserLimit limit) {
     this.call = call;
     this.index = index;
     this.user = user;
@@ -54,7 +51,6 @@ final class CallRow {
     this.qos = qos;
     this.quota = quota;
     this.limit = limit;
-    this.pool = pool;
     this.gpus = call.demand().gpus();
     this.cpus = call.demand().cpus();
     this.memory = call.demand().memoryBytes();

@@ -1,5 +1,7 @@
 package dev.bulletin.runtime.scheduler.impl;
 
+import dev.bulletin.runtime.scheduler.ClusterCapacity;
+import dev.bulletin.runtime.scheduler.WorkerCapacity;
 import dev.bulletin.runtime.scheduler.snapshot.GpuTopology;
 import dev.bulletin.runtime.scheduler.snapshot.WorkerState;
 import java.util.ArrayList;
@@ -10,10 +12,10 @@ import java.util.SplittableRandom;
 
 /**
  * The pass's working copy of the workers' free capacity, indexed so a decision touches few
- * workers: usable workers (not draining) sit in buckets by pool and by free GPU count, and a call
- * for g GPUs looks in buckets g, g+1, ... (best fit first) instead of scanning the cluster.
- * Worker order inside a bucket is a seeded shuffle of the snapshot's order, so ties spread
- * across workers the same way for the same seed.
+ * workers: usable workers (not draining) sit in buckets by free GPU count, and a call for g GPUs
+ * looks in buckets g, g+1, ... (best fit first) instead of scanning the cluster. Worker order
+ * inside a bucket is a seeded shuffle of the snapshot's order, so ties spread across workers the
+ * same way for the same seed. Stages read it; only the pass changes it ({@link #take}).
  */
 final class ClusterIndex {
   final WorkerState[] workers;
@@ -24,16 +26,14 @@ final class ClusterIndex {
   final double[] freeCpus;
   final long[] freeMemory;
   final long[] expiresMillis;
-  final int[] pool;
   final boolean[] usable;
   final byte[][] distances;
-  final Names pools = new Names();
   final Map<String, Integer> byId = new HashMap<>();
   /** The largest GPU count of any worker: buckets run 0..maxGpus. */
   final int maxGpus;
-  /** Per pool, the distinct (GPUs, CPUs, memory) capacities of usable workers. */
-  final List<List<Shape>> shapes = new ArrayList<>();
-  private final IntBag[][] buckets;
+  /** The usable workers' whole capacities: what "could this ever fit" compares against. */
+  final ClusterCapacity capacity;
+  private final IntBag[] buckets;
   private final int[] bucketSlot;
   private final Map<String, int[]> holders = new HashMap<>();
 
@@ -54,7 +54,6 @@ final class ClusterIndex {
     freeCpus = new double[size];
     freeMemory = new long[size];
     expiresMillis = new long[size];
-    pool = new int[size];
     usable = new boolean[size];
     distances = new byte[size][];
     bucketSlot = new int[size];
@@ -72,48 +71,29 @@ final class ClusterIndex {
       freeMemory[w] = worker.freeMemoryBytes();
       expiresMillis[w] = worker.expiresAt().equals(WorkerState.NEVER) ? Long.MAX_VALUE
           : worker.expiresAt().toEpochMilli();
-      pool[w] = pools.id(worker.pool());
       usable[w] = !worker.draining();
       distances[w] = shared.computeIfAbsent(worker.topology(), ClusterIndex::matrix);
       largest = Math.max(largest, worker.gpus());
     }
     maxGpus = largest;
-    buckets = new IntBag[pools.size()][largest + 1];
-    for (int p = 0; p < pools.size(); p++) {
-      for (int f = 0; f <= largest; f++) {
-        buckets[p][f] = new IntBag();
-      }
+    buckets = new IntBag[largest + 1];
+    for (int f = 0; f <= largest; f++) {
+      buckets[f] = new IntBag();
     }
-    List<java.util.Set<Shape>> distinct = new ArrayList<>();
-    for (int p = 0; p < pools.size(); p++) {
-      distinct.add(new java.util.LinkedHashSet<>());
-    }
+    List<WorkerCapacity> capacities = new ArrayList<>(size);
     for (int w = 0; w < size; w++) {
       if (usable[w]) {
-        bucketSlot[w] = buckets[pool[w]][freeCount[w]].add(w);
-        distinct.get(pool[w]).add(new Shape(gpuCount[w], workers[w].cpus(),
+        bucketSlot[w] = buckets[freeCount[w]].add(w);
+        capacities.add(new WorkerCapacity(gpuCount[w], false, workers[w].cpus(),
             workers[w].memoryBytes()));
       }
     }
-    for (java.util.Set<Shape> set : distinct) {
-      shapes.add(List.copyOf(set));
-    }
+    capacity = ClusterCapacity.of(capacities);
   }
 
-  /** A worker's whole capacity: what "could this ever fit" compares against. */
-  record Shape(int gpus, double cpus, long memory) {}
-
-  /** Usable workers in the pool (any pool for ANY_POOL). */
-  int usableWorkers(int p) {
-    int count = 0;
-    for (int q = 0; q < pools.size(); q++) {
-      if (p == CallRow.ANY_POOL || q == p) {
-        for (int f = 0; f <= maxGpus; f++) {
-          count += buckets[q][f].size();
-        }
-      }
-    }
-    return count;
+  /** Usable workers: the pass neither adds nor retires any. */
+  int usableWorkers() {
+    return capacity.workers();
   }
 
   private static byte[] matrix(GpuTopology topology) {
@@ -127,43 +107,32 @@ final class ClusterIndex {
     return matrix;
   }
 
-  int poolCount() {
-    return pools.size();
+  /** Usable workers with exactly {@code free} GPUs free. */
+  IntBag bucket(int free) {
+    return buckets[free];
   }
 
-  /** Workers of pool {@code p} with exactly {@code free} GPUs free. */
-  IntBag bucket(int p, int free) {
-    return buckets[p][free];
-  }
-
-  /** Most GPUs free on one usable worker of the pool (any pool for ANY_POOL); -1 if none. */
-  int maxFree(int p) {
-    int best = -1;
-    for (int q = 0; q < pools.size(); q++) {
-      if (p != CallRow.ANY_POOL && q != p) {
-        continue;
-      }
-      for (int f = maxGpus; f > best; f--) {
-        if (buckets[q][f].size() > 0) {
-          best = f;
-          break;
-        }
+  /** Most GPUs free on one usable worker; -1 if there is none. */
+  int maxFree() {
+    for (int f = maxGpus; f >= 0; f--) {
+      if (buckets[f].size() > 0) {
+        return f;
       }
     }
-    return best;
+    return -1;
   }
 
   /** Takes GPUs, CPUs and memory of worker {@code w} for a placed call. */
   void take(int w, long gpus, double cpus, long memory) {
     if (usable[w]) {
-      buckets[pool[w]][freeCount[w]].remove(bucketSlot[w], this);
+      buckets[freeCount[w]].remove(bucketSlot[w], this);
     }
     freeMask[w] &= ~gpus;
     freeCount[w] = Long.bitCount(freeMask[w]);
     freeCpus[w] -= cpus;
     freeMemory[w] -= memory;
     if (usable[w]) {
-      bucketSlot[w] = buckets[pool[w]][freeCount[w]].add(w);
+      bucketSlot[w] = buckets[freeCount[w]].add(w);
     }
   }
 

@@ -8,21 +8,22 @@ import java.util.List;
 /**
  * Per-group, per-user and per-user-per-QoS counters, started from the running calls and bumped
  * as the pass places calls: every policy check is an array read, not a scan of the running set.
+ * Stages read them; only the pass calls {@link #add}.
  */
 final class Counters {
   private final int qosCount;
   /** GPUs of non-preemptible calls: what the concurrent-GPU quota limits. */
-  final int[] groupQuotaGpus;
+  private final int[] groupQuotaGpus;
   /** All GPUs a group holds (fair share between groups). */
-  final int[] groupGpus;
-  final int[] userGpus;
-  final int[] userCalls;
-  final int[] userQosCalls;
-  final double[] groupRecent;
-  final double[] groupHoursThisPeriod;
-  final double[] groupCredits;
-  final double[] groupWeight;
-  final double[] userRecent;
+  private final int[] groupGpus;
+  private final int[] userGpus;
+  private final int[] userCalls;
+  private final int[] userQosCalls;
+  private final double[] groupRecent;
+  private final double[] groupHoursThisPeriod;
+  private final double[] groupCredits;
+  private final double[] groupWeight;
+  private final double[] userRecent;
   private final double horizonSeconds;
 
   Counters(Names users, Names groups, Names qos, PolicyConfig policy, Usage usage,
@@ -70,6 +71,32 @@ final class Counters {
     if (qos >= 0) {
       userQosCalls[user * qosCount + qos]++;
     }
+  }
+
+  /** GPUs the group's non-preemptible calls hold: what its concurrent-GPU quota limits. */
+  int groupQuotaGpus(int group) {
+    return groupQuotaGpus[group];
+  }
+
+  double groupHoursThisPeriod(int group) {
+    return groupHoursThisPeriod[group];
+  }
+
+  double groupCredits(int group) {
+    return groupCredits[group];
+  }
+
+  /** Every group's credit balance, a copy the pass spends from while it honours offers. */
+  double[] groupCreditsCopy() {
+    return groupCredits.clone();
+  }
+
+  int userGpus(int user) {
+    return userGpus[user];
+  }
+
+  int userCalls(int user) {
+    return userCalls[user];
   }
 
   int userQosCalls(int user, int qos) {

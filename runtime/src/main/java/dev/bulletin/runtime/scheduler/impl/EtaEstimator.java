@@ -15,17 +15,17 @@ import java.util.Optional;
  * pass, after the placements, and answers are cached per shape.
  */
 final class EtaEstimator {
-  private final Pass pass;
+  private final PassView pass;
   private final List<List<Holding>> byWorker = new ArrayList<>();
   private final Map<Integer, List<Holding>> byGroup = new HashMap<>();
   private final Map<Integer, List<Holding>> byUser = new HashMap<>();
   private final Map<Shape, Optional<Instant>> capacityCache = new HashMap<>();
 
-  private record Shape(int pool, int gpus, double cpus, long memory) {}
+  private record Shape(int gpus, double cpus, long memory) {}
 
-  EtaEstimator(Pass pass, List<Holding> holdings) {
+  EtaEstimator(PassView pass, List<Holding> holdings) {
     this.pass = pass;
-    for (int w = 0; w < pass.index.size; w++) {
+    for (int w = 0; w < pass.index().size; w++) {
       byWorker.add(new ArrayList<>());
     }
     Comparator<Holding> byEnd = Comparator.comparingLong(Holding::endMillis);
@@ -44,12 +44,12 @@ final class EtaEstimator {
   }
 
   private Optional<Instant> at(long millis) {
-    return Optional.of(Instant.ofEpochMilli(Math.max(millis, pass.nowMillis)));
+    return Optional.of(Instant.ofEpochMilli(Math.max(millis, pass.nowMillis())));
   }
 
-  /** When some worker of the call's pool has its GPUs, CPUs and memory back. */
+  /** When some worker has the call's GPUs, CPUs and memory back. */
   Optional<Instant> capacity(CallRow row) {
-    Shape key = new Shape(row.pool, row.gpus, row.cpus, row.memory);
+    Shape key = new Shape(row.gpus, row.cpus, row.memory);
     Optional<Instant> cached = capacityCache.get(key);
     if (cached == null) {
       cached = computeCapacity(row);
@@ -59,18 +59,17 @@ final class EtaEstimator {
   }
 
   private Optional<Instant> computeCapacity(CallRow row) {
-    ClusterIndex index = pass.index;
+    ClusterIndex index = pass.index();
     long best = Long.MAX_VALUE;
     for (int w = 0; w < index.size; w++) {
       if (!index.usable[w] || index.gpuCount[w] < row.gpus
-          || (row.pool != CallRow.ANY_POOL && row.pool != index.pool[w])
           || index.workers[w].cpus() < row.cpus || index.workers[w].memoryBytes() < row.memory) {
         continue;
       }
       int gpus = index.freeCount[w];
       double cpus = index.freeCpus[w];
       long memory = index.freeMemory[w];
-      long when = pass.nowMillis;
+      long when = pass.nowMillis();
       for (Holding h : byWorker.get(w)) {
         if (gpus >= row.gpus && cpus >= row.cpus - 1e-9 && memory >= row.memory) {
           break;
@@ -89,7 +88,7 @@ final class EtaEstimator {
 
   /** When the group's in-quota GPUs drop low enough for this call. */
   Optional<Instant> groupQuota(CallRow row) {
-    int held = pass.counters.groupQuotaGpus[row.group];
+    int held = pass.counters().groupQuotaGpus(row.group);
     int allowed = row.quota.maxGpus() - row.gpus;
     for (Holding h : byGroup.getOrDefault(row.group, List.of())) {
       if (held <= allowed) {
@@ -100,12 +99,12 @@ final class EtaEstimator {
         return at(h.endMillis());
       }
     }
-    return held <= allowed ? at(pass.nowMillis) : Optional.empty();
+    return held <= allowed ? at(pass.nowMillis()) : Optional.empty();
   }
 
   /** When one of the user's calls in the call's QoS ends (freeing a concurrency slot). */
   Optional<Instant> qosSlot(CallRow row) {
-    int over = pass.counters.userQosCalls(row.user, row.qosId) - row.qos.maxCallsPerUser();
+    int over = pass.counters().userQosCalls(row.user, row.qosId) - row.qos.maxCallsPerUser();
     int seen = 0;
     for (Holding h : byUser.getOrDefault(row.user, List.of())) {
       if (h.qos() == row.qosId && seen++ >= over) {
@@ -117,8 +116,8 @@ final class EtaEstimator {
 
   /** When the user's own calls give back enough GPUs (or one call slot) for the limit. */
   Optional<Instant> userLimit(CallRow row) {
-    int gpus = pass.counters.userGpus[row.user];
-    int calls = pass.counters.userCalls[row.user];
+    int gpus = pass.counters().userGpus(row.user);
+    int calls = pass.counters().userCalls(row.user);
     for (Holding h : byUser.getOrDefault(row.user, List.of())) {
       if (gpus + row.gpus <= row.limit.maxGpus() && calls < row.limit.maxCalls()) {
         break;

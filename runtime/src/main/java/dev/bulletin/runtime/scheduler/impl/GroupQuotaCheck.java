@@ -16,7 +16,7 @@ import java.util.Locale;
  */
 final class GroupQuotaCheck implements CallCheck {
   @Override
-  public Verdict check(CallRow row, Pass pass) {
+  public Verdict check(CallRow row, PassView pass) {
     row.preemptible = row.qos.preemptible();
     row.borrowReason = null;
     if (row.preemptible) {
@@ -29,8 +29,8 @@ final class GroupQuotaCheck implements CallCheck {
           + " may not borrow: a call for " + row.gpus + " GPUs can never run (ask for fewer, or"
           + " ask the group's lead to raise the quota)");
     }
-    Counters counters = pass.counters;
-    int held = counters.groupQuotaGpus[row.group];
+    Counters counters = pass.counters();
+    int held = counters.groupQuotaGpus(row.group);
     Verdict over = null;
     if (row.gpus > 0 && held + row.gpus > quota.maxGpus()) {
       over = pass.waitFor("group-gpus", row.group, held, row.gpus, null,
@@ -39,14 +39,14 @@ final class GroupQuotaCheck implements CallCheck {
               : "group " + group + " quota: " + held + "/" + quota.maxGpus() + " GPUs held, "
                   + row.gpus + " more would exceed it"));
     } else if (row.gpus > 0
-        && counters.groupHoursThisPeriod[row.group] >= quota.gpuHoursPerPeriod()) {
-      double used = counters.groupHoursThisPeriod[row.group];
+        && counters.groupHoursThisPeriod(row.group) >= quota.gpuHoursPerPeriod()) {
+      double used = counters.groupHoursThisPeriod(row.group);
       over = pass.waitFor("group-hours", row.group, 0, 0, null, () -> {
-        Instant resets = pass.usage.group(group).periodEndsAt();
+        Instant resets = pass.usage().group(group).periodEndsAt();
         return Verdict.waitFor(WaitCode.GROUP_GPU_HOURS, String.format(Locale.ROOT,
             "group %s used its GPU-hours for this period: %.0f/%.0f", group, used,
             quota.gpuHoursPerPeriod()) + (resets.equals(Instant.MAX) ? ""
-                : " (resets in " + Text.duration(Duration.between(pass.now, resets)) + ")"));
+                : " (resets in " + Text.duration(Duration.between(pass.now(), resets)) + ")"));
       });
     }
     if (over == null) {

@@ -10,7 +10,7 @@ import dev.bulletin.runtime.scheduler.plan.WaitCode;
  */
 final class LendingCheck implements CallCheck {
   @Override
-  public Verdict check(CallRow row, Pass pass) {
+  public Verdict check(CallRow row, PassView pass) {
     if (!row.preemptible || !pass.lending()) {
       return Verdict.PASS;
     }

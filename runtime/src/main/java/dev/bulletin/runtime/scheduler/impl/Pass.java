@@ -29,18 +29,18 @@ import java.util.function.LongSupplier;
  * non-preemptible (in quota, a non-preemptible QoS), which may plan preemptions; then the
  * preemptible calls (preemptible QoS, or borrowing over quota) in the same order, on what is
  * left idle. So borrowed work never takes capacity an in-quota call of this pass could use.
+ * Stages see it as a {@link PassView}; the pass alone places, bumps counters and takes capacity.
  */
-final class Pass {
-  final Snapshot snapshot;
-  final PolicyConfig policy;
-  final Usage usage;
-  final Instant now;
-  final long nowMillis;
-  final Names users = new Names();
-  final Names groups = new Names();
-  final Names qosNames = new Names();
-  final ClusterIndex index;
-  final Counters counters;
+final class Pass implements PassView {
+  private final PolicyConfig policy;
+  private final Usage usage;
+  private final Instant now;
+  private final long nowMillis;
+  private final Names users = new Names();
+  private final Names groups = new Names();
+  private final Names qosNames = new Names();
+  private final ClusterIndex index;
+  private final Counters counters;
   private final PolicyScheduler.Stages stages;
   private final LongSupplier ticker;
   private final CallRow[] rows;
@@ -67,7 +67,6 @@ final class Pass {
 
   Pass(Snapshot snapshot, Instant now, long seed, LongSupplier ticker,
       PolicyScheduler.Stages stages) {
-    this.snapshot = snapshot;
     this.policy = snapshot.policy();
     this.usage = snapshot.usage();
     this.now = now;
@@ -106,7 +105,47 @@ final class Pass {
       }
     }
     this.planner = new PreemptionPlanner(snapshot.running(), index);
-    this.selector = new Selector(stages.filters(), stages.scores(), index.size);
+    this.selector = new Selector(stages.filters(), stages.scores(), index, policy, nowMillis);
+  }
+
+  @Override
+  public PolicyConfig policy() {
+    return policy;
+  }
+
+  @Override
+  public Usage usage() {
+    return usage;
+  }
+
+  @Override
+  public Instant now() {
+    return now;
+  }
+
+  @Override
+  public long nowMillis() {
+    return nowMillis;
+  }
+
+  @Override
+  public Counters counters() {
+    return counters;
+  }
+
+  @Override
+  public ClusterIndex index() {
+    return index;
+  }
+
+  @Override
+  public int qosId(String name) {
+    return qosNames.find(name);
+  }
+
+  /** Users the pass knows (queued or running), by their interned ids 0..n-1. */
+  int userCount() {
+    return users.size();
   }
 
   private CallRow[] resolve(List<QueuedCall> queue) {
@@ -118,13 +157,10 @@ final class Pass {
         throw new IllegalArgumentException("snapshot: queued call id '" + call.id()
             + "' appears twice");
       }
-      String qosName = call.qos().isEmpty() ? policy.defaultQos() : call.qos();
-      QosClass qos = policy.qos().get(qosName);
-      int pool = call.pool().isEmpty() ? CallRow.ANY_POOL : index.pools.find(call.pool());
+      QosClass qos = policy.qosFor(call.qos()).orElse(null);
       resolved[i] = new CallRow(call, i, users.find(call.user()), groups.find(call.group()),
-          qos == null ? -1 : qosNames.find(qosName), qos, policy.group(call.group()),
-          policy.limitFor(call.user()), pool < 0 && !call.pool().isEmpty()
-              ? CallRow.UNKNOWN_POOL : pool);
+          qos == null ? -1 : qosNames.find(qos.name()), qos, policy.group(call.group()),
+          policy.limitFor(call.user()));
     }
     return resolved;
   }
@@ -139,7 +175,7 @@ final class Pass {
     }
     offers.sort((a, b) -> a.submittedMillis != b.submittedMillis
         ? Long.compare(a.submittedMillis, b.submittedMillis) : Integer.compare(a.index, b.index));
-    double[] left = counters.groupCredits.clone();
+    double[] left = counters.groupCreditsCopy();
     for (CallRow row : offers) {
       long offer = row.call.creditsSpent();
       if (left[row.group] >= offer) {
@@ -165,12 +201,8 @@ final class Pass {
     return rows.clone();
   }
 
-  /**
-   * A wait verdict, built once per distinct key in the pass: in a deep queue many calls wait
-   * for the same reason (one user's fifth interactive call and their sixth), and the words need
-   * not be rebuilt for each.
-   */
-  Verdict waitFor(String kind, long a, long b, long c, Object extra,
+  @Override
+  public Verdict waitFor(String kind, long a, long b, long c, Object extra,
       java.util.function.Supplier<Verdict> build) {
     ReasonKey key = new ReasonKey(kind, a, b, c, extra);
     Verdict verdict = reasons.get(key);
@@ -181,16 +213,18 @@ final class Pass {
     return verdict;
   }
 
-  boolean lending() {
+  @Override
+  public boolean lending() {
     return lending;
   }
 
-  /** GPUs preemptible calls hold (running, and placed in this pass). */
-  int lentGpus() {
+  @Override
+  public int lentGpus() {
     return lent;
   }
 
-  int lendableGpus() {
+  @Override
+  public int lendableGpus() {
     return lendable;
   }
 
@@ -213,17 +247,11 @@ final class Pass {
         return Integer.MAX_VALUE;
       }
       int id = groups.find(quota.name());
-      int held = id < 0 ? 0 : counters.groupQuotaGpus[id];
+      int held = id < 0 ? 0 : counters.groupQuotaGpus(id);
       quotas += quota.maxGpus();
       lendable += Math.min(quota.lend(), Math.max(0, quota.maxGpus() - held));
     }
     return (int) Math.min(Integer.MAX_VALUE, Math.max(0, capacity - quotas) + lendable);
-  }
-
-  double weightOf(WorkerScore score) {
-    return score == WorkerScore.TOPOLOGY ? policy.weights().topology()
-        : score == WorkerScore.LOCALITY ? policy.weights().locality()
-        : policy.weights().packing();
   }
 
   Plan run() {
@@ -240,7 +268,7 @@ final class Pass {
     Plan plan = new Plan(placements, preemptions,
         stages.explainer().explain(this, waiting, holdings), infeasible,
         new PassStats(rows.length, placements.size(), preemptions.size(),
-            ticker.getAsLong() - start, decisionLatency, placementLatency));
+            ticker.getAsLong() - start, decisionLatency, placementLatency, selector.filtered()));
     return plan;
   }
 
@@ -262,7 +290,7 @@ final class Pass {
       waiting.add(row);
     } else if (row.preemptible && !lending) {
       deferred.add(row);
-    } else if (selector.select(row, this)) {
+    } else if (selector.select(row)) {
       place(row, selector.chosenWorker, selector.chosenGpus);
       placed = true;
     } else {
@@ -305,7 +333,7 @@ final class Pass {
     if (!planner.hasVictims() || preemptors >= policy.maxPreemptorsPerPass()) {
       return;
     }
-    if (!planner.plan(row, this)) {
+    if (!planner.plan(row, index, nowMillis)) {
       return;
     }
     double waited = Math.max(0, nowMillis - row.submittedMillis) / 1000.0 * Math.max(1, row.gpus);

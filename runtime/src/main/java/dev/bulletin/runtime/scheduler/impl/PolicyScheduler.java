@@ -1,6 +1,9 @@
 package dev.bulletin.runtime.scheduler.impl;
 
+import dev.bulletin.runtime.scheduler.ClusterCapacity;
 import dev.bulletin.runtime.scheduler.ClusterScheduler;
+import dev.bulletin.runtime.scheduler.Demand;
+import dev.bulletin.runtime.scheduler.Feasibility;
 import dev.bulletin.runtime.scheduler.plan.Plan;
 import dev.bulletin.runtime.scheduler.snapshot.Snapshot;
 import java.time.Clock;
@@ -10,7 +13,8 @@ import java.util.function.LongSupplier;
 /**
  * The policy scheduler. The stage chain is assembled here, and only here, in the order a call
  * meets it (like Nomad's feasibility stack). Each pass is a fresh {@link Pass} over the snapshot;
- * nothing survives between passes, so the scheduler itself holds no cluster state.
+ * nothing survives between passes, so the scheduler itself holds no cluster state. Stages read
+ * the pass through {@link PassView} (call checks) or the worker index alone (filters, scores).
  */
 public final class PolicyScheduler implements ClusterScheduler {
 
@@ -30,12 +34,13 @@ public final class PolicyScheduler implements ClusterScheduler {
     this.stages = new Stages(
         List.of(
             // "Never" answers first and independent of load: an unknown QoS or a walltime over
-            // the class's maximum fails at submit even on a full cluster. It also resolves the
-            // walltime every later stage uses.
+            // the class's maximum fails at submit even on a full cluster. It reads the class the
+            // pass resolved once for the call, and the walltime every later stage uses.
             new QosCheck(),
-            // Still "never", against whole-worker capacity: a call no worker of its pool could
-            // run when idle must not wait forever. Before the limits so an impossible call is
-            // refused for what it is, not parked behind a quota.
+            // Still "never", against whole-worker capacity: a call no usable worker could run
+            // when idle must not wait forever. Before the limits so an impossible call is
+            // refused for what it is, not parked behind a quota. The same answer the runtime
+            // gets from feasible().
             new CapacityCheck(),
             // The user's own profile (interns) before QoS and group: it has "never" answers of
             // its own (a call bigger than the profile), and a user at their own cap should not
@@ -49,11 +54,26 @@ public final class PolicyScheduler implements ClusterScheduler {
             // Only for calls that run preemptible, so after the quota stage has marked them:
             // they get lendable capacity only (what groups lend of their idle quota).
             new LendingCheck()),
-        // Then the workers: filters (bucketed free GPUs, then walltime vs expiry, CPUs, memory)
-        // and weighted scores (topology, locality, packing) pick one; shapes that found nothing
-        // stop early for the rest of the pass. The preemption planner runs only after this fails.
-        new WorkerFilter[] {WorkerFilter.STAYS_UP, WorkerFilter.CPUS, WorkerFilter.MEMORY},
-        new WorkerScore[] {WorkerScore.TOPOLOGY, WorkerScore.LOCALITY, WorkerScore.PACKING},
+        // Then the workers. Candidates come from buckets by free GPU count (draining workers
+        // are in none), so the filters check only what buckets cannot; each rejection is
+        // counted under its FilterReason. Shapes that found nothing stop early for the rest of
+        // the pass; the preemption planner runs only after this fails.
+        new WorkerFilter[] {
+            // First: a worker that leaves before the walltime ends is turned down for that,
+            // whatever it has free, so a call that only such workers could take waits for a
+            // worker that stays up (WORKER_EXPIRY), not for capacity.
+            WorkerFilter.STAYS_UP,
+            // Then the resources the buckets do not index.
+            WorkerFilter.CPUS,
+            WorkerFilter.MEMORY},
+        // Weighted scores (policy weights) pick one of the candidates that passed.
+        new WorkerScore[] {
+            // A multi-GPU call's GPUs close together: the largest effect on its speed.
+            WorkerScore.TOPOLOGY,
+            // Inputs already in the worker's store need not travel.
+            WorkerScore.LOCALITY,
+            // Best fit last: keeps whole workers free for big calls when nothing else decides.
+            WorkerScore.PACKING},
         // Last, over what is left: positions, reasons, estimates and suggestions.
         new WaitExplainer());
   }
@@ -66,5 +86,10 @@ public final class PolicyScheduler implements ClusterScheduler {
   @Override
   public Plan plan(Snapshot snapshot) {
     return new Pass(snapshot, clock.instant(), seed, ticker, stages).run();
+  }
+
+  @Override
+  public Feasibility feasible(Demand demand, ClusterCapacity cluster) {
+    return CapacityCheck.feasibility(demand, cluster);
   }
 }

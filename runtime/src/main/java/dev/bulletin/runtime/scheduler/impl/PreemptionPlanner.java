@@ -61,15 +61,14 @@ final class PreemptionPlanner {
   }
 
   /** Finds the cheapest victims for {@code row} (not yet taken); true with {@link #chosen}. */
-  boolean plan(CallRow row, Pass pass) {
-    ClusterIndex index = pass.index;
+  boolean plan(CallRow row, ClusterIndex index, long nowMillis) {
     double bestLost = Double.POSITIVE_INFINITY;
     int bestCount = Integer.MAX_VALUE;
     double bestTopology = -1;
     List<Victim> best = null;
     for (int w : workers) {
-      if (!index.usable[w] || (row.pool != CallRow.ANY_POOL && row.pool != index.pool[w])
-          || !WorkerFilter.STAYS_UP.accepts(row, w, pass) || index.gpuCount[w] < row.gpus) {
+      if (!index.usable[w] || !WorkerFilter.STAYS_UP.accepts(row, w, index, nowMillis)
+          || index.gpuCount[w] < row.gpus) {
         continue;
       }
       List<Victim> open = new ArrayList<>();

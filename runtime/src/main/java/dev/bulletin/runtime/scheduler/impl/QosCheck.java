@@ -6,15 +6,15 @@ import java.time.Duration;
 /** The call's QoS class exists and allows its walltime; otherwise it can never run as asked. */
 final class QosCheck implements CallCheck {
   @Override
-  public Verdict check(CallRow row, Pass pass) {
+  public Verdict check(CallRow row, PassView pass) {
     if (row.qos == null) {
       return Verdict.never("unknown qos '" + row.call.qos() + "' (known: "
-          + String.join(", ", pass.policy.qosNames()) + ")");
+          + String.join(", ", pass.policy().qosNames()) + ")");
     }
     if (row.askedMillis > row.qos.maxWalltime().toMillis()) {
       Duration asked = row.call.walltime();
-      String longer = pass.policy.qosNames().stream()
-          .map(pass.policy.qos()::get)
+      String longer = pass.policy().qosNames().stream()
+          .map(pass.policy().qos()::get)
           .filter(q -> !q.preemptible() && q.maxWalltime().compareTo(asked) >= 0)
           .map(q -> "; qos " + q.name() + " allows up to " + Text.duration(q.maxWalltime()))
           .findFirst().orElse("");

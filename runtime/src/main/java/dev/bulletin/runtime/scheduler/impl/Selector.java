@@ -1,10 +1,14 @@
 package dev.bulletin.runtime.scheduler.impl;
 
 import dev.bulletin.protocol.Text;
+import dev.bulletin.runtime.scheduler.plan.FilterReason;
 import dev.bulletin.runtime.scheduler.plan.WaitCode;
+import dev.bulletin.runtime.scheduler.policy.PolicyConfig;
+import dev.bulletin.runtime.scheduler.policy.Weights;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 
@@ -12,54 +16,73 @@ import java.util.Map;
  * Finds the worker for a call that passed the call-level checks: gathers candidates (workers
  * holding its inputs, then the best-fit free-GPU buckets up to the policy's candidate limit),
  * runs the worker filters, lets the {@link GpuPicker} choose GPUs on each, adds up the weighted
- * scores and keeps the best. A shape (pool, GPUs, CPUs, memory, walltime) that found no worker
- * is remembered for the rest of the pass: capacity only shrinks during a pass, so every call
- * asking at least as much waits at once, without a scan ("stop early per shape").
+ * scores and keeps the best. The workers the filters turn down are counted per
+ * {@link FilterReason}; the counts decide what a call that found none waits for. A shape (GPUs,
+ * CPUs, memory, walltime) that found no worker is remembered for the rest of the pass: capacity
+ * only shrinks during a pass, so every call asking at least as much waits at once, without a
+ * scan ("stop early per shape").
  */
 final class Selector {
   private static final int LOCALITY_OBJECTS = 4;
+  private static final FilterReason[] REASONS = FilterReason.values();
 
   private final WorkerFilter[] filters;
   private final WorkerScore[] scores;
+  /** Each score's policy weight, in {@link #scores} order. */
+  private final double[] weights;
+  private final ClusterIndex index;
+  private final Weights policyWeights;
+  private final int candidateLimit;
+  private final long nowMillis;
   private final List<Failed> failed = new ArrayList<>();
   private int[] candidates = new int[16];
   private final int[] seen;
   private int stamp;
+  /** Workers turned down per {@link FilterReason}: for the call being selected, and the pass. */
+  private final int[] filteredNow = new int[REASONS.length];
+  private final int[] filteredInPass = new int[REASONS.length];
+  /** The filter that turned the worker down, set when {@link #accepts} says false. */
+  private WorkerFilter rejectedBy;
 
   /** Set by a successful {@link #select}. */
   int chosenWorker;
   long chosenGpus;
 
-  private record Failed(int pool, int gpus, double cpus, long memory, long walltime,
-      boolean expiry) {}
+  private record Failed(int gpus, double cpus, long memory, long walltime, boolean expiry) {}
 
   /** One per pass: the remembered shapes hold only while capacity only shrinks. */
-  Selector(WorkerFilter[] filters, WorkerScore[] scores, int workers) {
+  Selector(WorkerFilter[] filters, WorkerScore[] scores, ClusterIndex index, PolicyConfig policy,
+      long nowMillis) {
     this.filters = filters;
     this.scores = scores;
-    this.seen = new int[workers];
+    this.index = index;
+    this.policyWeights = policy.weights();
+    this.candidateLimit = policy.candidateLimit();
+    this.nowMillis = nowMillis;
+    this.weights = new double[scores.length];
+    for (int i = 0; i < scores.length; i++) {
+      weights[i] = scores[i].weight(policyWeights);
+    }
+    this.seen = new int[index.size];
   }
 
   /** True with {@link #chosenWorker}/{@link #chosenGpus} set, else the row's wait is set. */
-  boolean select(CallRow row, Pass pass) {
+  boolean select(CallRow row) {
     for (Failed f : failed) {
-      if ((f.pool == CallRow.ANY_POOL || f.pool == row.pool) && row.gpus >= f.gpus
-          && row.cpus >= f.cpus && row.memory >= f.memory && row.walltimeMillis >= f.walltime) {
-        explain(row, pass, f.expiry);
+      if (row.gpus >= f.gpus && row.cpus >= f.cpus && row.memory >= f.memory
+          && row.walltimeMillis >= f.walltime) {
+        explain(row, f.expiry);
         return false;
       }
     }
-    ClusterIndex index = pass.index;
-    int limit = pass.policy.candidateLimit();
     int found = 0;
-    int expiryRejects = 0;
-    int otherRejects = 0;
+    java.util.Arrays.fill(filteredNow, 0);
     stamp++;
-    if (row.inputBytes > 0 && row.inputBytes >= pass.policy.weights().localityMinBytes()) {
+    if (row.inputBytes > 0 && row.inputBytes >= policyWeights.localityMinBytes()) {
       for (String object : largestInputs(row)) {
         for (int w : index.holders(object)) {
           if (seen[w] != stamp && index.usable[w] && index.freeCount[w] >= row.gpus
-              && poolMatches(row, index.pool[w]) && accepts(row, w, pass) == 0) {
+              && accepts(row, w)) {
             seen[w] = stamp;
             found = add(found, w);
           }
@@ -69,34 +92,29 @@ final class Selector {
     int baseline = found;
     scan:
     for (int f = row.gpus; f <= index.maxGpus; f++) {
-      for (int p = 0; p < index.poolCount(); p++) {
-        if (!poolMatches(row, p)) {
+      ClusterIndex.IntBag bucket = index.bucket(f);
+      for (int i = 0; i < bucket.size(); i++) {
+        int w = bucket.get(i);
+        if (seen[w] == stamp) {
           continue;
         }
-        ClusterIndex.IntBag bucket = index.bucket(p, f);
-        for (int i = 0; i < bucket.size(); i++) {
-          int w = bucket.get(i);
-          if (seen[w] == stamp) {
-            continue;
+        if (accepts(row, w)) {
+          found = add(found, w);
+          if (found - baseline >= candidateLimit) {
+            break scan;
           }
-          int rejected = accepts(row, w, pass);
-          if (rejected == 1) {
-            expiryRejects++;
-          } else if (rejected > 1) {
-            otherRejects++;
-          } else {
-            found = add(found, w);
-            if (found - baseline >= limit) {
-              break scan;
-            }
-          }
+        } else {
+          filteredNow[rejectedBy.reason.ordinal()]++;
         }
       }
     }
+    for (int r = 0; r < REASONS.length; r++) {
+      filteredInPass[r] += filteredNow[r];
+    }
     if (found == 0) {
-      boolean expiry = expiryRejects > 0 && otherRejects == 0;
-      failed.add(new Failed(row.pool, row.gpus, row.cpus, row.memory, row.walltimeMillis, expiry));
-      explain(row, pass, expiry);
+      boolean expiry = onlyExpiryFiltered();
+      failed.add(new Failed(row.gpus, row.cpus, row.memory, row.walltimeMillis, expiry));
+      explain(row, expiry);
       return false;
     }
     double best = Double.NEGATIVE_INFINITY;
@@ -105,8 +123,8 @@ final class Selector {
       long gpus = GpuPicker.pick(index.distances[w], index.gpuCount[w], index.freeMask[w],
           row.gpus);
       double score = 0;
-      for (WorkerScore s : scores) {
-        score += pass.weightOf(s) * s.score(row, w, gpus, pass);
+      for (int s = 0; s < scores.length; s++) {
+        score += weights[s] * scores[s].score(row, w, gpus, index, policyWeights);
       }
       if (score > best) {
         best = score;
@@ -117,18 +135,37 @@ final class Selector {
     return true;
   }
 
-  private static boolean poolMatches(CallRow row, int pool) {
-    return row.pool == CallRow.ANY_POOL || row.pool == pool;
-  }
-
-  /** 0 if every filter accepts; 1 if only the walltime/expiry filter refused; 2 otherwise. */
-  private int accepts(CallRow row, int w, Pass pass) {
-    for (int i = 0; i < filters.length; i++) {
-      if (!filters[i].accepts(row, w, pass)) {
-        return filters[i] == WorkerFilter.STAYS_UP ? 1 : 2;
+  /** Workers each filter turned down in this pass so far (the pass's stats). */
+  Map<FilterReason, Integer> filtered() {
+    Map<FilterReason, Integer> counts = new EnumMap<>(FilterReason.class);
+    for (FilterReason reason : REASONS) {
+      if (filteredInPass[reason.ordinal()] > 0) {
+        counts.put(reason, filteredInPass[reason.ordinal()]);
       }
     }
-    return 0;
+    return counts;
+  }
+
+  /**
+   * The call found no worker, and the walltime filter alone turned workers down: every worker
+   * with the GPUs free had the CPUs and memory too, and leaves too soon (a wait for a worker
+   * that stays up, not for capacity).
+   */
+  private boolean onlyExpiryFiltered() {
+    return filteredNow[FilterReason.WORKER_EXPIRY.ordinal()] > 0
+        && filteredNow[FilterReason.CPUS.ordinal()] == 0
+        && filteredNow[FilterReason.MEMORY.ordinal()] == 0;
+  }
+
+  /** True if every filter accepts the worker; else {@link #rejectedBy} is the one that refused. */
+  private boolean accepts(CallRow row, int w) {
+    for (WorkerFilter filter : filters) {
+      if (!filter.accepts(row, w, index, nowMillis)) {
+        rejectedBy = filter;
+        return false;
+      }
+    }
+    return true;
   }
 
   private int add(int found, int w) {
@@ -147,48 +184,45 @@ final class Selector {
   }
 
   /** What a capacity wait's words depend on. */
-  private record Wording(int pool, int gpus, double cpus, long memory, long walltime,
-      boolean expiry, int mostFree, String borrowReason) {}
+  private record Wording(int gpus, double cpus, long memory, long walltime, boolean expiry,
+      int mostFree, String borrowReason) {}
 
   private final Map<Wording, Verdict> wordings = new java.util.HashMap<>();
 
   /** Names what is missing, in the caller's words (built once per distinct wording). */
-  private void explain(CallRow row, Pass pass, boolean expiry) {
-    int mostFree = pass.index.maxFree(row.pool);
-    Wording key = new Wording(row.pool, row.gpus, row.cpus, row.memory,
-        expiry ? row.walltimeMillis : 0, expiry, mostFree, row.borrowReason);
+  private void explain(CallRow row, boolean expiry) {
+    int mostFree = index.maxFree();
+    Wording key = new Wording(row.gpus, row.cpus, row.memory, expiry ? row.walltimeMillis : 0,
+        expiry, mostFree, row.borrowReason);
     Verdict verdict = wordings.get(key);
     if (verdict == null) {
-      verdict = wording(row, pass, expiry, mostFree);
+      verdict = wording(row, expiry, mostFree);
       wordings.put(key, verdict);
     }
     row.waitWith(verdict.code, verdict.reason);
   }
 
-  private static Verdict wording(CallRow row, Pass pass, boolean expiry, int mostFree) {
-    ClusterIndex index = pass.index;
-    String where = row.pool == CallRow.ANY_POOL ? "" : " in pool '" + row.call.pool() + "'";
+  private Verdict wording(CallRow row, boolean expiry, int mostFree) {
     WaitCode code;
     String reason;
-    if (index.usableWorkers(row.pool) == 0) {
+    if (index.usableWorkers() == 0) {
       code = WaitCode.NO_WORKERS;
       reason = index.size == 0 ? "no worker has joined the cluster"
-          : row.pool == CallRow.UNKNOWN_POOL ? "no worker has joined pool '" + row.call.pool() + "'"
-          : "every worker" + where + " is draining; waiting for a worker to join";
+          : "every worker is draining; waiting for a worker to join";
     } else {
       String gpus = Text.count(row.gpus, "GPU");
       if (mostFree < row.gpus) {
         code = WaitCode.CAPACITY;
-        reason = "no worker" + where + " has " + gpus + " free (most free on one worker: "
+        reason = "no worker has " + gpus + " free (most free on one worker: "
             + mostFree + ")";
       } else if (expiry) {
         code = WaitCode.WORKER_EXPIRY;
-        reason = "no worker" + where + (row.gpus > 0 ? " with " + gpus + " free" : "")
+        reason = "no worker" + (row.gpus > 0 ? " with " + gpus + " free" : "")
             + " stays up for the walltime of "
             + Text.duration(Duration.ofMillis(row.walltimeMillis));
       } else {
         code = WaitCode.CAPACITY;
-        reason = "no worker" + where + (row.gpus > 0 ? " with " + gpus + " free" : "") + " has "
+        reason = "no worker" + (row.gpus > 0 ? " with " + gpus + " free" : "") + " has "
             + Text.count(row.cpus, "CPU")
             + (row.memory > 0 ? " and " + Text.bytes(row.memory) + " memory" : "") + " free";
       }

@@ -10,7 +10,7 @@ import dev.bulletin.runtime.scheduler.policy.UserLimit;
  */
 final class UserLimitCheck implements CallCheck {
   @Override
-  public Verdict check(CallRow row, Pass pass) {
+  public Verdict check(CallRow row, PassView pass) {
     UserLimit limit = row.limit;
     String user = row.call.user();
     if (row.gpus > limit.maxGpus()) {
@@ -22,14 +22,14 @@ final class UserLimitCheck implements CallCheck {
           row.walltimeMillis)) + " is over user " + user + "'s maximum of "
           + Text.duration(limit.maxWalltime()) + profile(limit) + "; ask for a shorter walltime");
     }
-    Counters counters = pass.counters;
-    int gpus = counters.userGpus[row.user];
+    Counters counters = pass.counters();
+    int gpus = counters.userGpus(row.user);
     if (row.gpus > 0 && gpus + row.gpus > limit.maxGpus()) {
       return pass.waitFor("user-gpus", row.user, gpus, 0, null,
           () -> Verdict.waitFor(WaitCode.USER_LIMIT, "user " + user + " holds " + gpus + "/"
               + limit.maxGpus() + " GPUs" + profile(limit)));
     }
-    int calls = counters.userCalls[row.user];
+    int calls = counters.userCalls(row.user);
     if (calls >= limit.maxCalls()) {
       return pass.waitFor("user-calls", row.user, calls, 0, null,
           () -> Verdict.waitFor(WaitCode.USER_LIMIT, "user " + user + " runs " + calls + "/"

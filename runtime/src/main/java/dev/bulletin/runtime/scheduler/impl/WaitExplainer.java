@@ -24,9 +24,9 @@ final class WaitExplainer {
 
   static final long EXPLAIN_AFTER_MILLIS = 250;
 
-  List<Plan.Waiting> explain(Pass pass, List<CallRow> waiting, List<Holding> holdings) {
+  List<Plan.Waiting> explain(PassView pass, List<CallRow> waiting, List<Holding> holdings) {
     EtaEstimator eta = null;
-    long youngest = pass.now.toEpochMilli() - EXPLAIN_AFTER_MILLIS;
+    long youngest = pass.now().toEpochMilli() - EXPLAIN_AFTER_MILLIS;
     List<Plan.Waiting> infos = new ArrayList<>();
     int position = 0;
     for (CallRow row : waiting) {
@@ -43,43 +43,43 @@ final class WaitExplainer {
     return infos;
   }
 
-  private static Optional<Instant> eta(CallRow row, Pass pass, EtaEstimator eta) {
+  private static Optional<Instant> eta(CallRow row, PassView pass, EtaEstimator eta) {
     Optional<Instant> estimate = estimate(row, pass, eta);
     if (row.reclaimAt != null) {
-      Instant reclaimed = row.reclaimAt.plus(pass.policy.preemptionGrace());
+      Instant reclaimed = row.reclaimAt.plus(pass.policy().preemptionGrace());
       return Optional.of(estimate.filter(e -> e.isBefore(reclaimed)).orElse(reclaimed));
     }
     return estimate;
   }
 
-  private static Optional<Instant> estimate(CallRow row, Pass pass, EtaEstimator eta) {
+  private static Optional<Instant> estimate(CallRow row, PassView pass, EtaEstimator eta) {
     return switch (row.waitCode) {
       case CAPACITY, NO_IDLE_CAPACITY -> eta.capacity(row);
       case GROUP_QUOTA -> eta.groupQuota(row);
       case GROUP_GPU_HOURS -> {
-        Instant resets = pass.usage.group(row.call.group()).periodEndsAt();
+        Instant resets = pass.usage().group(row.call.group()).periodEndsAt();
         yield resets.equals(Instant.MAX) ? Optional.empty() : Optional.of(resets);
       }
       case QOS_LIMIT -> eta.qosSlot(row);
       case USER_LIMIT -> eta.userLimit(row);
-      case PREEMPTING -> Optional.of(pass.now.plus(pass.policy.preemptionGrace()));
+      case PREEMPTING -> Optional.of(pass.now().plus(pass.policy().preemptionGrace()));
       case NO_WORKERS, WORKER_EXPIRY -> Optional.empty();
     };
   }
 
-  private static List<String> suggestions(CallRow row, Pass pass, int position) {
+  private static List<String> suggestions(CallRow row, PassView pass, int position) {
     List<String> out = new ArrayList<>(2);
     WaitCode code = row.waitCode;
     if ((code == WaitCode.CAPACITY || code == WaitCode.NO_IDLE_CAPACITY) && row.gpus > 1) {
-      int mostFree = pass.index.maxFree(row.pool);
+      int mostFree = pass.index().maxFree();
       if (mostFree >= 1 && mostFree < row.gpus) {
         out.add("with " + Text.count(mostFree, "GPU") + " it would start now");
       }
     }
     if (code == WaitCode.QOS_LIMIT) {
-      for (String name : pass.policy.qosNames()) {
-        QosClass other = pass.policy.qos().get(name);
-        int used = pass.counters.userQosCalls(row.user, pass.qosNames.find(name));
+      for (String name : pass.policy().qosNames()) {
+        QosClass other = pass.policy().qos().get(name);
+        int used = pass.counters().userQosCalls(row.user, pass.qosId(name));
         if (other != row.qos && !other.preemptible() && used < other.maxCallsPerUser()
             && other.maxWalltime().toMillis() >= row.walltimeMillis) {
           out.add("qos " + name + " has room for it (" + used + "/"
@@ -90,8 +90,8 @@ final class WaitExplainer {
       }
     }
     if (code == WaitCode.GROUP_QUOTA || code == WaitCode.GROUP_GPU_HOURS) {
-      for (QosClass other : pass.policy.qos().values()) {
-        if (other.preemptible() && pass.index.maxFree(row.pool) >= row.gpus
+      for (QosClass other : pass.policy().qos().values()) {
+        if (other.preemptible() && pass.index().maxFree() >= row.gpus
             && other.maxWalltime().toMillis() >= row.walltimeMillis) {
           out.add("qos " + other.name() + " would run it now on idle GPUs, as preemptible");
           break;
@@ -105,7 +105,7 @@ final class WaitExplainer {
             + " it would fit a worker now");
       }
     }
-    double credits = pass.counters.groupCredits[row.group];
+    double credits = pass.counters().groupCredits(row.group);
     if (row.creditsShort) {
       out.add(String.format(Locale.ROOT, "it offers %d credits but group %s has %.0f: it waits"
           + " without the boost", row.call.creditsSpent(), row.call.group(), credits));
@@ -117,14 +117,13 @@ final class WaitExplainer {
   }
 
   /** The longest a worker with the call's GPUs free stays up from now; 0 if none. */
-  private static long longestStay(CallRow row, Pass pass) {
-    ClusterIndex index = pass.index;
+  private static long longestStay(CallRow row, PassView pass) {
+    ClusterIndex index = pass.index();
     long longest = 0;
     for (int w = 0; w < index.size; w++) {
       if (index.usable[w] && index.freeCount[w] >= row.gpus && index.freeCpus[w] >= row.cpus
-          && index.freeMemory[w] >= row.memory
-          && (row.pool == CallRow.ANY_POOL || row.pool == index.pool[w])) {
-        longest = Math.max(longest, index.expiresMillis[w] - pass.nowMillis);
+          && index.freeMemory[w] >= row.memory) {
+        longest = Math.max(longest, index.expiresMillis[w] - pass.nowMillis());
       }
     }
     return longest;

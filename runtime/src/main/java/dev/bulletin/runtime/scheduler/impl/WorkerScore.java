@@ -1,38 +1,62 @@
 package dev.bulletin.runtime.scheduler.impl;
 
+import dev.bulletin.runtime.scheduler.policy.Weights;
+import java.util.function.ToDoubleFunction;
+
 /**
  * A worker-level score in 0..1 for a worker that passed the filters, given the GPUs the
- * {@link GpuPicker} chose on it; the selection adds them up with the policy's weights.
+ * {@link GpuPicker} chose on it; the selection adds them up, each times its policy weight.
  */
-interface WorkerScore {
-  double score(CallRow row, int worker, long gpus, Pass pass);
-
+enum WorkerScore {
   /** A multi-GPU call's GPUs sit close: 1 NVLink, 0.5 one PCIe switch, 0 through the host. */
-  WorkerScore TOPOLOGY = (row, w, gpus, pass) -> row.gpus < 2 ? 1.0
-      : GpuPicker.topologyScore(pass.index.distances[w], pass.index.gpuCount[w], gpus);
+  TOPOLOGY(Weights::topology) {
+    @Override
+    double score(CallRow row, int w, long gpus, ClusterIndex index, Weights weights) {
+      return row.gpus < 2 ? 1.0
+          : GpuPicker.topologyScore(index.distances[w], index.gpuCount[w], gpus);
+    }
+  },
 
   /** Share of the call's input bytes already in the worker's store. */
-  WorkerScore LOCALITY = (row, w, gpus, pass) -> {
-    if (row.inputBytes < pass.policy.weights().localityMinBytes() || row.inputBytes == 0) {
-      return 0;
-    }
-    long held = 0;
-    java.util.Map<String, Long> objects = pass.index.workers[w].heldObjects();
-    for (var input : row.call.inputs().entrySet()) {
-      if (objects.containsKey(input.getKey())) {
-        held += input.getValue();
+  LOCALITY(Weights::locality) {
+    @Override
+    double score(CallRow row, int w, long gpus, ClusterIndex index, Weights weights) {
+      if (row.inputBytes < weights.localityMinBytes() || row.inputBytes == 0) {
+        return 0;
       }
+      long held = 0;
+      java.util.Map<String, Long> objects = index.workers[w].heldObjects();
+      for (var input : row.call.inputs().entrySet()) {
+        if (objects.containsKey(input.getKey())) {
+          held += input.getValue();
+        }
+      }
+      return (double) held / row.inputBytes;
     }
-    return (double) held / row.inputBytes;
-  };
+  },
 
   /** How full the worker is after the call: best fit keeps whole workers free for big calls. */
-  WorkerScore PACKING = (row, w, gpus, pass) -> {
-    ClusterIndex index = pass.index;
-    if (row.gpus > 0) {
-      return 1.0 - (double) (index.freeCount[w] - row.gpus) / index.gpuCount[w];
+  PACKING(Weights::packing) {
+    @Override
+    double score(CallRow row, int w, long gpus, ClusterIndex index, Weights weights) {
+      if (row.gpus > 0) {
+        return 1.0 - (double) (index.freeCount[w] - row.gpus) / index.gpuCount[w];
+      }
+      double total = index.workers[w].cpus();
+      return total <= 0 ? 0 : 1.0 - (index.freeCpus[w] - row.cpus) / total;
     }
-    double total = index.workers[w].cpus();
-    return total <= 0 ? 0 : 1.0 - (index.freeCpus[w] - row.cpus) / total;
   };
+
+  private final ToDoubleFunction<Weights> weight;
+
+  WorkerScore(ToDoubleFunction<Weights> weight) {
+    this.weight = weight;
+  }
+
+  abstract double score(CallRow row, int worker, long gpus, ClusterIndex index, Weights weights);
+
+  /** This score's weight in the policy. */
+  double weight(Weights weights) {
+    return weight.applyAsDouble(weights);
+  }
 }

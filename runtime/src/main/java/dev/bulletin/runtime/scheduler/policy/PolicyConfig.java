@@ -5,6 +5,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * The sharing policy: QoS classes, group quotas, per-user limits, credits and scoring. Built from
@@ -94,6 +95,15 @@ public record PolicyConfig(
       classes.put(qos.name(), qos);
     }
     return classes;
+  }
+
+  /**
+   * The class a call runs in: the one it names, else ({@code null} or blank) the default; empty
+   * when it names a class this policy does not have. The one place a call's QoS is resolved.
+   */
+  public Optional<QosClass> qosFor(String requested) {
+    return Optional.ofNullable(qos.get(requested == null || requested.isBlank() ? defaultQos
+        : requested));
   }
 
   /** The group's quota, or no quota for a group the config does not name. */

@@ -3,13 +3,13 @@ package dev.bulletin.runtime.scheduler.snapshot;
 import dev.bulletin.runtime.scheduler.Demand;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * A call waiting to be placed.
+ * A call waiting to be placed. Built with {@link #builder()}.
  *
  * @param qos its QoS class; "" means the policy's default class
- * @param pool the pool it must run in; "" means any
  * @param priority orders this user's own calls (higher first); it never moves a call ahead of
  *     other users' calls, credits do that
  * @param creditsSpent credits the user offers to raise this call's priority (an urgent run);
@@ -23,7 +23,6 @@ public record QueuedCall(
     String group,
     String qos,
     Demand demand,
-    String pool,
     int priority,
     long creditsSpent,
     Map<String, Long> inputs,
@@ -39,7 +38,6 @@ public record QueuedCall(
           + ": user, group, demand and submittedAt are required");
     }
     qos = qos == null ? "" : qos;
-    pool = pool == null ? "" : pool;
     if (creditsSpent < 0) {
       throw new IllegalArgumentException("queued call " + id + ": creditsSpent must be >= 0, got "
           + creditsSpent);
@@ -48,6 +46,111 @@ public record QueuedCall(
     walltime = walltime == null ? Duration.ZERO : walltime;
     if (walltime.isNegative()) {
       throw new IllegalArgumentException("queued call " + id + ": walltime must be >= 0");
+    }
+  }
+
+  /**
+   * A queued call field by field; {@link Builder#build} validates it. Unset: the default QoS,
+   * 0 GPUs, 1 CPU, no memory, priority 0, no credits, no inputs, the QoS's walltime.
+   */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** Mutable, one call at a time; tests start from one with test defaults and change a field. */
+  public static final class Builder {
+    private String id;
+    private String user;
+    private String group;
+    private String qos = "";
+    private int gpus;
+    private double cpus = 1;
+    private long memoryBytes;
+    private int priority;
+    private long creditsSpent;
+    private Map<String, Long> inputs = Map.of();
+    private Instant submittedAt;
+    private Duration walltime = Duration.ZERO;
+
+    private Builder() {}
+
+    public Builder id(String id) {
+      this.id = id;
+      return this;
+    }
+
+    public Builder user(String user) {
+      this.user = user;
+      return this;
+    }
+
+    public Builder group(String group) {
+      this.group = group;
+      return this;
+    }
+
+    public Builder qos(String qos) {
+      this.qos = qos;
+      return this;
+    }
+
+    /** Sets GPUs, CPUs and memory at once. */
+    public Builder demand(Demand demand) {
+      return gpus(demand.gpus()).cpus(demand.cpus()).memoryBytes(demand.memoryBytes());
+    }
+
+    public Builder gpus(int gpus) {
+      this.gpus = gpus;
+      return this;
+    }
+
+    public Builder cpus(double cpus) {
+      this.cpus = cpus;
+      return this;
+    }
+
+    public Builder memoryBytes(long memoryBytes) {
+      this.memoryBytes = memoryBytes;
+      return this;
+    }
+
+    public Builder priority(int priority) {
+      this.priority = priority;
+      return this;
+    }
+
+    public Builder creditsSpent(long creditsSpent) {
+      this.creditsSpent = creditsSpent;
+      return this;
+    }
+
+    /** One argument object it reads (adds to those already set). */
+    public Builder input(String objectId, long bytes) {
+      Map<String, Long> more = new LinkedHashMap<>(inputs);
+      more.put(objectId, bytes);
+      inputs = more;
+      return this;
+    }
+
+    /** Its argument objects, id to size (replaces those already set; not copied until build). */
+    public Builder inputs(Map<String, Long> inputs) {
+      this.inputs = inputs;
+      return this;
+    }
+
+    public Builder submittedAt(Instant submittedAt) {
+      this.submittedAt = submittedAt;
+      return this;
+    }
+
+    public Builder walltime(Duration walltime) {
+      this.walltime = walltime;
+      return this;
+    }
+
+    public QueuedCall build() {
+      return new QueuedCall(id, user, group, qos, new Demand(gpus, cpus, memoryBytes), priority,
+          creditsSpent, inputs, submittedAt, walltime);
     }
   }
 }

@@ -2,10 +2,12 @@ package dev.bulletin.runtime.scheduler.snapshot;
 
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 
 /**
- * A call holding GPUs now.
+ * A call holding GPUs now. Built with {@link #builder()}.
  *
  * @param preemptible it runs as preemptible: its QoS is preemptible, or it borrowed idle
  *     capacity over its group's quota. Only such calls are ever chosen as victims, and they do
@@ -44,6 +46,14 @@ public record RunningCall(
     preemptedFor = preemptedFor == null ? "" : preemptedFor;
   }
 
+  /**
+   * A running call field by field; {@link Builder#build} validates it. Unset: no GPUs, 1 CPU,
+   * no memory, not preemptible, no unsaved work, not being preempted.
+   */
+  public static Builder builder() {
+    return new Builder();
+  }
+
   public int gpus() {
     return gpuIds.size();
   }
@@ -60,5 +70,100 @@ public record RunningCall(
   /** GPU-seconds of work lost if it is stopped now. */
   public double lostGpuSeconds() {
     return unsavedWork.toMillis() / 1000.0 * Math.max(1, gpus());
+  }
+
+  /** Mutable, one call at a time; tests start from one with test defaults and change a field. */
+  public static final class Builder {
+    private String id;
+    private String user;
+    private String group;
+    private String qos;
+    private String workerId;
+    private List<Integer> gpuIds = List.of();
+    private double cpus = 1;
+    private long memoryBytes;
+    private boolean preemptible;
+    private Instant startedAt;
+    private Duration walltime;
+    private Duration unsavedWork = Duration.ZERO;
+    private String preemptedFor = "";
+
+    private Builder() {}
+
+    public Builder id(String id) {
+      this.id = id;
+      return this;
+    }
+
+    public Builder user(String user) {
+      this.user = user;
+      return this;
+    }
+
+    public Builder group(String group) {
+      this.group = group;
+      return this;
+    }
+
+    public Builder qos(String qos) {
+      this.qos = qos;
+      return this;
+    }
+
+    /** Where it runs: the worker and the CUDA indices of the GPUs it holds there. */
+    public Builder on(String workerId, Collection<Integer> gpuIds) {
+      this.workerId = workerId;
+      this.gpuIds = List.copyOf(gpuIds);
+      return this;
+    }
+
+    /** As {@link #on(String, Collection)}. */
+    public Builder on(String workerId, int... gpuIds) {
+      List<Integer> ids = new ArrayList<>(gpuIds.length);
+      for (int gpu : gpuIds) {
+        ids.add(gpu);
+      }
+      return on(workerId, ids);
+    }
+
+    public Builder cpus(double cpus) {
+      this.cpus = cpus;
+      return this;
+    }
+
+    public Builder memoryBytes(long memoryBytes) {
+      this.memoryBytes = memoryBytes;
+      return this;
+    }
+
+    public Builder preemptible(boolean preemptible) {
+      this.preemptible = preemptible;
+      return this;
+    }
+
+    public Builder startedAt(Instant startedAt) {
+      this.startedAt = startedAt;
+      return this;
+    }
+
+    public Builder walltime(Duration walltime) {
+      this.walltime = walltime;
+      return this;
+    }
+
+    public Builder unsavedWork(Duration unsavedWork) {
+      this.unsavedWork = unsavedWork;
+      return this;
+    }
+
+    public Builder preemptedFor(String callId) {
+      this.preemptedFor = callId;
+      return this;
+    }
+
+    public RunningCall build() {
+      return new RunningCall(id, user, group, qos, workerId, gpuIds, cpus, memoryBytes,
+          preemptible, startedAt, walltime, unsavedWork, preemptedFor);
+    }
   }
 }

@@ -8,8 +8,6 @@ import java.util.TreeSet;
 /**
  * One worker as the scheduler sees it at the start of a pass.
  *
- * @param pool the worker's pool ("" when the cluster has one pool); a call that names a pool
- *     runs only there
  * @param freeGpus the CUDA indices not reserved by a running call
  * @param heldObjects objects already in the worker's store, id to size in bytes (data locality)
  * @param draining takes no new calls (being retired)
@@ -17,7 +15,6 @@ import java.util.TreeSet;
  */
 public record WorkerState(
     String id,
-    String pool,
     GpuTopology topology,
     Set<Integer> freeGpus,
     double cpus,
@@ -32,7 +29,6 @@ public record WorkerState(
 
   public WorkerState {
     require(id != null && !id.isBlank(), "worker.id is required");
-    pool = pool == null ? "" : pool;
     require(topology != null, "worker " + id + ": topology is required");
     freeGpus = Set.copyOf(new TreeSet<>(freeGpus));
     for (int gpu : freeGpus) {

@@ -1,20 +1,27 @@
 package dev.bulletin.runtime.scheduler.impl;
 
+import static dev.bulletin.runtime.scheduler.Builders.GIB;
 import static dev.bulletin.runtime.scheduler.Builders.aCall;
 import static dev.bulletin.runtime.scheduler.Builders.aRunningCall;
 import static dev.bulletin.runtime.scheduler.Builders.aSnapshot;
 import static dev.bulletin.runtime.scheduler.Builders.aWorker;
 import static dev.bulletin.runtime.scheduler.Builders.scheduler;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.bulletin.runtime.scheduler.Builders;
+import dev.bulletin.runtime.scheduler.plan.FilterReason;
 import dev.bulletin.runtime.scheduler.plan.Plan;
 import dev.bulletin.runtime.scheduler.plan.Preemption;
+import dev.bulletin.runtime.scheduler.plan.WaitCode;
+import dev.bulletin.runtime.scheduler.plan.WaitInfo;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -35,16 +42,13 @@ class SelectionTest {
             .workers(aWorker().id("few").gpus(8).free(0).cpus(2), aWorker().id("many").gpus(8))
             .queue(aCall().id("x").cpus(4)), "many"),
         Arguments.of("memory filter", aSnapshot()
-            .workers(aWorker().id("small").gpus(8).free(0).memoryGiB(16),
+            .workers(aWorker().id("small").gpus(8).free(0).memoryBytes(16 * GIB),
                 aWorker().id("big").gpus(8))
-            .queue(aCall().id("x").memoryGiB(64)), "big"),
+            .queue(aCall().id("x").memoryBytes(64 * GIB)), "big"),
         Arguments.of("expiry filter: the worker must outlive the walltime", aSnapshot()
             .workers(aWorker().id("ending").gpus(8).free(0).expiresIn(Duration.ofMinutes(30)),
                 aWorker().id("stays").gpus(8))
             .queue(aCall().id("x").walltime(Duration.ofHours(1))), "stays"),
-        Arguments.of("pool", aSnapshot()
-            .workers(aWorker().id("v100").gpus(8).free(0), aWorker().id("a100").pool("a100"))
-            .queue(aCall().id("x").pool("a100")), "a100"),
         Arguments.of("topology outweighs packing for a pair", aSnapshot()
             .workers(aWorker().id("split").gpus(8).nvlinkPairs(0, 1, 2, 3).free(0, 2),
                 aWorker().id("pair").gpus(8).nvlinkPairs(0, 1, 2, 3).free(0, 1, 4))
@@ -74,43 +78,43 @@ class SelectionTest {
     return Stream.of(
         Arguments.of("one 2-GPU victim over two 1-GPU victims when it loses less", aSnapshot()
             .workers(aWorker().id("w").gpus(4).free())
-            .running(aRunningCall().id("pair").qos("scavenger").preemptible().on("w", 0, 1)
-                    .unsaved(Duration.ofMinutes(5)),
-                aRunningCall().id("a").qos("scavenger").preemptible().on("w", 2)
-                    .unsaved(Duration.ofMinutes(20)),
-                aRunningCall().id("b").qos("scavenger").preemptible().on("w", 3)
-                    .unsaved(Duration.ofMinutes(20)))
+            .running(aRunningCall().id("pair").qos("scavenger").preemptible(true).on("w", 0, 1)
+                    .unsavedWork(Duration.ofMinutes(5)),
+                aRunningCall().id("a").qos("scavenger").preemptible(true).on("w", 2)
+                    .unsavedWork(Duration.ofMinutes(20)),
+                aRunningCall().id("b").qos("scavenger").preemptible(true).on("w", 3)
+                    .unsavedWork(Duration.ofMinutes(20)))
             .queue(aCall().id("x").gpus(2)), Set.of("pair")),
         Arguments.of("the worker where it costs least", aSnapshot()
             .workers(aWorker().id("w1").gpus(2).free(), aWorker().id("w2").gpus(2).free())
-            .running(aRunningCall().id("w1-old").qos("scavenger").preemptible().on("w1", 0, 1)
-                    .unsaved(Duration.ofHours(3)),
-                aRunningCall().id("w2-new").qos("scavenger").preemptible().on("w2", 0, 1)
-                    .unsaved(Duration.ofMinutes(3)))
+            .running(aRunningCall().id("w1-old").qos("scavenger").preemptible(true).on("w1", 0, 1)
+                    .unsavedWork(Duration.ofHours(3)),
+                aRunningCall().id("w2-new").qos("scavenger").preemptible(true).on("w2", 0, 1)
+                    .unsavedWork(Duration.ofMinutes(3)))
             .queue(aCall().id("x").gpus(2)), Set.of("w2-new")),
         Arguments.of("free GPUs count: only the missing one is freed", aSnapshot()
             .workers(aWorker().id("w").gpus(4).free(0))
-            .running(aRunningCall().id("cheap").qos("scavenger").preemptible().on("w", 1)
-                    .unsaved(Duration.ofMinutes(1)),
-                aRunningCall().id("dear").qos("scavenger").preemptible().on("w", 2)
-                    .unsaved(Duration.ofMinutes(50)),
+            .running(aRunningCall().id("cheap").qos("scavenger").preemptible(true).on("w", 1)
+                    .unsavedWork(Duration.ofMinutes(1)),
+                aRunningCall().id("dear").qos("scavenger").preemptible(true).on("w", 2)
+                    .unsavedWork(Duration.ofMinutes(50)),
                 aRunningCall().id("fixed").qos("batch").on("w", 3))
             .queue(aCall().id("x").gpus(2)), Set.of("cheap")),
         Arguments.of("calls already being stopped are not chosen again", aSnapshot()
             .workers(aWorker().id("w").gpus(2).free())
-            .running(aRunningCall().id("stopping").qos("scavenger").preemptible().on("w", 0)
+            .running(aRunningCall().id("stopping").qos("scavenger").preemptible(true).on("w", 0)
                     .preemptedFor("other"),
-                aRunningCall().id("open").qos("scavenger").preemptible().on("w", 1))
+                aRunningCall().id("open").qos("scavenger").preemptible(true).on("w", 1))
             .queue(aCall().id("x").gpus(2)), Set.of()),
         Arguments.of("a borrowed (over-quota) call preempts nothing", aSnapshot()
             .policy("groups: {nlp: {gpus: 0}}")
             .workers(aWorker().id("w").gpus(1).free())
-            .running(aRunningCall().id("scav").qos("scavenger").preemptible().on("w", 0))
+            .running(aRunningCall().id("scav").qos("scavenger").preemptible(true).on("w", 0))
             .queue(aCall().id("x").group("nlp")), Set.of()),
         Arguments.of("preemption can be switched off", aSnapshot()
             .policy("scheduler: {max_preemptors_per_pass: 0}")
             .workers(aWorker().id("w").gpus(1).free())
-            .running(aRunningCall().id("scav").qos("scavenger").preemptible().on("w", 0))
+            .running(aRunningCall().id("scav").qos("scavenger").preemptible(true).on("w", 0))
             .queue(aCall().id("x")), Set.of()));
   }
 
@@ -120,5 +124,58 @@ class SelectionTest {
     Plan plan = scheduler().plan(snapshot.build());
     assertEquals(new TreeSet<>(victims), plan.preemptions().stream().map(Preemption::victimId)
         .collect(Collectors.toCollection(TreeSet::new)));
+  }
+
+  /** Three workers with 8 GPUs free, each turned down for one named reason. */
+  private static Builders.SnapshotBuilder oneRejectionOfEachKind() {
+    return aSnapshot().workers(aWorker().id("few-cpus").gpus(8).cpus(2),
+        aWorker().id("little-memory").gpus(8).memoryBytes(16 * GIB),
+        aWorker().id("ending").gpus(8).expiresIn(Duration.ofMinutes(30)));
+  }
+
+  @Test
+  void filterRejectionsAreNamedAndCountedPerReason() {
+    Plan plan = scheduler().plan(oneRejectionOfEachKind()
+        .queue(aCall().id("x").cpus(4).memoryBytes(64 * GIB).walltime(Duration.ofHours(1)))
+        .build());
+    assertEquals(Map.of(FilterReason.CPUS, 1, FilterReason.MEMORY, 1,
+        FilterReason.WORKER_EXPIRY, 1), plan.stats().filtered());
+    // Workers short of CPUs and memory among them: it waits for capacity, not for a worker.
+    WaitInfo wait = plan.waitInfo("x").orElseThrow();
+    assertEquals(WaitCode.CAPACITY, wait.code());
+    assertEquals("no worker with 1 GPU free has 4 CPUs and 64.0 GiB memory free", wait.reason());
+  }
+
+  @Test
+  void aCallPlacedAfterARejectionStillCountsIt() {
+    Plan plan = scheduler().plan(oneRejectionOfEachKind()
+        .queue(aCall().id("x").walltime(Duration.ofHours(1))).build());
+    assertEquals(Map.of(FilterReason.WORKER_EXPIRY, 1), plan.stats().filtered());
+    assertEquals(1, plan.stats().filtered(FilterReason.WORKER_EXPIRY));
+    assertEquals(0, plan.stats().filtered(FilterReason.CPUS));
+    // few-cpus and little-memory took it: it is placed, after one expiry rejection.
+    assertTrue(plan.placement("x").isPresent(), plan.toString());
+  }
+
+  @Test
+  void onlyExpiryRejectionsMakeAWorkerExpiryWait() {
+    Plan plan = scheduler().plan(aSnapshot()
+        .workers(aWorker().id("ending").gpus(8).expiresIn(Duration.ofMinutes(30)))
+        .queue(aCall().id("x").walltime(Duration.ofHours(1))).build());
+    assertEquals(Map.of(FilterReason.WORKER_EXPIRY, 1), plan.stats().filtered());
+    WaitInfo wait = plan.waitInfo("x").orElseThrow();
+    assertEquals(WaitCode.WORKER_EXPIRY, wait.code());
+    assertEquals("no worker with 1 GPU free stays up for the walltime of 1h", wait.reason());
+  }
+
+  @Test
+  void aShapeThatFoundNoWorkerIsNotScannedOrCountedAgainInThePass() {
+    Plan plan = scheduler().plan(oneRejectionOfEachKind()
+        .queue(aCall().id("x").cpus(4).memoryBytes(64 * GIB).walltime(Duration.ofHours(1)),
+            aCall().id("y").cpus(8).memoryBytes(64 * GIB).walltime(Duration.ofHours(2)))
+        .build());
+    assertEquals(Map.of(FilterReason.CPUS, 1, FilterReason.MEMORY, 1,
+        FilterReason.WORKER_EXPIRY, 1), plan.stats().filtered());
+    assertEquals(WaitCode.CAPACITY, plan.waitInfo("y").orElseThrow().code());
   }
 }

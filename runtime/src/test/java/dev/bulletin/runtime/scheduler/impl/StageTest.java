@@ -1,5 +1,6 @@
 package dev.bulletin.runtime.scheduler.impl;
 
+import static dev.bulletin.runtime.scheduler.Builders.GIB;
 import static dev.bulletin.runtime.scheduler.Builders.CLOCK;
 import static dev.bulletin.runtime.scheduler.Builders.aCall;
 import static dev.bulletin.runtime.scheduler.Builders.aRunningCall;
@@ -50,23 +51,18 @@ class StageTest {
             aSnapshot().workers(eight).queue(aCall().id("x").gpus(8)), Verdict.Kind.PASS,
             null, null),
         row("capacity: memory beyond every worker is never", new CapacityCheck(),
-            aSnapshot().workers(aWorker().gpus(2).memoryGiB(64))
-                .queue(aCall().id("x").memoryGiB(128)), Verdict.Kind.NEVER, null,
+            aSnapshot().workers(aWorker().gpus(2).memoryBytes(64 * GIB))
+                .queue(aCall().id("x").memoryBytes(128 * GIB)), Verdict.Kind.NEVER, null,
             "no worker can run a call that asks for 1 GPU, 1 CPU, 128.0 GiB memory: the largest"
-                + " has 2 GPUs, 64 CPUs, 64.0 GiB memory (1 worker)"),
+                + " worker has 2 GPUs, 64 CPUs, 64.0 GiB memory (1 worker in the cluster)"),
         row("capacity: busy GPUs do not make it never", new CapacityCheck(),
             aSnapshot().workers(aWorker().gpus(2).free()).queue(aCall().id("x").gpus(2)),
             Verdict.Kind.PASS, null, null),
-        row("capacity: a pool with a worker too small is never", new CapacityCheck(),
-            aSnapshot().workers(eight, aWorker().gpus(2).pool("a100"))
-                .queue(aCall().id("x").gpus(4).pool("a100")), Verdict.Kind.NEVER, null,
-            "no worker in pool 'a100' can run a call that asks for 4 GPUs, 1 CPU: the largest"
-                + " has 2 GPUs, 64 CPUs, 512.0 GiB memory (1 worker)"),
         row("capacity: draining workers do not count", new CapacityCheck(),
             aSnapshot().workers(aWorker().gpus(8).draining(), aWorker().gpus(2))
                 .queue(aCall().id("x").gpus(4)), Verdict.Kind.NEVER, null,
-            "no worker can run a call that asks for 4 GPUs, 1 CPU: the largest has 2 GPUs, 64"
-                + " CPUs, 512.0 GiB memory (1 worker)"),
+            "no worker can run a call that asks for 4 GPUs, 1 CPU: the largest worker has 2 GPUs,"
+                + " 64 CPUs, 512.0 GiB memory (1 worker in the cluster)"),
         row("user limit: intern under the cap", new UserLimitCheck(),
             aSnapshot().policy(INTERNS).queue(aCall().id("x").user("carl").gpus(2)),
             Verdict.Kind.PASS, null, null),
@@ -119,7 +115,7 @@ class StageTest {
                 .queue(aCall().id("x").group("nlp").gpus(2)), Verdict.Kind.PASS, null, null),
         row("group: preemptible calls do not count against the quota", new GroupQuotaCheck(),
             aSnapshot().policy(INTERNS)
-                .running(aRunningCall().group("nlp").qos("scavenger").preemptible()
+                .running(aRunningCall().group("nlp").qos("scavenger").preemptible(true)
                     .on("w", 0, 1, 2, 3))
                 .queue(aCall().id("x").group("nlp").gpus(4)), Verdict.Kind.PASS, null, null),
         row("group: over quota without borrowing waits", new GroupQuotaCheck(),

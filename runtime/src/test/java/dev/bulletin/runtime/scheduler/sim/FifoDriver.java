@@ -1,8 +1,6 @@
 package dev.bulletin.runtime.scheduler.sim;
 
-import dev.bulletin.runtime.scheduler.Decision;
 import dev.bulletin.runtime.scheduler.Demand;
-import dev.bulletin.runtime.scheduler.FirstFitScheduler;
 import dev.bulletin.runtime.scheduler.WorkerSlots;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -10,7 +8,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The baseline: plain FIFO first-fit, the foundation's {@link FirstFitScheduler} over
+ * The baseline: plain FIFO first-fit, {@link FirstFitScheduler} over
  * {@link WorkerSlots}, in submit order, no quotas, QoS, topology or preemption. One shortcut that
  * changes no decision: once a call for g GPUs found no worker, later calls for g or more GPUs in
  * the same pass are not asked (capacity only shrinks within a pass).

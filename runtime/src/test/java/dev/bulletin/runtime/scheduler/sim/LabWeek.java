@@ -1,8 +1,6 @@
 package dev.bulletin.runtime.scheduler.sim;
 
-import dev.bulletin.runtime.scheduler.Decision;
 import dev.bulletin.runtime.scheduler.Demand;
-import dev.bulletin.runtime.scheduler.FirstFitScheduler;
 import dev.bulletin.runtime.scheduler.WorkerSlots;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -127,7 +125,7 @@ final class LabWeek {
     });
   }
 
-  /** First-come first-fit GPU holding: the foundation's FirstFitScheduler over WorkerSlots. */
+  /** First-come first-fit GPU holding: the FIFO baseline's FirstFitScheduler over WorkerSlots. */
   private static final class Holder {
     final Des des;
     final List<WorkerSlots> slots = new ArrayList<>();

@@ -7,6 +7,7 @@ import dev.bulletin.runtime.scheduler.plan.Plan;
 import dev.bulletin.runtime.scheduler.plan.Preemption;
 import dev.bulletin.runtime.scheduler.plan.Rejection;
 import dev.bulletin.runtime.scheduler.policy.PolicyConfig;
+import dev.bulletin.runtime.scheduler.policy.QosClass;
 import dev.bulletin.runtime.scheduler.snapshot.QueuedCall;
 import dev.bulletin.runtime.scheduler.snapshot.RunningCall;
 import dev.bulletin.runtime.scheduler.snapshot.Snapshot;
@@ -143,7 +144,7 @@ final class PolicyDriver extends BaseDriver {
       for (long m = worker.freeMask; m != 0; m &= m - 1) {
         free.add(Long.numberOfTrailingZeros(m));
       }
-      states[w] = new WorkerState(worker.id, "", worker.topology, free, worker.cpus,
+      states[w] = new WorkerState(worker.id, worker.topology, free, worker.cpus,
           Math.max(0, worker.freeCpus), worker.memory, Math.max(0, worker.freeMemory),
           worker.held, false, WorkerState.NEVER);
       stateVersions[w] = worker.version;
@@ -155,13 +156,14 @@ final class PolicyDriver extends BaseDriver {
       for (int id : call.gpuIds) {
         ids.add(id);
       }
-      Duration walltime = call.walltime.isZero()
-          ? policy.qos().get(call.qos.isEmpty() ? policy.defaultQos() : call.qos).maxWalltime()
-          : call.walltime;
-      calls.add(new RunningCall(call.id, call.user, call.group,
-          call.qos.isEmpty() ? policy.defaultQos() : call.qos, workers.get(run.worker).id, ids,
-          call.cpus, call.memory, run.preemptible, Instant.ofEpochMilli(call.startMillis),
-          walltime, Duration.ofMillis(Math.round(unsaved(run) * 1000)), run.preemptedFor));
+      QosClass qos = policy.qosFor(call.qos).orElseThrow();
+      calls.add(RunningCall.builder().id(call.id).user(call.user).group(call.group)
+          .qos(qos.name()).on(workers.get(run.worker).id, ids).cpus(call.cpus)
+          .memoryBytes(call.memory).preemptible(run.preemptible)
+          .startedAt(Instant.ofEpochMilli(call.startMillis))
+          .walltime(call.walltime.isZero() ? qos.maxWalltime() : call.walltime)
+          .unsavedWork(Duration.ofMillis(Math.round(unsaved(run) * 1000)))
+          .preemptedFor(run.preemptedFor).build());
     }
     List<QueuedCall> queued = new ArrayList<>(queue.size());
     for (SimCall call : queue.values()) {

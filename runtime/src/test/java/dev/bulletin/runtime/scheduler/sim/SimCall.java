@@ -1,6 +1,5 @@
 package dev.bulletin.runtime.scheduler.sim;
 
-import dev.bulletin.runtime.scheduler.Demand;
 import dev.bulletin.runtime.scheduler.snapshot.QueuedCall;
 import java.time.Duration;
 import java.time.Instant;
@@ -68,8 +67,9 @@ final class SimCall {
 
   QueuedCall queued() {
     if (queued == null) {
-      queued = new QueuedCall(id, user, group, qos, new Demand(gpus, cpus, memory), "", 0,
-          credits, inputs, Instant.ofEpochMilli(submitMillis), walltime);
+      queued = QueuedCall.builder().id(id).user(user).group(group).qos(qos).gpus(gpus).cpus(cpus)
+          .memoryBytes(memory).creditsSpent(credits).inputs(inputs)
+          .submittedAt(Instant.ofEpochMilli(submitMillis)).walltime(walltime).build();
     }
     return queued;
   }

@@ -34,7 +34,7 @@ class SnapshotModelTest {
   @Test
   void workersRejectFreeGpusOutsideTheirTopology() {
     IllegalArgumentException error = assertThrows(IllegalArgumentException.class,
-        () -> new WorkerState("w1", "", GpuTopology.uniform(2, GpuTopology.Link.HOST),
+        () -> new WorkerState("w1", GpuTopology.uniform(2, GpuTopology.Link.HOST),
             Set.of(0, 5), 8, 8, 0, 0, Map.of(), false, null));
     assertTrue(error.getMessage().contains("free GPU 5 is outside 0..1"), error.getMessage());
   }
@@ -50,5 +50,39 @@ class SnapshotModelTest {
     long p50 = histogram.percentileNanos(50);
     assertTrue(p50 >= 500_000 && p50 <= 500_000 * 1.13, "p50 " + p50);
     assertEquals(1_000_000, histogram.maxNanos());
+  }
+
+  @Test
+  void aBuiltCallIsValidatedAndNamesWhatIsMissing() {
+    IllegalArgumentException missing = assertThrows(IllegalArgumentException.class,
+        () -> QueuedCall.builder().id("c1").user("ann").build());
+    assertEquals("queued call c1: user, group, demand and submittedAt are required",
+        missing.getMessage());
+    IllegalArgumentException gpus = assertThrows(IllegalArgumentException.class,
+        () -> QueuedCall.builder().id("c1").gpus(-1).build());
+    assertTrue(gpus.getMessage().startsWith("gpus must be >= 0"), gpus.getMessage());
+    IllegalArgumentException running = assertThrows(IllegalArgumentException.class,
+        () -> RunningCall.builder().id("r1").user("ann").group("nlp").build());
+    assertEquals("running call r1: user, group, qos, workerId, startedAt and walltime are"
+        + " required", running.getMessage());
+  }
+
+  @Test
+  void buildersFillEveryField() {
+    java.time.Instant at = java.time.Instant.parse("2025-03-03T09:00:00Z");
+    QueuedCall call = QueuedCall.builder().id("c1").user("ann").group("nlp").qos("batch")
+        .demand(new dev.bulletin.runtime.scheduler.Demand(2, 4, 1024)).priority(3)
+        .creditsSpent(5).input("a", 10).input("b", 20).submittedAt(at)
+        .walltime(java.time.Duration.ofHours(1)).build();
+    assertEquals(new QueuedCall("c1", "ann", "nlp", "batch",
+        new dev.bulletin.runtime.scheduler.Demand(2, 4, 1024), 3, 5, Map.of("a", 10L, "b", 20L),
+        at, java.time.Duration.ofHours(1)), call);
+    RunningCall running = RunningCall.builder().id("r1").user("bob").group("vision")
+        .qos("scavenger").on("w1", 0, 1).cpus(2).memoryBytes(512).preemptible(true)
+        .startedAt(at).walltime(java.time.Duration.ofHours(2))
+        .unsavedWork(java.time.Duration.ofMinutes(5)).preemptedFor("c1").build();
+    assertEquals(new RunningCall("r1", "bob", "vision", "scavenger", "w1", java.util.List.of(0, 1),
+        2, 512, true, at, java.time.Duration.ofHours(2), java.time.Duration.ofMinutes(5), "c1"),
+        running);
   }
 }

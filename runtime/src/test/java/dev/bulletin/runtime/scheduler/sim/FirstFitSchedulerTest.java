@@ -1,17 +1,19 @@
-package dev.bulletin.runtime.scheduler;
+package dev.bulletin.runtime.scheduler.sim;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.bulletin.runtime.scheduler.Demand;
+import dev.bulletin.runtime.scheduler.WorkerSlots;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class FirstFitSchedulerTest {
 
   private static final long GIB = 1L << 30;
-  private final Scheduler scheduler = new FirstFitScheduler();
+  private final FirstFitScheduler scheduler = new FirstFitScheduler();
 
   private static WorkerSlots worker(String id, int gpus, double cpus) {
     return new WorkerSlots(id, gpus, true, cpus, 16 * GIB);

@@ -1,12 +1,12 @@
-package dev.bulletin.runtime.scheduler;
+package dev.bulletin.runtime.scheduler.sim;
 
 import java.util.List;
 
 /**
- * The scheduler's answer for one call. "Not now" and "never" are different answers: a waiting
- * call stays queued with its reason, an infeasible one fails at once.
+ * The FIFO baseline's answer for one call. "Not now" and "never" are different answers: a
+ * waiting call stays queued with its reason, an infeasible one fails at once.
  */
-public sealed interface Decision {
+sealed interface Decision {
 
   /** Run it on this worker with these GPUs. */
   record Placed(String workerId, List<Integer> gpuIds) implements Decision {
