@@ -1,5 +1,6 @@
 package dev.bulletin.worker;
 
+import dev.bulletin.protocol.Text;
 import dev.bulletin.protocol.Quantities;
 import dev.bulletin.worker.GpuInventory;
 import dev.bulletin.worker.GpuInventoryDetection;
@@ -58,7 +59,7 @@ public final class ResourceOptions {
   /** "2 GPUs simulated, 4 CPUs" for start-up lines. */
   public static String describe(WorkerOptions worker) {
     int count = worker.gpus().count();
-    return count + " GPU" + (count == 1 ? "" : "s") + (worker.gpus().simulated() ? " simulated" : "")
-        + ", " + worker.cpus() + " CPUs";
+    return Text.count(count, "GPU") + (worker.gpus().simulated() ? " simulated" : "") + ", "
+        + Text.count(worker.cpus(), "CPU");
   }
 }

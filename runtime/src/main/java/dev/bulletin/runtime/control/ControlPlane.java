@@ -14,6 +14,7 @@ import dev.bulletin.protocol.FailureCode;
 import dev.bulletin.protocol.ObjectRef;
 import dev.bulletin.protocol.RuntimeTimings;
 import dev.bulletin.protocol.TaskSpec;
+import dev.bulletin.protocol.Text;
 import dev.bulletin.runtime.scheduler.ClusterCapacity;
 import dev.bulletin.runtime.scheduler.Demand;
 import dev.bulletin.runtime.scheduler.Feasibility;
@@ -503,8 +504,8 @@ public final class ControlPlane {
       }
       tasks.transition(task, TaskState.ERROR, TaskEvents.failed(task.id(),
           FailureCode.WORKER_LOST, "the worker running " + task.name() + "() went away: "
-              + lost.cause() + (task.requeues() > 0 ? " (after " + task.requeues()
-              + " earlier attempt" + (task.requeues() == 1 ? "" : "s") + ")" : "")
+              + lost.cause() + (task.requeues() > 0 ? " (after "
+              + Text.count(task.requeues(), "earlier attempt") + ")" : "")
               + ". Pass retries=N to run such calls again on another worker.", timings));
     } else if (outcome instanceof CallOutcome.Stopped stopped) {
       // Decided by why the runtime stopped it; a stop it did not ask for (the worker shutting
