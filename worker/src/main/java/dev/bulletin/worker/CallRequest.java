@@ -18,4 +18,9 @@ public record CallRequest(String taskId, ObjectKey function, ObjectKey args, Lis
   public CallRequest(String taskId, ObjectKey function, ObjectKey args, List<Integer> gpuIds) {
     this(taskId, function, args, List.of(), gpuIds);
   }
+
+  /** The user the call runs for: its objects' namespace (ObjectKey#namespaceOf the user). */
+  public String owner() {
+    return args.namespace();
+  }
 }

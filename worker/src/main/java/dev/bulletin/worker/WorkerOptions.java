@@ -13,7 +13,8 @@ import java.util.Map;
  * @param memoryBytes memory offered
  * @param warmCpuExecutors CPU executors kept started and idle, ready for the next call
  * @param executorStartTimeoutMillis how long an executor may take to start and register
- * @param extraEnvironment added to every executor's environment
+ * @param extraEnvironment added to every executor's environment (which is otherwise built from
+ *     an allowlist, not from the agent's own); no {@code BULLETIN_*} names: those the agent sets
  */
 public record WorkerOptions(
     String workerId,
@@ -39,5 +40,11 @@ public record WorkerOptions(
       throw new IllegalArgumentException("warmCpuExecutors must be >= 0, got " + warmCpuExecutors);
     }
     extraEnvironment = Map.copyOf(extraEnvironment);
+    for (String name : extraEnvironment.keySet()) {
+      if (name.startsWith("BULLETIN_")) {
+        throw new IllegalArgumentException("extraEnvironment must not set " + name
+            + ": BULLETIN_* variables of executors are the agent's own");
+      }
+    }
   }
 }

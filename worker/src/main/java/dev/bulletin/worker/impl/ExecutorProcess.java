@@ -1,6 +1,5 @@
 package dev.bulletin.worker.impl;
 
-import dev.bulletin.bridge.ObjectId;
 import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.worker.CallListener;
@@ -9,6 +8,7 @@ import dev.bulletin.worker.CallRequest;
 import dev.bulletin.worker.PythonExecutor;
 import dev.bulletin.worker.WorkerOptions;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.net.InetAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -16,103 +16,149 @@ import java.security.SecureRandom;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.stream.Collectors;
-import py4j.GatewayServer;
+import py4j.CallbackClient;
+import py4j.Gateway;
 
 /**
  * One warm Python executor: a {@code python -m bulletin._executor} process pinned to a set of
- * GPUs, its Py4J gateway, and the pumps that forward its output to the running call. Runs one
- * call at a time; {@link #call} blocks the calling thread.
+ * GPUs, the Py4J client that drives it, and the pumps that forward its output to the running
+ * call. Runs one call at a time; {@link #call} blocks the calling thread.
+ *
+ * <p>The JVM listens on no Py4J port: the executor serves a Py4J callback server (loopback,
+ * authenticated by a token it reads from its stdin) and announces its port on stdout before any
+ * user code runs; the agent calls it and it only answers. So user code in the executor holds no
+ * credential that reaches the JVM (Py4J has no per-method allowlist: a gateway token would reach
+ * every class). Its environment is built from an allowlist ({@link ExecutorEnvironment}).
  */
 final class ExecutorProcess {
 
   private static final SecureRandom RANDOM = new SecureRandom();
+  /**
+   * Py4J logs every command (paths included) at INFO; its GatewayServer, which the agent no
+   * longer starts, used to turn that off. Held here so the setting is not collected.
+   */
+  private static final java.util.logging.Logger PY4J_LOG = quietPy4j();
   private static final InetAddress LOOPBACK = InetAddress.getLoopbackAddress();
   /** After a call returns, how long its output may take to drain from the pipes. */
   private static final long OUTPUT_DRAIN_MILLIS = 2_000;
 
   private final String id;
   private final List<Integer> gpuIds;
-  private final GatewayServer gateway;
+  private final Gateway gateway;
   private final Process process;
   private final PythonExecutor python;
+  private final ObjectStore store;
 
   private volatile Running current;
   private volatile String stopReason;
+  /** Why this executor must run no further call (set by what a call did to it); null if none. */
+  private volatile String retireReason;
+  private volatile long idleSinceNanos = System.nanoTime();
+  private int calls;
 
   /** The call in progress, and the latch its two sentinel lines (stdout, stderr) count down. */
   private record Running(String taskId, CallListener listener, CountDownLatch drained) {}
 
-  private ExecutorProcess(String id, List<Integer> gpuIds, GatewayServer gateway, Process process,
-      PythonExecutor python) {
+  private ExecutorProcess(String id, List<Integer> gpuIds, Gateway gateway, Process process,
+      PythonExecutor python, ObjectStore store) {
     this.id = id;
     this.gpuIds = gpuIds;
     this.gateway = gateway;
     this.process = process;
     this.python = python;
+    this.store = store;
   }
 
-  /** Starts an executor and waits until it has registered over Py4J. */
+  /** Starts an executor and waits until it has announced its callback server and answered. */
   static ExecutorProcess launch(String id, List<Integer> gpuIds, WorkerOptions options,
       ObjectStore store) throws ExecutorStartException {
     String token = HexFormat.of().formatHex(randomBytes());
-    ExecutorRegistrar registrar = new ExecutorRegistrar(store);
-    GatewayServer gateway = new GatewayServer.GatewayServerBuilder()
-        .entryPoint(registrar)
-        .javaPort(0)
-        .javaAddress(LOOPBACK)
-        .callbackClient(0, LOOPBACK, token)
-        .authToken(token)
-        .build();
-    gateway.start(true);
     Holder holder = new Holder();
     Process process;
     try {
       ProcessBuilder builder = new ProcessBuilder(options.python().toString(), "-m", "bulletin._executor");
       Map<String, String> env = builder.environment();
-      env.putAll(options.extraEnvironment());
-      env.put("BULLETIN_GATEWAY_PORT", Integer.toString(gateway.getListeningPort()));
-      env.put("BULLETIN_GATEWAY_TOKEN", token);
-      env.put("BULLETIN_EXECUTOR_ID", id);
-      env.put("BULLETIN_STORE_DIR", store.root().toString());
-      env.put("BULLETIN_STORE_CAPACITY", Long.toString(store.capacityBytes()));
-      env.put("CUDA_VISIBLE_DEVICES", gpuIds.stream().map(String::valueOf).collect(Collectors.joining(",")));
-      env.put("BULLETIN_SIMULATED_GPUS", options.gpus().simulated() && !gpuIds.isEmpty() ? "1" : "0");
-      env.put("PYTHONUNBUFFERED", "1");
+      Map<String, String> own = Map.of(
+          "BULLETIN_EXECUTOR_ID", id,
+          "BULLETIN_STORE_DIR", store.root().toString(),
+          "BULLETIN_STORE_CAPACITY", Long.toString(store.capacityBytes()),
+          "CUDA_VISIBLE_DEVICES", gpuIds.stream().map(String::valueOf).collect(Collectors.joining(",")),
+          "BULLETIN_SIMULATED_GPUS", options.gpus().simulated() && !gpuIds.isEmpty() ? "1" : "0",
+          "PYTHONUNBUFFERED", "1");
+      Map<String, String> built = ExecutorEnvironment.build(System.getenv(),
+          options.extraEnvironment(), own);
+      env.clear();
+      env.putAll(built);
       process = builder.start();
+      // The token goes over the pipe, never the environment or argv (which other processes of
+      // the same account, and user code, can read); the executor reads it once.
+      OutputStream stdin = process.getOutputStream();
+      stdin.write((token + "\n").getBytes(StandardCharsets.US_ASCII));
+      stdin.flush();
     } catch (IOException e) {
-      gateway.shutdown();
       throw new ExecutorStartException("cannot start executor " + id + " with " + options.python()
           + ": " + e.getMessage() + " (is --python an interpreter with the bulletin package?)", e);
     }
-    closeQuietly(process);
     startPump(id + "-out", process.getInputStream(), false, holder);
     startPump(id + "-err", process.getErrorStream(), true, holder);
+    Gateway gateway = null;
     try {
-      ExecutorRegistrar.Registration registration = registrar.registered()
+      Announcement announced = holder.announced
           .get(options.executorStartTimeoutMillis(), TimeUnit.MILLISECONDS);
-      gateway.resetCallbackClient(LOOPBACK, registration.callbackPort());
+      gateway = new Gateway(null, new CallbackClient(announced.port(), LOOPBACK, token));
+      PythonExecutor python = (PythonExecutor) gateway.createProxy(
+          PythonExecutor.class.getClassLoader(), new Class<?>[] {PythonExecutor.class},
+          announced.objectId());
+      if (!"pong".equals(python.ping())) {
+        throw new IllegalStateException("the executor did not answer its first ping");
+      }
       ExecutorProcess executor = new ExecutorProcess(id, List.copyOf(gpuIds), gateway, process,
-          registration.executor());
+          python, store);
       holder.executor = executor;
       return executor;
-    } catch (TimeoutException | ExecutionException e) {
+    } catch (TimeoutException | ExecutionException | RuntimeException e) {
+      String state = !process.isAlive() ? ExitCauses.describe(exitStatus(process))
+          : e instanceof TimeoutException ? "did not announce itself within "
+              + options.executorStartTimeoutMillis() + " ms"
+          : "announced itself but could not be called (" + e.getMessage() + ")";
       String output = holder.early.text();
       process.destroyForcibly();
-      gateway.shutdown();
-      String state = process.isAlive() ? "did not register within "
-          + options.executorStartTimeoutMillis() + " ms" : ExitCauses.describe(exitStatus(process));
+      if (gateway != null) {
+        gateway.shutdown();
+      }
       throw new ExecutorStartException("executor " + id + " failed to start: " + state
           + (output.isBlank() ? "" : "; its output:\n" + output), e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       process.destroyForcibly();
-      gateway.shutdown();
       throw new ExecutorStartException("interrupted while starting executor " + id, e);
+    }
+  }
+
+  /** The executor's callback server, as it announced it. */
+  private record Announcement(int port, String objectId) {
+    static Announcement parse(String text) {
+      String[] parts = text.strip().split(" ");
+      if (parts.length != 2 || !parts[1].matches("[A-Za-z0-9_]{1,32}")) {
+        throw new IllegalArgumentException("the executor announced itself in an unknown form: '"
+            + text + "' (expected '<port> <object id>')");
+      }
+      try {
+        int port = Integer.parseInt(parts[0]);
+        if (port < 1 || port > 65535) {
+          throw new NumberFormatException("out of range");
+        }
+        return new Announcement(port, parts[1]);
+      } catch (NumberFormatException e) {
+        throw new IllegalArgumentException("the executor announced an invalid port: '" + text
+            + "'");
+      }
     }
   }
 
@@ -128,24 +174,56 @@ final class ExecutorProcess {
     return process.isAlive();
   }
 
+  /** Calls this executor has been given. */
+  synchronized int calls() {
+    return calls;
+  }
+
+  /** Why it must not run another call, or null. */
+  String retireReason() {
+    return retireReason;
+  }
+
+  long idleSinceNanos() {
+    return idleSinceNanos;
+  }
+
   /**
    * Runs one call on this executor, blocking until it ends. The reply names the result's id;
    * its bytes are in {@code resultPath}, not yet published.
+   *
+   * @throws UnfitExecutorException if the executor could not load the call and an earlier call
+   *     may have damaged it: the call did not run; retire this executor
    */
   CallOutcome call(CallRequest request, ObjectStore.Lease lease, Path resultPath,
-      CallListener listener) {
+      CallListener listener) throws UnfitExecutorException {
+    claim(request.owner());
     Running running = new Running(request.taskId(), listener, new CountDownLatch(2));
     current = running;
     listener.started(id);
-    StringBuilder refs = new StringBuilder();
-    for (ObjectKey ref : request.refs()) {
-      refs.append(ref.id().hex()).append(' ').append(lease.path(ref)).append('\n');
-    }
     try {
-      String reply = python.run(request.taskId(), lease.path(request.function()).toString(),
-          lease.path(request.args()).toString(), refs.toString(), resultPath.toString());
+      ExecutorReply reply = ExecutorReply.parse(python.run(
+          ExecutorCall.toWire(request, lease, resultPath)));
+      if (reply instanceof ExecutorReply.Stage stage) {
+        reply = ExecutorReply.parse(python.commit(stageResultFile(request, stage, resultPath)));
+      }
       awaitQuietly(running.drained(), OUTPUT_DRAIN_MILLIS);
-      return parseReply(reply, request.args().namespace());
+      if (reply instanceof ExecutorReply.Unfit unfit) {
+        retireReason = "it could not load a call: " + unfit.reason();
+        throw new UnfitExecutorException(unfit.reason());
+      }
+      if (!(reply instanceof ExecutorReply.Finished finished)) {
+        throw new ExecutorReply.MalformedReplyException(
+            "the executor answered commit with another stage");
+      }
+      finished.retire().ifPresent(reason -> retireReason = reason);
+      return new CallOutcome.Returned(new ObjectKey(request.owner(), finished.result()),
+          finished.size(), finished.raised(), finished.runSeconds());
+    } catch (ExecutorReply.MalformedReplyException e) {
+      // User code runs in the executor and may have garbled it: it is not trusted again.
+      kill("replaced after a malformed reply");
+      return new CallOutcome.ExecutorDied("executor " + id + " answered the call with a"
+          + " malformed reply (" + e.getMessage() + ") and was replaced");
     } catch (RuntimeException e) {
       // Py4J fails the call when the process or its socket goes away.
       if (stopReason != null) {
@@ -154,10 +232,24 @@ final class ExecutorProcess {
       return new CallOutcome.ExecutorDied(deathCause(e));
     } finally {
       current = null;
+      idleSinceNanos = System.nanoTime();
     }
   }
 
-  /** Kills the process; a call in progress ends as {@link CallOutcome.Stopped}. */
+  private synchronized void claim(String user) {
+    calls++;
+  }
+
+  /**
+   * Stages, at the call's result path, the file of a released object of the call owner's, so
+   * the executor's write lands in memory already allocated (see ObjectStore#stageRecycled).
+   */
+  private boolean stageResultFile(CallRequest request, ExecutorReply.Stage stage,
+      Path resultPath) {
+    return store.stageRecycled(request.owner(), stage.size(), stage.mapped(),
+        resultPath.getFileName().toString());
+  }
+
   /**
    * Sends SIGUSR1, which runs the call's checkpoint hooks in the executor. Java has no API for
    * signals other than TERM and KILL, hence {@code kill(1)}.
@@ -177,16 +269,17 @@ final class ExecutorProcess {
     }
   }
 
+  /** Kills the process; a call in progress ends as {@link CallOutcome.Stopped}. */
   void kill(String reason) {
     stopReason = reason;
     process.destroyForcibly();
     gateway.shutdown();
   }
 
-  /** Asks the executor to exit, then makes sure it does. */
+  /** Asks the executor to exit (closing its stdin: it exits at end of file), then makes sure. */
   void shutdown() {
     stopReason = "worker shutting down";
-    process.destroy();
+    closeQuietly(process);
     try {
       if (!process.waitFor(2, TimeUnit.SECONDS)) {
         process.destroyForcibly();
@@ -209,16 +302,6 @@ final class ExecutorProcess {
     process.destroyForcibly();
     return "executor " + id + " lost its Py4J connection (" + callError.getMessage()
         + ") and was stopped";
-  }
-
-  private static CallOutcome parseReply(String reply, String namespace) {
-    String[] parts = reply == null ? new String[0] : reply.strip().split(" ");
-    if (parts.length != 4 || !(parts[0].equals("ok") || parts[0].equals("raised"))) {
-      throw new IllegalStateException("executor replied in an unknown form: " + reply);
-    }
-    return new CallOutcome.Returned(new ObjectKey(namespace, ObjectId.parse(parts[1])),
-        Long.parseLong(parts[2]),
-        parts[0].equals("raised"), Double.parseDouble(parts[3]));
   }
 
   private void route(boolean stderr, byte[] data) {
@@ -251,6 +334,8 @@ final class ExecutorProcess {
   private static final class Holder {
     volatile ExecutorProcess executor;
     final RecentOutput early = new RecentOutput(4096);
+    /** Completed by the first announcement on stdout; later ones (user output) are ignored. */
+    final CompletableFuture<Announcement> announced = new CompletableFuture<>();
   }
 
   private static void startPump(String name, java.io.InputStream in, boolean stderr, Holder holder) {
@@ -269,6 +354,15 @@ final class ExecutorProcess {
             executor.sentinel(taskId);
           }
         },
+        announcement -> {
+          if (!stderr && !holder.announced.isDone()) {
+            try {
+              holder.announced.complete(Announcement.parse(announcement));
+            } catch (IllegalArgumentException e) {
+              holder.announced.completeExceptionally(e);
+            }
+          }
+        },
         () -> {
           ExecutorProcess executor = holder.executor;
           if (executor != null) {
@@ -280,15 +374,22 @@ final class ExecutorProcess {
     thread.start();
   }
 
+  private static java.util.logging.Logger quietPy4j() {
+    java.util.logging.Logger logger = java.util.logging.Logger.getLogger("py4j");
+    logger.setLevel(java.util.logging.Level.OFF);
+    return logger;
+  }
+
   private static byte[] randomBytes() {
     byte[] bytes = new byte[24];
     RANDOM.nextBytes(bytes);
     return bytes;
   }
 
+  /** Closes the executor's stdin, its lifeline: it exits when it reads end of file. */
   private static void closeQuietly(Process process) {
     try {
-      process.getOutputStream().close(); // executors read nothing from stdin
+      process.getOutputStream().close();
     } catch (IOException ignored) {
       // Already closed.
     }

@@ -173,6 +173,9 @@ public final class LocalWorkerAgent implements WorkerAgent {
     } catch (ObjectStoreException e) {
       outcome = new CallOutcome.ExecutorDied("the call's objects are not in the store: "
           + e.getMessage());
+    } catch (UnfitExecutorException e) {
+      outcome = new CallOutcome.ExecutorDied("executor " + executor.id()
+          + " could not load the call: " + e.getMessage());
     } finally {
       running.remove(taskId);
       pendingStops.remove(taskId); // a stop that raced the call's end must not linger

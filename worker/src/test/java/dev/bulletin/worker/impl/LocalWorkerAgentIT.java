@@ -37,6 +37,8 @@ class LocalWorkerAgentIT {
 
   @TempDir Path folder;
   private Path python;
+  /** On the executors' PYTHONPATH (WorkerOptions.extraEnvironment). */
+  private Path modules;
   private ObjectStore store;
   private WorkerAgent agent;
 
@@ -47,8 +49,9 @@ class LocalWorkerAgentIT {
         + " (make test does)");
     python = Path.of(configured);
     store = ObjectStores.inFolder(folder.resolve("store"));
+    modules = Files.createDirectories(folder.resolve("modules"));
     agent = Workers.local(new WorkerOptions("test", python, GpuInventory.simulated(1), 2,
-        1L << 30, 1, 60_000, Map.of()), store);
+        1L << 30, 1, 60_000, Map.of("PYTHONPATH", modules.toString())), store);
     agent.start().get(90, TimeUnit.SECONDS);
   }
 
@@ -62,7 +65,7 @@ class LocalWorkerAgentIT {
   private ObjectKey pickle(String expression) throws Exception {
     Path out = folder.resolve("pickle-" + System.nanoTime());
     Process process = new ProcessBuilder(python.toString(), "-c",
-        "import os, sys, signal, time\n"
+        "import os, sys, signal, time, json, gc\n"
             + "from bulletin._objects import encode\n"
             + "e = encode(" + expression + ")\n"
             + "open(sys.argv[1], 'wb').write(e.to_bytes())\n"
@@ -75,6 +78,7 @@ class LocalWorkerAgentIT {
 
   private static final class Recorder implements CallListener {
     final ByteArrayOutputStream stdout = new ByteArrayOutputStream();
+    final ByteArrayOutputStream stderr = new ByteArrayOutputStream();
     volatile String executor;
 
     @Override
@@ -84,9 +88,7 @@ class LocalWorkerAgentIT {
 
     @Override
     public synchronized void output(boolean stderr, byte[] data) {
-      if (!stderr) {
-        stdout.writeBytes(data);
-      }
+      (stderr ? this.stderr : stdout).writeBytes(data);
     }
   }
 
@@ -111,6 +113,78 @@ class LocalWorkerAgentIT {
     run("t2", function, args, List.of(0), second);
     assertEquals(first.executor, second.executor, "the second call reuses the warm executor");
     assertEquals(launches, agent.status().executorLaunches(), "no new Python process started");
+  }
+
+  @Test
+  void anExecutorsEnvironmentHoldsOnlyAllowlistedVariablesAndNoSecret() throws Exception {
+    // The surefire configuration puts an owner token, a worker token and an unlisted variable
+    // into this JVM's environment (worker/pom.xml), as a runtime has them.
+    ObjectKey function = pickle("lambda: print(json.dumps(dict(os.environ)))");
+    Recorder recorder = new Recorder();
+    CallOutcome outcome = run("t-env", function, pickle("((), {})"), List.of(), recorder);
+    assertFalse(assertInstanceOf(CallOutcome.Returned.class, outcome).raised(),
+        recorder.stderr.toString(StandardCharsets.UTF_8));
+    var env = new io.vertx.core.json.JsonObject(recorder.stdout.toString(StandardCharsets.UTF_8));
+    for (String name : env.fieldNames()) {
+      assertFalse(env.getString(name).contains("never-in-executors"), name + " leaked a secret");
+      assertTrue(ExecutorEnvironment.passes(name) || OWN_VARIABLES.contains(name),
+          name + " is not on the executor environment's allowlist");
+    }
+    assertFalse(env.containsKey("BULLETIN_OWNER_TOKEN") || env.containsKey("BULLETIN_WORKER_TOKEN")
+        || env.containsKey("BULLETIN_GATEWAY_TOKEN"), env.fieldNames().toString());
+    assertEquals(System.getenv("PATH"), env.getString("PATH"), "what Python needs still passes");
+  }
+
+  /** Set by the agent for each executor (docs/internals.md). */
+  private static final java.util.Set<String> OWN_VARIABLES = java.util.Set.of(
+      "BULLETIN_EXECUTOR_ID", "BULLETIN_STORE_DIR", "BULLETIN_STORE_CAPACITY",
+      "CUDA_VISIBLE_DEVICES", "BULLETIN_SIMULATED_GPUS", "PYTHONUNBUFFERED");
+
+  @Test
+  void userCodeFindsNoPy4jCredentialThatReachesTheJvm() throws Exception {
+    // Everything Py4J-ish in the executor's own memory, tried against the JVM.
+    ObjectKey function = pickle("lambda: print(__import__('bulletin_reach_jvm').attempt())");
+    writeReachJvmModule();
+    Recorder recorder = new Recorder();
+    CallOutcome outcome = run("t-py4j", function, pickle("((), {})"), List.of(), recorder);
+    assertInstanceOf(CallOutcome.Returned.class, outcome);
+    String printed = recorder.stdout.toString(StandardCharsets.UTF_8);
+    assertTrue(printed.startsWith("refused"), printed);
+    assertFalse(printed.contains(System.getProperty("user.dir")), printed);
+  }
+
+  /**
+   * A module the executor imports (on PYTHONPATH, which passes the allowlist): finds every py4j
+   * gateway, client and parameter object and every port/token pair, and tries each as a client
+   * of a Java gateway.
+   */
+  private void writeReachJvmModule() throws Exception {
+    Files.writeString(modules.resolve("bulletin_reach_jvm.py"), String.join("\n",
+        "import gc, os",
+        "from py4j.java_gateway import JavaGateway, GatewayParameters, GatewayClient",
+        "def attempt():",
+        "    tried = []",
+        "    for obj in gc.get_objects():",
+        "        try:",
+        "            if isinstance(obj, JavaGateway):",
+        "                return 'reached ' + obj.jvm.java.lang.System.getProperty('user.dir')",
+        "            if isinstance(obj, (GatewayParameters, GatewayClient)):",
+        "                params = getattr(obj, 'gateway_parameters', obj)",
+        "                tried.append((params.port, params.auth_token))",
+        "        except Exception:",
+        "            pass",
+        "    for name, value in os.environ.items():",
+        "        if 'GATEWAY_PORT' in name:",
+        "            tried.append((int(value), os.environ.get(name.replace('PORT', 'TOKEN'))))",
+        "    for port, token in tried:",
+        "        try:",
+        "            gateway = JavaGateway(gateway_parameters=GatewayParameters(port=port,"
+            + " auth_token=token))",
+        "            return 'reached ' + gateway.jvm.java.lang.System.getProperty('user.dir')",
+        "        except Exception:",
+        "            pass",
+        "    return 'refused after %d tries' % len(tried)",
+        ""));
   }
 
   @Test
