@@ -232,3 +232,58 @@ def test_a_large_result_waits_for_the_agent_to_stage_its_file_then_commit_writes
     assert np.array_equal(open_object(staged), big * 2) and again.size == reply.size
     with pytest.raises(bulletin.BulletinError, match="commit without a staged result"):
         executor.commit(True)
+
+
+def test_a_call_an_earlier_call_may_have_broken_is_not_run_and_the_executor_asks_to_go(store):
+    from bulletin._executor import Unfit
+    executor = Executor(store.path)
+    args = store.put(((), {}))
+    assert not executor.run(call(store, store.put(lambda: 1), args)).raised
+    # The function cannot be loaded: on a fresh executor that is the call's fault (raised, see
+    # above); after another call it may be this process's, and a fresh executor decides.
+    reply = executor.run(call(store, "0" * 32, args))
+    assert isinstance(reply, Unfit) and "FileNotFoundError" in reply.reason
+
+
+def test_a_limit_a_call_lowers_is_set_back_after_it(store):
+    import resource
+    start = resource.getrlimit(resource.RLIMIT_NOFILE)
+
+    def lower():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, start[1]))
+        return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+    executor = Executor(store.path)
+    assert run(executor, store, lower) == ("ok", 64)
+    assert resource.getrlimit(resource.RLIMIT_NOFILE) == start
+
+
+LOWERS_A_HARD_LIMIT = """
+import os, resource, sys, tempfile
+from pathlib import Path
+from bulletin._executor import Call, Executor
+from bulletin._objects import encode
+store = Path(tempfile.mkdtemp())
+if os.geteuid() == 0:  # root may raise any limit again: be an ordinary user, as executors are
+    os.chown(store, 65534, 65534)
+    os.setgid(65534)
+    os.setuid(65534)
+def put(obj):
+    encoded = encode(obj)
+    (store / encoded.digest()).write_bytes(encoded.to_bytes())
+    return str(store / encoded.digest())
+def lower():
+    resource.setrlimit(resource.RLIMIT_NOFILE, (32, 32))
+reply = Executor(store).run(Call("t", put(lower), put(((), {})), {}, str(store / ".result-t")))
+print(reply.raised, resource.getrlimit(resource.RLIMIT_NOFILE), reply.retire)
+"""
+
+
+def test_a_call_that_lowers_a_hard_limit_retires_its_executor(tmp_path):
+    import subprocess
+    proc = subprocess.run([sys.executable, "-c", LOWERS_A_HARD_LIMIT], capture_output=True,
+                          text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    raised, limits, retire = proc.stdout.strip().split(" ", 2)
+    assert raised == "False"
+    assert "RLIMIT_NOFILE" in retire and "cannot be set back" in retire, retire

@@ -30,8 +30,8 @@ class ExecutorEnvironmentTest {
   @Test
   void configuredVariablesMayNotSetTheAgentsOwn() {
     IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
-        () -> new WorkerOptions("w", Path.of("python3"), GpuInventory.simulated(0), 1, 0, 0, 1000,
-            Map.of("BULLETIN_OWNER_TOKEN", "x")));
+        () -> new WorkerOptions("w", Path.of("python3"), GpuInventory.simulated(0), 1, 0, 0, 1000, 0,
+            1000, Map.of("BULLETIN_OWNER_TOKEN", "x")));
     assertTrue(refused.getMessage().contains(
         "extraEnvironment must not set BULLETIN_OWNER_TOKEN"), refused.getMessage());
   }
