@@ -12,6 +12,9 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.logging.Level;
@@ -23,6 +26,14 @@ import java.util.logging.Logger;
  * executors are started up front; an executor goes back to the idle set when its call ends,
  * and one that must not run another call (dead, stopped, damaged by its call, at its call
  * limit) is retired and, when it held a warm slot, replaced in the background.
+ *
+ * <p>An executor belongs to one user: warm executors start unowned and belong to the user of
+ * their first call; one that has run a user's call never runs another user's. A call of a user
+ * with no idle executor of their own on its GPUs retires the idle executors of other users
+ * there (their processes, and the GPU memory they hold, go) and takes a fresh one; so a user
+ * switch on a GPU costs one executor start. A user's idle executors are retired after
+ * {@link WorkerOptions#executorIdleMillis}, so users who come and go do not keep processes (and
+ * CUDA contexts) forever.
  */
 final class ExecutorPool {
 
@@ -32,6 +43,12 @@ final class ExecutorPool {
   private final WorkerOptions options;
   private final ObjectStore store;
   private final ExecutorService threads;
+  private final ScheduledExecutorService sweeper = Executors.newSingleThreadScheduledExecutor(
+      runnable -> {
+        Thread thread = new Thread(runnable, "bulletin-executor-sweeper");
+        thread.setDaemon(true);
+        return thread;
+      });
   /** Idle executors by GPU set; guarded by {@code this}. */
   private final Map<List<Integer>, Deque<ExecutorProcess>> idle = new HashMap<>();
   /** Executors being started in the background, by GPU set. */
@@ -46,6 +63,8 @@ final class ExecutorPool {
     this.options = options;
     this.store = store;
     this.threads = threads;
+    long period = Math.max(50, Math.min(options.executorIdleMillis() / 2, 30_000));
+    sweeper.scheduleWithFixedDelay(this::retireIdle, period, period, TimeUnit.MILLISECONDS);
   }
 
   /** Starts the warm executors; completes when they are ready. */
@@ -60,30 +79,115 @@ final class ExecutorPool {
     return CompletableFuture.allOf(started.toArray(CompletableFuture[]::new));
   }
 
-  /** An executor for a call on these GPUs: an idle one, else a new one. */
-  ExecutorProcess take(List<Integer> gpuIds) throws ExecutorStartException {
+  /**
+   * An executor for a call of this user on these GPUs: an idle one of theirs, else an unowned
+   * warm one, else a new one (after retiring other users' idle executors on these GPUs). The
+   * executor returned belongs to the user.
+   */
+  ExecutorProcess take(String owner, List<Integer> gpuIds) throws ExecutorStartException {
     if (gpuIds.isEmpty()) {
       keepCpuSpare();
     }
     while (true) {
+      List<ExecutorProcess> others = new ArrayList<>();
       synchronized (this) {
-        Deque<ExecutorProcess> candidates = idle.get(gpuIds);
-        while (candidates != null && !candidates.isEmpty()) {
-          ExecutorProcess candidate = candidates.poll();
-          if (candidate.isAlive()) {
-            return candidate;
-          }
-          forget(candidate, true);
+        ExecutorProcess found = idleFor(owner, gpuIds);
+        if (found != null) {
+          found.assignTo(owner);
+          return found;
         }
+        others.addAll(othersInTheWay(owner, gpuIds));
+        others.forEach(this::removeIdle);
       }
+      others.forEach(other -> retire(other, "a call of another user needs its "
+          + (gpuIds.isEmpty() ? "CPU slot" : "GPUs " + gpuIds)));
       // A replacement already starting for these GPUs is the one to use: launching another
       // would leave two executors (two CUDA contexts) pinned to the same GPUs.
       CompletableFuture<Void> starting = warming.get(gpuIds);
       if (starting == null || gpuIds.isEmpty()) {
-        return launch(gpuIds);
+        ExecutorProcess launched = launch(gpuIds);
+        launched.assignTo(owner);
+        return launched;
       }
       starting.exceptionally(error -> null).join();
     }
+  }
+
+  /** The user's idle executor on exactly these GPUs, else an unowned one; guarded by this. */
+  private ExecutorProcess idleFor(String owner, List<Integer> gpuIds) {
+    Deque<ExecutorProcess> candidates = idle.get(gpuIds);
+    if (candidates == null) {
+      return null;
+    }
+    ExecutorProcess unowned = null;
+    for (ExecutorProcess candidate : new ArrayList<>(candidates)) {
+      if (!candidate.isAlive()) {
+        candidates.remove(candidate);
+        forget(candidate, true);
+      } else if (owner.equals(candidate.owner())) {
+        candidates.remove(candidate);
+        return candidate;
+      } else if (candidate.owner() == null && unowned == null) {
+        unowned = candidate;
+      }
+    }
+    if (unowned != null) {
+      candidates.remove(unowned);
+    }
+    return unowned;
+  }
+
+  /**
+   * Other users' idle executors that a new executor for this call would sit beside: those on
+   * any of its GPUs (their GPU memory); for a CPU call, when the CPU slots are all taken by
+   * live executors, the one idle longest. Guarded by this.
+   */
+  private List<ExecutorProcess> othersInTheWay(String owner, List<Integer> gpuIds) {
+    List<ExecutorProcess> others = new ArrayList<>();
+    ExecutorProcess longestIdleCpu = null;
+    for (Deque<ExecutorProcess> executors : idle.values()) {
+      for (ExecutorProcess executor : executors) {
+        if (executor.owner() == null || executor.owner().equals(owner)) {
+          continue;
+        }
+        if (!gpuIds.isEmpty() && executor.gpuIds().stream().anyMatch(gpuIds::contains)) {
+          others.add(executor);
+        } else if (gpuIds.isEmpty() && executor.gpuIds().isEmpty() && (longestIdleCpu == null
+            || executor.idleSinceNanos() < longestIdleCpu.idleSinceNanos())) {
+          longestIdleCpu = executor;
+        }
+      }
+    }
+    if (longestIdleCpu != null && liveCpu.get() >= options.cpus()) {
+      others.add(longestIdleCpu);
+    }
+    return others;
+  }
+
+  private void removeIdle(ExecutorProcess executor) {
+    Deque<ExecutorProcess> executors = idle.get(executor.gpuIds());
+    if (executors != null) {
+      executors.remove(executor);
+    }
+  }
+
+  /** Retires the executors of users that have been idle longer than the configured time. */
+  private void retireIdle() {
+    long now = System.nanoTime();
+    long limit = TimeUnit.MILLISECONDS.toNanos(options.executorIdleMillis());
+    List<ExecutorProcess> expired = new ArrayList<>();
+    synchronized (this) {
+      for (Deque<ExecutorProcess> executors : idle.values()) {
+        for (ExecutorProcess executor : executors) {
+          if (executor.owner() != null && now - executor.idleSinceNanos() > limit) {
+            expired.add(executor);
+          }
+        }
+      }
+      expired.forEach(this::removeIdle);
+    }
+    expired.forEach(executor -> retire(executor, "idle for "
+        + options.executorIdleMillis() / 1000.0 + " s (--executor-idle-seconds)"));
   }
 
   /**
@@ -94,7 +198,9 @@ final class ExecutorPool {
       throws ExecutorStartException {
     stop(unfit, reason);
     forget(unfit, false);
-    return launch(unfit.gpuIds());
+    ExecutorProcess fresh = launch(unfit.gpuIds());
+    fresh.assignTo(unfit.owner());
+    return fresh;
   }
 
   /**
@@ -111,6 +217,7 @@ final class ExecutorPool {
       retire(executor, closed ? "the worker is closing" : retire);
       return;
     }
+    executor.markIdle();
     synchronized (this) {
       idle.computeIfAbsent(executor.gpuIds(), key -> new ArrayDeque<>()).push(executor);
     }
@@ -141,6 +248,7 @@ final class ExecutorPool {
   /** Stops the idle executors; those still running calls are the caller's to stop. */
   void close() {
     closed = true;
+    sweeper.shutdownNow();
     List<ExecutorProcess> all = new ArrayList<>();
     synchronized (this) {
       idle.values().forEach(all::addAll);
@@ -149,13 +257,17 @@ final class ExecutorPool {
     all.forEach(ExecutorProcess::shutdown);
   }
 
-  /** Keeps one CPU executor idle, so that concurrent CPU calls do not wait for a Python start. */
+  /**
+   * Keeps one unowned CPU executor idle, so that concurrent CPU calls (of any user) do not wait
+   * for a Python start.
+   */
   private void keepCpuSpare() {
     boolean spareNeeded;
     synchronized (this) {
       Deque<ExecutorProcess> cpu = idle.get(CPU_ONLY);
-      spareNeeded = (cpu == null || cpu.isEmpty()) && liveCpu.get() < options.cpus()
-          && options.warmCpuExecutors() > 0;
+      spareNeeded = (cpu == null || cpu.stream().noneMatch(e -> e.owner() == null))
+          && liveCpu.get() < options.cpus() && options.warmCpuExecutors() > 0
+          && !warming.containsKey(CPU_ONLY);
     }
     if (spareNeeded) {
       warmUp(CPU_ONLY);

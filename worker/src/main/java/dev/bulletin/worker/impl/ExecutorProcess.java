@@ -57,6 +57,8 @@ final class ExecutorProcess {
 
   private volatile Running current;
   private volatile String stopReason;
+  /** The user whose calls this executor runs; null until it is first handed out (then fixed). */
+  private volatile String owner;
   /** Why this executor must run no further call (set by what a call did to it); null if none. */
   private volatile String retireReason;
   private volatile long idleSinceNanos = System.nanoTime();
@@ -174,6 +176,27 @@ final class ExecutorProcess {
     return process.isAlive();
   }
 
+  /** The user this executor belongs to, or null while it has run no call. */
+  String owner() {
+    return owner;
+  }
+
+  /**
+   * Gives the executor to a user; it never runs another user's call (what a call leaves in a
+   * process, in {@code __main__}, {@code builtins}, {@code sys.modules} or GPU memory, stays).
+   */
+  synchronized void assignTo(String user) {
+    if (owner != null && !owner.equals(user)) {
+      throw new IllegalStateException("executor " + id + " belongs to " + owner
+          + " and cannot be given to " + user);
+    }
+    owner = user;
+  }
+
+  void markIdle() {
+    idleSinceNanos = System.nanoTime();
+  }
+
   /** Calls this executor has been given. */
   synchronized int calls() {
     return calls;
@@ -232,11 +255,14 @@ final class ExecutorProcess {
       return new CallOutcome.ExecutorDied(deathCause(e));
     } finally {
       current = null;
-      idleSinceNanos = System.nanoTime();
     }
   }
 
   private synchronized void claim(String user) {
+    if (!user.equals(owner)) {
+      throw new IllegalStateException("executor " + id + " belongs to " + owner
+          + " and was given a call of " + user + " (a bug of the agent's pool)");
+    }
     calls++;
   }
 

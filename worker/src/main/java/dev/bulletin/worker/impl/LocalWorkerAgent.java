@@ -24,7 +24,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * A worker agent whose executors are processes on this host ({@link ExecutorPool}). It runs each
- * call on an executor of the pool and publishes its result; an executor that could not load a
+ * call on an executor of the pool that belongs to the call's user and publishes its result; an executor that could not load a
  * call after an earlier call damaged it is replaced, and the call runs on a fresh one.
  */
 public final class LocalWorkerAgent implements WorkerAgent {
@@ -117,7 +117,7 @@ public final class LocalWorkerAgent implements WorkerAgent {
     }
     ExecutorProcess executor;
     try {
-      executor = pool.take(request.gpuIds());
+      executor = pool.take(request.owner(), request.gpuIds());
     } catch (ExecutorStartException e) {
       return new CallOutcome.ExecutorDied(e.getMessage());
     }
