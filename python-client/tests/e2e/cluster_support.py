@@ -62,10 +62,11 @@ def cli_env(home: Path) -> dict[str, str]:
     return env
 
 
-def run_cli(home: Path, *args: str, timeout: float = UP_SECONDS,
-            env: dict | None = None) -> subprocess.CompletedProcess:
-    """Runs the real `bulletin` command (the venv's entry point module) against home."""
-    return subprocess.run([sys.executable, "-m", "bulletin._cli", *args],
+def run_cli(home: Path, *args: str, timeout: float = UP_SECONDS, env: dict | None = None,
+            python: str = sys.executable) -> subprocess.CompletedProcess:
+    """Runs the real `bulletin` command (the venv's entry point module) against home; `bulletin
+    up` gives its executors the interpreter that runs it."""
+    return subprocess.run([python, "-m", "bulletin._cli", *args],
                           env=env or cli_env(home),
                           capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
@@ -114,10 +115,11 @@ class Cluster:
                     pass
 
 
-def start_cluster(home: Path, *extra: str, gpus: int = 1, cpus: int = 2) -> Cluster:
+def start_cluster(home: Path, *extra: str, gpus: int = 1, cpus: int = 2,
+                  python: str = sys.executable, env: dict | None = None) -> Cluster:
     port = free_port()
     result = run_cli(home, "up", "--simulate-gpus", str(gpus), "--cpus", str(cpus),
-                     "--port", str(port), *extra)
+                     "--port", str(port), *extra, python=python, env=env)
     info_path = home / "runtime.json"
     if result.returncode != 0:
         info = json.loads(info_path.read_text()) if info_path.exists() else None

@@ -26,6 +26,7 @@ import java.util.TreeSet;
  *   - name: ada
  *     group: vision
  *     token: "a-long-random-string"
+ *     run_as: ada          # optional: a Unix account; her executors run as it (runtime as root)
  * </pre>
  */
 public record RuntimeConfig(List<User> users, PoolsConfig pools, PolicyConfig policy) {
@@ -56,10 +57,24 @@ public record RuntimeConfig(List<User> users, PoolsConfig pools, PolicyConfig po
       @JsonProperty("users") List<User> users,
       @JsonProperty("pools") PoolsConfig pools) {}
 
+  /**
+   * @param runAs the Unix account this user's executors run as when the runtime runs as root
+   *     (and this user's store folder belongs to it), or null
+   */
   public record User(
       @JsonProperty("name") String name,
       @JsonProperty("group") String group,
-      @JsonProperty("token") String token) {
+      @JsonProperty("token") String token,
+      @JsonProperty("run_as") String runAs) {
+
+    /** A Unix account name as useradd accepts it. */
+    private static final java.util.regex.Pattern ACCOUNT =
+        java.util.regex.Pattern.compile("[a-z_][a-z0-9_-]{0,31}");
+
+    public User(String name, String group, String token) {
+      this(name, group, token, null);
+    }
+
     public User {
       if (name == null || name.isBlank()) {
         throw new IllegalArgumentException("users[].name is required");
@@ -69,7 +84,23 @@ public record RuntimeConfig(List<User> users, PoolsConfig pools, PolicyConfig po
             + " characters (make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))')");
       }
       group = group == null || group.isBlank() ? DEFAULT_GROUP : group;
+      if (runAs != null && !ACCOUNT.matcher(runAs).matches()) {
+        throw new IllegalArgumentException("users[" + name + "].run_as must be a Unix account"
+            + " name (lower case letters, digits, '_' and '-'), got '" + runAs + "'");
+      }
+      if ("root".equals(runAs)) {
+        throw new IllegalArgumentException("users[" + name + "].run_as must not be root: it"
+            + " would give that user's code the whole machine");
+      }
     }
+  }
+
+  /** The Unix account each user's executors run as, for the users that name one. */
+  public java.util.Map<String, String> runAsAccounts() {
+    java.util.Map<String, String> accounts = new java.util.HashMap<>();
+    users.stream().filter(user -> user.runAs() != null)
+        .forEach(user -> accounts.put(user.name(), user.runAs()));
+    return java.util.Map.copyOf(accounts);
   }
 
   /** Reads and validates the file; errors name the file and the field. */

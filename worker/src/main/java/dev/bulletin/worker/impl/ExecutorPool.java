@@ -58,6 +58,10 @@ final class ExecutorPool {
   private final AtomicInteger liveCpu = new AtomicInteger();
   private final AtomicLong launches = new AtomicLong();
   private volatile boolean closed;
+  /** Accounts looked up, by name; and whether run_as can be honoured (the agent is root). */
+  private final Map<String, UnixAccount> accounts = new ConcurrentHashMap<>();
+  private final boolean root = UnixAccount.processIsRoot();
+  private final java.util.Set<String> warnedAccounts = ConcurrentHashMap.newKeySet();
 
   ExecutorPool(WorkerOptions options, ObjectStore store, ExecutorService threads) {
     this.options = options;
@@ -84,14 +88,16 @@ final class ExecutorPool {
    * warm one, else a new one (after retiring other users' idle executors on these GPUs). The
    * executor returned belongs to the user.
    */
-  ExecutorProcess take(String owner, List<Integer> gpuIds) throws ExecutorStartException {
+  ExecutorProcess take(String owner, java.util.Optional<String> runAs, List<Integer> gpuIds)
+      throws ExecutorStartException {
+    UnixAccount account = account(runAs, owner);
     if (gpuIds.isEmpty()) {
       keepCpuSpare();
     }
     while (true) {
       List<ExecutorProcess> others = new ArrayList<>();
       synchronized (this) {
-        ExecutorProcess found = idleFor(owner, gpuIds);
+        ExecutorProcess found = idleFor(owner, account, gpuIds);
         if (found != null) {
           found.assignTo(owner);
           return found;
@@ -104,17 +110,18 @@ final class ExecutorPool {
       // A replacement already starting for these GPUs is the one to use: launching another
       // would leave two executors (two CUDA contexts) pinned to the same GPUs.
       CompletableFuture<Void> starting = warming.get(gpuIds);
-      if (starting == null || gpuIds.isEmpty()) {
-        ExecutorProcess launched = launch(gpuIds);
-        launched.assignTo(owner);
-        return launched;
+      if (starting == null || gpuIds.isEmpty() || account != null) {
+        return launchFor(owner, account, gpuIds);
       }
       starting.exceptionally(error -> null).join();
     }
   }
 
-  /** The user's idle executor on exactly these GPUs, else an unowned one; guarded by this. */
-  private ExecutorProcess idleFor(String owner, List<Integer> gpuIds) {
+  /**
+   * The user's idle executor on exactly these GPUs, else an unowned one that runs as the
+   * account the user's must (unowned ones run as the agent's); guarded by this.
+   */
+  private ExecutorProcess idleFor(String owner, UnixAccount account, List<Integer> gpuIds) {
     Deque<ExecutorProcess> candidates = idle.get(gpuIds);
     if (candidates == null) {
       return null;
@@ -127,7 +134,8 @@ final class ExecutorPool {
       } else if (owner.equals(candidate.owner())) {
         candidates.remove(candidate);
         return candidate;
-      } else if (candidate.owner() == null && unowned == null) {
+      } else if (candidate.owner() == null && unowned == null
+          && java.util.Objects.equals(candidate.account(), account)) {
         unowned = candidate;
       }
     }
@@ -198,9 +206,7 @@ final class ExecutorPool {
       throws ExecutorStartException {
     stop(unfit, reason);
     forget(unfit, false);
-    ExecutorProcess fresh = launch(unfit.gpuIds());
-    fresh.assignTo(unfit.owner());
-    return fresh;
+    return launchFor(unfit.owner(), unfit.account(), unfit.gpuIds());
   }
 
   /**
@@ -274,9 +280,55 @@ final class ExecutorPool {
     }
   }
 
+  /** A new executor for a user, running as their account if they have one. */
+  private ExecutorProcess launchFor(String owner, UnixAccount account, List<Integer> gpuIds)
+      throws ExecutorStartException {
+    if (account != null) {
+      try {
+        store.giveFolderTo(owner, account.uid(), account.gid());
+      } catch (dev.bulletin.bridge.ObjectStoreException e) {
+        throw new ExecutorStartException("cannot give " + owner + "'s store folder to account "
+            + account.name() + ": " + e.getMessage(), e);
+      }
+    }
+    ExecutorProcess executor = launch(gpuIds, account);
+    executor.assignTo(owner);
+    return executor;
+  }
+
+  /**
+   * The account a user's executors run as: their run_as when the agent can honour it (it runs
+   * as root), else null (the agent's own, said once in the log).
+   */
+  private UnixAccount account(java.util.Optional<String> runAs, String owner)
+      throws ExecutorStartException {
+    if (runAs.isEmpty()) {
+      return null;
+    }
+    if (!root) {
+      if (warnedAccounts.add(runAs.get())) {
+        LOG.warning("users[].run_as names account " + runAs.get() + " for " + owner + ", but"
+            + " this worker does not run as root: that user's executors run as this worker's"
+            + " own account");
+      }
+      return null;
+    }
+    UnixAccount known = accounts.get(runAs.get());
+    if (known == null) {
+      known = UnixAccount.lookup(runAs.get());
+      accounts.put(known.name(), known);
+    }
+    return known;
+  }
+
   private ExecutorProcess launch(List<Integer> gpuIds) throws ExecutorStartException {
+    return launch(gpuIds, null);
+  }
+
+  private ExecutorProcess launch(List<Integer> gpuIds, UnixAccount account)
+      throws ExecutorStartException {
     String id = options.workerId() + "-e" + sequence.incrementAndGet();
-    ExecutorProcess executor = ExecutorProcess.launch(id, gpuIds, options, store);
+    ExecutorProcess executor = ExecutorLauncher.launch(id, gpuIds, account, options, store);
     launches.incrementAndGet();
     live.incrementAndGet();
     if (gpuIds.isEmpty()) {

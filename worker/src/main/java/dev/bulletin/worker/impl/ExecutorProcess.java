@@ -6,45 +6,22 @@ import dev.bulletin.worker.CallListener;
 import dev.bulletin.worker.CallOutcome;
 import dev.bulletin.worker.CallRequest;
 import dev.bulletin.worker.PythonExecutor;
-import dev.bulletin.worker.WorkerOptions;
 import java.io.IOException;
-import java.io.OutputStream;
-import java.net.InetAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.security.SecureRandom;
-import java.util.HexFormat;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
-import java.util.stream.Collectors;
-import py4j.CallbackClient;
 import py4j.Gateway;
 
 /**
  * One warm Python executor: a {@code python -m bulletin._executor} process pinned to a set of
  * GPUs, the Py4J client that drives it, and the pumps that forward its output to the running
- * call. Runs one call at a time; {@link #call} blocks the calling thread.
- *
- * <p>The JVM listens on no Py4J port: the executor serves a Py4J callback server (loopback,
- * authenticated by a token it reads from its stdin) and announces its port on stdout before any
- * user code runs; the agent calls it and it only answers. So user code in the executor holds no
- * credential that reaches the JVM (Py4J has no per-method allowlist: a gateway token would reach
- * every class). Its environment is built from an allowlist ({@link ExecutorEnvironment}).
+ * call. Runs one call at a time; {@link #call} blocks the calling thread. Started by
+ * {@link ExecutorLauncher}; it belongs to one user from its first call on.
  */
 final class ExecutorProcess {
 
-  private static final SecureRandom RANDOM = new SecureRandom();
-  /**
-   * Py4J logs every command (paths included) at INFO; its GatewayServer, which the agent no
-   * longer starts, used to turn that off. Held here so the setting is not collected.
-   */
-  private static final java.util.logging.Logger PY4J_LOG = quietPy4j();
-  private static final InetAddress LOOPBACK = InetAddress.getLoopbackAddress();
   /** After a call returns, how long its output may take to drain from the pipes. */
   private static final long OUTPUT_DRAIN_MILLIS = 2_000;
 
@@ -54,6 +31,8 @@ final class ExecutorProcess {
   private final Process process;
   private final PythonExecutor python;
   private final ObjectStore store;
+  /** The account it runs as (users[].run_as), or null for the agent's own. */
+  private final UnixAccount account;
 
   private volatile Running current;
   private volatile String stopReason;
@@ -67,8 +46,9 @@ final class ExecutorProcess {
   /** The call in progress, and the latch its two sentinel lines (stdout, stderr) count down. */
   private record Running(String taskId, CallListener listener, CountDownLatch drained) {}
 
-  private ExecutorProcess(String id, List<Integer> gpuIds, Gateway gateway, Process process,
-      PythonExecutor python, ObjectStore store) {
+  ExecutorProcess(String id, List<Integer> gpuIds, Gateway gateway, Process process,
+      PythonExecutor python, ObjectStore store, UnixAccount account) {
+    this.account = account;
     this.id = id;
     this.gpuIds = gpuIds;
     this.gateway = gateway;
@@ -77,92 +57,7 @@ final class ExecutorProcess {
     this.store = store;
   }
 
-  /** Starts an executor and waits until it has announced its callback server and answered. */
-  static ExecutorProcess launch(String id, List<Integer> gpuIds, WorkerOptions options,
-      ObjectStore store) throws ExecutorStartException {
-    String token = HexFormat.of().formatHex(randomBytes());
-    Holder holder = new Holder();
-    Process process;
-    try {
-      ProcessBuilder builder = new ProcessBuilder(options.python().toString(), "-m", "bulletin._executor");
-      Map<String, String> env = builder.environment();
-      Map<String, String> own = Map.of(
-          "BULLETIN_EXECUTOR_ID", id,
-          "BULLETIN_STORE_DIR", store.root().toString(),
-          "BULLETIN_STORE_CAPACITY", Long.toString(store.capacityBytes()),
-          "CUDA_VISIBLE_DEVICES", gpuIds.stream().map(String::valueOf).collect(Collectors.joining(",")),
-          "BULLETIN_SIMULATED_GPUS", options.gpus().simulated() && !gpuIds.isEmpty() ? "1" : "0",
-          "PYTHONUNBUFFERED", "1");
-      Map<String, String> built = ExecutorEnvironment.build(System.getenv(),
-          options.extraEnvironment(), own);
-      env.clear();
-      env.putAll(built);
-      process = builder.start();
-      // The token goes over the pipe, never the environment or argv (which other processes of
-      // the same account, and user code, can read); the executor reads it once.
-      OutputStream stdin = process.getOutputStream();
-      stdin.write((token + "\n").getBytes(StandardCharsets.US_ASCII));
-      stdin.flush();
-    } catch (IOException e) {
-      throw new ExecutorStartException("cannot start executor " + id + " with " + options.python()
-          + ": " + e.getMessage() + " (is --python an interpreter with the bulletin package?)", e);
-    }
-    startPump(id + "-out", process.getInputStream(), false, holder);
-    startPump(id + "-err", process.getErrorStream(), true, holder);
-    Gateway gateway = null;
-    try {
-      Announcement announced = holder.announced
-          .get(options.executorStartTimeoutMillis(), TimeUnit.MILLISECONDS);
-      gateway = new Gateway(null, new CallbackClient(announced.port(), LOOPBACK, token));
-      PythonExecutor python = (PythonExecutor) gateway.createProxy(
-          PythonExecutor.class.getClassLoader(), new Class<?>[] {PythonExecutor.class},
-          announced.objectId());
-      if (!"pong".equals(python.ping())) {
-        throw new IllegalStateException("the executor did not answer its first ping");
-      }
-      ExecutorProcess executor = new ExecutorProcess(id, List.copyOf(gpuIds), gateway, process,
-          python, store);
-      holder.executor = executor;
-      return executor;
-    } catch (TimeoutException | ExecutionException | RuntimeException e) {
-      String state = !process.isAlive() ? ExitCauses.describe(exitStatus(process))
-          : e instanceof TimeoutException ? "did not announce itself within "
-              + options.executorStartTimeoutMillis() + " ms"
-          : "announced itself but could not be called (" + e.getMessage() + ")";
-      String output = holder.early.text();
-      process.destroyForcibly();
-      if (gateway != null) {
-        gateway.shutdown();
-      }
-      throw new ExecutorStartException("executor " + id + " failed to start: " + state
-          + (output.isBlank() ? "" : "; its output:\n" + output), e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      process.destroyForcibly();
-      throw new ExecutorStartException("interrupted while starting executor " + id, e);
-    }
-  }
 
-  /** The executor's callback server, as it announced it. */
-  private record Announcement(int port, String objectId) {
-    static Announcement parse(String text) {
-      String[] parts = text.strip().split(" ");
-      if (parts.length != 2 || !parts[1].matches("[A-Za-z0-9_]{1,32}")) {
-        throw new IllegalArgumentException("the executor announced itself in an unknown form: '"
-            + text + "' (expected '<port> <object id>')");
-      }
-      try {
-        int port = Integer.parseInt(parts[0]);
-        if (port < 1 || port > 65535) {
-          throw new NumberFormatException("out of range");
-        }
-        return new Announcement(port, parts[1]);
-      } catch (NumberFormatException e) {
-        throw new IllegalArgumentException("the executor announced an invalid port: '" + text
-            + "'");
-      }
-    }
-  }
 
   String id() {
     return id;
@@ -174,6 +69,11 @@ final class ExecutorProcess {
 
   boolean isAlive() {
     return process.isAlive();
+  }
+
+  /** The account it runs as, or null for the agent's own. */
+  UnixAccount account() {
+    return account;
   }
 
   /** The user this executor belongs to, or null while it has run no call. */
@@ -221,6 +121,7 @@ final class ExecutorProcess {
   CallOutcome call(CallRequest request, ObjectStore.Lease lease, Path resultPath,
       CallListener listener) throws UnfitExecutorException {
     claim(request.owner());
+    ownCallFiles(request, lease);
     Running running = new Running(request.taskId(), listener, new CountDownLatch(2));
     current = running;
     listener.started(id);
@@ -272,8 +173,37 @@ final class ExecutorProcess {
    */
   private boolean stageResultFile(CallRequest request, ExecutorReply.Stage stage,
       Path resultPath) {
-    return store.stageRecycled(request.owner(), stage.size(), stage.mapped(),
+    boolean staged = store.stageRecycled(request.owner(), stage.size(), stage.mapped(),
         resultPath.getFileName().toString());
+    if (staged && account != null) {
+      try {
+        account.own(resultPath);
+      } catch (IOException e) {
+        return false; // the executor writes a new file instead
+      }
+    }
+    return staged;
+  }
+
+  /**
+   * An executor running as the user's account reads the call's files as that account: the
+   * agent (root) wrote them into the user's folder, which only that account can enter.
+   */
+  private void ownCallFiles(CallRequest request, ObjectStore.Lease lease) {
+    if (account == null) {
+      return;
+    }
+    List<ObjectKey> files = new java.util.ArrayList<>(request.refs());
+    files.add(request.function());
+    files.add(request.args());
+    for (ObjectKey key : files) {
+      try {
+        account.own(lease.path(key));
+      } catch (IOException e) {
+        throw new dev.bulletin.bridge.ObjectStoreException("cannot give " + key + " to account "
+            + account.name() + ": " + e, e);
+      }
+    }
   }
 
   /**
@@ -330,7 +260,7 @@ final class ExecutorProcess {
         + ") and was stopped";
   }
 
-  private void route(boolean stderr, byte[] data) {
+  void route(boolean stderr, byte[] data) {
     Running running = current;
     if (running != null) {
       running.listener().output(stderr, data);
@@ -339,78 +269,21 @@ final class ExecutorProcess {
     }
   }
 
-  private void sentinel(String taskId) {
+  void sentinel(String taskId) {
     Running running = current;
     if (running != null && running.taskId().equals(taskId)) {
       running.drained().countDown();
     }
   }
 
-  private void streamClosed() {
+  void streamClosed() {
     Running running = current;
     if (running != null) {
       running.drained().countDown();
     }
   }
 
-  /**
-   * Output can arrive before the executor object exists (startup errors); the holder routes it
-   * to a buffer until then, so a failed start can quote it.
-   */
-  private static final class Holder {
-    volatile ExecutorProcess executor;
-    final RecentOutput early = new RecentOutput(4096);
-    /** Completed by the first announcement on stdout; later ones (user output) are ignored. */
-    final CompletableFuture<Announcement> announced = new CompletableFuture<>();
-  }
 
-  private static void startPump(String name, java.io.InputStream in, boolean stderr, Holder holder) {
-    OutputPump pump = new OutputPump(in,
-        data -> {
-          ExecutorProcess executor = holder.executor;
-          if (executor == null) {
-            holder.early.append(data);
-          } else {
-            executor.route(stderr, data);
-          }
-        },
-        taskId -> {
-          ExecutorProcess executor = holder.executor;
-          if (executor != null) {
-            executor.sentinel(taskId);
-          }
-        },
-        announcement -> {
-          if (!stderr && !holder.announced.isDone()) {
-            try {
-              holder.announced.complete(Announcement.parse(announcement));
-            } catch (IllegalArgumentException e) {
-              holder.announced.completeExceptionally(e);
-            }
-          }
-        },
-        () -> {
-          ExecutorProcess executor = holder.executor;
-          if (executor != null) {
-            executor.streamClosed();
-          }
-        });
-    Thread thread = new Thread(pump, name);
-    thread.setDaemon(true);
-    thread.start();
-  }
-
-  private static java.util.logging.Logger quietPy4j() {
-    java.util.logging.Logger logger = java.util.logging.Logger.getLogger("py4j");
-    logger.setLevel(java.util.logging.Level.OFF);
-    return logger;
-  }
-
-  private static byte[] randomBytes() {
-    byte[] bytes = new byte[24];
-    RANDOM.nextBytes(bytes);
-    return bytes;
-  }
 
   /** Closes the executor's stdin, its lifeline: it exits when it reads end of file. */
   private static void closeQuietly(Process process) {
@@ -421,14 +294,6 @@ final class ExecutorProcess {
     }
   }
 
-  private static int exitStatus(Process process) {
-    try {
-      return process.waitFor();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return -1;
-    }
-  }
 
   private static void awaitQuietly(CountDownLatch latch, long millis) {
     try {

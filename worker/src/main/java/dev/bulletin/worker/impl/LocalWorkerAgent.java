@@ -117,7 +117,7 @@ public final class LocalWorkerAgent implements WorkerAgent {
     }
     ExecutorProcess executor;
     try {
-      executor = pool.take(request.owner(), request.gpuIds());
+      executor = pool.take(request.owner(), request.runAs(), request.gpuIds());
     } catch (ExecutorStartException e) {
       return new CallOutcome.ExecutorDied(e.getMessage());
     }
