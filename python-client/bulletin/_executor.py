@@ -21,6 +21,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from ._envelope import make_envelope as envelope
 from ._objects import StoreRef, encode, open_object, write_file
@@ -49,8 +50,7 @@ def _type_name(obj) -> str:
 
 # ---- The wire format: one call in (ExecutorCall.java), one reply out (ExecutorReply.java) -------
 
-@dataclass(frozen=True)
-class Call:
+class Call(NamedTuple):
     """One call as the agent sends it: JSON ``{"task", "function", "args", "refs", "result"}``,
     paths of store files, ``refs`` mapping each argument object's id to its path."""
     task_id: str
@@ -67,19 +67,16 @@ class Call:
             raise ValueError(f"the agent's call is not JSON: {exc}") from None
         if not isinstance(fields, dict):
             raise ValueError(f"the agent's call is not a JSON object: {text[:80]!r}")
-
-        def text_field(name: str) -> str:
-            value = fields.get(name)
+        call = Call(fields.get("task"), fields.get("function"), fields.get("args"),
+                    fields.get("refs", {}), fields.get("result"))
+        for name, value in (("task", call.task_id), ("function", call.function_path),
+                            ("args", call.args_path), ("result", call.result_path)):
             if not isinstance(value, str) or not value:
                 raise ValueError(f"the agent's call has no valid {name!r}: {value!r}")
-            return value
-
-        refs = fields.get("refs", {})
-        if not isinstance(refs, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in refs.items()):
-            raise ValueError(f"the agent's call has malformed 'refs' (id -> path): {refs!r}")
-        return Call(text_field("task"), text_field("function"), text_field("args"), refs,
-                    text_field("result"))
+        if not isinstance(call.refs, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in call.refs.items()):
+            raise ValueError(f"the agent's call has malformed 'refs' (id -> path): {call.refs!r}")
+        return call
 
 
 @dataclass(frozen=True)
@@ -113,6 +110,11 @@ class Unfit:
 
 def to_wire(reply) -> str:
     """The one place a reply is written (parsed in one place too: ExecutorReply.parse)."""
+    if type(reply) is Finished and not reply.retire:
+        # Every call's reply, so written directly: the id is hex, the rest are numbers.
+        return (f'{{"kind": "finished", "result": "{reply.result}", "size": {reply.size:d}, '
+                f'"raised": {"true" if reply.raised else "false"}, '
+                f'"run_seconds": {float(reply.run_seconds)!r}}}')
     if isinstance(reply, Finished):
         fields = {"kind": "finished", "result": reply.result, "size": reply.size,
                   "raised": reply.raised, "run_seconds": reply.run_seconds}
@@ -129,8 +131,9 @@ def to_wire(reply) -> str:
 
 # ---- Limits a call may change ------------------------------------------------------------------
 
-_RLIMITS = sorted((name, getattr(resource, name)) for name in dir(resource)
-                  if name.startswith("RLIMIT_"))
+# Each limit once (RLIMIT_OFILE is RLIMIT_NOFILE under another name).
+_RLIMITS = sorted({getattr(resource, name): name for name in sorted(dir(resource), reverse=True)
+                   if name.startswith("RLIMIT_")}.items())
 
 
 def _rlimit_text(value: int) -> str:
@@ -143,7 +146,7 @@ class _Limits:
 
     def __init__(self):
         self._start = {}
-        for name, number in _RLIMITS:
+        for number, name in _RLIMITS:
             try:
                 self._start[name] = (number, resource.getrlimit(number))
             except (OSError, ValueError):
@@ -153,9 +156,10 @@ class _Limits:
         """Sets changed limits back; returns what could not be (a lowered hard limit only
         privileged processes may raise again), empty if all are as they were."""
         problems = []
+        getrlimit = resource.getrlimit
         for name, (number, start) in self._start.items():
             try:
-                now = resource.getrlimit(number)
+                now = getrlimit(number)
                 if now == start:
                     continue
                 resource.setrlimit(number, start)

@@ -32,8 +32,8 @@ final class ExecutorLauncher {
 
   private static final SecureRandom RANDOM = new SecureRandom();
   /**
-   * Py4J logs every command (paths included) at INFO; its GatewayServer, which the agent no
-   * longer starts, used to turn that off. Held here so the setting is not collected.
+   * Py4J logs every command (paths included) at INFO unless a GatewayServer turns that off, and
+   * the agent starts none. Held here so the setting is not collected with the logger.
    */
   private static final java.util.logging.Logger PY4J_LOG = quietPy4j();
   private static final InetAddress LOOPBACK = InetAddress.getLoopbackAddress();

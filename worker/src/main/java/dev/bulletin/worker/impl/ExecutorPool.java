@@ -214,7 +214,7 @@ final class ExecutorPool {
    * not run another one.
    */
   void giveBack(ExecutorProcess executor) {
-    String retire = !executor.isAlive() ? "it exited"
+    String retire = !executor.isAlive() || executor.stopped() ? "it exited or was stopped"
         : executor.retireReason() != null ? executor.retireReason()
         : options.executorMaxCalls() > 0 && executor.calls() >= options.executorMaxCalls()
             ? "it ran its " + options.executorMaxCalls() + " calls (--executor-max-calls)"

@@ -145,6 +145,7 @@ final class ExecutorProcess {
           finished.size(), finished.raised(), finished.runSeconds());
     } catch (ExecutorReply.MalformedReplyException e) {
       // User code runs in the executor and may have garbled it: it is not trusted again.
+      retireReason = "it sent a malformed reply: " + e.getMessage();
       kill("replaced after a malformed reply");
       return new CallOutcome.ExecutorDied("executor " + id + " answered the call with a"
           + " malformed reply (" + e.getMessage() + ") and was replaced");
@@ -223,6 +224,11 @@ final class ExecutorProcess {
       Thread.currentThread().interrupt();
       return false;
     }
+  }
+
+  /** Whether it was killed or asked to stop (its process may not have exited yet). */
+  boolean stopped() {
+    return stopReason != null;
   }
 
   /** Kills the process; a call in progress ends as {@link CallOutcome.Stopped}. */
