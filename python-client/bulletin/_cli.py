@@ -29,6 +29,11 @@ def _add_offer_arguments(parser: argparse.ArgumentParser) -> None:
                         help="CPU slots (default: all cores)")
     parser.add_argument("--simulate-gpus", type=int, default=0, metavar="N",
                         help="pretend to have N GPUs, for trying bulletin on a machine without any")
+    parser.add_argument("--executor-max-calls", type=int, default=0, metavar="N",
+                        help="retire an executor after it has run N calls (default: 0, no limit)")
+    parser.add_argument("--executor-idle-seconds", type=float, default=600.0, metavar="S",
+                        help="retire an executor that has run a user's calls once it has been "
+                             "idle S seconds (default: 600)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -158,6 +163,19 @@ def _say_what_was_not_applied(args, info: dict) -> None:
     print("\n".join(lines), file=sys.stderr)
 
 
+def _executor_options_valid(command: str, args) -> bool:
+    if args.executor_max_calls < 0 or not args.executor_idle_seconds > 0:
+        print(f"bulletin {command}: --executor-max-calls must be >= 0 and "
+              f"--executor-idle-seconds > 0", file=sys.stderr)
+        return False
+    return True
+
+
+def _executor_options(args) -> "_launch.ExecutorOptions":
+    return _launch.ExecutorOptions(max_calls=args.executor_max_calls,
+                                   idle_seconds=args.executor_idle_seconds)
+
+
 def _up(args) -> int:
     from ._connection import Connection
     from ._status import ClusterStatus
@@ -166,6 +184,8 @@ def _up(args) -> int:
     state_dir = home()
     if args.simulate_gpus < 0 or args.cpus < 0:
         print("bulletin up: --cpus and --simulate-gpus must be >= 0", file=sys.stderr)
+        return 2
+    if not _executor_options_valid("up", args):
         return 2
     info = _running_info(state_dir)
     if info is not None:
@@ -181,7 +201,7 @@ def _up(args) -> int:
                              port=args.port, data_port=args.data_port, config=args.config,
                              host=args.host,
                              store_capacity=args.store_capacity, spill_dir=args.spill_dir,
-                             store_dir=args.store_dir)
+                             store_dir=args.store_dir, executors=_executor_options(args))
     if args.foreground:
         _launch.exec_foreground(state_dir, opts)  # does not return
     info = _launch.start(state_dir, opts)
@@ -265,6 +285,8 @@ def _worker(args) -> int:
         print("bulletin worker: --cpus, --simulate-gpus and --expires-at must be >= 0",
               file=sys.stderr)
         return 2
+    if not _executor_options_valid("worker", args):
+        return 2
     host, _, port = args.head.rpartition(":")
     if not host or not port.isdigit():
         print(f"bulletin worker: --head must be HOST:PORT, got {args.head!r}", file=sys.stderr)
@@ -272,7 +294,8 @@ def _worker(args) -> int:
     opts = _launch.WorkerOptions(head=args.head, pool=args.pool, worker_id=args.worker_id,
                                  gpus=args.gpus, simulate_gpus=args.simulate_gpus, cpus=args.cpus,
                                  memory=args.memory, expires_at=args.expires_at,
-                                 store_dir=args.store_dir, data_path=args.data_path)
+                                 store_dir=args.store_dir, data_path=args.data_path,
+                                 executors=_executor_options(args))
     _launch.exec_worker(home(), opts)  # does not return
     return 0
 

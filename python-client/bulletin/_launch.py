@@ -109,6 +109,17 @@ def log_tail(state_dir: Path, lines: int = 30) -> str:
 
 
 @dataclass(frozen=True)
+class ExecutorOptions:
+    """How a worker keeps its executors (`bulletin up` and `bulletin worker` alike)."""
+    max_calls: int = 0  # 0: no limit
+    idle_seconds: float = 600.0
+
+    def arguments(self) -> list[str]:
+        return ["--executor-max-calls", str(self.max_calls),
+                "--executor-idle-seconds", repr(float(self.idle_seconds))]
+
+
+@dataclass(frozen=True)
 class UpOptions:
     gpus: str = "auto"
     cpus: int = 0  # 0: all of this machine's cores
@@ -120,6 +131,7 @@ class UpOptions:
     store_capacity: int = 0  # 0: half of the store's file system
     spill_dir: Path | None = None
     store_dir: Path | None = None
+    executors: ExecutorOptions = ExecutorOptions()
 
 
 def runtime_command(java: str, jar: Path, state_dir: Path, opts: UpOptions) -> list[str]:
@@ -128,7 +140,7 @@ def runtime_command(java: str, jar: Path, state_dir: Path, opts: UpOptions) -> l
            "--data-port", str(opts.data_port),
            "--python", sys.executable,
            "--gpus", opts.gpus, "--cpus", str(opts.cpus or os.cpu_count() or 1),
-           "--simulate-gpus", str(opts.simulate_gpus)]
+           "--simulate-gpus", str(opts.simulate_gpus), *opts.executors.arguments()]
     if opts.config is not None:
         cmd += ["--config", str(opts.config)]
     if opts.store_capacity:
@@ -162,13 +174,14 @@ class WorkerOptions:
     expires_at: float = 0.0
     store_dir: Path | None = None
     data_path: str | None = None  # None: the worker reads BULLETIN_DATA_PATH
+    executors: ExecutorOptions = ExecutorOptions()
 
 
 def worker_command(java: str, jar: Path, opts: WorkerOptions) -> list[str]:
     cmd = [java, "--add-opens=java.base/java.nio=ALL-UNNAMED", "-jar", str(jar), "worker",
            "--head", opts.head, "--python", sys.executable, "--gpus", opts.gpus,
            "--simulate-gpus", str(opts.simulate_gpus),
-           "--cpus", str(opts.cpus or os.cpu_count() or 1)]
+           "--cpus", str(opts.cpus or os.cpu_count() or 1), *opts.executors.arguments()]
     if opts.pool:
         cmd += ["--pool", opts.pool]
     if opts.worker_id:

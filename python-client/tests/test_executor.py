@@ -7,7 +7,7 @@ import pytest
 
 import bulletin
 from bulletin._envelope import exception_from_envelope
-from bulletin._runtime._executor import Executor
+from bulletin._runtime._executor import Call, Executor, Finished
 from bulletin._data._objects import StoreRef, encode, open_object
 
 
@@ -32,15 +32,19 @@ def store(tmp_path):
     return Store(tmp_path)
 
 
-def run(executor, store, fn, *args, refs="", **kwargs):
+def call(store, function_id, args_id, refs=None, task="t-1") -> Call:
+    return Call(task, str(store.path / function_id), str(store.path / args_id), refs or {},
+                str(store.path / f".result-{task}"))
+
+
+def run(executor, store, fn, *args, refs=None, **kwargs):
     staged = store.path / ".result-t-1"
-    line = executor.run("t-1", str(store.path / store.put(fn)),
-                        str(store.path / store.put((args, kwargs))), refs, str(staged))
-    kind, result_id, size, seconds = line.split()
-    assert int(size) == os.path.getsize(staged)
-    assert float(seconds) >= 0
-    os.replace(staged, store.path / result_id)  # what the agent does: publish under the id
-    return kind, store.get(result_id)
+    reply = executor.run(call(store, store.put(fn), store.put((args, kwargs)), refs))
+    assert isinstance(reply, Finished) and not reply.retire
+    assert reply.size == os.path.getsize(staged)
+    assert reply.run_seconds >= 0
+    os.replace(staged, store.path / reply.result)  # what the agent does: publish under the id
+    return ("raised" if reply.raised else "ok"), store.get(reply.result)
 
 
 def test_ok_call_writes_the_result_under_its_content_id(store):
@@ -58,7 +62,7 @@ def test_store_refs_in_the_arguments_are_mapped_zero_copy(store):
         return float(a.sum() * scale), a.flags.writeable, b is a
 
     kind, value = run(Executor(store.path), store, inspect, StoreRef(ref), 2.0, b=StoreRef(ref),
-                      refs=f"{ref} {store.path / ref}\n")
+                      refs={ref: str(store.path / ref)})
     assert kind == "ok"
     # read-only: the array is a view on the mapped store file, not a copy; one object, one value
     assert value == (float(big.sum() * 2.0), False, True)
@@ -71,19 +75,18 @@ def test_an_argument_returned_as_is_keeps_its_id_and_is_not_written_again(store)
     staged = store.path / ".result-t-1"
     executor = Executor(store.path)
 
-    def call(fn):
-        return executor.run("t-1", str(store.path / store.put(fn)),
-                            str(store.path / store.put(((StoreRef(ref),), {}))),
-                            f"{ref} {store.path / ref}\n", str(staged)).split()
+    def run_on(fn):
+        return executor.run(call(store, store.put(fn), store.put(((StoreRef(ref),), {})),
+                                 {ref: str(store.path / ref)}))
 
-    kind, result_id, size, _ = call(lambda a: a)
-    assert (kind, result_id, int(size)) == ("ok", ref, os.path.getsize(store.path / ref))
+    reply = run_on(lambda a: a)
+    assert (reply.raised, reply.result, reply.size) == (False, ref, os.path.getsize(store.path / ref))
     assert not staged.exists()  # nothing written: the store holds those bytes under that id
     # A new array is a new result, written and named by its content.
-    kind, result_id, size, _ = call(lambda a: a * 2)
-    assert kind == "ok" and result_id != ref and int(size) == os.path.getsize(staged)
-    os.replace(staged, store.path / result_id)
-    assert np.array_equal(store.get(result_id), big * 2)
+    reply = run_on(lambda a: a * 2)
+    assert not reply.raised and reply.result != ref and reply.size == os.path.getsize(staged)
+    os.replace(staged, store.path / reply.result)
+    assert np.array_equal(store.get(reply.result), big * 2)
 
 
 def test_raising_call_returns_an_envelope_with_the_user_traceback(store):
@@ -93,8 +96,7 @@ def test_raising_call_returns_an_envelope_with_the_user_traceback(store):
     kind, envelope = run(Executor(store.path), store, fails)
     assert kind == "raised"
     assert envelope["type"] == "KeyError" and envelope["message"] == "'missing'"
-    assert "in fails" in envelope["traceback"]
-    assert "_runtime/_executor.py" not in envelope["traceback"]
+    assert "in fails" in envelope["traceback"] and "bulletin/_executor.py" not in envelope["traceback"]
     assert isinstance(cloudpickle.loads(envelope["exception"]), KeyError)
 
 
@@ -132,9 +134,7 @@ def test_warm_executor_unpickles_a_function_once(store):
     fid = store.put(_CountsLoads())
     executor = Executor(store.path)
     for _ in range(3):
-        line = executor.run("t", str(store.path / fid), str(store.path / store.put(((-1,), {}))),
-                            "", str(store.path / ".result-t"))
-        assert line.startswith("ok ")
+        assert not executor.run(call(store, fid, store.put(((-1,), {})), task="t")).raised
     assert len(LOADS) == 1
 
 
@@ -143,17 +143,14 @@ def test_function_cache_evicts_the_least_recently_used(store):
     ids = [store.put(lambda i=i: i) for i in range(3)]
     args = store.put(((), {}))
     for fid in ids:
-        executor.run("t", str(store.path / fid), str(store.path / args), "",
-                      str(store.path / ".result-t"))
+        executor.run(call(store, fid, args, task="t"))
     assert list(executor._functions) == ids[1:]
 
 
 def test_missing_function_object_is_reported_as_raised(store, capsys):
     staged = store.path / ".result-t-9"
-    line = Executor(store.path).run("t-9", str(store.path / ("0" * 32)),
-                                    str(store.path / store.put(((), {}))), "", str(staged))
-    kind, result_id, *_ = line.split()
-    assert kind == "raised"
+    reply = Executor(store.path).run(call(store, "0" * 32, store.put(((), {})), task="t-9"))
+    assert reply.raised
     assert "could not load" in open_object(staged)["message"]
     assert "[bulletin executor] task t-9" in capsys.readouterr().err
 
@@ -175,7 +172,7 @@ class _CountsLoads:
 
 def test_call_failing_before_entering_the_function_shows_no_executor_frames(store):
     kind, envelope = run(Executor(store.path), store, abs, 1, 2)
-    assert kind == "raised" and "_runtime/_executor.py" not in envelope["traceback"]
+    assert kind == "raised" and "bulletin/_executor.py" not in envelope["traceback"]
     assert envelope["traceback"].startswith("TypeError")
 
 
@@ -184,9 +181,109 @@ def test_a_result_already_in_the_store_is_not_written_again(store):
     data = np.arange(1 << 16, dtype=np.float32)
     ref = store.put(data)
     staged = store.path / ".result-t-echo"
-    line = Executor(store.path).run("t-echo", str(store.path / store.put(lambda x: x)),
-                                    str(store.path / store.put(((StoreRef(ref),), {}))),
-                                    f"{ref} {store.path / ref}\n", str(staged))
-    kind, result_id, size, _ = line.split()
-    assert (kind, result_id) == ("ok", ref)  # same bytes, same id: the arguments' object
+    reply = Executor(store.path).run(call(store, store.put(lambda x: x),
+                                          store.put(((StoreRef(ref),), {})),
+                                          {ref: str(store.path / ref)}, task="t-echo"))
+    assert (reply.raised, reply.result) == (False, ref)  # same bytes, same id: the arguments' object
     assert not staged.exists()
+
+
+def test_the_agents_call_is_read_from_its_json_and_malformed_ones_are_named():
+    text = ('{"task": "t-1", "function": "/s/f", "args": "/s/a", "refs": {"ab": "/s/ab"},'
+            ' "result": "/s/.result-t-1"}')
+    assert Call.from_wire(text) == Call("t-1", "/s/f", "/s/a", {"ab": "/s/ab"}, "/s/.result-t-1")
+    with pytest.raises(ValueError, match="not JSON"):
+        Call.from_wire("t-1 /s/f /s/a")
+    with pytest.raises(ValueError, match="no valid 'args'"):
+        Call.from_wire('{"task": "t", "function": "/f", "result": "/r"}')
+    with pytest.raises(ValueError, match="malformed 'refs'"):
+        Call.from_wire('{"task": "t", "function": "/f", "args": "/a", "refs": ["x"], "result": "/r"}')
+
+
+def test_replies_are_written_in_one_json_form():
+    import json
+    from bulletin._runtime._executor import Stage, Unfit, to_wire
+    assert json.loads(to_wire(Finished("ab", 3, True, 0.5))) == {
+        "kind": "finished", "result": "ab", "size": 3, "raised": True, "run_seconds": 0.5}
+    assert json.loads(to_wire(Finished("ab", 3, False, 0.5, retire="why")))["retire"] == "why"
+    assert json.loads(to_wire(Stage(1 << 20, ("ab",)))) == {
+        "kind": "stage", "size": 1 << 20, "mapped": ["ab"]}
+    assert json.loads(to_wire(Unfit("OSError(12)"))) == {"kind": "unfit", "reason": "OSError(12)"}
+
+
+def test_a_large_result_waits_for_the_agent_to_stage_its_file_then_commit_writes_it(store):
+    import numpy as np
+    from bulletin._runtime._executor import Stage
+    executor = Executor(store.path, keep_mapped_bytes=64 << 20)
+    big = np.ones(1 << 20, dtype=np.float32)
+    reply = executor.run(call(store, store.put(lambda: big), store.put(((), {}))))
+    assert isinstance(reply, Stage) and reply.size > 1 << 20 and reply.mapped == ()
+    staged = store.path / ".result-t-1"
+    assert not staged.exists()  # nothing written before the agent answers
+    done = executor.commit(False)  # no recycled file: a new one
+    assert isinstance(done, Finished) and done.size == os.path.getsize(staged)
+    os.replace(staged, store.path / done.result)
+    assert np.array_equal(store.get(done.result), big)
+    # The next large result: the agent stages the file it just published (released, say).
+    reply = executor.run(call(store, store.put(lambda: big * 2), store.put(((), {}))))
+    assert reply.mapped == (done.result,)
+    os.replace(store.path / done.result, staged)
+    again = executor.commit(True)
+    assert np.array_equal(open_object(staged), big * 2) and again.size == reply.size
+    with pytest.raises(bulletin.BulletinError, match="commit without a staged result"):
+        executor.commit(True)
+
+
+def test_a_call_an_earlier_call_may_have_broken_is_not_run_and_the_executor_asks_to_go(store):
+    from bulletin._runtime._executor import Unfit
+    executor = Executor(store.path)
+    args = store.put(((), {}))
+    assert not executor.run(call(store, store.put(lambda: 1), args)).raised
+    # The function cannot be loaded: on a fresh executor that is the call's fault (raised, see
+    # above); after another call it may be this process's, and a fresh executor decides.
+    reply = executor.run(call(store, "0" * 32, args))
+    assert isinstance(reply, Unfit) and "FileNotFoundError" in reply.reason
+
+
+def test_a_limit_a_call_lowers_is_set_back_after_it(store):
+    import resource
+    start = resource.getrlimit(resource.RLIMIT_NOFILE)
+
+    def lower():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, start[1]))
+        return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+    executor = Executor(store.path)
+    assert run(executor, store, lower) == ("ok", 64)
+    assert resource.getrlimit(resource.RLIMIT_NOFILE) == start
+
+
+LOWERS_A_HARD_LIMIT = """
+import os, resource, sys, tempfile
+from pathlib import Path
+from bulletin._runtime._executor import Call, Executor
+from bulletin._data._objects import encode
+store = Path(tempfile.mkdtemp())
+if os.geteuid() == 0:  # root may raise any limit again: be an ordinary user, as executors are
+    os.chown(store, 65534, 65534)
+    os.setgid(65534)
+    os.setuid(65534)
+def put(obj):
+    encoded = encode(obj)
+    (store / encoded.digest()).write_bytes(encoded.to_bytes())
+    return str(store / encoded.digest())
+def lower():
+    resource.setrlimit(resource.RLIMIT_NOFILE, (32, 32))
+reply = Executor(store).run(Call("t", put(lower), put(((), {})), {}, str(store / ".result-t")))
+print(reply.raised, resource.getrlimit(resource.RLIMIT_NOFILE), reply.retire)
+"""
+
+
+def test_a_call_that_lowers_a_hard_limit_retires_its_executor(tmp_path):
+    import subprocess
+    proc = subprocess.run([sys.executable, "-c", LOWERS_A_HARD_LIMIT], capture_output=True,
+                          text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    raised, limits, retire = proc.stdout.strip().split(" ", 2)
+    assert raised == "False"
+    assert "RLIMIT_NOFILE" in retire and "cannot be set back" in retire, retire

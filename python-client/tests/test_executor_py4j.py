@@ -1,11 +1,11 @@
-"""`python -m bulletin._runtime._executor` against a real Py4J GatewayServer in a small Java
-program.
+"""`python -m bulletin._runtime._executor` driven by a real Py4J callback client in a small Java program.
 
-The Java side mirrors the worker agent's launch contract (docs/internals.md): a gateway with a
-per-launch token, the executor registering its callback port, then run/ping calls. Skipped
-where no JDK is installed.
+The Java side mirrors the worker agent's launch contract (docs/internals.md): the token on the
+executor's stdin, its announcement on stdout, then run/ping calls through Py4J's callback
+direction only, and end of file on stdin to stop it. Skipped where no JDK is installed.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -23,46 +23,53 @@ pytestmark = pytest.mark.skipif(shutil.which("javac") is None, reason="needs a J
 
 AGENT = r'''
 import dev.bulletin.worker.PythonExecutor;
-import java.util.concurrent.*;
-import py4j.GatewayServer;
+import java.io.*;
+import java.nio.charset.StandardCharsets;
+import py4j.CallbackClient;
+import py4j.Gateway;
 
 public class Agent {
-  public static class Registrar {
-    final CompletableFuture<Object[]> got = new CompletableFuture<>();
-    public void register(PythonExecutor executor, int callbackPort) {
-      got.complete(new Object[] {executor, callbackPort});
-    }
-  }
-
   public static void main(String[] args) throws Exception {
     String token = "t0ken-" + System.nanoTime();
-    Registrar registrar = new Registrar();
-    GatewayServer gateway = new GatewayServer.GatewayServerBuilder().entryPoint(registrar)
-        .javaPort(0).javaAddress(java.net.InetAddress.getLoopbackAddress())
-        .callbackClient(0, java.net.InetAddress.getLoopbackAddress(), token).authToken(token).build();
-    gateway.start(true);
-    ProcessBuilder pb = new ProcessBuilder(args[0], "-m", "bulletin._runtime._executor").inheritIO();
-    pb.environment().put("BULLETIN_GATEWAY_PORT", Integer.toString(gateway.getListeningPort()));
-    pb.environment().put("BULLETIN_GATEWAY_TOKEN", token);
+    ProcessBuilder pb = new ProcessBuilder(args[0], "-m", "bulletin._runtime._executor")
+        .redirectError(ProcessBuilder.Redirect.INHERIT);
     pb.environment().put("BULLETIN_STORE_DIR", args[1]);
     pb.environment().put("PYTHONUNBUFFERED", "1");
     Process python = pb.start();
-    Object[] reg = registrar.got.get(30, TimeUnit.SECONDS);
-    gateway.resetCallbackClient(java.net.InetAddress.getLoopbackAddress(), (Integer) reg[1]);
-    PythonExecutor executor = (PythonExecutor) reg[0];
+    OutputStream stdin = python.getOutputStream();
+    stdin.write((token + "\n").getBytes(StandardCharsets.US_ASCII));
+    stdin.flush();
+    BufferedReader out = new BufferedReader(new InputStreamReader(python.getInputStream(),
+        StandardCharsets.UTF_8));
+    String ready = out.readLine();
+    System.out.println("ANNOUNCED " + ready.substring(1));
+    String[] parts = ready.substring(1).split(" ");
+    Gateway gateway = new Gateway(null, new CallbackClient(Integer.parseInt(parts[1]),
+        java.net.InetAddress.getLoopbackAddress(), token));
+    PythonExecutor executor = (PythonExecutor) gateway.createProxy(
+        Agent.class.getClassLoader(), new Class<?>[] {PythonExecutor.class}, parts[2]);
     System.out.println("PING " + executor.ping());
-    System.out.println("RUN " + executor.run("task-1", args[1] + "/" + args[2],
-        args[1] + "/" + args[3], "", args[1] + "/.result-task-1"));
+    String call = "{\"task\": \"task-1\", \"function\": \"" + args[1] + "/" + args[2]
+        + "\", \"args\": \"" + args[1] + "/" + args[3] + "\", \"refs\": {}, \"result\": \""
+        + args[1] + "/.result-task-1\"}";
+    System.out.println("RUN " + executor.run(call));
+    String line;
+    while ((line = out.readLine()) != null && !line.contains("BULLETIN-END")) {
+      System.out.println(line);
+    }
+    System.out.println(line);
     System.out.flush();
+    stdin.close();  // the executor's lifeline: end of file, it exits
     gateway.shutdown();
-    System.out.println("EXIT " + (python.waitFor(20, TimeUnit.SECONDS) ? python.exitValue() : -1));
+    System.out.println("EXIT " + (python.waitFor(20, java.util.concurrent.TimeUnit.SECONDS)
+        ? python.exitValue() : -1));
   }
 }
 '''
 
 PYTHON_EXECUTOR = '''
 package dev.bulletin.worker;
-public interface PythonExecutor { String run(String taskId, String functionPath, String argsPath, String refs, String resultPath); String ping(); }
+public interface PythonExecutor { String run(String call); String commit(boolean staged); String ping(); }
 '''
 
 
@@ -91,18 +98,28 @@ def put(store: Path, obj) -> str:
     return encoded.digest()
 
 
-def test_executor_registers_runs_a_call_and_exits_with_the_gateway(agent_classes, tmp_path):
+def test_executor_announces_itself_runs_a_call_and_exits_when_stdin_closes(agent_classes,
+                                                                             tmp_path):
     fid, aid = put(tmp_path, greet), put(tmp_path, (("py4j",), {}))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), *sys.path]))
     proc = subprocess.run(["java", "-cp", agent_classes, "Agent", sys.executable, str(tmp_path),
                            fid, aid], capture_output=True, text=True, timeout=60, env=env)
     out = proc.stdout
+    assert "ANNOUNCED BULLETIN-READY " in out, proc.stderr
     assert "PING pong" in out, proc.stderr
     run_line = next(line for line in out.splitlines() if line.startswith("RUN "))
-    kind, result_id, size, _ = run_line.split()[1:]
-    assert kind == "ok"
+    reply = json.loads(run_line[4:])
+    assert reply["kind"] == "finished" and reply["raised"] is False
     assert open_object(tmp_path / ".result-task-1") == "PY4J"
     assert "hello py4j\n\x1eBULLETIN-END task-1\n" in out
     assert "\x1eBULLETIN-END task-1\n" in proc.stderr
     assert "EXIT 0" in out
     assert "Traceback" not in proc.stderr
+
+
+def test_executor_without_a_token_on_stdin_says_who_starts_it(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "bulletin._runtime._executor"], input="",
+                          capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, BULLETIN_STORE_DIR=str(tmp_path)))
+    assert proc.returncode == 2
+    assert "no callback token on stdin" in proc.stderr

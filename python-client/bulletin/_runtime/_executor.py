@@ -1,18 +1,27 @@
 """The executor process: ``python -m bulletin._runtime._executor``, started by a worker agent.
 
-It connects back to the agent's Py4J gateway and runs one call at a time: function, arguments
-and the objects they refer to are files of the node-local object store that it maps (zero
-copy); the result is encoded into a file the agent then publishes. Only paths and ids travel
-over Py4J (docs/internals.md, "Runtime/worker → executor").
+It runs one call at a time: function, arguments and the objects they refer to are files of the
+node-local object store that it maps (zero copy); the result is encoded into a file the agent
+then publishes. Only paths and ids travel over Py4J (docs/internals.md, "Runtime/worker →
+executor").
+
+The agent drives the executor only through Py4J's callback direction: the executor serves its
+calls on a Py4J callback server (loopback, a token it read from its stdin) and holds no
+credential of any Java gateway, so the user code it runs cannot call into the agent's JVM.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import resource
 import sys
+import threading
 import time
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .._envelope import make_envelope as envelope
 from .._data._objects import StoreRef, encode, open_object, write_file
@@ -21,6 +30,9 @@ from . import _preempt
 from .._errors import BulletinError, ResultSerializationError
 
 _LOG_PREFIX = "[bulletin executor]"
+# The line the executor announces itself with on its stdout, once, before any user code runs
+# (dev.bulletin.worker.impl.OutputPump): "\x1eBULLETIN-READY <callback port> <object id>".
+_READY_WORD = "BULLETIN-READY"
 
 
 def log(message: str) -> None:
@@ -36,6 +48,151 @@ def _type_name(obj) -> str:
     return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
 
 
+# ---- The wire format: one call in (ExecutorCall.java), one reply out (ExecutorReply.java) -------
+
+class Call(NamedTuple):
+    """One call as the agent sends it: JSON ``{"task", "function", "args", "refs", "result"}``,
+    paths of store files, ``refs`` mapping each argument object's id to its path."""
+    task_id: str
+    function_path: str
+    args_path: str
+    refs: dict
+    result_path: str
+
+    @staticmethod
+    def from_wire(text: str) -> "Call":
+        try:
+            fields = json.loads(text)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"the agent's call is not JSON: {exc}") from None
+        if not isinstance(fields, dict):
+            raise ValueError(f"the agent's call is not a JSON object: {text[:80]!r}")
+        call = Call(fields.get("task"), fields.get("function"), fields.get("args"),
+                    fields.get("refs", {}), fields.get("result"))
+        for name, value in (("task", call.task_id), ("function", call.function_path),
+                            ("args", call.args_path), ("result", call.result_path)):
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"the agent's call has no valid {name!r}: {value!r}")
+        if not isinstance(call.refs, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in call.refs.items()):
+            raise ValueError(f"the agent's call has malformed 'refs' (id -> path): {call.refs!r}")
+        return call
+
+
+@dataclass(frozen=True)
+class Finished:
+    """The call ended: its result (or error envelope, ``raised``) is in the result file, or the
+    store already holds it under ``result``. ``retire`` says why this executor must not run
+    another call (a process limit the call changed and that cannot be set back), else empty."""
+    result: str
+    size: int
+    raised: bool
+    run_seconds: float
+    retire: str = ""
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A large result is encoded and waits: the agent may stage a released object's file at the
+    result path (its memory is allocated already), then calls ``commit``. ``mapped``: objects
+    whose files this executor still maps, which the agent gives back first."""
+    size: int
+    mapped: tuple
+
+
+@dataclass(frozen=True)
+class Unfit:
+    """The executor could not load the call, and an earlier call may have damaged its process
+    (a lowered memory limit, a broken import state): the call did not run. The agent retires
+    this executor and runs the call on a fresh one, which decides whether the call is at fault."""
+    reason: str
+
+
+def to_wire(reply) -> str:
+    """The one place a reply is written (parsed in one place too: ExecutorReply.parse)."""
+    if type(reply) is Finished and not reply.retire:
+        # Every call's reply, so written directly: the id is hex, the rest are numbers.
+        return (f'{{"kind": "finished", "result": "{reply.result}", "size": {reply.size:d}, '
+                f'"raised": {"true" if reply.raised else "false"}, '
+                f'"run_seconds": {float(reply.run_seconds)!r}}}')
+    if isinstance(reply, Finished):
+        fields = {"kind": "finished", "result": reply.result, "size": reply.size,
+                  "raised": reply.raised, "run_seconds": reply.run_seconds}
+        if reply.retire:
+            fields["retire"] = reply.retire
+    elif isinstance(reply, Stage):
+        fields = {"kind": "stage", "size": reply.size, "mapped": list(reply.mapped)}
+    elif isinstance(reply, Unfit):
+        fields = {"kind": "unfit", "reason": reply.reason}
+    else:
+        raise TypeError(f"not an executor reply: {reply!r}")
+    return json.dumps(fields)
+
+
+# ---- Limits a call may change ------------------------------------------------------------------
+
+# Each limit once (RLIMIT_OFILE is RLIMIT_NOFILE under another name).
+_RLIMITS = sorted({getattr(resource, name): name for name in sorted(dir(resource), reverse=True)
+                   if name.startswith("RLIMIT_")}.items())
+
+
+def _rlimit_text(value: int) -> str:
+    return "unlimited" if value == resource.RLIM_INFINITY else str(value)
+
+
+class _Limits:
+    """The process's resource limits when the executor started; what a call changes is set back
+    after it, so a limit the call set does not outlive it."""
+
+    def __init__(self):
+        self._start = {}
+        for number, name in _RLIMITS:
+            try:
+                self._start[name] = (number, resource.getrlimit(number))
+            except (OSError, ValueError):
+                pass
+
+    def restore(self) -> str:
+        """Sets changed limits back; returns what could not be (a lowered hard limit only
+        privileged processes may raise again), empty if all are as they were."""
+        problems = []
+        getrlimit = resource.getrlimit
+        for name, (number, start) in self._start.items():
+            try:
+                now = getrlimit(number)
+                if now == start:
+                    continue
+                resource.setrlimit(number, start)
+            except (OSError, ValueError) as exc:
+                problems.append(f"a call lowered {name} to soft {_rlimit_text(now[0])}, hard "
+                                f"{_rlimit_text(now[1])} and it cannot be set back ({exc})")
+                self._raise_soft_to_hard(number, start, now)
+        return "; ".join(problems)
+
+    @staticmethod
+    def _raise_soft_to_hard(number: int, start, now) -> None:
+        """The most that can be restored: the soft limit up to the (lowered) hard one, so the
+        executor can still report the call's result before it is retired."""
+        wanted = now[1] if start[0] == resource.RLIM_INFINITY or (
+            now[1] != resource.RLIM_INFINITY and start[0] > now[1]) else start[0]
+        try:
+            resource.setrlimit(number, (wanted, now[1]))
+        except (OSError, ValueError):
+            pass
+
+
+# ---- Running calls --------------------------------------------------------------------------------
+
+@dataclass
+class _Pending:
+    """A large result encoded by ``run``, written by ``commit``."""
+    path: str
+    encoded: object
+    raised: bool
+    run_seconds: float
+    retire: str
+
+
 class Executor:
     """Runs calls whose function, arguments and referenced objects are files in the store.
 
@@ -44,58 +201,87 @@ class Executor:
     """
 
     def __init__(self, store_dir: str | os.PathLike, cache_size: int = 128,
-                 recycle=None, keep_mapped_bytes: int = 0):
-        """``recycle(result_path, size, mapped_ids) -> bool`` asks the agent to stage a released
-        object's file at the result path (ExecutorRegistrar.recycleResultFile); results are then
-        written through mappings this executor kept, up to ``keep_mapped_bytes``."""
+                 keep_mapped_bytes: int = 0):
+        """With ``keep_mapped_bytes``, large results are written through mappings this executor
+        kept, up to that many bytes, into files the agent recycles: ``run`` then answers
+        ``Stage`` and ``commit`` writes."""
         self.store = Path(store_dir)
         self._functions: OrderedDict[str, object] = OrderedDict()
         self._cache_size = cache_size
-        self._recycle = recycle
-        self._maps = WriteMappings(keep_mapped_bytes) if recycle and keep_mapped_bytes else None
+        self._maps = WriteMappings(keep_mapped_bytes) if keep_mapped_bytes else None
+        self._limits = _Limits()
+        self._calls = 0
+        self._pending: _Pending | None = None
 
-    def run(self, task_id: str, function_path: str, args_path: str, refs: str,
-            result_path: str) -> str:
-        """Runs one call; returns ``"ok|raised <resultId> <size> <runSeconds>"``.
+    def run(self, call: Call):
+        """Runs one call; returns ``Finished``, ``Stage`` (then ``commit``) or ``Unfit``.
 
-        The encoded result is written to ``result_path`` (the agent publishes it under its id).
-        Never raises: whatever goes wrong (even SystemExit from the function) is reported as a
-        "raised" envelope, so the executor stays warm for the next call.
+        The encoded result is written to ``call.result_path`` (the agent publishes it under its
+        id). Never raises for what the function does: whatever goes wrong (even SystemExit from
+        the function) is reported as a raised envelope, so the executor stays warm.
         """
-        run_seconds = 0.0
+        fresh = self._calls == 0
+        self._calls += 1
+        self._pending = None
         try:
-            try:
-                fn = self._function(function_path)
-                args, kwargs, stored = self._arguments(args_path, refs)
-            except Exception as exc:
-                log(f"task {task_id}: cannot load its function or arguments: {exc!r}")
-                raise BulletinError(
-                    f"the executor could not load the call's function or arguments: {exc!r}"
-                ) from exc
-            start = time.perf_counter()
-            try:
-                value = fn(*args, **kwargs)
-            finally:
-                run_seconds = time.perf_counter() - start
-        except BaseException as exc:
-            # Skip this frame: the remote traceback starts in the user's function.
-            tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
-            encoded, kind = encode(envelope(exc, tb)), "raised"
+            ran = self._invoke(call, fresh)
+        finally:
+            retire = self._limits.restore()  # before encoding: the result needs the memory
+        if isinstance(ran, Unfit):
+            return ran
+        value, raised, run_seconds, stored = ran
+        if raised:
+            # Skip this module's frame: the remote traceback starts in the user's function.
+            tb = value.__traceback__.tb_next if value.__traceback__ is not None else None
+            encoded = encode(envelope(value, tb))
         else:
             passed = _passed_through(value, stored)
             if passed is not None:
                 # The function returned an argument object itself: the store holds its bytes
                 # under its id; encoding (and hashing) them again would read every page.
-                return f"ok {passed[0]} {passed[1]} {run_seconds:.6f}"
+                return Finished(passed[0], passed[1], False, run_seconds, retire)
             try:
-                encoded, kind = encode(value), "ok"
+                encoded = encode(value)
             except Exception as exc:
                 error = ResultSerializationError(
                     f"the function returned a {_type_name(value)}, which cannot be pickled: "
                     f"{exc}. Return plain data (arrays, tensors moved to the CPU, dicts) instead.")
-                encoded, kind = encode(envelope(error)), "raised"
-        self._write(result_path, encoded)
-        return f"{kind} {encoded.digest()} {encoded.nbytes} {run_seconds:.6f}"
+                encoded, raised = encode(envelope(error)), True
+        return self._store(_Pending(call.result_path, encoded, raised, run_seconds, retire))
+
+    def _invoke(self, call: Call, fresh: bool):
+        """(value or exception, raised, run seconds, stored arguments), or Unfit."""
+        try:
+            try:
+                fn = self._function(call.function_path)
+                args, kwargs, stored = self._arguments(call.args_path, call.refs)
+            except Exception as exc:
+                log(f"task {call.task_id}: cannot load its function or arguments: {exc!r}")
+                if not fresh:
+                    return Unfit(f"{exc!r}")
+                raise BulletinError(
+                    f"the executor could not load the call's function or arguments: {exc!r}"
+                ) from exc
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs), False, time.perf_counter() - start, stored
+            except BaseException as exc:
+                return exc, True, time.perf_counter() - start, stored
+        except BaseException as exc:
+            return exc, True, 0.0, {}
+
+    def commit(self, staged: bool) -> Finished:
+        """Writes the result ``run`` answered ``Stage`` for; ``staged``: whether the agent put a
+        recycled file at the result path."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            raise BulletinError("commit without a staged result (the agent's protocol is broken)")
+        path, oid = Path(pending.path), pending.encoded.digest()
+        if not (staged and self._maps.write_recycled(path, pending.encoded, oid)):
+            if staged:
+                os.unlink(path)  # another process still maps it: theirs to keep
+            self._maps.write_new(path, pending.encoded, oid)
+        return _finished(pending)
 
     @staticmethod
     def _link_stored(result_path: str, encoded) -> bool:
@@ -103,12 +289,12 @@ class Executor:
         its argument, or a value computed before), the result is a hard link to them, not a
         copy. A link, not nothing: the stored object may be released and deleted before the
         agent adopts the result, and the link keeps its bytes (the store never reuses the
-        memory of a file with another link)."""
+        memory of a file with another link). Where no link can be made, the bytes are written."""
         folder = os.path.dirname(result_path)
         try:
             os.link(os.path.join(folder, encoded.digest()), result_path)
             return True
-        except FileNotFoundError:
+        except OSError:
             return False
 
     def _function(self, path: str):
@@ -124,11 +310,10 @@ class Executor:
         return fn
 
     @staticmethod
-    def _arguments(args_path: str, refs: str):
+    def _arguments(args_path: str, paths: dict):
         """The call's arguments, and the values that came from store objects: id to
         (value, path)."""
         args, kwargs = open_object(args_path)
-        paths = dict(line.split(" ", 1) for line in refs.splitlines() if line.strip())
         values: dict[str, object] = {}
         if not paths:
             return args, kwargs, {}
@@ -146,29 +331,26 @@ class Executor:
         kwargs = {k: resolve(v) for k, v in kwargs.items()}
         return args, kwargs, {oid: (value, paths[oid]) for oid, value in values.items()}
 
-    def _write(self, result_path: str, encoded) -> None:
-        """Writes the result where the agent expects it; the agent publishes it atomically."""
+    def _store(self, pending: _Pending):
+        """Writes the result where the agent expects it (the agent publishes it atomically), or
+        asks the agent for a recycled file first when it is large."""
         try:
-            os.unlink(result_path)  # left by an earlier attempt of the same task
+            os.unlink(pending.path)  # left by an earlier attempt of the same task
         except FileNotFoundError:
             pass
-        if self._link_stored(result_path, encoded):
-            return
-        path = Path(result_path)
+        encoded = pending.encoded
+        if self._link_stored(pending.path, encoded):
+            return _finished(pending)
         if self._maps is None or encoded.nbytes < RECYCLE_MIN:
-            write_file(path, encoded)
-            return
-        oid = encoded.digest()
-        try:
-            staged = self._recycle(result_path, encoded.nbytes, " ".join(self._maps.ids()))
-        except Exception as exc:  # the agent's gateway: a new file does as well
-            log(f"could not ask the agent for a recycled result file: {exc!r}")
-            staged = False
-        if staged and self._maps.write_recycled(path, encoded, oid):
-            return
-        if staged:
-            os.unlink(path)  # another process still maps it: theirs to keep
-        self._maps.write_new(path, encoded, oid)
+            write_file(Path(pending.path), encoded)
+            return _finished(pending)
+        self._pending = pending
+        return Stage(encoded.nbytes, tuple(self._maps.ids()))
+
+
+def _finished(pending: _Pending) -> Finished:
+    return Finished(pending.encoded.digest(), pending.encoded.nbytes, pending.raised,
+                    pending.run_seconds, pending.retire)
 
 
 def _passed_through(value, stored: dict) -> tuple[str, int] | None:
@@ -196,27 +378,28 @@ def _end_marker(task_id: str) -> None:
 
 
 class _PythonExecutor:
-    """The Py4J proxy of dev.bulletin.worker.PythonExecutor."""
+    """The object the agent calls through its Py4J proxy of dev.bulletin.worker.PythonExecutor:
+    strings in, strings out."""
 
     def __init__(self, executor: Executor):
         self._executor = executor
 
-    def run(self, taskId: str, functionPath: str, argsPath: str, refs: str,  # noqa: N803
-            resultPath: str) -> str:  # noqa: N803 (Java names)
+    def run(self, call: str) -> str:
+        parsed = Call.from_wire(call)
         _preempt._begin_call()
         try:
-            return self._executor.run(taskId, functionPath, argsPath, refs, resultPath)
+            return to_wire(self._executor.run(parsed))
         except BaseException as exc:  # e.g. the store is full: still end the call's output
-            log(f"task {taskId}: could not store its result: {exc!r}")
+            log(f"task {parsed.task_id}: could not store its result: {exc!r}")
             raise
         finally:
-            _end_marker(taskId)
+            _end_marker(parsed.task_id)
+
+    def commit(self, staged: bool) -> str:
+        return to_wire(self._executor.commit(bool(staged)))
 
     def ping(self) -> str:
         return "pong"
-
-    class Java:
-        implements = ["dev.bulletin.worker.PythonExecutor"]
 
 
 def _keep_mapped_bytes() -> int:
@@ -236,40 +419,66 @@ def _required_env(name: str) -> str:
     return value
 
 
+def _take_token() -> tuple[str, int]:
+    """Reads the callback token, the first line on stdin (never in the environment or argv,
+    where user code or other users could read it). The pipe stays open on a private descriptor
+    as the agent's lifeline (end of file: the agent went away); stdin itself becomes /dev/null."""
+    line = b""
+    while not line.endswith(b"\n"):
+        chunk = os.read(0, 256 - len(line))
+        if not chunk:
+            break
+        line += chunk
+    token = line.decode("ascii", "replace").strip()
+    if not token:
+        log("no callback token on stdin; executors are started by a bulletin worker agent")
+        sys.exit(2)
+    lifeline = os.dup(0)  # not inherited by the processes user code starts (PEP 446)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    return token, lifeline
+
+
+def _wait_for_agent(lifeline: int) -> None:
+    """Blocks until the agent closes the pipe (or dies: the kernel closes it then)."""
+    try:
+        while os.read(lifeline, 4096):
+            pass
+    except OSError:
+        pass
+
+
 def main() -> None:
-    port = int(_required_env("BULLETIN_GATEWAY_PORT"))
-    token = _required_env("BULLETIN_GATEWAY_TOKEN")
     store = _required_env("BULLETIN_STORE_DIR")
+    token, lifeline = _take_token()
     sys.argv = [sys.argv[0]]  # user code must not see the executor's own command line
 
     import logging
 
-    from py4j.java_gateway import CallbackServerParameters, GatewayParameters, JavaGateway
-    from py4j.protocol import Py4JError
+    from py4j.java_gateway import (CallbackServer, CallbackServerParameters, PythonProxyPool,
+                                   server_started)
 
+    # The agent going away is the normal way to stop; py4j would log it as an error.
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)
     _preempt._install()
-    gateway = JavaGateway(
-        gateway_parameters=GatewayParameters(port=port, auth_token=token),
-        callback_server_parameters=CallbackServerParameters(
-            port=0, auth_token=token, daemonize=True, daemonize_connections=True))
+    pool = PythonProxyPool()
+    # No gateway client: nothing here can call into the JVM, so nothing user code finds can.
+    server = CallbackServer(pool, None, callback_server_parameters=CallbackServerParameters(
+        address="127.0.0.1", port=0, auth_token=token, daemonize=True,
+        daemonize_connections=True))
+    del token
+    listening = threading.Event()
+    server_started.connect(lambda **kwargs: listening.set(), sender=server)
+    server.start()
+    if not listening.wait(30):  # start() binds; the server's thread listens (then announce)
+        log("the Py4J callback server did not start listening")
+        sys.exit(2)
+    executor = Executor(store, keep_mapped_bytes=_keep_mapped_bytes())
+    object_id = pool.put(_PythonExecutor(executor))
+    os.write(1, f"\x1e{_READY_WORD} {server.get_listening_port()} {object_id}\n".encode())
     try:
-        callback_port = gateway.get_callback_server().get_listening_port()
-        registrar = gateway.entry_point
-        executor = Executor(store, recycle=registrar.recycleResultFile,
-                            keep_mapped_bytes=_keep_mapped_bytes())
-        registrar.register(_PythonExecutor(executor), callback_port)
-        clock = gateway.jvm.java.lang.System
-        # From here on the agent going away is the normal way to stop; py4j would log it as an
-        # error with tracebacks.
-        logging.getLogger("py4j").setLevel(logging.CRITICAL)
-        parent = os.getppid()
-        # Calls arrive on the callback server's threads; this thread only watches for the agent
-        # going away (the gateway stops answering, or the parent process is gone).
-        while os.getppid() == parent:
-            time.sleep(2.0)
-            clock.currentTimeMillis()
-    except Py4JError as exc:
-        log(f"the worker agent's gateway went away ({exc.__class__.__name__}); exiting")
+        _wait_for_agent(lifeline)
     except KeyboardInterrupt:
         pass
     os._exit(0)  # callback threads may still sit in user code; do not wait for them

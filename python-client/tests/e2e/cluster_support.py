@@ -91,10 +91,11 @@ def cli_env(home: Path) -> dict[str, str]:
     return env
 
 
-def run_cli(home: Path, *args: str, timeout: float = UP_SECONDS,
-            env: dict | None = None) -> subprocess.CompletedProcess:
-    """Runs the real `bulletin` command (the venv's entry point module) against home."""
-    return subprocess.run([sys.executable, "-m", "bulletin._cli", *args],
+def run_cli(home: Path, *args: str, timeout: float = UP_SECONDS, env: dict | None = None,
+            python: str = sys.executable) -> subprocess.CompletedProcess:
+    """Runs the real `bulletin` command (the venv's entry point module) against home; `bulletin
+    up` gives its executors the interpreter that runs it."""
+    return subprocess.run([python, "-m", "bulletin._cli", *args],
                           env=env or cli_env(home),
                           capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
@@ -147,13 +148,14 @@ class Cluster:
                     shutil.rmtree(self.store_dir, ignore_errors=True)
 
 
-def start_cluster(home: Path, *extra: str, gpus: int = 1, cpus: int = 2) -> Cluster:
+def start_cluster(home: Path, *extra: str, gpus: int = 1, cpus: int = 2,
+                  python: str = sys.executable, env: dict | None = None) -> Cluster:
     # A free port can be taken by another process before the runtime binds it (a busy machine
     # running several suites): the runtime then says so, and the next free port is tried.
     for _attempt in range(3):
         port = free_port()
         result = run_cli(home, "up", "--simulate-gpus", str(gpus), "--cpus", str(cpus),
-                         "--port", str(port), *extra)
+                         "--port", str(port), *extra, python=python, env=env)
         if not (result.returncode != 0 and f"port {port} on" in result.stderr + result.stdout
                 and "is in use" in result.stderr + result.stdout):
             break

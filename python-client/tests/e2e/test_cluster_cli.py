@@ -143,7 +143,7 @@ def test_down_stops_the_runtime_and_fails_the_calls_of_its_clients(tmp_path):
         pending = client.submit(wait_for_file, str(gate), gpus=1)
         wait_until(lambda: pending.status == "running", timeout=CALL_SECONDS,
                    what="the call to run")
-        assert _executors_of(home), "the executors of this cluster should be found by their env"
+        assert _executors_of(own.store_dir), "this cluster's executors should be found by their env"
 
         result = run_cli(home, "down", timeout=60)
         assert result.returncode == 0, result.stderr
@@ -163,11 +163,12 @@ def test_down_stops_the_runtime_and_fails_the_calls_of_its_clients(tmp_path):
     finally:
         own.stop()
     # Its executors went with it.
-    wait_until(lambda: not _executors_of(home), timeout=5, what="the executors to exit")
+    wait_until(lambda: not _executors_of(own.store_dir), timeout=5, what="the executors to exit")
 
 
-def _executors_of(home) -> list[int]:
-    """Live executor processes started by the runtime whose BULLETIN_HOME is home."""
+def _executors_of(store_dir) -> list[int]:
+    """Live executor processes of the runtime whose store is store_dir (executors do not inherit
+    the runtime's environment, BULLETIN_HOME included: they are told their store)."""
     found = []
     for name in os.listdir("/proc"):
         if not name.isdigit() or pid_gone(int(name)):
@@ -177,7 +178,7 @@ def _executors_of(home) -> list[int]:
                 environ = f.read().split(b"\0")
         except OSError:
             continue
-        if f"BULLETIN_HOME={home}".encode() in environ and any(
+        if f"BULLETIN_STORE_DIR={store_dir}".encode() in environ and any(
                 e.startswith(b"BULLETIN_EXECUTOR_ID=") for e in environ):
             found.append(int(name))
     return found

@@ -32,6 +32,15 @@ public interface ObjectStore extends AutoCloseable {
   /** The folder of a namespace's objects, created (owner-only) if needed. */
   Path folderOf(String namespace);
 
+  /**
+   * Gives a namespace's folder to a Unix account (owned by it, mode 0700), so that processes of
+   * that account read and write its objects and no other account can; the memory folder itself
+   * becomes traversable by all (0711), never listable. Needs the privilege to change owners.
+   *
+   * @throws ObjectStoreException if the owner cannot be changed
+   */
+  void giveFolderTo(String namespace, int uid, int gid);
+
   /** Stores bytes (if not already there) and takes one reference on them. */
   ObjectKey put(ObjectKey key, ByteBuffer bytes);
 

@@ -17,7 +17,8 @@ class PortInUseTest {
 
   /** No GPU and no warm executor: the runtime starts without starting Python. */
   static final WorkerOptions NO_EXECUTORS = new WorkerOptions("w", Path.of("python3"),
-      GpuInventory.none(), 1, 1L << 30, 0, 1_000, Map.of());
+      GpuInventory.none(), 1, 1L << 30, 0, 1_000, 0, WorkerOptions.DEFAULT_EXECUTOR_IDLE_MILLIS,
+      Map.of());
 
   @TempDir Path home;
 

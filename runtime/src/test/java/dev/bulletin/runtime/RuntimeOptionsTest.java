@@ -14,7 +14,8 @@ import org.junit.jupiter.api.Test;
 class RuntimeOptionsTest {
 
   static final WorkerOptions WORKER = new WorkerOptions("w", Path.of("python3"),
-      GpuInventory.none(), 1, 1L << 30, 0, 1_000, Map.of());
+      GpuInventory.none(), 1, 1L << 30, 0, 1_000, 0, WorkerOptions.DEFAULT_EXECUTOR_IDLE_MILLIS,
+      Map.of());
 
   @Test
   void theBuilderFillsTheDefaultsOfTheCommandLineButAFreePort() {

@@ -2,20 +2,34 @@ package dev.bulletin.worker;
 
 import dev.bulletin.bridge.ObjectKey;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * One call for a worker to run: the function, arguments and the objects the arguments refer to
  * are already in the worker's store (in the caller's namespace), and the GPUs are the ones the
  * scheduler reserved for it. The result is stored in the arguments' namespace.
+ *
+ * @param runAs the Unix account the call owner's executors run as (users[].run_as), if any
  */
 public record CallRequest(String taskId, ObjectKey function, ObjectKey args, List<ObjectKey> refs,
-    List<Integer> gpuIds) {
+    List<Integer> gpuIds, Optional<String> runAs) {
   public CallRequest {
     refs = List.copyOf(refs);
     gpuIds = List.copyOf(gpuIds);
+    runAs = runAs == null ? Optional.empty() : runAs.filter(account -> !account.isEmpty());
+  }
+
+  public CallRequest(String taskId, ObjectKey function, ObjectKey args, List<ObjectKey> refs,
+      List<Integer> gpuIds) {
+    this(taskId, function, args, refs, gpuIds, Optional.empty());
   }
 
   public CallRequest(String taskId, ObjectKey function, ObjectKey args, List<Integer> gpuIds) {
     this(taskId, function, args, List.of(), gpuIds);
+  }
+
+  /** The user the call runs for: its objects' namespace (ObjectKey#namespaceOf the user). */
+  public String owner() {
+    return args.namespace();
   }
 }

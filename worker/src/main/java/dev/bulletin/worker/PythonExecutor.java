@@ -1,21 +1,30 @@
 package dev.bulletin.worker;
 
 /**
- * A warm Python executor, implemented in Python ({@code bulletin._runtime._executor}) and called
- * over Py4J. Only identifiers cross this interface; payloads stay in the object store
- * (docs/internals.md).
+ * A warm Python executor, implemented in Python ({@code bulletin._runtime._executor}) and called over
+ * Py4J's callback direction only: the agent calls it, it answers, and it holds no credential
+ * with which to call the agent. Only identifiers and paths cross this interface; payloads stay
+ * in the object store (docs/internals.md, "Runtime/worker → executor").
  */
 public interface PythonExecutor {
 
   /**
-   * Runs one call and blocks until it ends. Paths are files the executor maps read-only.
+   * Runs one call and blocks until it ends.
    *
-   * @param refs the objects the arguments refer to, one {@code "<id> <path>"} per line
-   * @param resultPath where to write the encoded result (a staged file the agent then publishes)
-   * @return {@code "ok <resultId> <size> <runSeconds>"} or {@code "raised <resultId> <size>
-   *     <runSeconds>"}; the result's bytes are in {@code resultPath}
+   * @param call JSON {@code {"task", "function", "args", "refs", "result"}}: paths of store files
+   *     the executor maps read-only, {@code refs} mapping argument object ids to paths, and the
+   *     path to write the encoded result to (a staged file the agent then publishes)
+   * @return a JSON reply: finished, stage (a large result waits for {@link #commit}) or unfit
    */
-  String run(String taskId, String functionPath, String argsPath, String refs, String resultPath);
+  String run(String call);
+
+  /**
+   * Writes the result the last {@link #run} answered "stage" for.
+   *
+   * @param staged whether the agent put a recycled file at the result path
+   * @return a JSON "finished" reply
+   */
+  String commit(boolean staged);
 
   /** Answers "pong"; a health check. */
   String ping();

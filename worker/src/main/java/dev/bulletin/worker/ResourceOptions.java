@@ -35,6 +35,15 @@ public final class ResourceOptions {
   @Option(names = "--warm-cpu-executors", defaultValue = "2", description = "CPU executors kept warm (default: ${DEFAULT-VALUE}).")
   int warmCpuExecutors;
 
+  @Option(names = "--executor-max-calls", defaultValue = "0",
+      description = "Retire an executor after it has run N calls (default: 0, no limit).")
+  int executorMaxCalls;
+
+  @Option(names = "--executor-idle-seconds", defaultValue = "600",
+      description = "Retire an executor that has run a user's calls after it has been idle this"
+          + " long (default: ${DEFAULT-VALUE}).")
+  double executorIdleSeconds;
+
   public WorkerOptions worker(String workerId) {
     GpuInventory inventory = GpuInventoryDetection.resolve(gpus, simulateGpus);
     int cpuSlots = cpus != null ? cpus : Runtime.getRuntime().availableProcessors();
@@ -44,8 +53,17 @@ public final class ResourceOptions {
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException("--memory: " + e.getMessage(), e);
     }
+    if (!(executorIdleSeconds > 0)) {
+      throw new IllegalArgumentException("--executor-idle-seconds must be > 0, got "
+          + executorIdleSeconds);
+    }
+    if (executorMaxCalls < 0) {
+      throw new IllegalArgumentException("--executor-max-calls must be >= 0 (0: no limit), got "
+          + executorMaxCalls);
+    }
     return new WorkerOptions(workerId, python, inventory, cpuSlots, memoryBytes,
-        warmCpuExecutors, 60_000, Map.of());
+        warmCpuExecutors, 60_000, executorMaxCalls,
+        Math.max(1, Math.round(executorIdleSeconds * 1000)), Map.of());
   }
 
   private static long totalMemory() {

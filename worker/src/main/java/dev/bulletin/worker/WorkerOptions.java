@@ -13,7 +13,12 @@ import java.util.Map;
  * @param memoryBytes memory offered
  * @param warmCpuExecutors CPU executors kept started and idle, ready for the next call
  * @param executorStartTimeoutMillis how long an executor may take to start and register
- * @param extraEnvironment added to every executor's environment
+ * @param executorMaxCalls calls after which an executor is retired (replaced by a fresh one);
+ *     0 for no limit
+ * @param executorIdleMillis how long an executor that has run a user's calls stays warm for
+ *     that user's next call before it is retired
+ * @param extraEnvironment added to every executor's environment (which is otherwise built from
+ *     an allowlist, not from the agent's own); no {@code BULLETIN_*} names: those the agent sets
  */
 public record WorkerOptions(
     String workerId,
@@ -23,7 +28,12 @@ public record WorkerOptions(
     long memoryBytes,
     int warmCpuExecutors,
     long executorStartTimeoutMillis,
+    int executorMaxCalls,
+    long executorIdleMillis,
     Map<String, String> extraEnvironment) {
+
+  /** The default of {@link #executorIdleMillis}: ten minutes. */
+  public static final long DEFAULT_EXECUTOR_IDLE_MILLIS = 600_000;
 
   public WorkerOptions {
     if (workerId == null || workerId.isBlank()) {
@@ -38,6 +48,20 @@ public record WorkerOptions(
     if (warmCpuExecutors < 0) {
       throw new IllegalArgumentException("warmCpuExecutors must be >= 0, got " + warmCpuExecutors);
     }
+    if (executorMaxCalls < 0) {
+      throw new IllegalArgumentException("executorMaxCalls must be >= 0 (0: no limit), got "
+          + executorMaxCalls);
+    }
+    if (executorIdleMillis < 1) {
+      throw new IllegalArgumentException("executorIdleMillis must be >= 1, got "
+          + executorIdleMillis);
+    }
     extraEnvironment = Map.copyOf(extraEnvironment);
+    for (String name : extraEnvironment.keySet()) {
+      if (name.startsWith("BULLETIN_")) {
+        throw new IllegalArgumentException("extraEnvironment must not set " + name
+            + ": BULLETIN_* variables of executors are the agent's own");
+      }
+    }
   }
 }

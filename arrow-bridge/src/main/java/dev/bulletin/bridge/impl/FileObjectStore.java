@@ -98,6 +98,18 @@ public final class FileObjectStore implements ObjectStore {
     return folder;
   }
 
+  @Override
+  public void giveFolderTo(String namespace, int uid, int gid) {
+    Path folder = folderOf(namespace);
+    try {
+      Files2.giveTo(folder, uid, gid);
+      Files2.traversableFolder(root);
+    } catch (IOException | UnsupportedOperationException | SecurityException e) {
+      throw new ObjectStoreException("cannot give object folder " + folder + " to uid " + uid
+          + ": " + e, e);
+    }
+  }
+
   private static dev.bulletin.bridge.ObjectId zeroId() {
     return dev.bulletin.bridge.ObjectId.parse("0".repeat(32));
   }

@@ -50,9 +50,15 @@ public record RuntimeConfig(List<User> users, PoolsConfig pools, PolicyConfig po
   /**
    * One person who may use the cluster. Fields are named relative to the user's entry; the
    * reader adds the entry's path ({@code users[1] (bob)}). An {@code admin} sees every user's
-   * calls in status, as the owner does (and gains no other right).
+   * calls in status, as the owner does (and gains no other right). {@code runAs} is the Unix
+   * account this user's executors run as when the runtime runs as root (and that owns this
+   * user's store folder), or null.
    */
-  public record User(String name, String group, String token, boolean admin) {
+  public record User(String name, String group, String token, boolean admin, String runAs) {
+    /** A Unix account name as useradd accepts it. */
+    private static final java.util.regex.Pattern ACCOUNT =
+        java.util.regex.Pattern.compile("[a-z_][a-z0-9_-]{0,31}");
+
     static final int MIN_TOKEN_LENGTH = 16;
     static final String MAKE_A_TOKEN = "python -c 'import secrets; print(secrets.token_urlsafe(32))'";
 
@@ -65,11 +71,27 @@ public record RuntimeConfig(List<User> users, PoolsConfig pools, PolicyConfig po
             + " characters (make one with: " + MAKE_A_TOKEN + ")");
       }
       group = group == null || group.isBlank() ? DEFAULT_GROUP : group;
+      if (runAs != null && !ACCOUNT.matcher(runAs).matches()) {
+        throw new IllegalArgumentException("run_as: must be a Unix account name (lower case"
+            + " letters, digits, '_' and '-'), got '" + runAs + "'");
+      }
+      if ("root".equals(runAs)) {
+        throw new IllegalArgumentException("run_as: must not be root: it would give that"
+            + " user's code the whole machine");
+      }
     }
 
     public User(String name, String group, String token) {
-      this(name, group, token, false);
+      this(name, group, token, false, null);
     }
+  }
+
+  /** The Unix account each user's executors run as, for the users that name one. */
+  public java.util.Map<String, String> runAsAccounts() {
+    java.util.Map<String, String> accounts = new java.util.HashMap<>();
+    users.stream().filter(user -> user.runAs() != null)
+        .forEach(user -> accounts.put(user.name(), user.runAs()));
+    return java.util.Map.copyOf(accounts);
   }
 
   /** Reads and validates the file; errors name the file and the field. */

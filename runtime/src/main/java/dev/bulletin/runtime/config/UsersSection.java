@@ -26,9 +26,10 @@ final class UsersSection {
       Optional<String> token = entry.requiredString("token", "a random string made with: "
           + User.MAKE_A_TOKEN);
       boolean admin = entry.bool("admin", false);
+      Optional<String> runAs = entry.string("run_as");
       entry.rejectUnknown();
       entry.build(() -> new User(name.orElseThrow(), group.orElse(null), token.orElseThrow(),
-              admin))
+              admin, runAs.orElse(null)))
           .ifPresent(user -> users.add(new Placed(entry.path(), user)));
     }
     return users;

@@ -62,6 +62,8 @@ public final class ControlPlane {
   /** Where objects live (results kept on remote workers), and the references to them. */
   private final ObjectDirectory objects;
   private final Map<String, Long> timeoutTimers = new HashMap<>();
+  /** The Unix account each user's executors run as (users[].run_as), for those that name one. */
+  private final Map<String, String> runAs;
   private int runningCount;
 
   /**
@@ -69,7 +71,8 @@ public final class ControlPlane {
    *     without a timeout (a call with one goes there only if it can finish in time)
    */
   public ControlPlane(Context context, ObjectStore store, PolicyPass policy, long inlineLimit,
-      double drainMarginSeconds) {
+      double drainMarginSeconds, Map<String, String> runAs) {
+    this.runAs = Map.copyOf(runAs);
     this.context = context;
     this.store = store;
     this.policy = policy;
@@ -402,7 +405,7 @@ public final class ControlPlane {
 
   private void run(Task task, AttachedWorker worker, Placement placed) {
     CallRequest request = new CallRequest(task.id(), task.function(), task.args(), task.refs(),
-        placed.gpuIds());
+        placed.gpuIds(), Optional.ofNullable(runAs.get(task.owner().user())));
     worker.link().run(request, new CallListener() {
       @Override
       public void started(String executorId) {

@@ -78,7 +78,8 @@ public final class RuntimeVerticle extends VerticleBase {
         new PolicyPass(options.config().policy(), java.time.Clock.systemUTC(),
             java.time.Duration.ofMillis((long) (options.drainMarginSeconds() * 1000)),
             options.schedulerSeed()),
-        options.inlineLimitBytes(), options.drainMarginSeconds());
+        options.inlineLimitBytes(), options.drainMarginSeconds(),
+        options.config().runAsAccounts());
     WorkerOptions worker = options.worker();
     WorkerSlots slots = new WorkerSlots(worker.workerId(), worker.gpus().count(),
         worker.gpus().simulated(), worker.cpus(), worker.memoryBytes());

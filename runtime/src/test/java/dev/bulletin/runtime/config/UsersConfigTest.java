@@ -66,7 +66,7 @@ class UsersConfigTest {
             + " name, or add 'visoin: {}' to groups: for a group without quota"),
         Arguments.of("a typo in a user's field", """
             users: [{name: ann, grop: nlp, token: ann-token-0123456789}]
-            """, "users[0] (ann): unknown field 'grop' (allowed: name, group, token, admin)"));
+            """, "users[0] (ann): unknown field 'grop' (allowed: name, group, token, admin, run_as)"));
   }
 
   @ParameterizedTest(name = "{0}")

@@ -51,7 +51,8 @@ public final class RuntimeHarness implements AutoCloseable {
   public static RuntimeHarness start(Path home, int simulatedGpus, RuntimeConfig config)
       throws Exception {
     WorkerOptions worker = new WorkerOptions("harness", PythonCalls.python(),
-        GpuInventory.simulated(simulatedGpus), 2, 4L << 30, 0, 60_000, Map.of());
+        GpuInventory.simulated(simulatedGpus), 2, 4L << 30, 0, 60_000, 0,
+        WorkerOptions.DEFAULT_EXECUTOR_IDLE_MILLIS, Map.of());
     return start(RuntimeOptions.builder(home, worker).owner(OWNER_TOKEN, OWNER).config(config)
         .storeFolder(home.resolve("store")).spillFolder(home.resolve("spill")).build());
   }

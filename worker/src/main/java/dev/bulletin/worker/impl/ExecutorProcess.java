@@ -1,121 +1,63 @@
 package dev.bulletin.worker.impl;
 
-import dev.bulletin.bridge.ObjectId;
 import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.worker.CallListener;
 import dev.bulletin.worker.CallOutcome;
 import dev.bulletin.worker.CallRequest;
 import dev.bulletin.worker.PythonExecutor;
-import dev.bulletin.worker.WorkerOptions;
 import java.io.IOException;
-import java.net.InetAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.security.SecureRandom;
-import java.util.HexFormat;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
-import java.util.stream.Collectors;
-import py4j.GatewayServer;
+import py4j.Gateway;
 
 /**
- * One warm Python executor: a {@code python -m bulletin._runtime._executor} process pinned to a
- * set of GPUs, its Py4J gateway, and the pumps that forward its output to the running call. Runs
- * one call at a time; {@link #call} blocks the calling thread.
+ * One warm Python executor: a {@code python -m bulletin._runtime._executor} process pinned to a set of
+ * GPUs, the Py4J client that drives it, and the pumps that forward its output to the running
+ * call. Runs one call at a time; {@link #call} blocks the calling thread. Started by
+ * {@link ExecutorLauncher}; it belongs to one user from its first call on.
  */
 final class ExecutorProcess {
 
-  private static final SecureRandom RANDOM = new SecureRandom();
-  private static final InetAddress LOOPBACK = InetAddress.getLoopbackAddress();
   /** After a call returns, how long its output may take to drain from the pipes. */
   private static final long OUTPUT_DRAIN_MILLIS = 2_000;
 
   private final String id;
   private final List<Integer> gpuIds;
-  private final GatewayServer gateway;
+  private final Gateway gateway;
   private final Process process;
   private final PythonExecutor python;
+  private final ObjectStore store;
+  /** The account it runs as (users[].run_as), or null for the agent's own. */
+  private final UnixAccount account;
 
   private volatile Running current;
   private volatile String stopReason;
+  /** The user whose calls this executor runs; null until it is first handed out (then fixed). */
+  private volatile String owner;
+  /** Why this executor must run no further call (set by what a call did to it); null if none. */
+  private volatile String retireReason;
+  private volatile long idleSinceNanos = System.nanoTime();
+  private int calls;
 
   /** The call in progress, and the latch its two sentinel lines (stdout, stderr) count down. */
   private record Running(String taskId, CallListener listener, CountDownLatch drained) {}
 
-  private ExecutorProcess(String id, List<Integer> gpuIds, GatewayServer gateway, Process process,
-      PythonExecutor python) {
+  ExecutorProcess(String id, List<Integer> gpuIds, Gateway gateway, Process process,
+      PythonExecutor python, ObjectStore store, UnixAccount account) {
+    this.account = account;
     this.id = id;
     this.gpuIds = gpuIds;
     this.gateway = gateway;
     this.process = process;
     this.python = python;
+    this.store = store;
   }
 
-  /** Starts an executor and waits until it has registered over Py4J. */
-  static ExecutorProcess launch(String id, List<Integer> gpuIds, WorkerOptions options,
-      ObjectStore store) throws ExecutorStartException {
-    String token = HexFormat.of().formatHex(randomBytes());
-    ExecutorRegistrar registrar = new ExecutorRegistrar(store);
-    GatewayServer gateway = new GatewayServer.GatewayServerBuilder()
-        .entryPoint(registrar)
-        .javaPort(0)
-        .javaAddress(LOOPBACK)
-        .callbackClient(0, LOOPBACK, token)
-        .authToken(token)
-        .build();
-    gateway.start(true);
-    Holder holder = new Holder();
-    Process process;
-    try {
-      ProcessBuilder builder = new ProcessBuilder(options.python().toString(), "-m",
-          "bulletin._runtime._executor");
-      Map<String, String> env = builder.environment();
-      env.putAll(options.extraEnvironment());
-      env.put("BULLETIN_GATEWAY_PORT", Integer.toString(gateway.getListeningPort()));
-      env.put("BULLETIN_GATEWAY_TOKEN", token);
-      env.put("BULLETIN_EXECUTOR_ID", id);
-      env.put("BULLETIN_STORE_DIR", store.root().toString());
-      env.put("BULLETIN_STORE_CAPACITY", Long.toString(store.capacityBytes()));
-      env.put("CUDA_VISIBLE_DEVICES", gpuIds.stream().map(String::valueOf).collect(Collectors.joining(",")));
-      env.put("BULLETIN_SIMULATED_GPUS", options.gpus().simulated() && !gpuIds.isEmpty() ? "1" : "0");
-      env.put("PYTHONUNBUFFERED", "1");
-      process = builder.start();
-    } catch (IOException e) {
-      gateway.shutdown();
-      throw new ExecutorStartException("cannot start executor " + id + " with " + options.python()
-          + ": " + e.getMessage() + " (is --python an interpreter with the bulletin package?)", e);
-    }
-    closeQuietly(process);
-    startPump(id + "-out", process.getInputStream(), false, holder);
-    startPump(id + "-err", process.getErrorStream(), true, holder);
-    try {
-      ExecutorRegistrar.Registration registration = registrar.registered()
-          .get(options.executorStartTimeoutMillis(), TimeUnit.MILLISECONDS);
-      gateway.resetCallbackClient(LOOPBACK, registration.callbackPort());
-      ExecutorProcess executor = new ExecutorProcess(id, List.copyOf(gpuIds), gateway, process,
-          registration.executor());
-      holder.executor = executor;
-      return executor;
-    } catch (TimeoutException | ExecutionException e) {
-      String output = holder.early.text();
-      process.destroyForcibly();
-      gateway.shutdown();
-      String state = process.isAlive() ? "did not register within "
-          + options.executorStartTimeoutMillis() + " ms" : ExitCauses.describe(exitStatus(process));
-      throw new ExecutorStartException("executor " + id + " failed to start: " + state
-          + (output.isBlank() ? "" : "; its output:\n" + output), e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      process.destroyForcibly();
-      gateway.shutdown();
-      throw new ExecutorStartException("interrupted while starting executor " + id, e);
-    }
-  }
+
 
   String id() {
     return id;
@@ -129,24 +71,84 @@ final class ExecutorProcess {
     return process.isAlive();
   }
 
+  /** The account it runs as, or null for the agent's own. */
+  UnixAccount account() {
+    return account;
+  }
+
+  /** The user this executor belongs to, or null while it has run no call. */
+  String owner() {
+    return owner;
+  }
+
+  /**
+   * Gives the executor to a user; it never runs another user's call (what a call leaves in a
+   * process, in {@code __main__}, {@code builtins}, {@code sys.modules} or GPU memory, stays).
+   */
+  synchronized void assignTo(String user) {
+    if (owner != null && !owner.equals(user)) {
+      throw new IllegalStateException("executor " + id + " belongs to " + owner
+          + " and cannot be given to " + user);
+    }
+    owner = user;
+  }
+
+  void markIdle() {
+    idleSinceNanos = System.nanoTime();
+  }
+
+  /** Calls this executor has been given. */
+  synchronized int calls() {
+    return calls;
+  }
+
+  /** Why it must not run another call, or null. */
+  String retireReason() {
+    return retireReason;
+  }
+
+  long idleSinceNanos() {
+    return idleSinceNanos;
+  }
+
   /**
    * Runs one call on this executor, blocking until it ends. The reply names the result's id;
    * its bytes are in {@code resultPath}, not yet published.
+   *
+   * @throws UnfitExecutorException if the executor could not load the call and an earlier call
+   *     may have damaged it: the call did not run; retire this executor
    */
   CallOutcome call(CallRequest request, ObjectStore.Lease lease, Path resultPath,
-      CallListener listener) {
+      CallListener listener) throws UnfitExecutorException {
+    claim(request.owner());
+    ownCallFiles(request, lease);
     Running running = new Running(request.taskId(), listener, new CountDownLatch(2));
     current = running;
     listener.started(id);
-    StringBuilder refs = new StringBuilder();
-    for (ObjectKey ref : request.refs()) {
-      refs.append(ref.id().hex()).append(' ').append(lease.path(ref)).append('\n');
-    }
     try {
-      String reply = python.run(request.taskId(), lease.path(request.function()).toString(),
-          lease.path(request.args()).toString(), refs.toString(), resultPath.toString());
+      ExecutorReply reply = ExecutorReply.parse(python.run(
+          ExecutorCall.toWire(request, lease, resultPath)));
+      if (reply instanceof ExecutorReply.Stage stage) {
+        reply = ExecutorReply.parse(python.commit(stageResultFile(request, stage, resultPath)));
+      }
       awaitQuietly(running.drained(), OUTPUT_DRAIN_MILLIS);
-      return parseReply(reply, request.args().namespace());
+      if (reply instanceof ExecutorReply.Unfit unfit) {
+        retireReason = "it could not load a call: " + unfit.reason();
+        throw new UnfitExecutorException(unfit.reason());
+      }
+      if (!(reply instanceof ExecutorReply.Finished finished)) {
+        throw new ExecutorReply.MalformedReplyException(
+            "the executor answered commit with another stage");
+      }
+      finished.retire().ifPresent(reason -> retireReason = reason);
+      return new CallOutcome.Returned(new ObjectKey(request.owner(), finished.result()),
+          finished.size(), finished.raised(), finished.runSeconds());
+    } catch (ExecutorReply.MalformedReplyException e) {
+      // User code runs in the executor and may have garbled it: it is not trusted again.
+      retireReason = "it sent a malformed reply: " + e.getMessage();
+      kill("replaced after a malformed reply");
+      return new CallOutcome.ExecutorDied("executor " + id + " answered the call with a"
+          + " malformed reply (" + e.getMessage() + ") and was replaced");
     } catch (RuntimeException e) {
       // Py4J fails the call when the process or its socket goes away.
       if (stopReason != null) {
@@ -158,7 +160,53 @@ final class ExecutorProcess {
     }
   }
 
-  /** Kills the process; a call in progress ends as {@link CallOutcome.Stopped}. */
+  private synchronized void claim(String user) {
+    if (!user.equals(owner)) {
+      throw new IllegalStateException("executor " + id + " belongs to " + owner
+          + " and was given a call of " + user + " (a bug of the agent's pool)");
+    }
+    calls++;
+  }
+
+  /**
+   * Stages, at the call's result path, the file of a released object of the call owner's, so
+   * the executor's write lands in memory already allocated (see ObjectStore#stageRecycled).
+   */
+  private boolean stageResultFile(CallRequest request, ExecutorReply.Stage stage,
+      Path resultPath) {
+    boolean staged = store.stageRecycled(request.owner(), stage.size(), stage.mapped(),
+        resultPath.getFileName().toString());
+    if (staged && account != null) {
+      try {
+        account.own(resultPath);
+      } catch (IOException e) {
+        return false; // the executor writes a new file instead
+      }
+    }
+    return staged;
+  }
+
+  /**
+   * An executor running as the user's account reads the call's files as that account: the
+   * agent (root) wrote them into the user's folder, which only that account can enter.
+   */
+  private void ownCallFiles(CallRequest request, ObjectStore.Lease lease) {
+    if (account == null) {
+      return;
+    }
+    List<ObjectKey> files = new java.util.ArrayList<>(request.refs());
+    files.add(request.function());
+    files.add(request.args());
+    for (ObjectKey key : files) {
+      try {
+        account.own(lease.path(key));
+      } catch (IOException e) {
+        throw new dev.bulletin.bridge.ObjectStoreException("cannot give " + key + " to account "
+            + account.name() + ": " + e, e);
+      }
+    }
+  }
+
   /**
    * Sends SIGUSR1, which runs the call's checkpoint hooks in the executor. Java has no API for
    * signals other than TERM and KILL, hence {@code kill(1)}.
@@ -178,16 +226,22 @@ final class ExecutorProcess {
     }
   }
 
+  /** Whether it was killed or asked to stop (its process may not have exited yet). */
+  boolean stopped() {
+    return stopReason != null;
+  }
+
+  /** Kills the process; a call in progress ends as {@link CallOutcome.Stopped}. */
   void kill(String reason) {
     stopReason = reason;
     process.destroyForcibly();
     gateway.shutdown();
   }
 
-  /** Asks the executor to exit, then makes sure it does. */
+  /** Asks the executor to exit (closing its stdin: it exits at end of file), then makes sure. */
   void shutdown() {
     stopReason = "worker shutting down";
-    process.destroy();
+    closeQuietly(process);
     try {
       if (!process.waitFor(2, TimeUnit.SECONDS)) {
         process.destroyForcibly();
@@ -212,17 +266,7 @@ final class ExecutorProcess {
         + ") and was stopped";
   }
 
-  private static CallOutcome parseReply(String reply, String namespace) {
-    String[] parts = reply == null ? new String[0] : reply.strip().split(" ");
-    if (parts.length != 4 || !(parts[0].equals("ok") || parts[0].equals("raised"))) {
-      throw new IllegalStateException("executor replied in an unknown form: " + reply);
-    }
-    return new CallOutcome.Returned(new ObjectKey(namespace, ObjectId.parse(parts[1])),
-        Long.parseLong(parts[2]),
-        parts[0].equals("raised"), Double.parseDouble(parts[3]));
-  }
-
-  private void route(boolean stderr, byte[] data) {
+  void route(boolean stderr, byte[] data) {
     Running running = current;
     if (running != null) {
       running.listener().output(stderr, data);
@@ -231,78 +275,31 @@ final class ExecutorProcess {
     }
   }
 
-  private void sentinel(String taskId) {
+  void sentinel(String taskId) {
     Running running = current;
     if (running != null && running.taskId().equals(taskId)) {
       running.drained().countDown();
     }
   }
 
-  private void streamClosed() {
+  void streamClosed() {
     Running running = current;
     if (running != null) {
       running.drained().countDown();
     }
   }
 
-  /**
-   * Output can arrive before the executor object exists (startup errors); the holder routes it
-   * to a buffer until then, so a failed start can quote it.
-   */
-  private static final class Holder {
-    volatile ExecutorProcess executor;
-    final RecentOutput early = new RecentOutput(4096);
-  }
 
-  private static void startPump(String name, java.io.InputStream in, boolean stderr, Holder holder) {
-    OutputPump pump = new OutputPump(in,
-        data -> {
-          ExecutorProcess executor = holder.executor;
-          if (executor == null) {
-            holder.early.append(data);
-          } else {
-            executor.route(stderr, data);
-          }
-        },
-        taskId -> {
-          ExecutorProcess executor = holder.executor;
-          if (executor != null) {
-            executor.sentinel(taskId);
-          }
-        },
-        () -> {
-          ExecutorProcess executor = holder.executor;
-          if (executor != null) {
-            executor.streamClosed();
-          }
-        });
-    Thread thread = new Thread(pump, name);
-    thread.setDaemon(true);
-    thread.start();
-  }
 
-  private static byte[] randomBytes() {
-    byte[] bytes = new byte[24];
-    RANDOM.nextBytes(bytes);
-    return bytes;
-  }
-
+  /** Closes the executor's stdin, its lifeline: it exits when it reads end of file. */
   private static void closeQuietly(Process process) {
     try {
-      process.getOutputStream().close(); // executors read nothing from stdin
+      process.getOutputStream().close();
     } catch (IOException ignored) {
       // Already closed.
     }
   }
 
-  private static int exitStatus(Process process) {
-    try {
-      return process.waitFor();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return -1;
-    }
-  }
 
   private static void awaitQuietly(CountDownLatch latch, long millis) {
     try {

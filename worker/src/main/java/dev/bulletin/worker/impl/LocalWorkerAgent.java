@@ -10,34 +10,24 @@ import dev.bulletin.worker.WorkerAgent;
 import dev.bulletin.worker.WorkerOptions;
 import dev.bulletin.worker.WorkerStatusView;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Deque;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.logging.Level;
-import java.util.logging.Logger;
+import java.util.concurrent.TimeUnit;
 
 /**
- * A worker agent whose executors are processes on this host. Executors are keyed by the GPUs
- * they are pinned to (CUDA_VISIBLE_DEVICES is fixed at process start): one warm executor per GPU
- * and a few CPU executors are started up front; an executor goes back to the idle set when its
- * call ends, and one that died or was killed is replaced in the background.
+ * A worker agent whose executors are processes on this host ({@link ExecutorPool}). It runs each
+ * call on an executor of the pool that belongs to the call's user and publishes its result; an executor that could not load a
+ * call after an earlier call damaged it is replaced, and the call runs on a fresh one.
  */
 public final class LocalWorkerAgent implements WorkerAgent {
-
-  private static final Logger LOG = Logger.getLogger(LocalWorkerAgent.class.getName());
-  private static final List<Integer> CPU_ONLY = List.of();
 
   private final WorkerOptions options;
   private final ObjectStore store;
@@ -46,22 +36,15 @@ public final class LocalWorkerAgent implements WorkerAgent {
     thread.setDaemon(true);
     return thread;
   });
-  /** Idle executors by GPU set; guarded by {@code this}. */
-  private final Map<List<Integer>, Deque<ExecutorProcess>> idle = new HashMap<>();
+  private final ExecutorPool pool;
   private final Map<String, ExecutorProcess> running = new ConcurrentHashMap<>();
-  /** Executors being started in the background, by GPU set. */
-  private final Map<List<Integer>, CompletableFuture<Void>> warming = new ConcurrentHashMap<>();
   /** Stops that arrived before the call reached an executor. */
   private final Map<String, String> pendingStops = new ConcurrentHashMap<>();
-  private final AtomicInteger sequence = new AtomicInteger();
-  private final AtomicInteger live = new AtomicInteger();
-  private final AtomicInteger liveCpu = new AtomicInteger();
-  private final AtomicLong launches = new AtomicLong();
-  private volatile boolean closed;
 
   public LocalWorkerAgent(WorkerOptions options, ObjectStore store) {
     this.options = options;
     this.store = store;
+    this.pool = new ExecutorPool(options, store, threads);
   }
 
   @Override
@@ -76,14 +59,7 @@ public final class LocalWorkerAgent implements WorkerAgent {
 
   @Override
   public CompletableFuture<Void> start() {
-    List<CompletableFuture<Void>> warming = new ArrayList<>();
-    for (int gpu = 0; gpu < options.gpus().count(); gpu++) {
-      warming.add(warmUp(List.of(gpu)));
-    }
-    for (int i = 0; i < Math.min(options.warmCpuExecutors(), options.cpus()); i++) {
-      warming.add(warmUp(CPU_ONLY));
-    }
-    return CompletableFuture.allOf(warming.toArray(CompletableFuture[]::new));
+    return pool.start();
   }
 
   @Override
@@ -122,22 +98,14 @@ public final class LocalWorkerAgent implements WorkerAgent {
 
   @Override
   public WorkerStatusView status() {
-    int idleCount;
-    synchronized (this) {
-      idleCount = idle.values().stream().mapToInt(Deque::size).sum();
-    }
-    return new WorkerStatusView(live.get(), idleCount, launches.get());
+    return pool.status();
   }
 
   @Override
   public void close() {
-    closed = true;
-    List<ExecutorProcess> all = new ArrayList<>(running.values());
-    synchronized (this) {
-      idle.values().forEach(all::addAll);
-      idle.clear();
-    }
-    all.forEach(ExecutorProcess::shutdown);
+    List<ExecutorProcess> busy = new ArrayList<>(running.values());
+    pool.close();
+    busy.forEach(ExecutorProcess::shutdown);
     threads.shutdownNow();
   }
 
@@ -149,30 +117,34 @@ public final class LocalWorkerAgent implements WorkerAgent {
     }
     ExecutorProcess executor;
     try {
-      executor = take(request.gpuIds());
+      executor = pool.take(request.owner(), request.runAs(), request.gpuIds());
     } catch (ExecutorStartException e) {
       return new CallOutcome.ExecutorDied(e.getMessage());
     }
-    running.put(taskId, executor);
-    stopped = pendingStops.remove(taskId);
-    if (stopped != null) {
-      running.remove(taskId);
-      giveBack(executor);
-      return new CallOutcome.Stopped(stopped);
-    }
-    CallOutcome outcome;
-    Path staged = store.folderOf(request.args().namespace()).resolve(".result-" + taskId);
+    Path staged = store.folderOf(request.owner()).resolve(".result-" + taskId);
     List<ObjectKey> used = new ArrayList<>(request.refs());
     used.add(request.function());
     used.add(request.args());
+    CallOutcome outcome;
     try (ObjectStore.Lease lease = store.lease(used)) {
-      outcome = executor.call(request, lease, staged, listener);
-      if (outcome instanceof CallOutcome.Returned returned) {
-        outcome = adoptResult(returned, staged, executor);
+      try {
+        outcome = runOn(executor, request, lease, staged, listener);
+      } catch (UnfitExecutorException unfit) {
+        // An earlier call damaged that executor; the call did not run: again, on a fresh one.
+        listener.output(true, ("[bulletin] executor " + executor.id() + " could not load the"
+            + " call after an earlier call (" + unfit.getMessage() + "); it was replaced and"
+            + " the call runs on a fresh executor\n").getBytes(StandardCharsets.UTF_8));
+        executor = pool.replaceUnfit(executor, executor.retireReason());
+        outcome = runOn(executor, request, lease, staged, listener);
       }
     } catch (ObjectStoreException e) {
       outcome = new CallOutcome.ExecutorDied("the call's objects are not in the store: "
           + e.getMessage());
+    } catch (ExecutorStartException e) {
+      return new CallOutcome.ExecutorDied(e.getMessage());
+    } catch (UnfitExecutorException e) {
+      outcome = new CallOutcome.ExecutorDied("a fresh executor, " + executor.id()
+          + ", could not load the call either: " + e.getMessage());
     } finally {
       running.remove(taskId);
       pendingStops.remove(taskId); // a stop that raced the call's end must not linger
@@ -182,10 +154,25 @@ public final class LocalWorkerAgent implements WorkerAgent {
         // The store's folder is removed when it closes.
       }
     }
-    if (executor.isAlive() && !(outcome instanceof CallOutcome.Stopped)) {
-      giveBack(executor);
+    if (outcome instanceof CallOutcome.Stopped) {
+      pool.retire(executor, "its call was stopped");
     } else {
-      retire(executor);
+      pool.giveBack(executor);
+    }
+    return outcome;
+  }
+
+  /** Runs the call on one executor; a stop that came first ends it before it starts. */
+  private CallOutcome runOn(ExecutorProcess executor, CallRequest request,
+      ObjectStore.Lease lease, Path staged, CallListener listener) throws UnfitExecutorException {
+    running.put(request.taskId(), executor);
+    String stopped = pendingStops.remove(request.taskId());
+    if (stopped != null) {
+      return new CallOutcome.Stopped(stopped);
+    }
+    CallOutcome outcome = executor.call(request, lease, staged, listener);
+    if (outcome instanceof CallOutcome.Returned returned) {
+      return adoptResult(returned, staged, executor);
     }
     return outcome;
   }
@@ -199,96 +186,6 @@ public final class LocalWorkerAgent implements WorkerAgent {
     } catch (ObjectStoreException e) {
       return new CallOutcome.ExecutorDied("executor " + executor.id()
           + " reported result " + returned.result() + " but did not store it: " + e.getMessage());
-    }
-  }
-
-  private ExecutorProcess take(List<Integer> gpuIds) throws ExecutorStartException {
-    if (gpuIds.isEmpty()) {
-      keepCpuSpare();
-    }
-    while (true) {
-      synchronized (this) {
-        Deque<ExecutorProcess> candidates = idle.get(gpuIds);
-        while (candidates != null && !candidates.isEmpty()) {
-          ExecutorProcess candidate = candidates.poll();
-          if (candidate.isAlive()) {
-            return candidate;
-          }
-          retire(candidate);
-        }
-      }
-      // A replacement already starting for these GPUs is the one to use: launching another
-      // would leave two executors (two CUDA contexts) pinned to the same GPUs.
-      CompletableFuture<Void> starting = warming.get(gpuIds);
-      if (starting == null || gpuIds.isEmpty()) {
-        return launch(gpuIds);
-      }
-      starting.exceptionally(error -> null).join();
-    }
-  }
-
-  /** Keeps one CPU executor idle, so that concurrent CPU calls do not wait for a Python start. */
-  private void keepCpuSpare() {
-    boolean spareNeeded;
-    synchronized (this) {
-      Deque<ExecutorProcess> cpu = idle.get(CPU_ONLY);
-      spareNeeded = (cpu == null || cpu.isEmpty()) && liveCpu.get() < options.cpus()
-          && options.warmCpuExecutors() > 0;
-    }
-    if (spareNeeded) {
-      warmUp(CPU_ONLY);
-    }
-  }
-
-  private ExecutorProcess launch(List<Integer> gpuIds) throws ExecutorStartException {
-    String id = options.workerId() + "-e" + sequence.incrementAndGet();
-    ExecutorProcess executor = ExecutorProcess.launch(id, gpuIds, options, store);
-    launches.incrementAndGet();
-    live.incrementAndGet();
-    if (gpuIds.isEmpty()) {
-      liveCpu.incrementAndGet();
-    }
-    return executor;
-  }
-
-  private CompletableFuture<Void> warmUp(List<Integer> gpuIds) {
-    CompletableFuture<Void> starting = CompletableFuture.runAsync(() -> {
-      try {
-        giveBack(launch(gpuIds));
-      } catch (ExecutorStartException e) {
-        LOG.log(Level.WARNING, e.getMessage());
-        throw new IllegalStateException(e.getMessage(), e);
-      }
-    }, threads);
-    warming.put(gpuIds, starting);
-    starting.whenComplete((ignored, error) -> warming.remove(gpuIds, starting));
-    return starting;
-  }
-
-  private void giveBack(ExecutorProcess executor) {
-    if (closed) {
-      retire(executor);
-      executor.shutdown();
-      return;
-    }
-    synchronized (this) {
-      idle.computeIfAbsent(executor.gpuIds(), key -> new ArrayDeque<>()).push(executor);
-    }
-  }
-
-  /** Forgets a dead or killed executor and starts its replacement if it was a warm one. */
-  private void retire(ExecutorProcess executor) {
-    live.decrementAndGet();
-    if (executor.gpuIds().isEmpty()) {
-      liveCpu.decrementAndGet();
-    }
-    if (closed) {
-      return;
-    }
-    if (executor.gpuIds().size() == 1) {
-      warmUp(executor.gpuIds());
-    } else if (executor.gpuIds().isEmpty()) {
-      keepCpuSpare();
     }
   }
 }

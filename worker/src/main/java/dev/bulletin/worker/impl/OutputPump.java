@@ -10,30 +10,37 @@ import java.util.function.Consumer;
 /**
  * Copies one of an executor's output streams to a sink as bytes arrive (so remote prints show up
  * live), and recognises the sentinel line {@code "\x1eBULLETIN-END <taskId>\n"} the executor
- * writes after each call: once it is seen, all of that call's output has been forwarded.
+ * writes after each call: once it is seen, all of that call's output has been forwarded. On
+ * stdout it also recognises {@code "\x1eBULLETIN-READY <port> <objectId>\n"}, the executor's
+ * announcement of its Py4J callback server, written once before any user code runs.
  */
 final class OutputPump implements Runnable {
 
   static final byte RECORD_SEPARATOR = 0x1e;
   static final String SENTINEL_WORD = "BULLETIN-END ";
+  static final String READY_WORD = "BULLETIN-READY ";
   /** A 0x1e followed by this many bytes with no newline is user output, not a sentinel. */
   private static final int MAX_SENTINEL_LENGTH = 512;
 
   private final InputStream in;
   private final Consumer<byte[]> sink;
   private final Consumer<String> sentinel;
+  private final Consumer<String> ready;
   private final Runnable closed;
   private byte[] carry = new byte[0];
 
   /**
    * @param sink receives output bytes
    * @param sentinel receives the task id of each sentinel line
+   * @param ready receives what follows the word of each announcement line
    * @param closed runs once the stream ends (the process exited)
    */
-  OutputPump(InputStream in, Consumer<byte[]> sink, Consumer<String> sentinel, Runnable closed) {
+  OutputPump(InputStream in, Consumer<byte[]> sink, Consumer<String> sentinel,
+      Consumer<String> ready, Runnable closed) {
     this.in = in;
     this.sink = sink;
     this.sentinel = sentinel;
+    this.ready = ready;
     this.closed = closed;
   }
 
@@ -79,6 +86,10 @@ final class OutputPump implements Runnable {
       if (line.startsWith(SENTINEL_WORD)) {
         flush(plain);
         sentinel.accept(line.substring(SENTINEL_WORD.length()));
+        i = newline + 1;
+      } else if (line.startsWith(READY_WORD)) {
+        flush(plain);
+        ready.accept(line.substring(READY_WORD.length()));
         i = newline + 1;
       } else {
         plain.write(data[i++]);

@@ -259,7 +259,7 @@ public final class WorkerNode implements AutoCloseable {
         return;
       }
       CallRequest request = new CallRequest(taskId, function.result(), argsId, refs,
-          call.getGpuIdsList());
+          call.getGpuIdsList(), java.util.Optional.of(call.getRunAs()));
       agent.run(request, listener(taskId)).whenComplete((outcome, error) ->
           context.runOnContext(ignored -> {
             List<HeldObject> held = storeReport.held(inputKeys);

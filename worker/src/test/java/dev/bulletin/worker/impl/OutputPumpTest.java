@@ -13,8 +13,9 @@ class OutputPumpTest {
 
   private final ByteArrayOutputStream forwarded = new ByteArrayOutputStream();
   private final List<String> sentinels = new ArrayList<>();
+  private final List<String> announcements = new ArrayList<>();
   private final OutputPump pump = new OutputPump(new ByteArrayInputStream(new byte[0]),
-      forwarded::writeBytes, sentinels::add, () -> { });
+      forwarded::writeBytes, sentinels::add, announcements::add, () -> { });
 
   private void feed(String text) {
     pump.accept(text.getBytes(StandardCharsets.UTF_8));
@@ -41,6 +42,13 @@ class OutputPumpTest {
   }
 
   @Test
+  void theExecutorsAnnouncementIsRecognisedAndNotForwarded() {
+    feed("\u001eBULLETIN-READY 40123 p0\nfirst output\n");
+    assertEquals(List.of("40123 p0"), announcements);
+    assertEquals("first output\n", output());
+  }
+
+  @Test
   void aRecordSeparatorInUserOutputIsKept() {
     feed("a\u001eb\n");
     assertEquals("a\u001eb\n", output());
@@ -51,7 +59,7 @@ class OutputPumpTest {
   void pendingBytesAreFlushedWhenTheStreamEnds() {
     OutputPump ending = new OutputPump(
         new ByteArrayInputStream("tail\u001eno newline".getBytes(StandardCharsets.UTF_8)),
-        forwarded::writeBytes, sentinels::add, () -> { });
+        forwarded::writeBytes, sentinels::add, announcements::add, () -> { });
     ending.run();
     assertEquals("tail\u001eno newline", output());
   }

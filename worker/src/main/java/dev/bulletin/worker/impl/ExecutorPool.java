@@ -1,0 +1,369 @@
+package dev.bulletin.worker.impl;
+
+import dev.bulletin.bridge.ObjectStore;
+import dev.bulletin.worker.WorkerOptions;
+import dev.bulletin.worker.WorkerStatusView;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * The executors of one agent. Executors are keyed by the GPUs they are pinned to
+ * (CUDA_VISIBLE_DEVICES is fixed at process start): one warm executor per GPU and a few CPU
+ * executors are started up front; an executor goes back to the idle set when its call ends,
+ * and one that must not run another call (dead, stopped, damaged by its call, at its call
+ * limit) is retired and, when it held a warm slot, replaced in the background.
+ *
+ * <p>An executor belongs to one user: warm executors start unowned and belong to the user of
+ * their first call; one that has run a user's call never runs another user's. A call of a user
+ * with no idle executor of their own on its GPUs retires the idle executors of other users
+ * there (their processes, and the GPU memory they hold, go) and takes a fresh one; so a user
+ * switch on a GPU costs one executor start. A user's idle executors are retired after
+ * {@link WorkerOptions#executorIdleMillis}, so users who come and go do not keep processes (and
+ * CUDA contexts) forever.
+ */
+final class ExecutorPool {
+
+  private static final Logger LOG = Logger.getLogger(ExecutorPool.class.getName());
+  static final List<Integer> CPU_ONLY = List.of();
+
+  private final WorkerOptions options;
+  private final ObjectStore store;
+  private final ExecutorService threads;
+  private final ScheduledExecutorService sweeper = Executors.newSingleThreadScheduledExecutor(
+      runnable -> {
+        Thread thread = new Thread(runnable, "bulletin-executor-sweeper");
+        thread.setDaemon(true);
+        return thread;
+      });
+  /** Idle executors by GPU set; guarded by {@code this}. */
+  private final Map<List<Integer>, Deque<ExecutorProcess>> idle = new HashMap<>();
+  /** Executors being started in the background, by GPU set. */
+  private final Map<List<Integer>, CompletableFuture<Void>> warming = new ConcurrentHashMap<>();
+  private final AtomicInteger sequence = new AtomicInteger();
+  private final AtomicInteger live = new AtomicInteger();
+  private final AtomicInteger liveCpu = new AtomicInteger();
+  private final AtomicLong launches = new AtomicLong();
+  private volatile boolean closed;
+  /** Accounts looked up, by name; and whether run_as can be honoured (the agent is root). */
+  private final Map<String, UnixAccount> accounts = new ConcurrentHashMap<>();
+  private final boolean root = UnixAccount.processIsRoot();
+  private final java.util.Set<String> warnedAccounts = ConcurrentHashMap.newKeySet();
+
+  ExecutorPool(WorkerOptions options, ObjectStore store, ExecutorService threads) {
+    this.options = options;
+    this.store = store;
+    this.threads = threads;
+    long period = Math.max(50, Math.min(options.executorIdleMillis() / 2, 30_000));
+    sweeper.scheduleWithFixedDelay(this::retireIdle, period, period, TimeUnit.MILLISECONDS);
+  }
+
+  /** Starts the warm executors; completes when they are ready. */
+  CompletableFuture<Void> start() {
+    List<CompletableFuture<Void>> started = new ArrayList<>();
+    for (int gpu = 0; gpu < options.gpus().count(); gpu++) {
+      started.add(warmUp(List.of(gpu)));
+    }
+    for (int i = 0; i < Math.min(options.warmCpuExecutors(), options.cpus()); i++) {
+      started.add(warmUp(CPU_ONLY));
+    }
+    return CompletableFuture.allOf(started.toArray(CompletableFuture[]::new));
+  }
+
+  /**
+   * An executor for a call of this user on these GPUs: an idle one of theirs, else an unowned
+   * warm one, else a new one (after retiring other users' idle executors on these GPUs). The
+   * executor returned belongs to the user.
+   */
+  ExecutorProcess take(String owner, java.util.Optional<String> runAs, List<Integer> gpuIds)
+      throws ExecutorStartException {
+    UnixAccount account = account(runAs, owner);
+    if (gpuIds.isEmpty()) {
+      keepCpuSpare();
+    }
+    while (true) {
+      List<ExecutorProcess> others = new ArrayList<>();
+      synchronized (this) {
+        ExecutorProcess found = idleFor(owner, account, gpuIds);
+        if (found != null) {
+          found.assignTo(owner);
+          return found;
+        }
+        others.addAll(othersInTheWay(owner, gpuIds));
+        others.forEach(this::removeIdle);
+      }
+      others.forEach(other -> retire(other, "a call of another user needs its "
+          + (gpuIds.isEmpty() ? "CPU slot" : "GPUs " + gpuIds)));
+      // A replacement already starting for these GPUs is the one to use: launching another
+      // would leave two executors (two CUDA contexts) pinned to the same GPUs.
+      CompletableFuture<Void> starting = warming.get(gpuIds);
+      if (starting == null || gpuIds.isEmpty() || account != null) {
+        return launchFor(owner, account, gpuIds);
+      }
+      starting.exceptionally(error -> null).join();
+    }
+  }
+
+  /**
+   * The user's idle executor on exactly these GPUs, else an unowned one that runs as the
+   * account the user's must (unowned ones run as the agent's); guarded by this.
+   */
+  private ExecutorProcess idleFor(String owner, UnixAccount account, List<Integer> gpuIds) {
+    Deque<ExecutorProcess> candidates = idle.get(gpuIds);
+    if (candidates == null) {
+      return null;
+    }
+    ExecutorProcess unowned = null;
+    for (ExecutorProcess candidate : new ArrayList<>(candidates)) {
+      if (!candidate.isAlive()) {
+        candidates.remove(candidate);
+        forget(candidate, true);
+      } else if (owner.equals(candidate.owner())) {
+        candidates.remove(candidate);
+        return candidate;
+      } else if (candidate.owner() == null && unowned == null
+          && java.util.Objects.equals(candidate.account(), account)) {
+        unowned = candidate;
+      }
+    }
+    if (unowned != null) {
+      candidates.remove(unowned);
+    }
+    return unowned;
+  }
+
+  /**
+   * Other users' idle executors that a new executor for this call would sit beside: those on
+   * any of its GPUs (their GPU memory); for a CPU call, when the CPU slots are all taken by
+   * live executors, the one idle longest. Guarded by this.
+   */
+  private List<ExecutorProcess> othersInTheWay(String owner, List<Integer> gpuIds) {
+    List<ExecutorProcess> others = new ArrayList<>();
+    ExecutorProcess longestIdleCpu = null;
+    for (Deque<ExecutorProcess> executors : idle.values()) {
+      for (ExecutorProcess executor : executors) {
+        if (executor.owner() == null || executor.owner().equals(owner)) {
+          continue;
+        }
+        if (!gpuIds.isEmpty() && executor.gpuIds().stream().anyMatch(gpuIds::contains)) {
+          others.add(executor);
+        } else if (gpuIds.isEmpty() && executor.gpuIds().isEmpty() && (longestIdleCpu == null
+            || executor.idleSinceNanos() < longestIdleCpu.idleSinceNanos())) {
+          longestIdleCpu = executor;
+        }
+      }
+    }
+    if (longestIdleCpu != null && liveCpu.get() >= options.cpus()) {
+      others.add(longestIdleCpu);
+    }
+    return others;
+  }
+
+  private void removeIdle(ExecutorProcess executor) {
+    Deque<ExecutorProcess> executors = idle.get(executor.gpuIds());
+    if (executors != null) {
+      executors.remove(executor);
+    }
+  }
+
+  /** Retires the executors of users that have been idle longer than the configured time. */
+  private void retireIdle() {
+    long now = System.nanoTime();
+    long limit = TimeUnit.MILLISECONDS.toNanos(options.executorIdleMillis());
+    List<ExecutorProcess> expired = new ArrayList<>();
+    synchronized (this) {
+      for (Deque<ExecutorProcess> executors : idle.values()) {
+        for (ExecutorProcess executor : executors) {
+          if (executor.owner() != null && now - executor.idleSinceNanos() > limit) {
+            expired.add(executor);
+          }
+        }
+      }
+      expired.forEach(this::removeIdle);
+    }
+    expired.forEach(executor -> retire(executor, "idle for "
+        + options.executorIdleMillis() / 1000.0 + " s (--executor-idle-seconds)"));
+  }
+
+  /**
+   * Retires an executor that could not load a call, and starts a fresh one (it has run nothing)
+   * for that call in its place: not an idle one, which an earlier call may have damaged too.
+   */
+  ExecutorProcess replaceUnfit(ExecutorProcess unfit, String reason)
+      throws ExecutorStartException {
+    stop(unfit, reason);
+    forget(unfit, false);
+    return launchFor(unfit.owner(), unfit.account(), unfit.gpuIds());
+  }
+
+  /**
+   * Takes back an executor whose call ended: idle for the next call, or retired when it must
+   * not run another one.
+   */
+  void giveBack(ExecutorProcess executor) {
+    String retire = !executor.isAlive() || executor.stopped() ? "it exited or was stopped"
+        : executor.retireReason() != null ? executor.retireReason()
+        : options.executorMaxCalls() > 0 && executor.calls() >= options.executorMaxCalls()
+            ? "it ran its " + options.executorMaxCalls() + " calls (--executor-max-calls)"
+        : null;
+    if (retire != null || closed) {
+      retire(executor, closed ? "the worker is closing" : retire);
+      return;
+    }
+    executor.markIdle();
+    synchronized (this) {
+      idle.computeIfAbsent(executor.gpuIds(), key -> new ArrayDeque<>()).push(executor);
+    }
+  }
+
+  /** Stops an executor (if it still runs), forgets it, and replaces it if it was a warm one. */
+  void retire(ExecutorProcess executor, String reason) {
+    stop(executor, reason);
+    forget(executor, true);
+  }
+
+  private void stop(ExecutorProcess executor, String reason) {
+    if (executor.isAlive()) {
+      LOG.log(executor.retireReason() != null ? Level.INFO : Level.FINE,
+          "retiring executor " + executor.id() + ": " + reason);
+      threads.execute(executor::shutdown); // waits up to 2 s for the process to exit
+    }
+  }
+
+  WorkerStatusView status() {
+    int idleCount;
+    synchronized (this) {
+      idleCount = idle.values().stream().mapToInt(Deque::size).sum();
+    }
+    return new WorkerStatusView(live.get(), idleCount, launches.get());
+  }
+
+  /** Stops the idle executors; those still running calls are the caller's to stop. */
+  void close() {
+    closed = true;
+    sweeper.shutdownNow();
+    List<ExecutorProcess> all = new ArrayList<>();
+    synchronized (this) {
+      idle.values().forEach(all::addAll);
+      idle.clear();
+    }
+    all.forEach(ExecutorProcess::shutdown);
+  }
+
+  /**
+   * Keeps one unowned CPU executor idle, so that concurrent CPU calls (of any user) do not wait
+   * for a Python start.
+   */
+  private void keepCpuSpare() {
+    boolean spareNeeded;
+    synchronized (this) {
+      Deque<ExecutorProcess> cpu = idle.get(CPU_ONLY);
+      spareNeeded = (cpu == null || cpu.stream().noneMatch(e -> e.owner() == null))
+          && liveCpu.get() < options.cpus() && options.warmCpuExecutors() > 0
+          && !warming.containsKey(CPU_ONLY);
+    }
+    if (spareNeeded) {
+      warmUp(CPU_ONLY);
+    }
+  }
+
+  /** A new executor for a user, running as their account if they have one. */
+  private ExecutorProcess launchFor(String owner, UnixAccount account, List<Integer> gpuIds)
+      throws ExecutorStartException {
+    if (account != null) {
+      try {
+        store.giveFolderTo(owner, account.uid(), account.gid());
+      } catch (dev.bulletin.bridge.ObjectStoreException e) {
+        throw new ExecutorStartException("cannot give " + owner + "'s store folder to account "
+            + account.name() + ": " + e.getMessage(), e);
+      }
+    }
+    ExecutorProcess executor = launch(gpuIds, account);
+    executor.assignTo(owner);
+    return executor;
+  }
+
+  /**
+   * The account a user's executors run as: their run_as when the agent can honour it (it runs
+   * as root), else null (the agent's own, said once in the log).
+   */
+  private UnixAccount account(java.util.Optional<String> runAs, String owner)
+      throws ExecutorStartException {
+    if (runAs.isEmpty()) {
+      return null;
+    }
+    if (!root) {
+      if (warnedAccounts.add(runAs.get())) {
+        LOG.warning("users[].run_as names account " + runAs.get() + " for " + owner + ", but"
+            + " this worker does not run as root: that user's executors run as this worker's"
+            + " own account");
+      }
+      return null;
+    }
+    UnixAccount known = accounts.get(runAs.get());
+    if (known == null) {
+      known = UnixAccount.lookup(runAs.get());
+      accounts.put(known.name(), known);
+    }
+    return known;
+  }
+
+  private ExecutorProcess launch(List<Integer> gpuIds) throws ExecutorStartException {
+    return launch(gpuIds, null);
+  }
+
+  private ExecutorProcess launch(List<Integer> gpuIds, UnixAccount account)
+      throws ExecutorStartException {
+    String id = options.workerId() + "-e" + sequence.incrementAndGet();
+    ExecutorProcess executor = ExecutorLauncher.launch(id, gpuIds, account, options, store);
+    launches.incrementAndGet();
+    live.incrementAndGet();
+    if (gpuIds.isEmpty()) {
+      liveCpu.incrementAndGet();
+    }
+    return executor;
+  }
+
+  private CompletableFuture<Void> warmUp(List<Integer> gpuIds) {
+    CompletableFuture<Void> starting = CompletableFuture.runAsync(() -> {
+      try {
+        giveBack(launch(gpuIds));
+      } catch (ExecutorStartException e) {
+        LOG.log(Level.WARNING, e.getMessage());
+        throw new IllegalStateException(e.getMessage(), e);
+      }
+    }, threads);
+    warming.put(gpuIds, starting);
+    starting.whenComplete((ignored, error) -> warming.remove(gpuIds, starting));
+    return starting;
+  }
+
+  /** Counts an executor out and, if asked, starts a replacement when it held a warm slot. */
+  private void forget(ExecutorProcess executor, boolean replace) {
+    live.decrementAndGet();
+    if (executor.gpuIds().isEmpty()) {
+      liveCpu.decrementAndGet();
+    }
+    if (closed || !replace) {
+      return;
+    }
+    if (executor.gpuIds().size() == 1) {
+      warmUp(executor.gpuIds());
+    } else if (executor.gpuIds().isEmpty()) {
+      keepCpuSpare();
+    }
+  }
+}
