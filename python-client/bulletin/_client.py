@@ -59,7 +59,7 @@ class Client:
                                   self._send_release)
         self._session = SessionStream(self._conn, self._on_event, self._session_ended)
         self._submitter = Submitter(self._conn, self._session, self._transfer, self._calls,
-                                    self._cancel_task, inline_limit=hello.inline_limit_bytes,
+                                    inline_limit=hello.inline_limit_bytes,
                                     batch_bytes=max(1, max_message // 2))
         self._submitter.start()
         wait = max(connect_timeout, 1.0)
@@ -164,10 +164,6 @@ class Client:
             future._settled.wait(_CANCEL_ACK_SECONDS)
             raise
         return future.result()
-
-    def _cancel_task(self, task_id: str) -> None:
-        if self._calls.is_open():
-            self._session.send(pb.ClientMessage(cancel=pb.CancelTask(task_id=task_id)))
 
     def _send_release(self, oid: str) -> None:
         self._submitter.release(oid)

@@ -120,17 +120,24 @@ class Submitter:
     """Turns calls into TaskSpecs and sends them, in batches, from its own thread."""
 
     def __init__(self, conn: Connection, session: SessionStream, transfer: Transfer,
-                 calls: CallTable, cancel: Callable[[str], None], inline_limit: int,
+                 calls: CallTable, inline_limit: int,
                  batch_bytes: int):
         self._conn = conn
         self._session = session
         self._transfer = transfer
         self._calls = calls
-        self._cancel = cancel
         self.inline_limit = inline_limit
         self._batch_bytes = batch_bytes
         self.sent_functions: set[str] = set()
         self._pickles = FunctionPickles()
+        # A cancel must stop a call that the runtime does not know yet (the runtime ignores a
+        # cancel of an unknown task): calls waiting for their input Futures, by task id, are
+        # never sent once cancelled; a call queued here or in a Submit still in flight is left
+        # out of its batch, or cancelled once the runtime has accepted it. All under the call
+        # table's lock.
+        self._waiting: dict[str, _PendingCall] = {}
+        self._unacknowledged: set[str] = set()
+        self._cancel_when_accepted: set[str] = set()
         # Large arguments stay in the store while the caller's object lives: id(obj) -> ids.
         self._kept: dict[int, tuple[weakref.ref, dict[str, weakref.finalize]]] = {}
         # One Submit RPC at a time: specs queued while one is in flight go as the next batch
@@ -174,7 +181,7 @@ class Submitter:
         spec.resources.memory_bytes = options.memory
         spec.task_id = f"{_slug(spec.name)}-{uuid.uuid4().hex}"
         spec.function.id, spec.function.size = fn_id, fn_encoded.nbytes
-        future = Future(spec.task_id, spec.name, self._cancel)
+        future = Future(spec.task_id, spec.name, self.cancel)
         future._timings.update(serialize=t1 - t0 - call.upload_seconds,
                                upload=call.upload_seconds)
         if blocking:
@@ -182,9 +189,20 @@ class Submitter:
         self._calls.add(future)
         pending = [dep for dep in call.futures if not dep.done()]
         if not pending:
-            self._send(call, spec, args, kwargs, fn_encoded, upload_fn, future)
+            try:
+                self._send(call, spec, args, kwargs, fn_encoded, upload_fn, future)
+            except InputCancelled:
+                self._abandon(call, spec.task_id)
+                future._set_cancelled()
+            except BaseException:
+                self._abandon(call, spec.task_id)
+                raise
             return future
-        # A Future argument resolves on the cluster: the call goes out once its inputs finish.
+        # A Future argument resolves on the cluster: the call goes out once its inputs finish,
+        # unless it was cancelled meanwhile (see cancel()).
+        call.waited = True
+        with self._calls.lock:
+            self._waiting[spec.task_id] = call
         remaining = [len(pending)]
         lock = threading.Lock()
 
@@ -195,17 +213,53 @@ class Submitter:
                     return
             try:
                 self._send(call, spec, args, kwargs, fn_encoded, upload_fn, future)
+            except InputCancelled:  # as in Dask: a call whose input was cancelled is cancelled
+                self._abandon(call, spec.task_id)
+                future._set_cancelled()
             except BaseException as exc:
-                self._calls.pop(spec.task_id)
+                self._abandon(call, spec.task_id)
                 future._set_error(exc if isinstance(exc, BulletinError) else BulletinError(
                     f"call {future.key} could not be sent once its inputs finished: {exc!r}"))
         for dep in pending:
             dep.add_done_callback(input_done)
         return future
 
+    def cancel(self, task_id: str) -> None:
+        """Cancels a call wherever it is: one waiting for its inputs or queued here is never
+        sent; one in a Submit in flight is cancelled as soon as the runtime has accepted it;
+        one the runtime knows is cancelled there."""
+        with self._calls.lock:
+            waiting = self._waiting.pop(task_id, None)
+            if waiting is None and task_id in self._unacknowledged:
+                self._cancel_when_accepted.add(task_id)
+                return
+        if waiting is not None:
+            self._calls.pop(task_id)
+            self._drop_holds(waiting)
+            return
+        self._send_cancel(task_id)
+
+    def _send_cancel(self, task_id: str) -> None:
+        if self._calls.is_open():
+            self._session.send(pb.ClientMessage(cancel=pb.CancelTask(task_id=task_id)))
+
+    def _abandon(self, call: _PendingCall, task_id: str) -> None:
+        """A call that will not be sent: forgotten, its holds dropped."""
+        self._calls.pop(task_id)
+        with self._calls.lock:
+            self._waiting.pop(task_id, None)
+        self._drop_holds(call)
+
+    def _drop_holds(self, call: _PendingCall) -> None:
+        for oid in call.releases:
+            self._transfer.release(oid)
+        call.releases.clear()
+
     def _send(self, call: _PendingCall, spec, args: tuple, kwargs: dict, fn_encoded,
               upload_fn: bool, future: Future) -> None:
         """Encodes the arguments (Future inputs are done by now) and queues the submit."""
+        if call.waited and spec.task_id not in self._waiting:
+            return  # cancelled while it waited for its inputs
         args = tuple(call.resolve(a) for a in args)
         kwargs = {k: call.resolve(v) for k, v in kwargs.items()}
         try:
@@ -230,14 +284,15 @@ class Submitter:
         # It is the call table's lock: close() cannot slip in between the check and the put.
         with self._calls.lock:
             self._calls.check_open()
+            if call.waited and self._waiting.pop(spec.task_id, None) is not call:
+                return  # cancelled while it waited for its inputs; cancel() dropped its holds
             if fn_id not in self.sent_functions:
                 if not upload_fn:
                     spec.function.inline_data = fn_encoded.to_bytes()
                 self.sent_functions.add(fn_id)
+            self._unacknowledged.add(spec.task_id)
             self._queue.put(spec)
-        for oid in call.releases:
-            self._transfer.release(oid)
-        call.releases.clear()
+        self._drop_holds(call)
 
     def keep_while_alive(self, value, encoded) -> tuple[str, bool]:
         """Holds a large argument in the store while ``value`` lives; (id, held for good).
@@ -291,6 +346,7 @@ class Submitter:
                 if item is None:
                     self._queue.put(None)  # stop after sending what came before it
                     break
+            batch = self._without_cancelled(batch)
             if batch:
                 try:
                     self._conn.stub.Submit(pb.SubmitRequest(session_id=self._session.session_id,
@@ -298,8 +354,32 @@ class Submitter:
                                            metadata=self._conn.metadata)
                 except Exception as exc:  # noqa: BLE001 - every failure fails the batch's calls
                     self._fail_batch(batch, exc)
+                self._accepted(batch)
             if releases:
                 self._session.send(pb.ClientMessage(release=pb.ReleaseObjects(ids=releases)))
+
+    def _without_cancelled(self, batch: list) -> list:
+        """The batch less the calls cancelled while they queued here: those are never sent."""
+        with self._calls.lock:
+            dropped = [spec.task_id for spec in batch if spec.task_id in self._cancel_when_accepted]
+            for task_id in dropped:
+                self._cancel_when_accepted.discard(task_id)
+                self._unacknowledged.discard(task_id)
+        for task_id in dropped:
+            self._calls.pop(task_id)
+        return [spec for spec in batch if spec.task_id not in dropped] if dropped else batch
+
+    def _accepted(self, batch: list) -> None:
+        """The runtime answered the batch's Submit: cancels asked meanwhile can go now."""
+        with self._calls.lock:
+            cancels = []
+            for spec in batch:
+                self._unacknowledged.discard(spec.task_id)
+                if spec.task_id in self._cancel_when_accepted:
+                    self._cancel_when_accepted.discard(spec.task_id)
+                    cancels.append(spec.task_id)
+        for task_id in cancels:
+            self._send_cancel(task_id)
 
     def _fail_batch(self, batch: list, error) -> None:
         if error is None:
@@ -314,6 +394,14 @@ class Submitter:
                 future._set_error(failure)
 
 
+class InputCancelled(Exception):
+    """An input Future of a call was cancelled: the call is cancelled too, never sent."""
+
+    def __init__(self, future: Future):
+        super().__init__(f"an argument is the future of call {future.key}, which was cancelled")
+        self.future = future
+
+
 class _PendingCall:
     """The objects one submit refers to, and the holds to drop once it is queued."""
 
@@ -323,6 +411,7 @@ class _PendingCall:
         self.releases: list[str] = []
         self.futures: list[Future] = []
         self.upload_seconds = 0.0
+        self.waited = False  # whether it waited for input Futures (Submitter._waiting)
 
     def convert(self, value):
         if isinstance(value, Ref):
@@ -347,8 +436,7 @@ class _PendingCall:
         if not isinstance(value, Future):
             return value
         if value.cancelled():
-            raise BulletinError(f"an argument is the future of call {value.key}, which was "
-                                "cancelled; nothing was sent")
+            raise InputCancelled(value)
         error = value.exception()
         if error is not None:
             raise BulletinError(f"an argument is the future of call {value.key}, which failed: "
