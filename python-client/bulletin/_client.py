@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import atexit
 import concurrent.futures as cf
+import itertools
 import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from time import perf_counter
 from typing import Any, Callable, Iterable
 
+from ._call_options import split_keywords
 from ._config import Options
 from ._connection import Connection, SessionStream, failure_error
 from ._data._objects import Ref, decode
@@ -74,30 +76,28 @@ class Client:
 
     # -- public API ---------------------------------------------------------------------------
 
-    def submit(self, fn: Callable, /, *args, gpus: int | None = None, cpus: float | None = None,
-               memory: int | str | None = None, qos: str | None = None,
-               priority: int | None = None, timeout: float | str | None = None,
-               retries: int | None = None, credits: float | None = None, **kwargs) -> Future:
+    def submit(self, fn: Callable, /, *args, **kwargs) -> Future:
         """Runs ``fn(*args, **kwargs)`` remotely; returns at once with a Future.
 
-        Resources default to the function's decorator options, else gpus=0, cpus=1.
-        ``credits`` spends that many of your group's credits to move the call up its QoS
-        class's queue (an urgent run), paid when it is placed.
+        A keyword ``fn`` accepts reaches ``fn``; one it cannot accept that names a call option
+        sets that option: ``gpus``, ``cpus``, ``memory``, ``qos``, ``priority``, ``timeout``,
+        ``retries``, ``credits`` (spends that many of your group's credits to move the call
+        up its QoS class's queue), and Dask's ``key`` (names the call), ``resources``
+        ({"GPU": 1}), ``pure`` (no effect: every call runs). Options default to the function's
+        decorator's, else gpus=0, cpus=1; ``bulletin.gpu(fn, timeout="2h")`` sets options
+        whatever fn's keywords are.
         """
-        options = _options_for(fn, gpus=gpus, cpus=cpus, memory=memory, qos=qos,
-                               priority=priority, timeout=timeout, retries=retries,
-                               credits=credits)
-        return self._submit(fn, args, kwargs, options)
+        call = split_keywords(fn, kwargs, _base_options(fn))
+        return self._submit(fn, args, call.kwargs, call.options, call.key)
 
-    def map(self, fn: Callable, *iterables: Iterable, gpus: int | None = None,
-            cpus: float | None = None, memory: int | str | None = None, qos: str | None = None,
-            priority: int | None = None, timeout: float | str | None = None,
-            retries: int | None = None, credits: float | None = None) -> list[Future]:
-        """One call of ``fn`` per element, zipping several iterables like builtins.map."""
-        options = _options_for(fn, gpus=gpus, cpus=cpus, memory=memory, qos=qos,
-                               priority=priority, timeout=timeout, retries=retries,
-                               credits=credits)
-        return [self._submit(fn, args, {}, options) for args in zip(*iterables)]
+    def map(self, fn: Callable, *iterables: Iterable, **kwargs) -> list[Future]:
+        """One call of ``fn`` per element, zipping several iterables like builtins.map; the
+        keywords go to every call, and set options as in ``submit``. ``key`` may also be one
+        name per call."""
+        call = split_keywords(fn, kwargs, _base_options(fn), what="map")
+        keys = call.key if isinstance(call.key, (list, tuple)) else itertools.repeat(call.key)
+        return [self._submit(fn, args, call.kwargs, call.options, key)
+                for args, key in zip(zip(*iterables), keys)]
 
     def scatter(self, value) -> Ref:
         """Puts ``value`` in the cluster's object store once; pass the returned Ref as an
@@ -149,13 +149,15 @@ class Client:
 
     # -- calls --------------------------------------------------------------------------------
 
-    def _submit(self, fn: Callable, args: tuple, kwargs: dict, options: Options) -> Future:
+    def _submit(self, fn: Callable, args: tuple, kwargs: dict, options: Options,
+                key: str | None = None) -> Future:
         """A call whose options are validated already (decorated functions come here)."""
-        return self._submitter.submit(fn, args, kwargs, options)
+        return self._submitter.submit(fn, args, kwargs, options, key=key)
 
-    def _call(self, fn: Callable, args: tuple, kwargs: dict, options: Options) -> Any:
+    def _call(self, fn: Callable, args: tuple, kwargs: dict, options: Options,
+              key: str | None = None) -> Any:
         """A blocking call: prints the remote output from this thread, cancels on Ctrl-C."""
-        future = self._submitter.submit(fn, args, kwargs, options, blocking=True)
+        future = self._submitter.submit(fn, args, kwargs, options, blocking=True, key=key)
         try:
             future._drain()
         except KeyboardInterrupt:
@@ -271,9 +273,8 @@ def _record_timings(future: Future, timings) -> None:
                            run=timings.run_seconds)
 
 
-def _options_for(fn: Callable, **given) -> Options:
-    base = fn._options if isinstance(fn, RemoteFunction) else None
-    return Options.make(base, **given)
+def _base_options(fn: Callable) -> Options:
+    return fn.call_options if isinstance(fn, RemoteFunction) else Options()
 
 
 # -- the default client -----------------------------------------------------------------------

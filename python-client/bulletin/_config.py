@@ -205,5 +205,7 @@ class Options:
                     raise InvalidArgumentError(f"credits={value!r}: expected a number >= 0")
                 values[name] = float(value)
             else:
-                raise InvalidArgumentError(f"unknown option {name!r}")
+                raise InvalidArgumentError(
+                    f"unknown option {name!r}; the options are gpus, cpus, memory, qos, "
+                    "priority, timeout, retries and credits")
         return replace(base or cls(), **values)

@@ -160,7 +160,9 @@ class Submitter:
             self._queue.put(_Release(oid))
 
     def submit(self, fn: Callable, args: tuple, kwargs: dict, options: Options,
-               blocking: bool = False) -> Future:
+               blocking: bool = False, key: str | None = None) -> Future:
+        """Queues one call; ``key`` (Dask's) starts its task id instead of the function's name
+        (ids stay unique: two calls never share one)."""
         self._calls.check_open()
         if isinstance(fn, RemoteFunction):
             fn = fn.local
@@ -179,7 +181,7 @@ class Submitter:
         spec.resources.gpus = options.gpus
         spec.resources.cpus = options.cpus
         spec.resources.memory_bytes = options.memory
-        spec.task_id = f"{_slug(spec.name)}-{uuid.uuid4().hex}"
+        spec.task_id = f"{_slug(key or spec.name)}-{uuid.uuid4().hex}"
         spec.function.id, spec.function.size = fn_id, fn_encoded.nbytes
         future = Future(spec.task_id, spec.name, self.cancel)
         future._timings.update(serialize=t1 - t0 - call.upload_seconds,

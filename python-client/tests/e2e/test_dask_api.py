@@ -117,3 +117,78 @@ def test_submit_on_a_cancelled_future_gives_a_cancelled_future(client):
     z = client.submit(inc, y)
     with pytest.raises(cf.CancelledError):
         z.result(timeout=CALL_SECONDS)
+
+
+# -- keyword arguments ----------------------------------------------------------------------
+
+
+def fetch(url, timeout=None):
+    """Shaped like requests.get: its own timeout keyword."""
+    time.sleep(0.3)
+    return url, timeout
+
+
+def keywords(**kwargs):
+    return kwargs
+
+
+def add_y(x, y=10, **ignored):
+    return x + y
+
+
+def test_a_functions_own_keywords_reach_it_even_when_they_name_an_option(client):
+    # Was: submit took timeout= (and gpus, memory, ...) as the call's options, silently.
+    assert client.submit(fetch, "u", timeout=0.1).result(timeout=CALL_SECONDS) == ("u", 0.1)
+    given = dict(gpus=64, cpus=99, memory="1TB", qos="nonexistent", priority=7, credits=1e9,
+                 retries=3, timeout=0.01, key="k", pure=False)
+    assert client.submit(keywords, **given).result(timeout=CALL_SECONDS) == given
+    assert client.gather(client.map(add_y, [1], gpus=64, y=1)) == [2]
+    assert client.gather(client.map(fetch, ["u"], timeout=0.1)) == [("u", 0.1)]
+    remote = bulletin.cpu(fetch)
+    assert remote.submit("u", timeout=0.1).result(timeout=CALL_SECONDS) == ("u", 0.1)
+
+
+def test_option_names_the_function_cannot_take_are_the_calls_options(client):
+    with pytest.raises(bulletin.InfeasibleError, match="64 GPUs"):
+        client.submit(inc, 1, gpus=64).result(timeout=CALL_SECONDS)
+    with pytest.raises(bulletin.InfeasibleError, match="64 GPUs"):
+        client.submit(inc, 1, resources={"GPU": 64}).result(timeout=CALL_SECONDS)
+    with pytest.raises(bulletin.CallTimeoutError):
+        client.submit(slow_mark, "/dev/null", 5, timeout="500 ms").result(timeout=CALL_SECONDS)
+    # Both at once: the options object sets the call's timeout, the keyword is fetch's.
+    longer = bulletin.cpu(fetch).options(timeout="1m")
+    assert client.submit(longer, "u", timeout=0.1).result(timeout=CALL_SECONDS) == ("u", 0.1)
+
+
+def test_option_names_for_a_builtin_are_refused_saying_how(client):
+    with pytest.raises(bulletin.InvalidArgumentError, match=r"bulletin.cpu\(int, qos=...\)"):
+        client.submit(int, "3", qos="batch")
+    assert client.submit(bulletin.cpu(int, qos="batch"), "3").result(timeout=CALL_SECONDS) == 3
+
+
+def test_map_passes_keywords_to_every_call(client):
+    # dask: test_map (the keyword part), test_map_on_futures_with_kwargs
+    assert client.gather(client.map(add_y, range(5), y=5)) == list(range(5, 10))
+    y = client.submit(add_y, 10)
+    assert client.gather(client.map(add_y, range(5), y=y)) == list(range(20, 25))
+    futures = client.map(inc, range(10))
+    assert client.gather(client.map(add_y, futures, y=20)) == [i + 1 + 20 for i in range(10)]
+
+
+def test_map_key_names_the_calls(client):
+    # dask: test_map_keynames (keys stay unique here: a key starts the call's id)
+    futures = client.map(inc, range(4), key="INC")
+    assert all(f.key.startswith("INC-") for f in futures) and len({f.key for f in futures}) == 4
+    named = client.map(inc, range(4), key=["inc-1", "inc-2", "inc-3", "inc-4"])
+    assert [f.key.rsplit("-", 1)[0] for f in named] == ["inc-1", "inc-2", "inc-3", "inc-4"]
+    assert client.gather(futures + named) == [1, 2, 3, 4] * 2
+
+
+def test_map_of_nothing_is_nothing(client):
+    # dask: test_map_empty
+    assert client.gather(client.map(inc, [], pure=False)) == []
+
+
+def test_map_zips_to_the_shortest(client):
+    # dask: test_map_different_lengths
+    assert len(client.map(add, [1, 2], [1, 2, 3])) == 2
