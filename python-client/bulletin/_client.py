@@ -30,7 +30,8 @@ from ._future import FIRST_EXCEPTION, Future, WaitInfo
 from ._future import wait as _wait
 from ._proto import bulletin_pb2 as pb
 from ._status import ClusterStatus
-from ._submitter import CallTable, Submitter, encode_value
+from ._arguments import encode_value
+from ._submitter import CallTable, Submitter
 
 _CHUNK_BYTES = 1 << 20
 _CHUNK_HEADROOM = 64 << 10
@@ -93,11 +94,19 @@ class Client:
     def map(self, fn: Callable, *iterables: Iterable, **kwargs) -> list[Future]:
         """One call of ``fn`` per element, zipping several iterables like builtins.map; the
         keywords go to every call, and set options as in ``submit``. ``key`` may also be one
-        name per call."""
-        call = split_keywords(fn, kwargs, _base_options(fn), what="map")
+        name per call; ``batch_size=N`` sends the calls to the runtime N at a time at most
+        (one Submit each), as Dask sends them to its scheduler."""
+        call = split_keywords(fn, kwargs, _base_options(fn), what="map",
+                              extra_names=("batch_size",))
         keys = call.key if isinstance(call.key, (list, tuple)) else itertools.repeat(call.key)
-        return [self._submit(fn, args, call.kwargs, call.options, key)
-                for args, key in zip(zip(*iterables), keys)]
+        futures = []
+        for args, key in zip(zip(*iterables), keys):
+            futures.append(self._submit(fn, args, call.kwargs, call.options, key))
+            if call.batch_size and len(futures) % call.batch_size == 0:
+                self._submitter.end_batch()
+        if call.batch_size:
+            self._submitter.end_batch()
+        return futures
 
     def scatter(self, value) -> Ref:
         """Puts ``value`` in the cluster's object store once; pass the returned Ref as an

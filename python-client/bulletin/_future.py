@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from ._placeholders import reduce_future
+
 ALL_COMPLETED = cf.ALL_COMPLETED
 FIRST_COMPLETED = cf.FIRST_COMPLETED
 FIRST_EXCEPTION = cf.FIRST_EXCEPTION
@@ -173,6 +175,10 @@ class Future(cf.Future):
 
     def __repr__(self) -> str:
         return f"<bulletin.Future {self._key} status={self._status}>"
+
+    def __reduce__(self):
+        # Anywhere inside a call's arguments, a Future resolves on the cluster.
+        return reduce_future(self)
 
     # The dispatcher's side. Each method tolerates a future that is already done, because a
     # local cancel() can race with the runtime's terminal event.

@@ -19,15 +19,15 @@ from typing import Callable
 
 import grpc
 
+from ._arguments import CallArguments, InputCancelled, InputFailed
 from ._config import Options
 from ._connection import Connection, SessionStream
-from ._data._objects import Ref, StoreRef, encode
 from ._data._transfer import Transfer
 from ._decorators import RemoteFunction
-from ._errors import BulletinError, RuntimeFailure, RuntimeUnreachableError, SerializationError
+from ._errors import BulletinError, RuntimeFailure, RuntimeUnreachableError
 from ._future import Future
 from ._proto import bulletin_pb2 as pb
-from ._serialize import FunctionPickles, callable_name, dumps_args, type_name
+from ._serialize import FunctionPickles, callable_name
 
 # A Submit batch stays under the runtime's message limit (one spec may carry up to the inline
 # limit) and bounded in count.
@@ -91,22 +91,6 @@ def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")[:48] or "call"
 
 
-def encode_value(value, what: str):
-    try:
-        return encode(value)
-    except Exception as exc:
-        raise SerializationError(f"{what} (a {type_name(value)}) cannot be encoded: {exc}. "
-                                 "Pass something picklable instead.") from exc
-
-
-def _bulky(value, limit: int) -> bool:
-    """Large enough to travel as an object of its own (uploaded once, shared by calls)."""
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return len(value) > limit
-    nbytes = getattr(value, "nbytes", None)
-    return isinstance(nbytes, int) and nbytes > limit and not isinstance(value, type)
-
-
 class _Release:
     """A queue entry: drop the session's hold on an object once earlier submits are in."""
 
@@ -114,6 +98,29 @@ class _Release:
 
     def __init__(self, oid: str):
         self.oid = oid
+
+
+# A queue entry: the calls queued before it leave in Submits of their own (map's batch_size).
+_END_BATCH = object()
+
+
+class _Call:
+    """One call from submit until it is queued: its spec, its Future, its arguments."""
+
+    __slots__ = ("spec", "future", "arguments", "fn_encoded", "upload_fn", "waited")
+
+    def __init__(self, spec, future: Future, arguments: CallArguments, fn_encoded,
+                 upload_fn: bool):
+        self.spec = spec
+        self.future = future
+        self.arguments = arguments
+        self.fn_encoded = fn_encoded
+        self.upload_fn = upload_fn
+        self.waited = False  # it waited for input Futures (Submitter._waiting)
+
+    @property
+    def task_id(self) -> str:
+        return self.spec.task_id
 
 
 class Submitter:
@@ -135,7 +142,7 @@ class Submitter:
         # never sent once cancelled; a call queued here or in a Submit still in flight is left
         # out of its batch, or cancelled once the runtime has accepted it. All under the call
         # table's lock.
-        self._waiting: dict[str, _PendingCall] = {}
+        self._waiting: dict[str, _Call] = {}
         self._unacknowledged: set[str] = set()
         self._cancel_when_accepted: set[str] = set()
         # Large arguments stay in the store while the caller's object lives: id(obj) -> ids.
@@ -159,6 +166,10 @@ class Submitter:
         if self._calls.is_open():
             self._queue.put(_Release(oid))
 
+    def end_batch(self) -> None:
+        """The calls submitted so far leave without the ones submitted after."""
+        self._queue.put(_END_BATCH)
+
     def submit(self, fn: Callable, args: tuple, kwargs: dict, options: Options,
                blocking: bool = False, key: str | None = None) -> Future:
         """Queues one call; ``key`` (Dask's) starts its task id instead of the function's name
@@ -168,13 +179,11 @@ class Submitter:
             fn = fn.local
         t0 = perf_counter()
         fn_id, fn_encoded = self._pickles.get(fn)
-        call = _PendingCall(self)
-        args = tuple(call.convert(a) for a in args)
-        kwargs = {k: call.convert(v) for k, v in kwargs.items()}
+        arguments = CallArguments(self, args, kwargs)
         t1 = perf_counter()
         upload_fn = fn_id not in self.sent_functions and fn_encoded.nbytes > self.inline_limit
         if upload_fn:
-            call.releases.append(self._transfer.acquire(fn_encoded))
+            arguments.releases.append(self._transfer.acquire(fn_encoded))
         spec = pb.TaskSpec(name=callable_name(fn), qos=options.qos, priority=options.priority,
                            credits=options.credits,
                            timeout_seconds=options.timeout, retries=options.retries)
@@ -184,27 +193,32 @@ class Submitter:
         spec.task_id = f"{_slug(key or spec.name)}-{uuid.uuid4().hex}"
         spec.function.id, spec.function.size = fn_id, fn_encoded.nbytes
         future = Future(spec.task_id, spec.name, self.cancel)
-        future._timings.update(serialize=t1 - t0 - call.upload_seconds,
-                               upload=call.upload_seconds)
+        future._timings.update(serialize=t1 - t0 - arguments.upload_seconds,
+                               upload=arguments.upload_seconds)
         if blocking:
             future._sink = queue.SimpleQueue()
+        call = _Call(spec, future, arguments, fn_encoded, upload_fn)
         self._calls.add(future)
-        pending = [dep for dep in call.futures if not dep.done()]
-        if not pending:
-            try:
-                self._send(call, spec, args, kwargs, fn_encoded, upload_fn, future)
-            except InputCancelled:
-                self._abandon(call, spec.task_id)
-                future._set_cancelled()
-            except BaseException:
-                self._abandon(call, spec.task_id)
-                raise
+        try:
+            encoded = arguments.encode()
+            if not arguments.pending:
+                self._send(call, encoded)
+                return future
+        except (InputCancelled, InputFailed) as ended:
+            self._input_ended(call, ended)
             return future
-        # A Future argument resolves on the cluster: the call goes out once its inputs finish,
-        # unless it was cancelled meanwhile (see cancel()).
+        except BaseException:  # nothing was sent: the error is the caller's, at once
+            self._abandon(call)
+            raise
+        self._send_when_ready(call, arguments.pending)
+        return future
+
+    def _send_when_ready(self, call: _Call, pending: list[Future]) -> None:
+        """A Future argument resolves on the cluster: the call goes out once its inputs end,
+        unless it was cancelled meanwhile (see cancel())."""
         call.waited = True
         with self._calls.lock:
-            self._waiting[spec.task_id] = call
+            self._waiting[call.task_id] = call
         remaining = [len(pending)]
         lock = threading.Lock()
 
@@ -213,18 +227,28 @@ class Submitter:
                 remaining[0] -= 1
                 if remaining[0]:
                     return
+            if call.task_id not in self._waiting:
+                return  # cancelled while it waited
             try:
-                self._send(call, spec, args, kwargs, fn_encoded, upload_fn, future)
-            except InputCancelled:  # as in Dask: a call whose input was cancelled is cancelled
-                self._abandon(call, spec.task_id)
-                future._set_cancelled()
+                self._send(call, call.arguments.encode())
+            except (InputCancelled, InputFailed) as ended:
+                self._input_ended(call, ended)
             except BaseException as exc:
-                self._abandon(call, spec.task_id)
-                future._set_error(exc if isinstance(exc, BulletinError) else BulletinError(
-                    f"call {future.key} could not be sent once its inputs finished: {exc!r}"))
+                self._abandon(call)
+                call.future._set_error(exc if isinstance(exc, BulletinError) else BulletinError(
+                    f"call {call.future.key} could not be sent once its inputs finished: "
+                    f"{exc!r}"))
         for dep in pending:
             dep.add_done_callback(input_done)
-        return future
+
+    def _input_ended(self, call: _Call, ended: Exception) -> None:
+        """As in Dask: a call whose input was cancelled is cancelled, one whose input failed
+        fails with the input's error; it is never sent."""
+        self._abandon(call)
+        if isinstance(ended, InputCancelled):
+            call.future._set_cancelled()
+        else:
+            call.future._set_error(ended.error_for(call.future.key))
 
     def cancel(self, task_id: str) -> None:
         """Cancels a call wherever it is: one waiting for its inputs or queued here is never
@@ -236,8 +260,7 @@ class Submitter:
                 self._cancel_when_accepted.add(task_id)
                 return
         if waiting is not None:
-            self._calls.pop(task_id)
-            self._drop_holds(waiting)
+            self._abandon(waiting)
             return
         self._send_cancel(task_id)
 
@@ -245,39 +268,30 @@ class Submitter:
         if self._calls.is_open():
             self._session.send(pb.ClientMessage(cancel=pb.CancelTask(task_id=task_id)))
 
-    def _abandon(self, call: _PendingCall, task_id: str) -> None:
+    def _abandon(self, call: _Call) -> None:
         """A call that will not be sent: forgotten, its holds dropped."""
-        self._calls.pop(task_id)
+        self._calls.pop(call.task_id)
         with self._calls.lock:
-            self._waiting.pop(task_id, None)
-        self._drop_holds(call)
+            self._waiting.pop(call.task_id, None)
+        self._drop_holds(call.arguments)
 
-    def _drop_holds(self, call: _PendingCall) -> None:
-        for oid in call.releases:
+    def _drop_holds(self, arguments: CallArguments) -> None:
+        for oid in arguments.releases:
             self._transfer.release(oid)
-        call.releases.clear()
+        arguments.releases.clear()
 
-    def _send(self, call: _PendingCall, spec, args: tuple, kwargs: dict, fn_encoded,
-              upload_fn: bool, future: Future) -> None:
-        """Encodes the arguments (Future inputs are done by now) and queues the submit."""
-        if call.waited and spec.task_id not in self._waiting:
-            return  # cancelled while it waited for its inputs
-        args = tuple(call.resolve(a) for a in args)
-        kwargs = {k: call.resolve(v) for k, v in kwargs.items()}
-        try:
-            args_encoded = encode((args, kwargs))
-        except Exception:
-            dumps_args(args, kwargs)  # raises a SerializationError naming the argument
-            raise
+    def _send(self, call: _Call, args_encoded) -> None:
+        """Puts the encoded arguments in the spec (inline, or uploaded) and queues it."""
+        spec, future, arguments = call.spec, call.future, call.arguments
         args_id = args_encoded.digest()
         spec.args.id, spec.args.size = args_id, args_encoded.nbytes
         if args_encoded.nbytes > self.inline_limit:
             start = perf_counter()
-            call.releases.append(self._transfer.acquire(args_encoded))
+            arguments.releases.append(self._transfer.acquire(args_encoded))
             future._timings["upload"] = future._timings.get("upload", 0) + perf_counter() - start
         else:
             spec.args.inline_data = args_encoded.to_bytes()
-        for oid, size in call.refs.items():
+        for oid, size in arguments.refs.items():
             spec.refs.add(id=oid, size=size)
         fn_id = spec.function.id
         # Deciding "inline or id only" and queueing under one lock keeps the message that
@@ -289,12 +303,12 @@ class Submitter:
             if call.waited and self._waiting.pop(spec.task_id, None) is not call:
                 return  # cancelled while it waited for its inputs; cancel() dropped its holds
             if fn_id not in self.sent_functions:
-                if not upload_fn:
-                    spec.function.inline_data = fn_encoded.to_bytes()
+                if not call.upload_fn:
+                    spec.function.inline_data = call.fn_encoded.to_bytes()
                 self.sent_functions.add(fn_id)
             self._unacknowledged.add(spec.task_id)
             self._queue.put(spec)
-        self._drop_holds(call)
+        self._drop_holds(arguments)
 
     def keep_while_alive(self, value, encoded) -> tuple[str, bool]:
         """Holds a large argument in the store while ``value`` lives; (id, held for good).
@@ -332,8 +346,12 @@ class Submitter:
             item = self._queue.get()
             if item is None:
                 return
+            if item is _END_BATCH:
+                continue
             batch, releases, size = [], [], 0
             while True:
+                if item is _END_BATCH:
+                    break
                 if isinstance(item, _Release):
                     releases.append(item.oid)
                 else:
@@ -394,57 +412,3 @@ class Submitter:
             future = self._calls.pop(spec.task_id)
             if future is not None:
                 future._set_error(failure)
-
-
-class InputCancelled(Exception):
-    """An input Future of a call was cancelled: the call is cancelled too, never sent."""
-
-    def __init__(self, future: Future):
-        super().__init__(f"an argument is the future of call {future.key}, which was cancelled")
-        self.future = future
-
-
-class _PendingCall:
-    """The objects one submit refers to, and the holds to drop once it is queued."""
-
-    def __init__(self, submitter: Submitter):
-        self.submitter = submitter
-        self.refs: dict[str, int] = {}
-        self.releases: list[str] = []
-        self.futures: list[Future] = []
-        self.upload_seconds = 0.0
-        self.waited = False  # whether it waited for input Futures (Submitter._waiting)
-
-    def convert(self, value):
-        if isinstance(value, Ref):
-            self.refs[value.id] = value.nbytes
-            return StoreRef(value.id)
-        if isinstance(value, Future):
-            self.futures.append(value)
-            return value
-        if _bulky(value, max(self.submitter.inline_limit, 1 << 16)):
-            encoded = encode_value(value, "an argument")
-            start = perf_counter()
-            oid, kept = self.submitter.keep_while_alive(value, encoded)
-            self.upload_seconds += perf_counter() - start
-            if not kept:
-                self.releases.append(oid)
-            self.refs[oid] = encoded.nbytes
-            return StoreRef(oid)
-        return value
-
-    def resolve(self, value):
-        """A done Future argument: its result stays on the cluster when it is still there."""
-        if not isinstance(value, Future):
-            return value
-        if value.cancelled():
-            raise InputCancelled(value)
-        error = value.exception()
-        if error is not None:
-            raise BulletinError(f"an argument is the future of call {value.key}, which failed: "
-                                f"{error!r}; nothing was sent") from error
-        oid = value.remote_id
-        if oid is not None:
-            self.refs[oid] = value._remote[1] if value._remote else 0
-            return StoreRef(oid)
-        return self.convert(value.result())

@@ -17,6 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from .._codec import decode, encode, peek_kind  # noqa: F401
+from .._placeholders import reduce_ref, stored_object
 
 STAGE_PREFIX = ".stage-"
 
@@ -31,7 +32,7 @@ class StoreRef:
         self.id = oid
 
     def __reduce__(self):
-        return (StoreRef, (self.id,))
+        return stored_object, (self.id,)
 
     def __repr__(self) -> str:
         return f"StoreRef({self.id})"
@@ -141,8 +142,8 @@ class Ref:
             pass
 
     def __reduce__(self):
-        # Nested inside another argument (a list, a dict), a Ref still resolves remotely.
-        return (StoreRef, (self.id,))
+        # Anywhere inside a call's arguments, a Ref resolves remotely (see _placeholders).
+        return reduce_ref(self)
 
     def __repr__(self) -> str:
         return f"<bulletin.Ref {self.id} {self.kind} {self.nbytes} bytes>"

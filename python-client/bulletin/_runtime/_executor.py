@@ -15,9 +15,10 @@ from collections import OrderedDict
 from pathlib import Path
 
 from .._envelope import make_envelope as envelope
-from .._data._objects import StoreRef, encode, open_object, write_file
+from .._data._objects import encode, open_object, write_file
 from .._data._write_maps import RECYCLE_MIN, WriteMappings
 from . import _preempt
+from ._arguments import load_arguments
 from .._errors import BulletinError, ResultSerializationError
 
 _LOG_PREFIX = "[bulletin executor]"
@@ -127,24 +128,7 @@ class Executor:
     def _arguments(args_path: str, refs: str):
         """The call's arguments, and the values that came from store objects: id to
         (value, path)."""
-        args, kwargs = open_object(args_path)
-        paths = dict(line.split(" ", 1) for line in refs.splitlines() if line.strip())
-        values: dict[str, object] = {}
-        if not paths:
-            return args, kwargs, {}
-
-        def resolve(value):
-            if not isinstance(value, StoreRef):
-                return value
-            if value.id not in values:
-                if value.id not in paths:
-                    raise BulletinError(f"argument object {value.id} was not sent with the call")
-                values[value.id] = open_object(paths[value.id])
-            return values[value.id]
-
-        args = tuple(resolve(a) for a in args)
-        kwargs = {k: resolve(v) for k, v in kwargs.items()}
-        return args, kwargs, {oid: (value, paths[oid]) for oid, value in values.items()}
+        return load_arguments(args_path, refs)
 
     def _write(self, result_path: str, encoded) -> None:
         """Writes the result where the agent expects it; the agent publishes it atomically."""

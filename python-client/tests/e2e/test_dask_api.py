@@ -7,10 +7,15 @@ Tests without such a name check promises of bulletin's own that the Dask-shaped 
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures as cf
+import dataclasses
 import os
+import pickle
 import time
 from operator import add
+
+import numpy as np
 
 import pytest
 
@@ -192,3 +197,128 @@ def test_map_of_nothing_is_nothing(client):
 def test_map_zips_to_the_shortest(client):
     # dask: test_map_different_lengths
     assert len(client.map(add, [1, 2], [1, 2, 3])) == 2
+
+
+# -- Futures and Refs inside the arguments --------------------------------------------------
+
+BIG = 1 << 18  # float64s: 2 MiB, above the inline limit: such a result stays in the store
+
+
+def ones(n):
+    return np.ones(n)
+
+
+def identity(x):
+    return x
+
+
+def shape_of(value):
+    """The structure of ``value`` with each array replaced by its sum."""
+    if isinstance(value, np.ndarray):
+        return float(value.sum())
+    if isinstance(value, dict):
+        return {k: shape_of(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(shape_of(v) for v in value)
+    return value
+
+
+Pair = collections.namedtuple("Pair", "left right")
+
+
+@dataclasses.dataclass
+class Job:
+    data: object
+    scale: float = 1.0
+
+
+def scaled(job):
+    return float(job.data.sum() * job.scale)
+
+
+def test_a_future_inside_a_list_is_resolved_the_usual_reduce_step(client):
+    # dask: test_map (submit(sum, L2)); was: "cannot pickle '_thread.RLock' object"
+    futures = client.map(inc, range(5))
+    assert client.submit(sum, futures).result(timeout=CALL_SECONDS) == sum(range(1, 6))
+
+
+def test_futures_in_dicts_tuples_sets_namedtuples_and_dataclasses_are_resolved(client):
+    # dask: test_resolves_future_in_dict, test_resolves_future_in_namedtuple
+    one, two = client.submit(identity, 1), client.submit(identity, 2)
+    assert client.submit(identity, {"x": one, "y": 2}).result(timeout=CALL_SECONDS) == \
+        {"x": 1, "y": 2}
+    nested = {"a": [one, (two, {"deep": [one]})], "s": {one, two}, "p": Pair(one, right=two)}
+    assert client.submit(identity, nested).result(timeout=CALL_SECONDS) == \
+        {"a": [1, (2, {"deep": [1]})], "s": {1, 2}, "p": Pair(1, 2)}
+    big = client.submit(ones, BIG)
+    assert client.submit(scaled, Job(big, scale=2.0)).result(timeout=CALL_SECONDS) == 2.0 * BIG
+
+
+def test_nested_futures_still_running_make_the_call_wait(client, tmp_path):
+    gate = str(tmp_path / "gate")
+    x = client.submit(gated_inc, gate, 1)
+    y = client.submit(identity, {"later": [x]})
+    open(gate, "w").close()
+    assert y.result(timeout=CALL_SECONDS) == {"later": [2]}
+
+
+def test_nested_results_stay_on_the_cluster(client):
+    first, second = client.submit(ones, BIG), client.submit(ones, BIG)
+    assert client.submit(shape_of, {"pair": [first, second]}).result(timeout=CALL_SECONDS) == \
+        {"pair": [float(BIG), float(BIG)]}
+    assert first.remote_id is not None and second.remote_id is not None, \
+        "a nested result came through the client"
+
+
+@pytest.mark.parametrize("use_kwarg", [False, "simple", "future"])
+def test_map_accepts_nested_futures(client, use_kwarg):
+    # dask: test_map_accepts_nested_futures
+    def reducer(futs, *, offset=0, **kwargs):
+        return sum(futs) + offset
+
+    f1, f2 = client.submit(identity, 10), client.submit(identity, 20)
+    offset = None
+    if use_kwarg == "simple":
+        future = client.map(reducer, [[f1, f2]], foo=True)[0]
+    elif use_kwarg == "future":
+        offset = client.submit(identity, 1)
+        future = client.map(reducer, [[f1, f2]], offset=offset)[0]
+    else:
+        future = client.map(reducer, [[f1, f2]])[0]
+    assert future.result(timeout=CALL_SECONDS) == (31 if offset else 30)
+
+
+def test_refs_inside_arguments_are_resolved(client):
+    # dask: test_submit_list_kwargs, test_map_list_kwargs (with one scatter per element)
+    refs = [client.scatter(i) for i in (1, 2, 3)]
+
+    def total(i=0, L=None):
+        return i + sum(L)
+
+    assert client.submit(total, L=refs).result(timeout=CALL_SECONDS) == 6
+    assert client.gather(client.map(total, range(3), L=refs)) == [6, 7, 8]
+    assert client.submit(identity, {"r": (refs[0],)}).result(timeout=CALL_SECONDS) == {"r": (1,)}
+
+
+def test_a_future_pickled_outside_a_call_says_how_to_pass_it(client):
+    f = client.submit(inc, 1)
+    with pytest.raises(TypeError, match="pass it in a call's arguments"):
+        pickle.dumps([f])
+    assert f.result(timeout=CALL_SECONDS) == 2
+
+
+def test_map_batch_size_sends_at_most_that_many_calls_per_submit(client, monkeypatch):
+    # dask: test_map_batch_size
+    real_submit, sizes = client._conn.stub.Submit, []
+
+    def recording_submit(request, **kwargs):
+        sizes.append(len(request.tasks))
+        return real_submit(request, **kwargs)
+
+    monkeypatch.setattr(client._conn.stub, "Submit", recording_submit, raising=False)
+    assert client.gather(client.map(inc, range(100), batch_size=10)) == list(range(1, 101))
+    assert client.gather(client.map(add, range(100), range(100), batch_size=10)) == \
+        list(range(0, 200, 2))
+    assert client.gather(client.map(add, range(100, 200), range(10), batch_size=2)) == \
+        list(range(100, 120, 2))
+    assert sum(sizes) == 210 and max(sizes) <= 10
