@@ -83,6 +83,7 @@ class CallArguments:
         self.inputs: list = []  # the Futures and Refs found inside: kept alive with the call
         self.pending: list[Future] = []  # input Futures not finished at the last encode()
         self.upload_seconds = 0.0
+        self.uploads: list = []  # the encodings of the large arguments (a retry needs them)
         self.args = tuple(self._convert(a) for a in args)
         self.kwargs = {k: self._convert(v) for k, v in kwargs.items()}
 
@@ -97,6 +98,7 @@ class CallArguments:
             if not kept:
                 self.releases.append(oid)
             self._own_refs[oid] = encoded.nbytes
+            self.uploads.append(encoded)
             return StoreRef(oid)
         return value
 
@@ -115,6 +117,11 @@ class CallArguments:
                     raise ended from None
                 dumps_args(self.args, self.kwargs)  # raises a SerializationError naming it
                 raise
+
+    def sent(self) -> None:
+        """The call is queued: its spec holds what the arguments were; the values can go
+        (the inputs stay: a retry names their results again)."""
+        self.args = self.kwargs = None
 
     # -- the reductions of _placeholders, while encode() pickles ------------------------------
 

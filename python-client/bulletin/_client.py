@@ -19,16 +19,19 @@ from time import perf_counter
 from typing import Any, Callable, Iterable
 
 from ._call_options import split_keywords
-from ._config import Options
+from ._config import Options, parse_wait
 from ._connection import Connection, SessionStream, failure_error
-from ._data._objects import Ref, decode
+from ._data._objects import decode
 from ._data._transfer import Transfer
 from ._decorators import RemoteFunction
 from ._envelope import exception_from_envelope
-from ._errors import BulletinError, RuntimeFailure, RuntimeUnreachableError
-from ._future import FIRST_EXCEPTION, Future, WaitInfo
+from ._errors import (BulletinError, InvalidArgumentError, RuntimeFailure,
+                      RuntimeUnreachableError)
+from ._future import ALL_COMPLETED, FIRST_EXCEPTION, Future, WaitInfo
 from ._future import wait as _wait
+from ._nested import futures_in, is_future, replace_futures
 from ._proto import bulletin_pb2 as pb
+from ._ref import Ref
 from ._status import ClusterStatus
 from ._arguments import encode_value
 from ._submitter import CallTable, Submitter
@@ -108,24 +111,77 @@ class Client:
             self._submitter.end_batch()
         return futures
 
-    def scatter(self, value) -> Ref:
-        """Puts ``value`` in the cluster's object store once; pass the returned Ref as an
-        argument (any number of calls) and it is never uploaded again."""
+    def scatter(self, data, workers=None, broadcast: bool = False, direct=None,
+                hash: bool = True, timeout=None):
+        """Puts ``data`` in the cluster's object store once and returns a ``Ref`` to pass as
+        an argument (any number of calls; it is never uploaded again) or to fetch with
+        ``ref.result()``. As in Dask, a list, tuple, set or range gives one Ref per element
+        (the same kind of container; a range gives a list) and a dict one per value.
+
+        ``broadcast=True`` changes nothing: one store per host serves all of its executors,
+        and an object reaches another host's store the first time a call there needs it.
+        ``hash``, ``direct`` and ``timeout`` are accepted for Dask's sake and change nothing
+        (objects are always named by their content); ``workers`` is refused (bulletin places
+        data where its calls run)."""
         self._calls.check_open()
+        if workers is not None:
+            raise InvalidArgumentError(
+                f"workers={workers!r}: bulletin places data where its calls run; leave "
+                "workers out")
+        if not isinstance(broadcast, bool):
+            raise InvalidArgumentError(f"broadcast={broadcast!r}: expected True or False")
+        parse_wait(timeout)
+        if isinstance(data, dict):
+            return {key: self._scatter_one(value) for key, value in data.items()}
+        if isinstance(data, range):
+            data = list(data)
+        if isinstance(data, (list, tuple, set, frozenset)):
+            refs = [self._scatter_one(value) for value in data]
+            return type(data)(refs) if type(data) in (list, tuple, set, frozenset) else refs
+        return self._scatter_one(data)
+
+    def _scatter_one(self, value) -> Ref:
         encoded = encode_value(value, "the scattered value")
         oid = self._transfer.acquire(encoded)
-        return Ref(oid, encoded.nbytes, encoded.kind, self._transfer.release)
+        return Ref(oid, encoded.nbytes, encoded.kind, self._transfer.release,
+                   self._transfer.fetch)
 
-    def gather(self, futures: cf.Future | Iterable[cf.Future]) -> Any:
-        """The results of the futures, in order; raises the first error as soon as one fails."""
-        if isinstance(futures, cf.Future):
-            return futures.result()
-        futures = list(futures)
-        done, _ = _wait(futures, return_when=FIRST_EXCEPTION)
-        for f in futures:
-            if f in done and (f.cancelled() or f.exception() is not None):
-                f.result()
-        return [f.result() for f in futures]
+    def gather(self, futures, errors: str = "raise", direct=None, asynchronous=None,
+               timeout=None) -> Any:
+        """The results of ``futures``: one Future or Ref, or any nesting of lists, tuples,
+        sets and dicts of them (and of other values, returned as they are), in the same
+        shape. ``errors="raise"`` raises the first error as soon as a call fails (a
+        cancelled call raises CancelledError); ``errors="skip"`` leaves failed and cancelled
+        calls out of their containers. ``timeout``: seconds or a duration ("1m")."""
+        if errors not in ("raise", "skip"):
+            raise InvalidArgumentError(f"errors={errors!r}: expected 'raise' or 'skip'")
+        seconds = parse_wait(timeout)
+        if is_future(futures):
+            return futures.result(seconds)
+        found = futures_in(futures)
+        done, not_done = _wait(found, timeout=seconds,
+                               return_when=FIRST_EXCEPTION if errors == "raise" else ALL_COMPLETED)
+        if errors == "raise":
+            for f in found:
+                if f in done and _failed(f):
+                    f.result()  # raises its error
+        if not_done:
+            raise cf.TimeoutError(f"{len(not_done)} of {len(found)} calls did not end within "
+                                  f"{timeout}")
+        return replace_futures(futures, lambda f: f.result(), dropped=_failed)
+
+    def cancel(self, futures, asynchronous=None, force: bool = False, reason=None,
+               msg=None) -> None:
+        """Cancels the calls of ``futures`` (one Future, or any nesting of lists, tuples, sets
+        and dicts of them); none of them runs afterwards. Refs are left alone."""
+        for f in futures_in(futures):
+            if isinstance(f, Future):
+                f.cancel()
+
+    @property
+    def futures(self) -> dict[str, Future]:
+        """This client's Futures that are still referenced somewhere, by key."""
+        return dict(self._submitter.futures)
 
     def status(self) -> ClusterStatus:
         """Workers, GPU and CPU slots (total / reserved / busy) and the queue."""
@@ -275,6 +331,11 @@ class Client:
             future._set_error(exception_from_envelope(value, future.key))
         else:
             future._set_finished(value)
+
+
+def _failed(f) -> bool:
+    """Ended without a value: cancelled, or with an error (a Ref never fails)."""
+    return isinstance(f, cf.Future) and f.done() and (f.cancelled() or f.exception() is not None)
 
 
 def _record_timings(future: Future, timings) -> None:

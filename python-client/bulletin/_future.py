@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import concurrent.futures as cf
+import concurrent.futures._base as cf_base
 import queue
 import sys
 import threading
@@ -16,7 +17,10 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from ._config import parse_wait
+from ._errors import BulletinError
 from ._placeholders import reduce_future
+from ._ref import Ref
 
 ALL_COMPLETED = cf.ALL_COMPLETED
 FIRST_COMPLETED = cf.FIRST_COMPLETED
@@ -71,6 +75,10 @@ class Future(cf.Future):
     def __init__(self, key: str, name: str, canceller: Callable[[str], None]):
         super().__init__()
         self._key = key
+        self._task_id = key  # the runtime's id of the current run (a retry gets a new one)
+        # Runs the failed call again under this Future (set by the submitter; dropped once
+        # the call finishes or is cancelled: only a failed call is retried).
+        self._resend: Callable[[Future], None] | None = None
         self._name = name
         self._canceller = canceller
         self._status = "queued"
@@ -123,8 +131,9 @@ class Future(cf.Future):
         return "".join(self._output)
 
     def result(self, timeout=None):
-        """The call's value; a large one is fetched from the cluster's store on first use."""
-        value = super().result(timeout)
+        """The call's value; a large one is fetched from the cluster's store on first use.
+        ``timeout``: seconds or a duration string ("10 ms", "2m")."""
+        value = super().result(parse_wait(timeout))
         if self._remote is None:
             return value
         with self._fetch_lock:
@@ -138,6 +147,40 @@ class Future(cf.Future):
             self._remote = None
             self._release_remote(remote[0])
         return value
+
+    def exception(self, timeout=None):
+        """The call's exception, or None; ``timeout`` as in ``result``."""
+        return super().exception(parse_wait(timeout))
+
+    def traceback(self, timeout=None):
+        """The traceback of the call's exception, or None if it did not fail (Dask's)."""
+        error = self.exception(timeout)
+        return None if error is None else error.__traceback__
+
+    def retry(self) -> None:
+        """Runs a failed call again under this Future, as Dask's ``Future.retry``: its status
+        goes back to "queued" and it ends again; an input that failed runs again first. Does
+        nothing to a call that did not fail."""
+        if self._status != "error" or not self.done():
+            return
+        if self._resend is None:
+            raise BulletinError(f"call {self._key} cannot run again: bulletin failed it before "
+                                "it was sent; submit it again")
+        self._resend(self)
+
+    def _reopen(self, task_id: str) -> bool:
+        """Back to pending for another run of a failed call (retry). The base class has no
+        way back from FINISHED; its state is this subclass's to set, under its condition."""
+        with self._condition:
+            if self._state != cf_base.FINISHED or self._exception is None:
+                return False
+            self._state = cf_base.PENDING
+            self._exception = None
+            self._result = None
+        self._task_id = task_id
+        self._status = "queued"
+        self._settled.clear()
+        return True
 
     @property
     def remote_id(self) -> str | None:
@@ -168,7 +211,7 @@ class Future(cf.Future):
         if self.done():
             return False
         try:
-            self._canceller(self._key)
+            self._canceller(self._task_id)
         except Exception:  # the session is gone: the call is lost anyway, cancel locally
             pass
         return self._cancel_locally()
@@ -226,6 +269,8 @@ class Future(cf.Future):
             self._status = "error"
         else:
             self._status = "finished"
+        if self._status != "error":
+            self._resend = None  # only a failed call runs again: let its arguments go
         super()._invoke_callbacks()
 
     def _settle(self, status: str, apply: Callable[[], None]) -> None:
@@ -272,11 +317,38 @@ class Future(cf.Future):
         self._sink = None
 
 
-def wait(fs: Iterable[cf.Future], timeout: float | None = None, return_when: str = ALL_COMPLETED):
-    """Waits for futures like concurrent.futures.wait: returns (done, not_done) sets."""
-    return cf.wait(fs, timeout=timeout, return_when=return_when)
+def _futures(fs, what: str) -> list:
+    """``fs`` as a list of futures (one Future or Ref alone is a list of one); anything else
+    in it is refused, naming it."""
+    if isinstance(fs, cf.Future) or _is_ref(fs):
+        return [fs]
+    try:
+        fs = list(fs)
+    except TypeError:
+        raise TypeError(f"{what} takes futures, got {fs!r}") from None
+    for f in fs:
+        if not isinstance(f, cf.Future) and not _is_ref(f):
+            raise TypeError(f"{what} takes futures (and Refs), got {f!r} (a {type(f).__name__})")
+    return fs
 
 
-def as_completed(fs: Iterable[cf.Future], timeout: float | None = None):
+def _is_ref(value) -> bool:
+    return isinstance(value, Ref)
+
+
+def wait(fs, timeout: float | str | None = None, return_when: str = ALL_COMPLETED):
+    """Waits for futures like concurrent.futures.wait: returns (done, not_done) sets. ``fs``
+    may be one Future; ``timeout`` a duration ("10 ms"); Refs count as done."""
+    if isinstance(timeout, cf.Future) or _is_ref(timeout):
+        raise TypeError("wait takes the futures as one list: wait([x, y]), not wait(x, y) "
+                        "(its second argument is the timeout)")
+    fs = _futures(fs, "wait")
+    refs = {f for f in fs if not isinstance(f, cf.Future)}
+    done, not_done = cf.wait([f for f in fs if f not in refs], timeout=parse_wait(timeout),
+                             return_when=return_when)
+    return cf_base.DoneAndNotDoneFutures(done | refs, not_done)
+
+
+def as_completed(fs: Iterable[cf.Future], timeout: float | str | None = None):
     """Yields futures as they finish, like concurrent.futures.as_completed."""
-    return cf.as_completed(fs, timeout=timeout)
+    return cf.as_completed(fs, timeout=parse_wait(timeout))

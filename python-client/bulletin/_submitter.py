@@ -9,6 +9,7 @@ meanwhile as the next batch, in order. Releases of objects go through the same q
 
 from __future__ import annotations
 
+import functools
 import queue
 import re
 import threading
@@ -59,7 +60,7 @@ class CallTable:
 
     def add(self, future: Future) -> None:
         with self.lock:
-            self._futures[future.key] = future
+            self._futures[future._task_id] = future
 
     def get(self, key: str) -> Future | None:
         return self._futures.get(key)
@@ -105,18 +106,28 @@ _END_BATCH = object()
 
 
 class _Call:
-    """One call from submit until it is queued: its spec, its Future, its arguments."""
+    """One call: its spec, its arguments, and after it is queued what it takes to send it
+    again (Future.retry, retries=): the objects it uploaded, its inputs kept alive."""
 
-    __slots__ = ("spec", "future", "arguments", "fn_encoded", "upload_fn", "waited")
+    __slots__ = ("spec", "_future", "arguments", "fn_encoded", "upload_fn", "waited", "sent",
+                 "uploads", "__weakref__")
 
     def __init__(self, spec, future: Future, arguments: CallArguments, fn_encoded,
                  upload_fn: bool):
         self.spec = spec
-        self.future = future
+        # Weak: the Future holds its call (for a retry), the call must not hold it back; the
+        # call table holds the Future while it is pending.
+        self._future = weakref.ref(future)
         self.arguments = arguments
         self.fn_encoded = fn_encoded
         self.upload_fn = upload_fn
         self.waited = False  # it waited for input Futures (Submitter._waiting)
+        self.sent = False  # queued for the runtime (else it ended before: an input failed)
+        self.uploads: list = []  # what it put in the store, to put there again for a retry
+
+    @property
+    def future(self) -> Future | None:
+        return self._future()
 
     @property
     def task_id(self) -> str:
@@ -137,6 +148,8 @@ class Submitter:
         self._batch_bytes = batch_bytes
         self.sent_functions: set[str] = set()
         self._pickles = FunctionPickles()
+        # The Futures of this client's calls that are still referenced (Client.futures).
+        self.futures: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
         # A cancel must stop a call that the runtime does not know yet (the runtime ignores a
         # cancel of an unknown task): calls waiting for their input Futures, by task id, are
         # never sent once cancelled; a call queued here or in a Submit still in flight is left
@@ -198,6 +211,8 @@ class Submitter:
         if blocking:
             future._sink = queue.SimpleQueue()
         call = _Call(spec, future, arguments, fn_encoded, upload_fn)
+        future._resend = functools.partial(self.resend, call)
+        self.futures[future.key] = future
         self._calls.add(future)
         try:
             encoded = arguments.encode()
@@ -234,21 +249,26 @@ class Submitter:
             except (InputCancelled, InputFailed) as ended:
                 self._input_ended(call, ended)
             except BaseException as exc:
+                future = call.future
                 self._abandon(call)
-                call.future._set_error(exc if isinstance(exc, BulletinError) else BulletinError(
-                    f"call {call.future.key} could not be sent once its inputs finished: "
-                    f"{exc!r}"))
+                if future is not None:
+                    future._set_error(exc if isinstance(exc, BulletinError) else BulletinError(
+                        f"call {future.key} could not be sent once its inputs finished: "
+                        f"{exc!r}"))
         for dep in pending:
             dep.add_done_callback(input_done)
 
     def _input_ended(self, call: _Call, ended: Exception) -> None:
         """As in Dask: a call whose input was cancelled is cancelled, one whose input failed
         fails with the input's error; it is never sent."""
+        future = call.future
         self._abandon(call)
+        if future is None:
+            return
         if isinstance(ended, InputCancelled):
-            call.future._set_cancelled()
+            future._set_cancelled()
         else:
-            call.future._set_error(ended.error_for(call.future.key))
+            future._set_error(ended.error_for(future.key))
 
     def cancel(self, task_id: str) -> None:
         """Cancels a call wherever it is: one waiting for its inputs or queued here is never
@@ -283,12 +303,17 @@ class Submitter:
     def _send(self, call: _Call, args_encoded) -> None:
         """Puts the encoded arguments in the spec (inline, or uploaded) and queues it."""
         spec, future, arguments = call.spec, call.future, call.arguments
+        if call.sent:
+            raise RuntimeError(f"call {spec.task_id} was queued twice; this is a bulletin bug")
         args_id = args_encoded.digest()
         spec.args.id, spec.args.size = args_id, args_encoded.nbytes
         if args_encoded.nbytes > self.inline_limit:
             start = perf_counter()
             arguments.releases.append(self._transfer.acquire(args_encoded))
-            future._timings["upload"] = future._timings.get("upload", 0) + perf_counter() - start
+            call.uploads.append(args_encoded)
+            if future is not None:
+                future._timings["upload"] = (future._timings.get("upload", 0)
+                                             + perf_counter() - start)
         else:
             spec.args.inline_data = args_encoded.to_bytes()
         for oid, size in arguments.refs.items():
@@ -308,7 +333,48 @@ class Submitter:
                 self.sent_functions.add(fn_id)
             self._unacknowledged.add(spec.task_id)
             self._queue.put(spec)
+            call.sent = True
+        call.uploads.extend(arguments.uploads)
+        arguments.sent()
         self._drop_holds(arguments)
+
+    def resend(self, call: _Call, future: Future) -> None:
+        """Runs a failed call again under its Future, with a new task id (Future.retry)."""
+        task_id = f"{_slug(call.spec.name)}-{uuid.uuid4().hex}"
+        if not call.sent:  # an input failed: that input runs again, then this call
+            for dep in call.arguments.inputs:
+                if isinstance(dep, Future) and dep.status == "error":
+                    dep.retry()
+            if not future._reopen(task_id):
+                return
+            call.spec.task_id = task_id
+            call.waited = False
+            self._calls.add(future)
+            pending = [dep for dep in call.arguments.inputs
+                       if isinstance(dep, Future) and not dep.done()]
+            if pending:
+                self._send_when_ready(call, pending)
+                return
+            try:
+                self._send(call, call.arguments.encode())
+            except (InputCancelled, InputFailed) as ended:
+                self._input_ended(call, ended)
+            return
+        spec = pb.TaskSpec()
+        spec.CopyFrom(call.spec)
+        spec.task_id = task_id
+        holds = [self._transfer.acquire(encoded) for encoded in call.uploads]
+        try:
+            if not future._reopen(task_id):
+                return
+            self._calls.add(future)
+            with self._calls.lock:
+                self._calls.check_open()
+                self._unacknowledged.add(task_id)
+                self._queue.put(spec)
+        finally:
+            for oid in holds:
+                self._transfer.release(oid)
 
     def keep_while_alive(self, value, encoded) -> tuple[str, bool]:
         """Holds a large argument in the store while ``value`` lives; (id, held for good).

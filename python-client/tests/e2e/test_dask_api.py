@@ -322,3 +322,211 @@ def test_map_batch_size_sends_at_most_that_many_calls_per_submit(client, monkeyp
     assert client.gather(client.map(add, range(100, 200), range(10), batch_size=2)) == \
         list(range(100, 120, 2))
     assert sum(sizes) == 210 and max(sizes) <= 10
+
+
+# -- gather, scatter, cancel, wait, retry ---------------------------------------------------
+
+
+def throws(x):
+    raise RuntimeError("hello!")
+
+
+def fails_until(path):
+    """Fails until the file ``path`` exists (the test's way to make a call flaky)."""
+    if not os.path.exists(path):
+        raise KeyError(f"{path} is not there yet")
+    return 100
+
+
+def test_gather_takes_one_future_lists_and_nested_dicts(client):
+    # dask: test_gather
+    x = client.submit(inc, 10)
+    y = client.submit(inc, x)
+    assert client.gather(x) == 11
+    assert client.gather([x]) == [11]
+    assert client.gather({"x": x, "y": [y]}) == {"x": 11, "y": [12]}
+    assert client.gather(({"deep": (x, {y})}, "not a future", 3)) == \
+        ({"deep": (11, {12})}, "not a future", 3)
+
+
+def test_gather_raises_the_first_error_or_skips_failures(client):
+    # dask: test_gather_sync, test_gather_strict
+    x = client.submit(inc, 1)
+    y = client.submit(div, 1, 0)
+    with pytest.raises(ZeroDivisionError):
+        client.gather([x, y])
+    [xx] = client.gather([x, y], errors="skip")
+    assert xx == 2
+    assert client.gather({"x": x, "y": y}, errors="skip") == {"x": 2}
+    with pytest.raises(bulletin.InvalidArgumentError, match="errors='ignore'"):
+        client.gather([x], errors="ignore")
+
+
+def test_gather_skip_leaves_out_failed_and_cancelled_calls(client, tmp_path):
+    # dask: test_gather_skip
+    x = client.submit(div, 1, 0, priority=10)
+    y = client.submit(gated_inc, str(tmp_path / "gate"), 1)
+    z = client.submit(gated_inc, "/nonexistent-gate", 1)
+    z.cancel()
+    open(tmp_path / "gate", "w").close()
+    assert client.gather([x, y, z], errors="skip") == [2]
+
+
+def test_gather_raises_each_calls_own_error(client):
+    # dask: test_gather_errors
+    def f(a, b):
+        raise TypeError
+
+    def g(a, b):
+        raise AttributeError
+
+    with pytest.raises(TypeError):
+        client.gather(client.submit(f, 1, 2))
+    with pytest.raises(AttributeError):
+        client.gather(client.submit(g, 1, 2))
+
+
+def test_errors_do_not_block_gathering_the_others(client):
+    # dask: test_errors_dont_block
+    L = [client.submit(inc, 1), client.submit(throws, 1), client.submit(inc, 2),
+         client.submit(throws, 2)]
+    assert client.gather([L[0], L[2]]) == [2, 3]
+    assert client.gather(L, errors="skip") == [2, 3]
+
+
+def test_gather_of_a_cancelled_call_raises_cancelled_and_a_timeout_is_a_duration(client):
+    x = client.submit(gated_inc, "/nonexistent-gate", 1)
+    with pytest.raises(cf.TimeoutError):
+        client.gather([x], timeout="100 ms")
+    x.cancel()
+    with pytest.raises(cf.CancelledError):
+        client.gather([x])
+
+
+def test_scatter_gives_one_ref_per_element_of_a_list_or_dict(client):
+    # dask: test_scatter
+    d = client.scatter({"y": 20})
+    assert isinstance(d["y"], bulletin.Ref)
+    assert client.gather([d["y"]]) == [20]
+    [x] = client.scatter([10])
+    assert isinstance(x, bulletin.Ref) and client.gather([x]) == [10]
+    z = client.submit(add, x, d["y"])
+    assert z.result(timeout=CALL_SECONDS) == 30
+    assert client.gather([z, x]) == [30, 10]
+
+
+def test_scatter_keeps_the_container_type(client):
+    # dask: test_scatter_types
+    d = client.scatter({"x": 1})
+    assert isinstance(d, dict) and list(d) == ["x"]
+    for seq in [[1], (1,), {1}, frozenset([1])]:
+        refs = client.scatter(seq)
+        assert isinstance(refs, type(seq)) and len(refs) == 1
+    seq = client.scatter(range(5))
+    assert isinstance(seq, list) and len(seq) == 5 and client.gather(seq) == list(range(5))
+
+
+def test_scatter_of_one_value_gives_a_ref_with_a_result(client):
+    # dask: test_scatter_non_list, test_scatter_singletons
+    x = client.scatter(1)
+    assert isinstance(x, bulletin.Ref) and x.result() == 1 and client.gather(x) == 1
+    for value in [1, np.ones(5)]:
+        assert str(client.scatter(value).result()) == str(value)
+    array = np.arange(3.0)
+    [ref] = client.scatter([array], broadcast=True)
+    assert client.submit(lambda a: float(a.sum()), ref).result(timeout=CALL_SECONDS) == 3.0
+    with pytest.raises(bulletin.InvalidArgumentError, match="workers="):
+        client.scatter(1, workers=["somewhere"])
+
+
+def test_client_cancel_cancels_every_future_in_a_collection(client):
+    # dask: test_cancel_collection, test_cancel
+    gate = "/nonexistent-gate"
+    futures = client.map(gated_inc, [gate] * 3, [1, 2, 3])
+    client.cancel({"all": futures})
+    assert all(f.cancelled() for f in futures)
+    x = client.submit(gated_inc, gate, 1)
+    y = client.submit(inc, x)
+    client.cancel([x])
+    assert x.cancelled() and "cancel" in repr(x)
+    with pytest.raises(cf.CancelledError):
+        y.result(timeout=CALL_SECONDS)
+
+
+def test_retry_runs_a_failed_call_again(client, tmp_path):
+    # dask: test_retry
+    ready = str(tmp_path / "ready")
+    future = client.submit(fails_until, ready)
+    with pytest.raises(KeyError):
+        future.result(timeout=CALL_SECONDS)
+    open(ready, "w").close()
+    future.retry()
+    assert future.result(timeout=CALL_SECONDS) == 100 and future.status == "finished"
+
+
+def test_retry_of_a_dependent_runs_its_failed_input_again(client, tmp_path):
+    # dask: test_retry_dependencies
+    ready = str(tmp_path / "ready")
+    x = client.submit(fails_until, ready)
+    y = client.submit(inc, x)
+    with pytest.raises(KeyError):
+        y.result(timeout=CALL_SECONDS)
+    open(ready, "w").close()
+    y.retry()
+    assert y.result(timeout=CALL_SECONDS) == 101
+    y.retry()
+    x.retry()
+    assert y.result(timeout=CALL_SECONDS) == 101 and x.result(timeout=CALL_SECONDS) == 100
+
+
+def test_wait_returns_done_and_not_done(client):
+    # dask: test_wait, test_wait_sync
+    x, y, z = client.submit(inc, 1), client.submit(inc, 1), client.submit(inc, 2)
+    done, not_done = bulletin.wait([x, y, z])
+    assert done == {x, y, z} and not_done == set()
+    assert x.status == y.status == "finished"
+
+
+def test_wait_first_completed(client, tmp_path):
+    # dask: test_wait_first_completed
+    gate = str(tmp_path / "gate")
+    # Half a CPU each: the cluster's two CPUs leave room for z while x and y wait.
+    x, y = (client.submit(gated_inc, gate, i, cpus=0.5) for i in (1, 2))
+    z = client.submit(inc, 2)
+    done, not_done = bulletin.wait([x, y, z], return_when="FIRST_COMPLETED")
+    assert done == {z} and not_done == {x, y}
+    assert z.status == "finished" and x.status in ("queued", "running")
+    open(gate, "w").close()
+    assert client.gather([x, y]) == [2, 3]
+
+
+def test_wait_timeout_takes_a_duration_and_one_future(client, tmp_path):
+    # dask: test_wait_timeout. Dask raises TimeoutError; bulletin.wait returns (done,
+    # not_done) as concurrent.futures.wait does (docs/from-dask.md).
+    future = client.submit(gated_inc, str(tmp_path / "gate"), 1)
+    assert bulletin.wait(future, timeout=0.01).not_done == {future}
+    assert bulletin.wait(future, timeout="0.01 s").not_done == {future}
+    with pytest.raises(cf.TimeoutError):
+        future.result(timeout="10 ms")
+    open(tmp_path / "gate", "w").close()
+    assert bulletin.wait(future).done == {future}
+
+
+def test_wait_says_the_futures_go_in_one_list(client):
+    # dask: test_wait_informative_error_for_timeouts
+    x, y = client.submit(inc, 1), client.submit(inc, 2)
+    with pytest.raises(TypeError, match="list"):
+        bulletin.wait(x, y)
+    assert client.gather([x, y]) == [2, 3]
+
+
+def test_client_futures_lists_the_futures_still_referenced(client):
+    # dask: test_future_repr (client.futures), test_gc
+    x = client.submit(inc, 10)
+    assert x.result(timeout=CALL_SECONDS) == 11
+    assert client.futures[x.key] is x and "finished" in repr(client.futures[x.key])
+    key = x.key
+    del x
+    import gc
+    gc.collect()
+    assert key not in client.futures
