@@ -28,8 +28,8 @@ from ._errors import (
     WorkerLostError,
 )
 from ._runtime._preempt import on_preempt
-from ._future import (ALL_COMPLETED, FIRST_COMPLETED, FIRST_EXCEPTION, Future, WaitInfo,
-                      as_completed, wait)
+from ._as_completed import as_completed
+from ._future import ALL_COMPLETED, FIRST_COMPLETED, FIRST_EXCEPTION, Future, WaitInfo, wait
 from ._ref import Ref
 from ._version import __version__
 

@@ -10,7 +10,6 @@ call.
 from __future__ import annotations
 
 import atexit
-import concurrent.futures as cf
 import itertools
 import threading
 import weakref
@@ -27,9 +26,9 @@ from ._decorators import RemoteFunction
 from ._envelope import exception_from_envelope
 from ._errors import (BulletinError, InvalidArgumentError, RuntimeFailure,
                       RuntimeUnreachableError)
-from ._future import ALL_COMPLETED, FIRST_EXCEPTION, Future, WaitInfo
-from ._future import wait as _wait
-from ._nested import futures_in, is_future, replace_futures
+from ._future import Future, WaitInfo
+from ._gather import gather, gather_async
+from ._nested import futures_in
 from ._proto import bulletin_pb2 as pb
 from ._ref import Ref
 from ._status import ClusterStatus
@@ -44,13 +43,17 @@ _CANCEL_ACK_SECONDS = 2.0
 class Client:
     """A connection to a bulletin runtime; the latest one created is the default.
 
-    ``Client(address=None, *, token=None, connect_timeout=3.0)``: the address defaults to
-    $BULLETIN_ADDRESS, then $BULLETIN_HOME/runtime.json, then 127.0.0.1:8770; the token to
-    $BULLETIN_TOKEN, then $BULLETIN_HOME/token.
+    ``Client(address=None, *, token=None, connect_timeout=3.0, asynchronous=False)``: the
+    address defaults to $BULLETIN_ADDRESS, then $BULLETIN_HOME/runtime.json, then
+    127.0.0.1:8770; the token to $BULLETIN_TOKEN, then $BULLETIN_HOME/token. An asynchronous
+    client (Dask's ``asynchronous=True``) returns awaitables from gather, scatter and cancel;
+    Futures are awaitable with either.
     """
 
     def __init__(self, address: str | None = None, *, token: str | None = None,
-                 connect_timeout: float = 3.0, set_as_default: bool = True):
+                 connect_timeout: float = 3.0, set_as_default: bool = True,
+                 asynchronous: bool = False):
+        self.asynchronous = asynchronous
         self._conn = Connection(address, token, connect_timeout)
         hello = self._conn.hello
         self.address = self._conn.address
@@ -112,7 +115,7 @@ class Client:
         return futures
 
     def scatter(self, data, workers=None, broadcast: bool = False, direct=None,
-                hash: bool = True, timeout=None):
+                hash: bool = True, timeout=None, asynchronous=None):
         """Puts ``data`` in the cluster's object store once and returns a ``Ref`` to pass as
         an argument (any number of calls; it is never uploaded again) or to fetch with
         ``ref.result()``. As in Dask, a list, tuple, set or range gives one Ref per element
@@ -122,7 +125,10 @@ class Client:
         and an object reaches another host's store the first time a call there needs it.
         ``hash``, ``direct`` and ``timeout`` are accepted for Dask's sake and change nothing
         (objects are always named by their content); ``workers`` is refused (bulletin places
-        data where its calls run)."""
+        data where its calls run). Asynchronous: returns an awaitable; the upload runs on a
+        worker thread."""
+        if self._asynchronous(asynchronous):
+            return self._scatter_async(data, workers, broadcast, timeout)
         self._calls.check_open()
         if workers is not None:
             raise InvalidArgumentError(
@@ -140,6 +146,12 @@ class Client:
             return type(data)(refs) if type(data) in (list, tuple, set, frozenset) else refs
         return self._scatter_one(data)
 
+    async def _scatter_async(self, data, workers, broadcast, timeout):
+        import asyncio
+        return await asyncio.get_running_loop().run_in_executor(
+            None, lambda: self.scatter(data, workers, broadcast, timeout=timeout,
+                                       asynchronous=False))
+
     def _scatter_one(self, value) -> Ref:
         encoded = encode_value(value, "the scattered value")
         oid = self._transfer.acquire(encoded)
@@ -152,31 +164,30 @@ class Client:
         sets and dicts of them (and of other values, returned as they are), in the same
         shape. ``errors="raise"`` raises the first error as soon as a call fails (a
         cancelled call raises CancelledError); ``errors="skip"`` leaves failed and cancelled
-        calls out of their containers. ``timeout``: seconds or a duration ("1m")."""
-        if errors not in ("raise", "skip"):
-            raise InvalidArgumentError(f"errors={errors!r}: expected 'raise' or 'skip'")
-        seconds = parse_wait(timeout)
-        if is_future(futures):
-            return futures.result(seconds)
-        found = futures_in(futures)
-        done, not_done = _wait(found, timeout=seconds,
-                               return_when=FIRST_EXCEPTION if errors == "raise" else ALL_COMPLETED)
-        if errors == "raise":
-            for f in found:
-                if f in done and _failed(f):
-                    f.result()  # raises its error
-        if not_done:
-            raise cf.TimeoutError(f"{len(not_done)} of {len(found)} calls did not end within "
-                                  f"{timeout}")
-        return replace_futures(futures, lambda f: f.result(), dropped=_failed)
+        calls out of their containers. ``timeout``: seconds or a duration ("1m").
+        ``asynchronous=True`` (or an asynchronous client) returns an awaitable instead."""
+        __tracebackhide__ = True  # noqa: F841 (pytest and IPython hide this frame)
+        if self._asynchronous(asynchronous):
+            return gather_async(futures, errors, timeout)
+        return gather(futures, errors, timeout)
 
     def cancel(self, futures, asynchronous=None, force: bool = False, reason=None,
-               msg=None) -> None:
+               msg=None):
         """Cancels the calls of ``futures`` (one Future, or any nesting of lists, tuples, sets
-        and dicts of them); none of them runs afterwards. Refs are left alone."""
+        and dicts of them); none of them runs afterwards. Refs are left alone. Asynchronous:
+        returns an awaitable that cancels them."""
+        if self._asynchronous(asynchronous):
+            return self._cancel_async(futures)
         for f in futures_in(futures):
             if isinstance(f, Future):
                 f.cancel()
+        return None
+
+    async def _cancel_async(self, futures) -> None:
+        self.cancel(futures, asynchronous=False)
+
+    def _asynchronous(self, asynchronous: bool | None) -> bool:
+        return self.asynchronous if asynchronous is None else bool(asynchronous)
 
     @property
     def futures(self) -> dict[str, Future]:
@@ -204,6 +215,19 @@ class Client:
 
     def __enter__(self) -> Client:
         return self
+
+    def __await__(self):
+        """``client = await bulletin.Client(asynchronous=True)``, as in Dask (the client is
+        connected by then)."""
+        async def connected():
+            return self
+        return connected().__await__()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        self.close()
 
     def __exit__(self, *exc_info) -> None:
         self.close()
@@ -331,11 +355,6 @@ class Client:
             future._set_error(exception_from_envelope(value, future.key))
         else:
             future._set_finished(value)
-
-
-def _failed(f) -> bool:
-    """Ended without a value: cancelled, or with an error (a Ref never fails)."""
-    return isinstance(f, cf.Future) and f.done() and (f.cancelled() or f.exception() is not None)
 
 
 def _record_timings(future: Future, timings) -> None:

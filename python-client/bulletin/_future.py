@@ -223,6 +223,29 @@ class Future(cf.Future):
         # Anywhere inside a call's arguments, a Future resolves on the cluster.
         return reduce_future(self)
 
+    def __await__(self):
+        """``await future`` in a coroutine: its value (or its error), without blocking the
+        event loop, Jupyter's included; a large result is fetched on a worker thread."""
+        return self._result_async().__await__()
+
+    async def _result_async(self):
+        __tracebackhide__ = True  # noqa: F841 (pytest and IPython hide this frame)
+        import asyncio
+        loop = asyncio.get_running_loop()
+        if not self.done():
+            waiter = loop.create_future()
+
+            def wake(_):
+                try:
+                    loop.call_soon_threadsafe(_wake, waiter)
+                except RuntimeError:  # the loop is closed: nobody awaits any more
+                    pass
+            self.add_done_callback(wake)
+            await waiter
+        if self._remote is not None:
+            return await loop.run_in_executor(None, self.result)
+        return self.result()
+
     # The dispatcher's side. Each method tolerates a future that is already done, because a
     # local cancel() can race with the runtime's terminal event.
 
@@ -317,6 +340,11 @@ class Future(cf.Future):
         self._sink = None
 
 
+def _wake(waiter) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 def _futures(fs, what: str) -> list:
     """``fs`` as a list of futures (one Future or Ref alone is a list of one); anything else
     in it is refused, naming it."""
@@ -347,8 +375,3 @@ def wait(fs, timeout: float | str | None = None, return_when: str = ALL_COMPLETE
     done, not_done = cf.wait([f for f in fs if f not in refs], timeout=parse_wait(timeout),
                              return_when=return_when)
     return cf_base.DoneAndNotDoneFutures(done | refs, not_done)
-
-
-def as_completed(fs: Iterable[cf.Future], timeout: float | str | None = None):
-    """Yields futures as they finish, like concurrent.futures.as_completed."""
-    return cf.as_completed(fs, timeout=parse_wait(timeout))

@@ -38,6 +38,14 @@ class Ref:
             raise RuntimeError(f"Ref {self.id[:12]} was released; its object may be gone")
         return self._fetch(self.id, self.nbytes)
 
+    def __await__(self):
+        """``await ref`` in a coroutine: the value, fetched on a worker thread."""
+        return self._result_async().__await__()
+
+    async def _result_async(self):
+        import asyncio
+        return await asyncio.get_running_loop().run_in_executor(None, self.result)
+
     # A Ref is a finished Future for everything that waits: done, never cancelled, no error.
 
     def done(self) -> bool:

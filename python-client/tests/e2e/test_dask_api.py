@@ -7,6 +7,7 @@ Tests without such a name check promises of bulletin's own that the Dask-shaped 
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import concurrent.futures as cf
 import dataclasses
@@ -530,3 +531,152 @@ def test_client_futures_lists_the_futures_still_referenced(client):
     import gc
     gc.collect()
     assert key not in client.futures
+
+
+# -- as_completed and await -----------------------------------------------------------------
+
+
+def test_as_completed_list(client):
+    # dask: test_as_completed_list
+    seq = client.map(inc, range(5))
+    assert set(client.gather(list(bulletin.as_completed(seq)))) == {1, 2, 3, 4, 5}
+
+
+def test_as_completed_results(client):
+    # dask: test_as_completed_results
+    seq = client.map(inc, range(5))
+    pairs = list(bulletin.as_completed(seq, with_results=True))
+    assert {r for _, r in pairs} == {1, 2, 3, 4, 5} and {f for f, _ in pairs} == set(seq)
+
+
+def test_as_completed_add(client):
+    # dask: test_as_completed_add
+    total, expected = 0, sum(map(inc, range(10)))
+    futures = client.map(inc, range(10))
+    ac = bulletin.as_completed(futures)
+    for i, future in enumerate(ac):
+        result = future.result()
+        total += result
+        if i % 2 == 0:
+            ac.add(client.submit(add, future, 10))
+            expected += result + 10
+    assert total == expected
+
+
+@pytest.mark.parametrize("with_results", [True, False])
+def test_as_completed_batches(client, with_results):
+    # dask: test_as_completed_batches
+    n = 20
+    futures = client.map(inc, range(n))
+    out = []
+    for batch in bulletin.as_completed(futures, with_results=with_results).batches():
+        assert isinstance(batch, (tuple, list))
+        out.extend(batch)
+    assert len(out) == n
+    if with_results:
+        assert {r for _, r in out} == set(range(1, n + 1))
+    else:
+        assert set(out) == set(futures)
+
+
+def test_as_completed_with_results_raises_the_calls_error(client):
+    # dask: test_as_completed_with_results, test_as_completed_error
+    x, y, z = client.submit(throws, 1), client.submit(slow_mark, "/dev/null", 5), \
+        client.submit(inc, 1)
+    ac = bulletin.as_completed([x, y, z], with_results=True)
+    y.cancel()
+    with pytest.raises(RuntimeError) as info:
+        list(ac)
+    assert str(info.value) == "hello!"
+    ac = bulletin.as_completed([x, y, z], with_results=True, raise_errors=False)
+    dd = {r[0]: r[1:] for r in ac}
+    assert isinstance(dd[y][0], cf.CancelledError) and isinstance(dd[x][0][1], RuntimeError)
+    assert dd[z][0] == 2 and (x.status, y.status, z.status) == ("error", "cancelled", "finished")
+
+
+def test_await_future(client):
+    # dask: test_await_future
+    async def main():
+        assert await client.submit(inc, 1) == 2
+        with pytest.raises(ZeroDivisionError):
+            await client.submit(div, 1, 0)
+        assert float((await client.submit(ones, BIG)).sum()) == BIG  # a large result
+
+    asyncio.run(main())
+
+
+def test_as_completed_async_for(client):
+    # dask: test_as_completed_async_for, test_as_completed_async_for_results
+    async def main():
+        results = [await f async for f in bulletin.as_completed(client.map(inc, range(10)))]
+        pairs = [r async for _, r in bulletin.as_completed(client.map(inc, range(10)),
+                                                           with_results=True)]
+        return results, pairs
+
+    results, pairs = asyncio.run(main())
+    assert set(results) == set(range(1, 11)) and set(pairs) == set(range(1, 11))
+
+
+def test_as_completed_async_for_cancel(client):
+    # dask: test_as_completed_async_for_cancel
+    async def main():
+        x = client.submit(inc, 1)
+        y = client.submit(gated_inc, "/nonexistent-gate", 1)
+        ac = bulletin.as_completed([x, y])
+        await x
+        y.cancel()
+        return [f async for f in ac], x, y
+
+    futures, x, y = asyncio.run(main())
+    assert futures == [x, y]
+
+
+def test_the_event_loop_runs_while_futures_and_gather_are_awaited(client, tmp_path):
+    # A notebook's cells run inside Jupyter's event loop: awaiting must never block it.
+    # dask: test_use_synchronous_client_in_async_context
+    gate = str(tmp_path / "gate")
+
+    async def main():
+        ticks = []
+
+        async def ticker():
+            while True:
+                ticks.append(1)
+                await asyncio.sleep(0.01)
+
+        tick_task = asyncio.create_task(ticker())
+        x = await client.scatter(123, asynchronous=True)
+        y = client.submit(gated_inc, gate, x)
+        asyncio.get_running_loop().call_later(0.3, lambda: open(gate, "w").close())
+        before = len(ticks)
+        z = await client.gather(y, asynchronous=True)
+        during_gather = len(ticks) - before
+        w = client.submit(slow_mark, "/dev/null", 0.3)
+        before = len(ticks)
+        await w
+        during_await = len(ticks) - before
+        tick_task.cancel()
+        return z, during_gather, during_await
+
+    z, during_gather, during_await = asyncio.run(main())
+    assert z == 124
+    assert during_gather > 0 and during_await > 0, "the event loop was blocked"
+
+
+def test_an_asynchronous_client_returns_awaitables(cluster):
+    # dask: test_async_with, test_gather (async), test_cancel (await c.cancel)
+    async def main():
+        async with await bulletin.Client(cluster.address, token=cluster.token,
+                                         asynchronous=True, set_as_default=False) as c:
+            x = c.submit(inc, 10)
+            y = c.submit(inc, x)
+            assert await c.gather({"x": x, "y": [y]}) == {"x": 11, "y": [12]}
+            [ref] = await c.scatter([1])
+            assert await c.gather(c.submit(inc, ref)) == 2
+            z = c.submit(gated_inc, "/nonexistent-gate", 1)
+            await c.cancel([z])
+            assert z.cancelled()
+            with pytest.raises(ZeroDivisionError):
+                await c.gather([c.submit(div, 1, 0)])
+
+    asyncio.run(main())
