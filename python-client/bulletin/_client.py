@@ -279,6 +279,7 @@ class Client:
         if state == pb.RUNNING:
             if detail == "placement":
                 future.placement = event.placement
+            future._attempts += 1
             future._set_status("running")
         elif state == pb.QUEUED:  # also after a retry or a preemption
             future._set_status("queued")
@@ -341,8 +342,8 @@ class Client:
             self._send_release(oid)
         self._resolve(future, raised, value, t0, decoded=True)
 
-    @staticmethod
-    def _resolve(future: Future, raised: bool, data, t0: float, decoded: bool = False) -> None:
+    def _resolve(self, future: Future, raised: bool, data, t0: float,
+                 decoded: bool = False) -> None:
         try:
             value = data if decoded else decode(data)
         except Exception as exc:
@@ -352,7 +353,9 @@ class Client:
             return
         future._timings["download"] = perf_counter() - t0
         if raised:
-            future._set_error(exception_from_envelope(value, future.key))
+            if self._submitter.retry_raised(future, value):
+                return
+            future._set_error(exception_from_envelope(value, future.key, future.attempts))
         else:
             future._set_finished(value)
 

@@ -47,7 +47,7 @@ def dumps_envelope(exc: BaseException, tb: TracebackType | None | object = _OWN)
     return cloudpickle.dumps(make_envelope(exc, tb))
 
 
-def exception_from_envelope(envelope: dict, task_id: str = "") -> BaseException:
+def exception_from_envelope(envelope: dict, task_id: str = "", attempts: int = 1) -> BaseException:
     """Rebuilds the remote exception with its original type, the remote traceback as its cause.
 
     Exceptions that are not ``Exception`` subclasses (SystemExit, KeyboardInterrupt) come back as
@@ -66,5 +66,7 @@ def exception_from_envelope(envelope: dict, task_id: str = "") -> BaseException:
     exc.__cause__ = RemoteTraceback(remote_tb)
     if sys.version_info >= (3, 11):
         where = f"bulletin task {task_id}" if task_id else "a bulletin task"
-        exc.add_note(f"Raised remotely in {where}; the remote traceback is shown above as the cause.")
+        runs = f" (the last of {attempts} runs: retries= ran it again)" if attempts > 1 else ""
+        exc.add_note(f"Raised remotely in {where}{runs}; the remote traceback is shown above "
+                     "as the cause.")
     return exc

@@ -72,13 +72,14 @@ class Future(cf.Future):
     times the cluster preempted and requeued it (its result is unaffected).
     """
 
-    def __init__(self, key: str, name: str, canceller: Callable[[str], None]):
+    def __init__(self, key: str, name: str, canceller: Callable[[Future], None]):
         super().__init__()
         self._key = key
         self._task_id = key  # the runtime's id of the current run (a retry gets a new one)
         # Runs the failed call again under this Future (set by the submitter; dropped once
         # the call finishes or is cancelled: only a failed call is retried).
-        self._resend: Callable[[Future], None] | None = None
+        self._resend: Callable[..., None] | None = None
+        self._cancel_asked = False  # set under the submitter's lock by the canceller
         self._name = name
         self._canceller = canceller
         self._status = "queued"
@@ -92,6 +93,9 @@ class Future(cf.Future):
         self.placement = None
         self._wait_info: WaitInfo | None = None
         self._preempted = 0
+        self._preempted_before = 0  # preemptions of the runs before the current task id
+        self._attempts = 0  # runs started (RUNNING events), over every retry
+        self._retries = 0  # how many runs may follow a failed one (the call's retries=)
         # A result left in the cluster's store: (id, size), fetched on first result().
         self._remote: tuple[str, int] | None = None
         self._fetch: Callable | None = None
@@ -115,12 +119,27 @@ class Future(cf.Future):
     def preempted(self) -> int:
         return self._preempted
 
+    @property
+    def attempts(self) -> int:
+        """How many times the call started running: 1 once it ran, more after a retry (of
+        an exception, a lost worker, a dead executor) or a preemption."""
+        return self._attempts
+
+    def _failed_runs(self) -> int:
+        """Runs that ended without a result: every run started but the preempted ones."""
+        return self._attempts - self._preempted
+
+    def _note(self, text: str) -> None:
+        """A line for the caller of a blocking call, printed in its cell (like wait_info)."""
+        sink = self._sink
+        if sink is not None:
+            sink.put(("stderr", f"[bulletin] {self._name}: {text}\n"))
+
     def _set_wait(self, info: WaitInfo, preempted: int) -> None:
         self._wait_info = info
-        self._preempted = max(self._preempted, preempted)
+        self._preempted = max(self._preempted, self._preempted_before + preempted)
         sink = self._sink
-        if sink is not None:  # a blocking call shows why it waits instead of hanging silently
-            sink.put(("stderr", f"[bulletin] {self._name}: {info}\n"))
+        self._note(str(info))  # a blocking call shows why it waits instead of hanging silently
 
     @property
     def timings(self) -> dict[str, float]:
@@ -168,17 +187,20 @@ class Future(cf.Future):
                                 "it was sent; submit it again")
         self._resend(self)
 
-    def _reopen(self, task_id: str) -> bool:
-        """Back to pending for another run of a failed call (retry). The base class has no
-        way back from FINISHED; its state is this subclass's to set, under its condition."""
+    def _reopen(self) -> bool:
+        """Ready for another run: a failed Future goes back to pending (Future.retry), a
+        pending one (retries=) stays so. False if it finished or was cancelled. The base class
+        has no way back from FINISHED; its state is this subclass's to set, under its
+        condition."""
         with self._condition:
-            if self._state != cf_base.FINISHED or self._exception is None:
+            if self._state == cf_base.FINISHED and self._exception is not None:
+                self._state = cf_base.PENDING
+                self._exception = None
+                self._result = None
+            elif self._state != cf_base.PENDING:
                 return False
-            self._state = cf_base.PENDING
-            self._exception = None
-            self._result = None
-        self._task_id = task_id
         self._status = "queued"
+        self._preempted_before = self._preempted
         self._settled.clear()
         return True
 
@@ -211,7 +233,7 @@ class Future(cf.Future):
         if self.done():
             return False
         try:
-            self._canceller(self._task_id)
+            self._canceller(self)
         except Exception:  # the session is gone: the call is lost anyway, cancel locally
             pass
         return self._cancel_locally()

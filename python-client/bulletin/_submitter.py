@@ -62,6 +62,10 @@ class CallTable:
         with self.lock:
             self._futures[future._task_id] = future
 
+    def add_locked(self, future: Future) -> None:
+        """add() for a caller that holds the lock."""
+        self._futures[future._task_id] = future
+
     def get(self, key: str) -> Future | None:
         return self._futures.get(key)
 
@@ -212,6 +216,7 @@ class Submitter:
             future._sink = queue.SimpleQueue()
         call = _Call(spec, future, arguments, fn_encoded, upload_fn)
         future._resend = functools.partial(self.resend, call)
+        future._retries = options.retries
         self.futures[future.key] = future
         self._calls.add(future)
         try:
@@ -270,11 +275,13 @@ class Submitter:
         else:
             future._set_error(ended.error_for(future.key))
 
-    def cancel(self, task_id: str) -> None:
+    def cancel(self, future: Future) -> None:
         """Cancels a call wherever it is: one waiting for its inputs or queued here is never
         sent; one in a Submit in flight is cancelled as soon as the runtime has accepted it;
-        one the runtime knows is cancelled there."""
+        one the runtime knows is cancelled there. (The Future's canceller.)"""
         with self._calls.lock:
+            future._cancel_asked = True  # a retry about to be sent sees it (resend)
+            task_id = future._task_id
             waiting = self._waiting.pop(task_id, None)
             if waiting is None and task_id in self._unacknowledged:
                 self._cancel_when_accepted.add(task_id)
@@ -338,16 +345,19 @@ class Submitter:
         arguments.sent()
         self._drop_holds(arguments)
 
-    def resend(self, call: _Call, future: Future) -> None:
-        """Runs a failed call again under its Future, with a new task id (Future.retry)."""
+    def resend(self, call: _Call, future: Future, retries_left: int | None = None) -> None:
+        """Runs a call again under its Future, with a new task id: a failed one
+        (Future.retry), or one whose function raised while retries remain (``retries_left``:
+        what the runtime may still spend on lost workers and dead executors)."""
+        if not future._reopen():
+            return
         task_id = f"{_slug(call.spec.name)}-{uuid.uuid4().hex}"
         if not call.sent:  # an input failed: that input runs again, then this call
             for dep in call.arguments.inputs:
                 if isinstance(dep, Future) and dep.status == "error":
                     dep.retry()
-            if not future._reopen(task_id):
-                return
-            call.spec.task_id = task_id
+            with self._calls.lock:
+                call.spec.task_id = future._task_id = task_id
             call.waited = False
             self._calls.add(future)
             pending = [dep for dep in call.arguments.inputs
@@ -363,18 +373,37 @@ class Submitter:
         spec = pb.TaskSpec()
         spec.CopyFrom(call.spec)
         spec.task_id = task_id
+        if retries_left is not None:
+            spec.retries = max(0, retries_left)
+        # What the call names must be in the store again: the runtime let its objects go
+        # when the last run ended (acquire uploads only what is gone).
         holds = [self._transfer.acquire(encoded) for encoded in call.uploads]
         try:
-            if not future._reopen(task_id):
-                return
-            self._calls.add(future)
             with self._calls.lock:
                 self._calls.check_open()
+                if future._cancel_asked:
+                    return
+                future._task_id = task_id
+                self._calls.add_locked(future)
                 self._unacknowledged.add(task_id)
                 self._queue.put(spec)
         finally:
             for oid in holds:
                 self._transfer.release(oid)
+
+    def retry_raised(self, future: Future, envelope: dict) -> bool:
+        """retries=: a call whose function raised runs again while its retries last (as in
+        Dask; the runtime's own retries cover lost workers and dead executors). True if it
+        was sent again. bulletin's own errors (an unpicklable result, arguments that would
+        not load) are not retried: they would fail the same way."""
+        failed_runs = future._failed_runs()
+        if (failed_runs > future._retries or future._resend is None
+                or str(envelope.get("type", "")).startswith("bulletin.")):
+            return False
+        future._note(f"raised {envelope.get('type')}; running it again (attempt "
+                     f"{future.attempts + 1} of at most {future._retries + 1 + future.preempted})")
+        future._resend(future, retries_left=future._retries - failed_runs)
+        return True
 
     def keep_while_alive(self, value, encoded) -> tuple[str, bool]:
         """Holds a large argument in the store while ``value`` lives; (id, held for good).

@@ -28,7 +28,7 @@ def test_running_status_does_not_block_cancel(future, cancels):
     future._set_status("running")
     assert future.running()
     assert future.cancel() is True
-    assert cancels == ["train-1"]
+    assert cancels == [future]
     assert future.cancelled() and future.status == "cancelled"
     with pytest.raises(cf.CancelledError):
         future.result(timeout=0)
@@ -169,12 +169,17 @@ def test_traceback_is_the_errors_and_none_without_one(future, cancels):
 
 def test_retry_runs_a_failed_call_again_under_the_same_future(future):
     sent = []
-    future._resend = lambda f: (sent.append(f), f._reopen("train-1-again"))
+    future._resend = lambda f: (sent.append(f), f._reopen())
     future._set_finished(1)
     future.retry()  # finished: nothing to do
     assert sent == []
     other = Future("t-2", "t", lambda key: None)
-    other._resend = lambda f: (sent.append(f), f._reopen("t-2-again"))
+    def resend(f):
+        sent.append(f)
+        f._reopen()
+        f._task_id = "t-2-again"
+
+    other._resend = resend
     seen = []
     other.add_done_callback(lambda f: seen.append(f.status))
     other._set_error(ValueError("flaky"))

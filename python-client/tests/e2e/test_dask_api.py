@@ -680,3 +680,75 @@ def test_an_asynchronous_client_returns_awaitables(cluster):
                 await c.gather([c.submit(div, 1, 0)])
 
     asyncio.run(main())
+
+
+# -- retries --------------------------------------------------------------------------------
+
+
+def varying(counter, outcomes):
+    """Returns or raises ``outcomes[n]`` on its n-th run (counted in the file ``counter``)."""
+    n = int(open(counter).read()) if os.path.exists(counter) else 0
+    with open(counter, "w") as f:
+        f.write(str(n + 1))
+    outcome = outcomes[n]
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return outcome
+
+
+def unpicklable():
+    import threading
+    return threading.Lock()
+
+
+ARGS = [[ZeroDivisionError("one"), 2, 3], [4, 5, 6],
+        [ZeroDivisionError("seven"), ZeroDivisionError("eight"), 9]]
+
+
+def counters(tmp_path, tag):
+    return [str(tmp_path / f"{tag}-{i}") for i in range(len(ARGS))]
+
+
+def test_map_retries(client, tmp_path):
+    # dask: test_map_retries
+    x, y, z = client.map(varying, counters(tmp_path, "two"), ARGS, retries=2)
+    assert (x.result(timeout=CALL_SECONDS), y.result(timeout=CALL_SECONDS),
+            z.result(timeout=CALL_SECONDS)) == (2, 4, 9)
+    assert (x.attempts, y.attempts, z.attempts) == (2, 1, 3)
+
+    x, y, z = client.map(varying, counters(tmp_path, "one"), ARGS, retries=1, pure=False)
+    assert x.result(timeout=CALL_SECONDS) == 2 and y.result(timeout=CALL_SECONDS) == 4
+    with pytest.raises(ZeroDivisionError, match="eight") as info:
+        z.result(timeout=CALL_SECONDS)
+    assert z.attempts == 2 and z.status == "error"
+    assert any("2 runs" in note for note in getattr(info.value, "__notes__", ["2 runs"]))
+
+    x, y, z = client.map(varying, counters(tmp_path, "zero"), ARGS, retries=0, pure=False)
+    with pytest.raises(ZeroDivisionError, match="one"):
+        x.result(timeout=CALL_SECONDS)
+    assert y.result(timeout=CALL_SECONDS) == 4
+    with pytest.raises(ZeroDivisionError, match="seven"):
+        z.result(timeout=CALL_SECONDS)
+    assert (x.attempts, z.attempts) == (1, 1)
+
+
+def test_retries_of_a_blocking_call_say_so_in_the_cell(client, tmp_path, capsys):
+    # dask: test_retries_get
+    outcomes = [ZeroDivisionError("one"), ZeroDivisionError("two"), 3]
+    flaky = bulletin.cpu(varying, retries=5)
+    assert flaky(str(tmp_path / "counter"), outcomes) == 3
+    err = capsys.readouterr().err
+    assert err.count("running it again") == 2 and "ZeroDivisionError" in err
+    with pytest.raises(ZeroDivisionError, match="one"):
+        bulletin.cpu(varying)(str(tmp_path / "other"), outcomes)
+
+
+def test_retries_leave_timeouts_and_bulletins_own_errors_alone(client):
+    f = client.submit(unpicklable, retries=2)
+    with pytest.raises(bulletin.ResultSerializationError):
+        f.result(timeout=CALL_SECONDS)
+    assert f.attempts == 1
+    g = client.submit(slow_mark, "/dev/null", 5, timeout="300 ms", retries=2)
+    with pytest.raises(bulletin.CallTimeoutError):
+        g.result(timeout=CALL_SECONDS)
+    assert g.attempts == 1
