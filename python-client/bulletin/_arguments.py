@@ -42,13 +42,14 @@ class InputFailed(Exception):
     def error_for(self, key: str) -> BaseException:
         """The input's exception, as Dask raises it for a dependent call, noted with which
         call did not run and why (a copy: the input's own exception stays as it was)."""
-        error = self.future.exception()
+        error = original = self.future.exception()
         try:
-            error = copy.copy(error)
-            error.__traceback__ = self.future.exception().__traceback__
-            error.__notes__ = list(getattr(self.future.exception(), "__notes__", ()))
+            error = copy.copy(original)
+            error.__notes__ = list(getattr(original, "__notes__", ()))
         except Exception:  # an exception that cannot be copied is shared, unnoted
-            return error
+            return original.with_traceback(self.future.traceback())
+        error.__traceback__ = self.future.traceback()  # the input's remote frames
+        error.__cause__ = original.__cause__
         if sys.version_info >= (3, 11):
             error.add_note(f"Call {key} did not run: its argument, the future of call "
                            f"{self.future.key}, raised this.")

@@ -115,7 +115,10 @@ class as_completed:  # noqa: N801 - named as Dask's and concurrent.futures' func
                     raise StopIteration
                 self._changed.wait(self._remaining())
             future = self._ready.popleft()
-        return self._deliver(future)
+        item, error = self._deliver(future)
+        if error is not None:
+            raise error
+        return item
 
     next = __next__
 
@@ -150,25 +153,30 @@ class as_completed:  # noqa: N801 - named as Dask's and concurrent.futures' func
             except asyncio.TimeoutError:
                 pass  # the loop above raises TimeoutError now
         if self.with_results and not isinstance(future, cf.Future):  # a Ref: fetched, off
-            return await loop.run_in_executor(None, self._deliver, future)  # the loop
-        if self.with_results and getattr(future, "_remote", None) is not None:
-            # A large result is fetched off the event loop; _deliver then finds it here.
-            await loop.run_in_executor(None, _fetch, future)
-        return self._deliver(future)
+            item, error = await loop.run_in_executor(None, self._deliver, future)  # the loop
+        else:
+            if self.with_results and getattr(future, "_remote", None) is not None:
+                # A large result is fetched off the event loop; _deliver then finds it here.
+                await loop.run_in_executor(None, _fetch, future)
+            item, error = self._deliver(future)
+        if error is not None:
+            raise error
+        return item
 
-    def _deliver(self, future):
-        __tracebackhide__ = True  # noqa: F841
+    def _deliver(self, future) -> tuple:
+        """(what to yield, None), or (None, the error to raise): the caller raises it, so
+        that the traceback goes from the caller's frame to the remote ones."""
         if not self.with_results:
-            return future
+            return future, None
         if future.cancelled():
-            return future, cf.CancelledError(f"call {future.key} was cancelled")
+            return (future, cf.CancelledError(f"call {future.key} was cancelled")), None
         error = future.exception()
         if error is None:
-            return future, future.result()
+            return (future, future.result()), None
         traceback = future.traceback() if hasattr(future, "traceback") else error.__traceback__
         if self.raise_errors:
-            raise error.with_traceback(traceback)
-        return future, (type(error), error, traceback)
+            return None, error.with_traceback(traceback)
+        return (future, (type(error), error, traceback)), None
 
     def next_batch(self, block: bool = True) -> list:
         """The futures ended so far (with their results if asked); with ``block``, waits for
@@ -179,7 +187,10 @@ class as_completed:  # noqa: N801 - named as Dask's and concurrent.futures' func
                 if not self._ready:
                     return batch
                 future = self._ready.popleft()
-            batch.append(self._deliver(future))
+            item, error = self._deliver(future)
+            if error is not None:
+                raise error
+            batch.append(item)
 
     def batches(self):
         """Yields lists of the futures that ended since the last list, until all have."""

@@ -169,7 +169,10 @@ class Client:
         __tracebackhide__ = True  # noqa: F841 (pytest and IPython hide this frame)
         if self._asynchronous(asynchronous):
             return gather_async(futures, errors, timeout)
-        return gather(futures, errors, timeout)
+        values, error = gather(futures, errors, timeout)
+        if error is not None:
+            raise error  # from here: the caller's frame, this one, then the remote frames
+        return values
 
     def cancel(self, futures, asynchronous=None, force: bool = False, reason=None,
                msg=None):

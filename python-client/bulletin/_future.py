@@ -101,6 +101,7 @@ class Future(cf.Future):
         self._fetch: Callable | None = None
         self._release: Callable[[str], None] | None = None
         self._fetch_lock = threading.Lock()
+        self._error_tb = None  # the traceback the error is raised with (remote frames)
 
     @property
     def key(self) -> str:
@@ -151,10 +152,14 @@ class Future(cf.Future):
 
     def result(self, timeout=None):
         """The call's value; a large one is fetched from the cluster's store on first use.
-        ``timeout``: seconds or a duration string ("10 ms", "2m")."""
-        value = super().result(parse_wait(timeout))
+        ``timeout``: seconds or a duration string ("10 ms", "2m"). A remote exception is
+        raised with the remote frames below the caller's (``traceback()``)."""
+        __tracebackhide__ = True  # noqa: F841 (pytest and IPython hide this frame)
+        error = super().exception(parse_wait(timeout))  # waits; raises Cancelled/TimeoutError
+        if error is not None:
+            raise error.with_traceback(self._error_tb)
         if self._remote is None:
-            return value
+            return self._result
         with self._fetch_lock:
             remote = self._remote
             if remote is None:
@@ -172,9 +177,10 @@ class Future(cf.Future):
         return super().exception(parse_wait(timeout))
 
     def traceback(self, timeout=None):
-        """The traceback of the call's exception, or None if it did not fail (Dask's)."""
+        """The traceback of the call's exception, or None if it did not fail (Dask's): for a
+        remote exception, the remote frames."""
         error = self.exception(timeout)
-        return None if error is None else error.__traceback__
+        return None if error is None else self._error_tb
 
     def retry(self) -> None:
         """Runs a failed call again under this Future, as Dask's ``Future.retry``: its status
@@ -338,7 +344,10 @@ class Future(cf.Future):
         self._settle("finished", lambda: self.set_result(None))
 
     def _set_error(self, exc: BaseException) -> None:
-        self._settle("error", lambda: self.set_exception(exc))
+        def fail():
+            self._error_tb = exc.__traceback__  # raised with it each time, never longer
+            self.set_exception(exc)
+        self._settle("error", fail)
 
     def _set_cancelled(self) -> None:
         self._cancel_locally()

@@ -11,37 +11,36 @@ from ._future import ALL_COMPLETED, FIRST_EXCEPTION, wait
 from ._nested import futures_in, is_future, replace_futures
 
 
-def gather(futures, errors: str = "raise", timeout=None):
-    __tracebackhide__ = True  # noqa: F841 (pytest and IPython hide this frame)
+def gather(futures, errors: str = "raise", timeout=None) -> tuple[object, BaseException | None]:
+    """(values, None), or (None, the error to raise): the caller raises it, so that the
+    traceback shows the caller's frame and then the remote ones, nothing in between."""
     seconds = _check(errors, timeout)
-    if is_future(futures):
-        return futures.result(seconds)
+    single = is_future(futures)
     found = futures_in(futures)
     done, not_done = wait(found, timeout=seconds, return_when=_return_when(errors))
-    _raise_first_error(found, done, errors, not_done, timeout)
+    error = _first_error(found, done, "raise" if single else errors, not_done, timeout)
+    if error is not None:
+        return None, error
     values = _values(found)
-    return replace_futures(futures, lambda f: values[id(f)], dropped=_failed)
+    return replace_futures(futures, lambda f: values[id(f)], dropped=_failed), None
 
 
 async def gather_async(futures, errors: str = "raise", timeout=None):
     """As gather, awaited: the waiting and the fetching of large results happen on worker
     threads, never on the event loop."""
-    __tracebackhide__ = True  # noqa: F841
+    __tracebackhide__ = True  # noqa: F841 (pytest and IPython hide this frame)
     import asyncio
     seconds = _check(errors, timeout)
-    if is_future(futures):
-        futures = [futures]
-        single = True
-    else:
-        single = False
+    single = is_future(futures)
     loop = asyncio.get_running_loop()
     found = futures_in(futures)
     done, not_done = await loop.run_in_executor(
         None, lambda: wait(found, timeout=seconds, return_when=_return_when(errors)))
-    _raise_first_error(found, done, "raise" if single else errors, not_done, timeout)
+    error = _first_error(found, done, "raise" if single else errors, not_done, timeout)
+    if error is not None:
+        raise error
     values = await loop.run_in_executor(None, _values, found)
-    result = replace_futures(futures, lambda f: values[id(f)], dropped=_failed)
-    return result[0] if single else result
+    return replace_futures(futures, lambda f: values[id(f)], dropped=_failed)
 
 
 def _check(errors: str, timeout) -> float | None:
@@ -54,20 +53,20 @@ def _return_when(errors: str) -> str:
     return FIRST_EXCEPTION if errors == "raise" else ALL_COMPLETED
 
 
-def _raise_first_error(found: list, done: set, errors: str, not_done: set, timeout) -> None:
-    """With errors="raise", the first failed call's error (in the order given), raised from
-    here with its own traceback; then TimeoutError if calls are still running."""
-    __tracebackhide__ = True  # noqa: F841
+def _first_error(found: list, done: set, errors: str, not_done: set,
+                 timeout) -> BaseException | None:
+    """With errors="raise", the first failed call's error (in the order given) with its
+    remote traceback; else TimeoutError if calls are still running; else None."""
     if errors == "raise":
         for f in found:
             if f in done and _failed(f):
                 if f.cancelled():
-                    raise cf.CancelledError(f"call {f.key} was cancelled")
-                error = f.exception()
-                raise error.with_traceback(f.traceback())
+                    return cf.CancelledError(f"call {f.key} was cancelled")
+                return f.exception().with_traceback(f.traceback())
     if not_done:
-        raise cf.TimeoutError(f"{len(not_done)} of {len(found)} calls did not end within "
-                              f"timeout={timeout!r}")
+        return cf.TimeoutError(f"{len(not_done)} of {len(found)} calls did not end within "
+                               f"timeout={timeout!r}")
+    return None
 
 
 def _values(found: list) -> dict[int, object]:

@@ -13,7 +13,9 @@ import concurrent.futures as cf
 import dataclasses
 import os
 import pickle
+import sys
 import time
+import traceback
 from operator import add
 
 import numpy as np
@@ -752,3 +754,91 @@ def test_retries_leave_timeouts_and_bulletins_own_errors_alone(client):
     with pytest.raises(bulletin.CallTimeoutError):
         g.result(timeout=CALL_SECONDS)
     assert g.attempts == 1
+
+
+# -- tracebacks -----------------------------------------------------------------------------
+
+
+def deep(n):
+    if n == 0:
+        raise ValueError("bottom")
+    return deep(n - 1)
+
+
+@pytest.mark.parametrize("method", ["result", "gather"])
+def test_short_tracebacks(client, method):
+    # dask: test_short_tracebacks. Was: 4-5 frames of bulletin and concurrent.futures between
+    # the caller and the remote frames, and those only as text in __cause__.
+    future = client.submit(div, 1, 0)
+    with pytest.raises(ZeroDivisionError) as e:
+        if method == "result":
+            future.result(timeout=CALL_SECONDS)
+        else:
+            client.gather(future)
+    frames = traceback.extract_tb(e.value.__traceback__)
+    assert len(frames) < 4
+    assert frames[0].name == "test_short_tracebacks" and frames[-1].name == "div"
+    assert frames[-1].line == "return x / y"
+
+
+def test_traceback_clean(client):
+    # dask: test_traceback_clean (no frame of the machinery: executor, concurrent.futures)
+    x = client.submit(div, 1, 0)
+    try:
+        client.gather([x])
+    except ZeroDivisionError:
+        frames = traceback.extract_tb(sys.exc_info()[2])
+    files = [f.filename for f in frames]
+    assert not [f for f in files if "concurrent" in f or "_runtime" in f or "_executor" in f]
+    assert len([f for f in files if os.sep + "bulletin" + os.sep in f]) == 1  # the gather
+
+
+def test_traceback_of_a_failed_call_and_of_a_call_that_needed_it(client):
+    # dask: test_traceback, test_traceback_sync, test_gather_traceback
+    x = client.submit(div, 1, 0)
+    tb = x.traceback(timeout=CALL_SECONDS)
+    assert any("x / y" in (frame.line or "") for frame in traceback.extract_tb(tb))
+    y = client.submit(inc, x)
+    tb2 = y.traceback(timeout=CALL_SECONDS)
+    assert {f.line for f in traceback.extract_tb(tb2)} >= {f.line for f in traceback.extract_tb(tb)}
+    z = client.submit(div, 1, 2)
+    assert z.traceback(timeout=CALL_SECONDS) is None
+    try:
+        client.gather(x)
+    except ZeroDivisionError:
+        assert any("x / y" in line for line in traceback.format_tb(sys.exc_info()[2]))
+
+
+def test_long_error(client):
+    # dask: test_long_error
+    def bad(x):
+        raise ValueError("a" * 100000)
+
+    x = client.submit(bad, 10)
+    with pytest.raises(ValueError) as info:
+        x.result(timeout=CALL_SECONDS)
+    assert len(str(info.value)) < 100000 and "characters cut" in str(info.value)
+    assert all(len(line) < 100000 for frame in traceback.extract_tb(x.traceback())
+               for line in (frame.line or "", frame.name))
+
+
+def test_a_deep_remote_stack_comes_back_whole(client):
+    # dask: test_long_traceback (bulletin keeps every frame; printing folds repeated lines)
+    x = client.submit(deep, 50)
+    with pytest.raises(ValueError, match="bottom") as info:
+        x.result(timeout=CALL_SECONDS)
+    names = [f.name for f in traceback.extract_tb(info.value.__traceback__)]
+    assert names.count("deep") == 51
+
+
+def test_a_chained_remote_exception_keeps_its_cause(client):
+    def lookup(d):
+        try:
+            return d["missing"]
+        except KeyError as error:
+            raise RuntimeError("lookup failed") from error
+
+    with pytest.raises(RuntimeError, match="lookup failed") as info:
+        client.submit(lookup, {}).result(timeout=CALL_SECONDS)
+    assert isinstance(info.value.__cause__, bulletin.RemoteTraceback)
+    assert "KeyError: 'missing'" in str(info.value.__cause__)
