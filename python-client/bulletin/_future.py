@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable
 
 from ._config import parse_wait
 from ._errors import BulletinError

@@ -3,8 +3,8 @@
 The caller's thread pickles (a function once per object), uploads large arguments once (they
 stay in the store while the caller's object lives), waits for Future arguments without
 blocking (the call goes out once they finish, and their results stay on the cluster), and
-queues the spec; the submitter thread keeps one Submit RPC in flight and sends what queued
-meanwhile as the next batch, in order. Releases of objects go through the same queue.
+queues the spec for the submitter thread (``_submit_queue``). A failed call can be sent again
+under its Future (``Future.retry``, ``retries=``).
 """
 
 from __future__ import annotations
@@ -18,21 +18,16 @@ import weakref
 from time import perf_counter
 from typing import Callable
 
-import grpc
-
 from ._arguments import CallArguments, InputCancelled, InputFailed
 from ._config import Options
 from ._connection import Connection, SessionStream
 from ._data._transfer import Transfer
 from ._decorators import RemoteFunction
-from ._errors import BulletinError, RuntimeFailure, RuntimeUnreachableError
+from ._errors import BulletinError, RuntimeUnreachableError
 from ._future import Future
 from ._proto import bulletin_pb2 as pb
 from ._serialize import FunctionPickles, callable_name
-
-# A Submit batch stays under the runtime's message limit (one spec may carry up to the inline
-# limit) and bounded in count.
-_BATCH_CALLS = 1000
+from ._submit_queue import SubmitQueue
 
 
 class CallTable:
@@ -96,19 +91,6 @@ def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")[:48] or "call"
 
 
-class _Release:
-    """A queue entry: drop the session's hold on an object once earlier submits are in."""
-
-    __slots__ = ("oid",)
-
-    def __init__(self, oid: str):
-        self.oid = oid
-
-
-# A queue entry: the calls queued before it leave in Submits of their own (map's batch_size).
-_END_BATCH = object()
-
-
 class _Call:
     """One call: its spec, its arguments, and after it is queued what it takes to send it
     again (Future.retry, retries=): the objects it uploaded, its inputs kept alive."""
@@ -144,48 +126,36 @@ class Submitter:
     def __init__(self, conn: Connection, session: SessionStream, transfer: Transfer,
                  calls: CallTable, inline_limit: int,
                  batch_bytes: int):
-        self._conn = conn
-        self._session = session
         self._transfer = transfer
         self._calls = calls
         self.inline_limit = inline_limit
-        self._batch_bytes = batch_bytes
         self.sent_functions: set[str] = set()
         self._pickles = FunctionPickles()
         # The Futures of this client's calls that are still referenced (Client.futures).
         self.futures: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
-        # A cancel must stop a call that the runtime does not know yet (the runtime ignores a
-        # cancel of an unknown task): calls waiting for their input Futures, by task id, are
-        # never sent once cancelled; a call queued here or in a Submit still in flight is left
-        # out of its batch, or cancelled once the runtime has accepted it. All under the call
-        # table's lock.
+        # Calls waiting for their input Futures, by task id (under the call table's lock):
+        # one cancelled meanwhile is never sent.
         self._waiting: dict[str, _Call] = {}
-        self._unacknowledged: set[str] = set()
-        self._cancel_when_accepted: set[str] = set()
+        self._queue = SubmitQueue(conn, session, transfer, calls, inline_limit, batch_bytes,
+                                  self.sent_functions)
         # Large arguments stay in the store while the caller's object lives: id(obj) -> ids.
         self._kept: dict[int, tuple[weakref.ref, dict[str, weakref.finalize]]] = {}
-        # One Submit RPC at a time: specs queued while one is in flight go as the next batch
-        # (in order, which keeps a function's bytes first).
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._loop, name="bulletin-submitter",
-                                        daemon=True)
-
     def start(self) -> None:
-        self._thread.start()
+        self._queue.start()
 
     def stop(self) -> None:
         """Sends what is queued, then stops."""
-        self._queue.put(None)
+        self._queue.stop()
 
     def release(self, oid: str) -> None:
         """Drops the session's hold on an object, after every Submit queued before it has
         returned: the runtime has taken its own references for those calls first."""
         if self._calls.is_open():
-            self._queue.put(_Release(oid))
+            self._queue.release(oid)
 
     def end_batch(self) -> None:
         """The calls submitted so far leave without the ones submitted after."""
-        self._queue.put(_END_BATCH)
+        self._queue.end_batch()
 
     def submit(self, fn: Callable, args: tuple, kwargs: dict, options: Options,
                blocking: bool = False, key: str | None = None) -> Future:
@@ -283,17 +253,12 @@ class Submitter:
             future._cancel_asked = True  # a retry about to be sent sees it (resend)
             task_id = future._task_id
             waiting = self._waiting.pop(task_id, None)
-            if waiting is None and task_id in self._unacknowledged:
-                self._cancel_when_accepted.add(task_id)
+            if waiting is None and self._queue.cancel_locked(task_id):
                 return
         if waiting is not None:
             self._abandon(waiting)
             return
-        self._send_cancel(task_id)
-
-    def _send_cancel(self, task_id: str) -> None:
-        if self._calls.is_open():
-            self._session.send(pb.ClientMessage(cancel=pb.CancelTask(task_id=task_id)))
+        self._queue.send_cancel(task_id)
 
     def _abandon(self, call: _Call) -> None:
         """A call that will not be sent: forgotten, its holds dropped."""
@@ -334,12 +299,13 @@ class Submitter:
             self._calls.check_open()
             if call.waited and self._waiting.pop(spec.task_id, None) is not call:
                 return  # cancelled while it waited for its inputs; cancel() dropped its holds
+            first_use = None
             if fn_id not in self.sent_functions:
                 if not call.upload_fn:
                     spec.function.inline_data = call.fn_encoded.to_bytes()
                 self.sent_functions.add(fn_id)
-            self._unacknowledged.add(spec.task_id)
-            self._queue.put(spec)
+                first_use = (fn_id, call.fn_encoded)
+            self._queue.put_locked(spec, first_use)
             call.sent = True
         call.uploads.extend(arguments.uploads)
         arguments.sent()
@@ -385,8 +351,7 @@ class Submitter:
                     return
                 future._task_id = task_id
                 self._calls.add_locked(future)
-                self._unacknowledged.add(task_id)
-                self._queue.put(spec)
+                self._queue.put_locked(spec)
         finally:
             for oid in holds:
                 self._transfer.release(oid)
@@ -435,75 +400,3 @@ class Submitter:
         if kept is not None and kept[0]() is None:
             del self._kept[key]
         self._transfer.release(oid)
-
-    def _loop(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            if item is _END_BATCH:
-                continue
-            batch, releases, size = [], [], 0
-            while True:
-                if item is _END_BATCH:
-                    break
-                if isinstance(item, _Release):
-                    releases.append(item.oid)
-                else:
-                    batch.append(item)
-                    size += item.ByteSize()
-                if len(batch) >= _BATCH_CALLS or size >= self._batch_bytes:
-                    break
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    self._queue.put(None)  # stop after sending what came before it
-                    break
-            batch = self._without_cancelled(batch)
-            if batch:
-                try:
-                    self._conn.stub.Submit(pb.SubmitRequest(session_id=self._session.session_id,
-                                                            tasks=batch),
-                                           metadata=self._conn.metadata)
-                except Exception as exc:  # noqa: BLE001 - every failure fails the batch's calls
-                    self._fail_batch(batch, exc)
-                self._accepted(batch)
-            if releases:
-                self._session.send(pb.ClientMessage(release=pb.ReleaseObjects(ids=releases)))
-
-    def _without_cancelled(self, batch: list) -> list:
-        """The batch less the calls cancelled while they queued here: those are never sent."""
-        with self._calls.lock:
-            dropped = [spec.task_id for spec in batch if spec.task_id in self._cancel_when_accepted]
-            for task_id in dropped:
-                self._cancel_when_accepted.discard(task_id)
-                self._unacknowledged.discard(task_id)
-        for task_id in dropped:
-            self._calls.pop(task_id)
-        return [spec for spec in batch if spec.task_id not in dropped] if dropped else batch
-
-    def _accepted(self, batch: list) -> None:
-        """The runtime answered the batch's Submit: cancels asked meanwhile can go now."""
-        with self._calls.lock:
-            cancels = []
-            for spec in batch:
-                self._unacknowledged.discard(spec.task_id)
-                if spec.task_id in self._cancel_when_accepted:
-                    self._cancel_when_accepted.discard(spec.task_id)
-                    cancels.append(spec.task_id)
-        for task_id in cancels:
-            self._send_cancel(task_id)
-
-    def _fail_batch(self, batch: list, error) -> None:
-        if error is None:
-            return
-        if isinstance(error, grpc.RpcError):
-            failure = self._conn.error(error, "the submission")
-        else:
-            failure = RuntimeFailure(f"bulletin could not submit: {error!r}")
-        for spec in batch:
-            future = self._calls.pop(spec.task_id)
-            if future is not None:
-                future._set_error(failure)

@@ -103,6 +103,27 @@ def test_cancel_right_after_submit_never_runs_the_call(client, tmp_path, monkeyp
     assert not in_flight.exists() and not queued.exists()
 
 
+def test_a_function_whose_first_call_is_cancelled_unsent_still_runs_later(client, monkeypatch):
+    # The first call of a function carries its bytes; cancelled before it is sent, the next
+    # call of that function must carry them instead.
+    real_submit = client._conn.stub.Submit
+
+    def slow_submit(*args, **kwargs):
+        time.sleep(0.5)
+        return real_submit(*args, **kwargs)
+
+    def never_sent_before(x):
+        return x * 3
+
+    monkeypatch.setattr(client._conn.stub, "Submit", slow_submit, raising=False)
+    client.submit(inc, 1)  # its Submit is in flight while the next call queues
+    time.sleep(0.1)
+    first = client.submit(never_sent_before, 1)
+    assert first.cancel()
+    monkeypatch.undo()
+    assert client.submit(never_sent_before, 2).result(timeout=CALL_SECONDS) == 6
+
+
 def test_a_call_whose_input_is_cancelled_is_cancelled(client, tmp_path):
     # dask: test_cancel, test_cancel_before_known_to_scheduler
     gate, marker = str(tmp_path / "gate"), tmp_path / "ran"
@@ -842,3 +863,69 @@ def test_a_chained_remote_exception_keeps_its_cause(client):
         client.submit(lookup, {}).result(timeout=CALL_SECONDS)
     assert isinstance(info.value.__cause__, bulletin.RemoteTraceback)
     assert "KeyError: 'missing'" in str(info.value.__cause__)
+
+
+# -- submit, exceptions, callbacks ----------------------------------------------------------
+
+
+def test_submit(client):
+    # dask: test_submit
+    x = client.submit(inc, 10, key="x")
+    assert isinstance(x, bulletin.Future) and x.key.startswith("x-")
+    assert asyncio.run(_awaited(x)) == 11 and x.done()
+    y = client.submit(inc, 20, key="y")
+    z = client.submit(add, x, y)
+    assert z.result(timeout=CALL_SECONDS) == 11 + 21
+
+
+async def _awaited(future):
+    return await future
+
+
+def test_exceptions(client):
+    # dask: test_exceptions (the cluster goes on after a remote error)
+    assert client.submit(div, 1, 2).result(timeout=CALL_SECONDS) == 0.5
+    with pytest.raises(ZeroDivisionError):
+        client.submit(div, 1, 0).result(timeout=CALL_SECONDS)
+    assert client.submit(div, 10, 2).result(timeout=CALL_SECONDS) == 5
+
+
+def test_add_done_callback(client):
+    # dask: test_add_done_callback (callbacks see the final status, also one added after)
+    seen = set()
+
+    def f(future):
+        future.add_done_callback(g)
+
+    def g(future):
+        seen.add((future.key, future.status))
+
+    u = client.submit(inc, 1)
+    v = client.submit(throws, "hello")
+    w = client.submit(slow_mark, "/dev/null", 0.3)
+    x = client.submit(inc, 3)
+    for future in (u, v, w):
+        future.add_done_callback(f)
+    bulletin.wait([u, v, w, x])
+    x.add_done_callback(f)
+    wait_until(lambda: len(seen) == 4, timeout=CALL_SECONDS, what="four callbacks")
+    assert seen == {(f.key, f.status) for f in (u, v, w, x)}
+    assert {status for _, status in seen} == {"finished", "error"}
+
+
+def test_map_large_kwargs_are_uploaded_once(client):
+    # dask: test_map_large_kwargs_in_graph
+    x = np.random.random(100000)
+    uploads = client._transfer.uploads
+    futures = client.map(lambda a, b: a + float(b[0]), range(20), b=x)
+    assert client.gather(futures) == [i + float(x[0]) for i in range(20)]
+    assert client._transfer.uploads - uploads <= 2  # the array, and the function at most
+
+
+def test_bad_tasks_fail(client):
+    # dask: test_bad_tasks_fail (Dask: KilledWorker; here the executor reports the exit and
+    # keeps serving)
+    f = client.submit(sys.exit, 0)
+    with pytest.raises(bulletin.RemoteError, match="SystemExit"):
+        f.result(timeout=CALL_SECONDS)
+    assert client.submit(inc, 1).result(timeout=CALL_SECONDS) == 2
