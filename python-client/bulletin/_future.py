@@ -95,6 +95,7 @@ class Future(cf.Future):
         self._preempted = 0
         self._preempted_before = 0  # preemptions of the runs before the current task id
         self._attempts = 0  # runs started (RUNNING events), over every retry
+        self._raised = 0  # runs whose function raised
         self._retries = 0  # how many runs may follow a failed one (the call's retries=)
         # A result left in the cluster's store: (id, size), fetched on first result().
         self._remote: tuple[str, int] | None = None
@@ -127,8 +128,9 @@ class Future(cf.Future):
         return self._attempts
 
     def _failed_runs(self) -> int:
-        """Runs that ended without a result: every run started but the preempted ones."""
-        return self._attempts - self._preempted
+        """Runs that ended without a result: every run started but the preempted ones (at
+        least those that raised, should a run's start have gone unannounced)."""
+        return max(self._attempts - self._preempted, self._raised)
 
     def _note(self, text: str) -> None:
         """A line for the caller of a blocking call, printed in its cell (like wait_info)."""

@@ -361,6 +361,7 @@ class Submitter:
         Dask; the runtime's own retries cover lost workers and dead executors). True if it
         was sent again. bulletin's own errors (an unpicklable result, arguments that would
         not load) are not retried: they would fail the same way."""
+        future._raised += 1
         failed_runs = future._failed_runs()
         if (failed_runs > future._retries or future._resend is None
                 or str(envelope.get("type", "")).startswith("bulletin.")):
