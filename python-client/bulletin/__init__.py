@@ -28,14 +28,14 @@ from ._errors import (
     WorkerLostError,
 )
 from ._runtime._preempt import on_preempt
-from ._future import (ALL_COMPLETED, FIRST_COMPLETED, FIRST_EXCEPTION, Future, WaitInfo,
-                      as_completed, wait)
+from ._as_completed import as_completed
+from ._future import ALL_COMPLETED, FIRST_COMPLETED, FIRST_EXCEPTION, Future, WaitInfo, wait
+from ._ref import Ref
 from ._version import __version__
 
 # Client and get_client load grpc; they are imported on first access (PEP 562) so that
 # `import bulletin` stays cheap, above all in the executor processes.
-_LAZY = {"Client": "._client", "get_client": "._client", "ClusterStatus": "._status",
-         "Ref": "._data._objects"}
+_LAZY = {"Client": "._client", "get_client": "._client", "ClusterStatus": "._status"}
 
 
 def __getattr__(name: str):

@@ -10,25 +10,30 @@ call.
 from __future__ import annotations
 
 import atexit
-import concurrent.futures as cf
+import itertools
 import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from time import perf_counter
 from typing import Any, Callable, Iterable
 
-from ._config import Options
+from ._call_options import split_keywords
+from ._config import Options, parse_wait
 from ._connection import Connection, SessionStream, failure_error
-from ._data._objects import Ref, decode
+from ._data._objects import decode
 from ._data._transfer import Transfer
 from ._decorators import RemoteFunction
 from ._envelope import exception_from_envelope
-from ._errors import BulletinError, RuntimeFailure, RuntimeUnreachableError
-from ._future import FIRST_EXCEPTION, Future, WaitInfo
-from ._future import wait as _wait
+from ._errors import (BulletinError, InvalidArgumentError, RuntimeFailure,
+                      RuntimeUnreachableError)
+from ._future import Future, WaitInfo
+from ._gather import gather, gather_async
+from ._nested import futures_in
 from ._proto import bulletin_pb2 as pb
+from ._ref import Ref
 from ._status import ClusterStatus
-from ._submitter import CallTable, Submitter, encode_value
+from ._arguments import encode_value
+from ._submitter import CallTable, Submitter
 
 _CHUNK_BYTES = 1 << 20
 _CHUNK_HEADROOM = 64 << 10
@@ -38,13 +43,17 @@ _CANCEL_ACK_SECONDS = 2.0
 class Client:
     """A connection to a bulletin runtime; the latest one created is the default.
 
-    ``Client(address=None, *, token=None, connect_timeout=3.0)``: the address defaults to
-    $BULLETIN_ADDRESS, then $BULLETIN_HOME/runtime.json, then 127.0.0.1:8770; the token to
-    $BULLETIN_TOKEN, then $BULLETIN_HOME/token.
+    ``Client(address=None, *, token=None, connect_timeout=3.0, asynchronous=False)``: the
+    address defaults to $BULLETIN_ADDRESS, then $BULLETIN_HOME/runtime.json, then
+    127.0.0.1:8770; the token to $BULLETIN_TOKEN, then $BULLETIN_HOME/token. An asynchronous
+    client (Dask's ``asynchronous=True``) returns awaitables from gather, scatter and cancel;
+    Futures are awaitable with either.
     """
 
     def __init__(self, address: str | None = None, *, token: str | None = None,
-                 connect_timeout: float = 3.0, set_as_default: bool = True):
+                 connect_timeout: float = 3.0, set_as_default: bool = True,
+                 asynchronous: bool = False):
+        self.asynchronous = asynchronous
         self._conn = Connection(address, token, connect_timeout)
         hello = self._conn.hello
         self.address = self._conn.address
@@ -59,7 +68,7 @@ class Client:
                                   self._send_release)
         self._session = SessionStream(self._conn, self._on_event, self._session_ended)
         self._submitter = Submitter(self._conn, self._session, self._transfer, self._calls,
-                                    self._cancel_task, inline_limit=hello.inline_limit_bytes,
+                                    inline_limit=hello.inline_limit_bytes,
                                     batch_bytes=max(1, max_message // 2))
         self._submitter.start()
         wait = max(connect_timeout, 1.0)
@@ -74,49 +83,119 @@ class Client:
 
     # -- public API ---------------------------------------------------------------------------
 
-    def submit(self, fn: Callable, /, *args, gpus: int | None = None, cpus: float | None = None,
-               memory: int | str | None = None, qos: str | None = None,
-               priority: int | None = None, timeout: float | str | None = None,
-               retries: int | None = None, credits: float | None = None, **kwargs) -> Future:
+    def submit(self, fn: Callable, /, *args, **kwargs) -> Future:
         """Runs ``fn(*args, **kwargs)`` remotely; returns at once with a Future.
 
-        Resources default to the function's decorator options, else gpus=0, cpus=1.
-        ``credits`` spends that many of your group's credits to move the call up its QoS
-        class's queue (an urgent run), paid when it is placed.
+        A keyword ``fn`` accepts reaches ``fn``; one it cannot accept that names a call option
+        sets that option: ``gpus``, ``cpus``, ``memory``, ``qos``, ``priority``, ``timeout``,
+        ``retries``, ``credits`` (spends that many of your group's credits to move the call
+        up its QoS class's queue), and Dask's ``key`` (names the call), ``resources``
+        ({"GPU": 1}), ``pure`` (no effect: every call runs). Options default to the function's
+        decorator's, else gpus=0, cpus=1; ``bulletin.gpu(fn, timeout="2h")`` sets options
+        whatever fn's keywords are.
         """
-        options = _options_for(fn, gpus=gpus, cpus=cpus, memory=memory, qos=qos,
-                               priority=priority, timeout=timeout, retries=retries,
-                               credits=credits)
-        return self._submit(fn, args, kwargs, options)
+        call = split_keywords(fn, kwargs, _base_options(fn))
+        return self._submit(fn, args, call.kwargs, call.options, call.key)
 
-    def map(self, fn: Callable, *iterables: Iterable, gpus: int | None = None,
-            cpus: float | None = None, memory: int | str | None = None, qos: str | None = None,
-            priority: int | None = None, timeout: float | str | None = None,
-            retries: int | None = None, credits: float | None = None) -> list[Future]:
-        """One call of ``fn`` per element, zipping several iterables like builtins.map."""
-        options = _options_for(fn, gpus=gpus, cpus=cpus, memory=memory, qos=qos,
-                               priority=priority, timeout=timeout, retries=retries,
-                               credits=credits)
-        return [self._submit(fn, args, {}, options) for args in zip(*iterables)]
+    def map(self, fn: Callable, *iterables: Iterable, **kwargs) -> list[Future]:
+        """One call of ``fn`` per element, zipping several iterables like builtins.map; the
+        keywords go to every call, and set options as in ``submit``. ``key`` may also be one
+        name per call; ``batch_size=N`` sends the calls to the runtime N at a time at most
+        (one Submit each), as Dask sends them to its scheduler."""
+        call = split_keywords(fn, kwargs, _base_options(fn), what="map",
+                              extra_names=("batch_size",))
+        keys = call.key if isinstance(call.key, (list, tuple)) else itertools.repeat(call.key)
+        futures = []
+        for args, key in zip(zip(*iterables), keys):
+            futures.append(self._submit(fn, args, call.kwargs, call.options, key))
+            if call.batch_size and len(futures) % call.batch_size == 0:
+                self._submitter.end_batch()
+        if call.batch_size:
+            self._submitter.end_batch()
+        return futures
 
-    def scatter(self, value) -> Ref:
-        """Puts ``value`` in the cluster's object store once; pass the returned Ref as an
-        argument (any number of calls) and it is never uploaded again."""
+    def scatter(self, data, workers=None, broadcast: bool = False, direct=None,
+                hash: bool = True, timeout=None, asynchronous=None):
+        """Puts ``data`` in the cluster's object store once and returns a ``Ref`` to pass as
+        an argument (any number of calls; it is never uploaded again) or to fetch with
+        ``ref.result()``. As in Dask, a list, tuple, set or range gives one Ref per element
+        (the same kind of container; a range gives a list) and a dict one per value.
+
+        ``broadcast=True`` changes nothing: one store per host serves all of its executors,
+        and an object reaches another host's store the first time a call there needs it.
+        ``hash``, ``direct`` and ``timeout`` are accepted for Dask's sake and change nothing
+        (objects are always named by their content); ``workers`` is refused (bulletin places
+        data where its calls run). Asynchronous: returns an awaitable; the upload runs on a
+        worker thread."""
+        if self._asynchronous(asynchronous):
+            return self._scatter_async(data, workers, broadcast, timeout)
         self._calls.check_open()
+        if workers is not None:
+            raise InvalidArgumentError(
+                f"workers={workers!r}: bulletin places data where its calls run; leave "
+                "workers out")
+        if not isinstance(broadcast, bool):
+            raise InvalidArgumentError(f"broadcast={broadcast!r}: expected True or False")
+        parse_wait(timeout)
+        if isinstance(data, dict):
+            return {key: self._scatter_one(value) for key, value in data.items()}
+        if isinstance(data, range):
+            data = list(data)
+        if isinstance(data, (list, tuple, set, frozenset)):
+            refs = [self._scatter_one(value) for value in data]
+            return type(data)(refs) if type(data) in (list, tuple, set, frozenset) else refs
+        return self._scatter_one(data)
+
+    async def _scatter_async(self, data, workers, broadcast, timeout):
+        import asyncio
+        return await asyncio.get_running_loop().run_in_executor(
+            None, lambda: self.scatter(data, workers, broadcast, timeout=timeout,
+                                       asynchronous=False))
+
+    def _scatter_one(self, value) -> Ref:
         encoded = encode_value(value, "the scattered value")
         oid = self._transfer.acquire(encoded)
-        return Ref(oid, encoded.nbytes, encoded.kind, self._transfer.release)
+        return Ref(oid, encoded.nbytes, encoded.kind, self._transfer.release,
+                   self._transfer.fetch)
 
-    def gather(self, futures: cf.Future | Iterable[cf.Future]) -> Any:
-        """The results of the futures, in order; raises the first error as soon as one fails."""
-        if isinstance(futures, cf.Future):
-            return futures.result()
-        futures = list(futures)
-        done, _ = _wait(futures, return_when=FIRST_EXCEPTION)
-        for f in futures:
-            if f in done and (f.cancelled() or f.exception() is not None):
-                f.result()
-        return [f.result() for f in futures]
+    def gather(self, futures, errors: str = "raise", direct=None, asynchronous=None,
+               timeout=None) -> Any:
+        """The results of ``futures``: one Future or Ref, or any nesting of lists, tuples,
+        sets and dicts of them (and of other values, returned as they are), in the same
+        shape. ``errors="raise"`` raises the first error as soon as a call fails (a
+        cancelled call raises CancelledError); ``errors="skip"`` leaves failed and cancelled
+        calls out of their containers. ``timeout``: seconds or a duration ("1m").
+        ``asynchronous=True`` (or an asynchronous client) returns an awaitable instead."""
+        __tracebackhide__ = True  # noqa: F841 (pytest and IPython hide this frame)
+        if self._asynchronous(asynchronous):
+            return gather_async(futures, errors, timeout)
+        values, error = gather(futures, errors, timeout)
+        if error is not None:
+            raise error  # from here: the caller's frame, this one, then the remote frames
+        return values
+
+    def cancel(self, futures, asynchronous=None, force: bool = False, reason=None,
+               msg=None):
+        """Cancels the calls of ``futures`` (one Future, or any nesting of lists, tuples, sets
+        and dicts of them); none of them runs afterwards. Refs are left alone. Asynchronous:
+        returns an awaitable that cancels them."""
+        if self._asynchronous(asynchronous):
+            return self._cancel_async(futures)
+        for f in futures_in(futures):
+            if isinstance(f, Future):
+                f.cancel()
+        return None
+
+    async def _cancel_async(self, futures) -> None:
+        self.cancel(futures, asynchronous=False)
+
+    def _asynchronous(self, asynchronous: bool | None) -> bool:
+        return self.asynchronous if asynchronous is None else bool(asynchronous)
+
+    @property
+    def futures(self) -> dict[str, Future]:
+        """This client's Futures that are still referenced somewhere, by key."""
+        return dict(self._submitter.futures)
 
     def status(self) -> ClusterStatus:
         """Workers, GPU and CPU slots (total / reserved / busy) and the queue."""
@@ -140,6 +219,19 @@ class Client:
     def __enter__(self) -> Client:
         return self
 
+    def __await__(self):
+        """``client = await bulletin.Client(asynchronous=True)``, as in Dask (the client is
+        connected by then)."""
+        async def connected():
+            return self
+        return connected().__await__()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        self.close()
+
     def __exit__(self, *exc_info) -> None:
         self.close()
 
@@ -149,13 +241,15 @@ class Client:
 
     # -- calls --------------------------------------------------------------------------------
 
-    def _submit(self, fn: Callable, args: tuple, kwargs: dict, options: Options) -> Future:
+    def _submit(self, fn: Callable, args: tuple, kwargs: dict, options: Options,
+                key: str | None = None) -> Future:
         """A call whose options are validated already (decorated functions come here)."""
-        return self._submitter.submit(fn, args, kwargs, options)
+        return self._submitter.submit(fn, args, kwargs, options, key=key)
 
-    def _call(self, fn: Callable, args: tuple, kwargs: dict, options: Options) -> Any:
+    def _call(self, fn: Callable, args: tuple, kwargs: dict, options: Options,
+              key: str | None = None) -> Any:
         """A blocking call: prints the remote output from this thread, cancels on Ctrl-C."""
-        future = self._submitter.submit(fn, args, kwargs, options, blocking=True)
+        future = self._submitter.submit(fn, args, kwargs, options, blocking=True, key=key)
         try:
             future._drain()
         except KeyboardInterrupt:
@@ -164,10 +258,6 @@ class Client:
             future._settled.wait(_CANCEL_ACK_SECONDS)
             raise
         return future.result()
-
-    def _cancel_task(self, task_id: str) -> None:
-        if self._calls.is_open():
-            self._session.send(pb.ClientMessage(cancel=pb.CancelTask(task_id=task_id)))
 
     def _send_release(self, oid: str) -> None:
         self._submitter.release(oid)
@@ -192,6 +282,7 @@ class Client:
         if state == pb.RUNNING:
             if detail == "placement":
                 future.placement = event.placement
+            future._attempts += 1
             future._set_status("running")
         elif state == pb.QUEUED:  # also after a retry or a preemption
             future._set_status("queued")
@@ -254,8 +345,8 @@ class Client:
             self._send_release(oid)
         self._resolve(future, raised, value, t0, decoded=True)
 
-    @staticmethod
-    def _resolve(future: Future, raised: bool, data, t0: float, decoded: bool = False) -> None:
+    def _resolve(self, future: Future, raised: bool, data, t0: float,
+                 decoded: bool = False) -> None:
         try:
             value = data if decoded else decode(data)
         except Exception as exc:
@@ -265,7 +356,9 @@ class Client:
             return
         future._timings["download"] = perf_counter() - t0
         if raised:
-            future._set_error(exception_from_envelope(value, future.key))
+            if self._submitter.retry_raised(future, value):
+                return
+            future._set_error(exception_from_envelope(value, future.key, future.attempts))
         else:
             future._set_finished(value)
 
@@ -275,9 +368,8 @@ def _record_timings(future: Future, timings) -> None:
                            run=timings.run_seconds)
 
 
-def _options_for(fn: Callable, **given) -> Options:
-    base = fn._options if isinstance(fn, RemoteFunction) else None
-    return Options.make(base, **given)
+def _base_options(fn: Callable) -> Options:
+    return fn.call_options if isinstance(fn, RemoteFunction) else Options()
 
 
 # -- the default client -----------------------------------------------------------------------

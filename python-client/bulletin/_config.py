@@ -151,6 +151,14 @@ def parse_timeout(value: float | str | None, name: str = "timeout") -> float:
     return seconds
 
 
+def parse_wait(value: float | str | None, name: str = "timeout") -> float | None:
+    """How long a wait may last (``result``, ``wait``, ``as_completed``, ``gather``), in
+    seconds: a duration (see parse_duration); None waits for good."""
+    if value is None:
+        return None
+    return parse_duration(value, name)
+
+
 def _int_option(name: str, value, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise InvalidArgumentError(f"{name}={value!r}: expected an int >= {minimum}")
@@ -205,5 +213,7 @@ class Options:
                     raise InvalidArgumentError(f"credits={value!r}: expected a number >= 0")
                 values[name] = float(value)
             else:
-                raise InvalidArgumentError(f"unknown option {name!r}")
+                raise InvalidArgumentError(
+                    f"unknown option {name!r}; the options are gpus, cpus, memory, qos, "
+                    "priority, timeout, retries and credits")
         return replace(base or cls(), **values)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
+from ._call_options import split_keywords
 from ._config import Options
 
 
@@ -31,22 +32,31 @@ class RemoteFunction:
         return self._fn
 
     @property
-    def options(self) -> Options:
+    def call_options(self) -> Options:
+        """The options its calls run with (validated, immutable)."""
         return self._options
+
+    def options(self, **changes) -> RemoteFunction:
+        """The same function with some options changed (as Ray's ``.options()``):
+        ``train.options(gpus=2, timeout="2h").submit(x)``; the function's own keywords are
+        then free to have any name."""
+        return RemoteFunction(self._fn, Options.make(self._options, **changes))
 
     def __call__(self, *args, **kwargs) -> Any:
         from ._client import get_client  # grpc loads on first use, not on `import bulletin`
-        return get_client()._call(self._fn, args, kwargs, self._options)
+        call = split_keywords(self._fn, kwargs, self._options, what="the call")
+        return get_client()._call(self._fn, args, call.kwargs, call.options, call.key)
 
     def submit(self, *args, **kwargs):
+        """Runs the call remotely; returns a Future. Keywords as in ``Client.submit``."""
         from ._client import get_client
-        return get_client()._submit(self._fn, args, kwargs, self._options)
+        return get_client().submit(self, *args, **kwargs)
 
-    def map(self, *iterables):
-        """One call per element, zipping several iterables like builtins.map; returns Futures."""
+    def map(self, *iterables, **kwargs):
+        """One call per element, zipping several iterables like builtins.map; returns Futures.
+        Keywords as in ``Client.map``."""
         from ._client import get_client
-        client = get_client()
-        return [client._submit(self._fn, args, {}, self._options) for args in zip(*iterables)]
+        return get_client().map(self, *iterables, **kwargs)
 
     def __repr__(self) -> str:
         o = self._options

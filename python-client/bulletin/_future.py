@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import codecs
 import concurrent.futures as cf
+import concurrent.futures._base as cf_base
 import queue
 import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable
+
+from ._config import parse_wait
+from ._errors import BulletinError
+from ._placeholders import reduce_future
+from ._ref import Ref
 
 ALL_COMPLETED = cf.ALL_COMPLETED
 FIRST_COMPLETED = cf.FIRST_COMPLETED
@@ -66,9 +72,14 @@ class Future(cf.Future):
     times the cluster preempted and requeued it (its result is unaffected).
     """
 
-    def __init__(self, key: str, name: str, canceller: Callable[[str], None]):
+    def __init__(self, key: str, name: str, canceller: Callable[[Future], None]):
         super().__init__()
         self._key = key
+        self._task_id = key  # the runtime's id of the current run (a retry gets a new one)
+        # Runs the failed call again under this Future (set by the submitter; dropped once
+        # the call finishes or is cancelled: only a failed call is retried).
+        self._resend: Callable[..., None] | None = None
+        self._cancel_asked = False  # set under the submitter's lock by the canceller
         self._name = name
         self._canceller = canceller
         self._status = "queued"
@@ -82,11 +93,16 @@ class Future(cf.Future):
         self.placement = None
         self._wait_info: WaitInfo | None = None
         self._preempted = 0
+        self._preempted_before = 0  # preemptions of the runs before the current task id
+        self._attempts = 0  # runs started (RUNNING events), over every retry
+        self._raised = 0  # runs whose function raised
+        self._retries = 0  # how many runs may follow a failed one (the call's retries=)
         # A result left in the cluster's store: (id, size), fetched on first result().
         self._remote: tuple[str, int] | None = None
         self._fetch: Callable | None = None
         self._release: Callable[[str], None] | None = None
         self._fetch_lock = threading.Lock()
+        self._error_tb = None  # the traceback the error is raised with (remote frames)
 
     @property
     def key(self) -> str:
@@ -105,12 +121,28 @@ class Future(cf.Future):
     def preempted(self) -> int:
         return self._preempted
 
+    @property
+    def attempts(self) -> int:
+        """How many times the call started running: 1 once it ran, more after a retry (of
+        an exception, a lost worker, a dead executor) or a preemption."""
+        return self._attempts
+
+    def _failed_runs(self) -> int:
+        """Runs that ended without a result: every run started but the preempted ones (at
+        least those that raised, should a run's start have gone unannounced)."""
+        return max(self._attempts - self._preempted, self._raised)
+
+    def _note(self, text: str) -> None:
+        """A line for the caller of a blocking call, printed in its cell (like wait_info)."""
+        sink = self._sink
+        if sink is not None:
+            sink.put(("stderr", f"[bulletin] {self._name}: {text}\n"))
+
     def _set_wait(self, info: WaitInfo, preempted: int) -> None:
         self._wait_info = info
-        self._preempted = max(self._preempted, preempted)
+        self._preempted = max(self._preempted, self._preempted_before + preempted)
         sink = self._sink
-        if sink is not None:  # a blocking call shows why it waits instead of hanging silently
-            sink.put(("stderr", f"[bulletin] {self._name}: {info}\n"))
+        self._note(str(info))  # a blocking call shows why it waits instead of hanging silently
 
     @property
     def timings(self) -> dict[str, float]:
@@ -121,10 +153,15 @@ class Future(cf.Future):
         return "".join(self._output)
 
     def result(self, timeout=None):
-        """The call's value; a large one is fetched from the cluster's store on first use."""
-        value = super().result(timeout)
+        """The call's value; a large one is fetched from the cluster's store on first use.
+        ``timeout``: seconds or a duration string ("10 ms", "2m"). A remote exception is
+        raised with the remote frames below the caller's (``traceback()``)."""
+        __tracebackhide__ = True  # noqa: F841 (pytest and IPython hide this frame)
+        error = super().exception(parse_wait(timeout))  # waits; raises Cancelled/TimeoutError
+        if error is not None:
+            raise error.with_traceback(self._error_tb)
         if self._remote is None:
-            return value
+            return self._result
         with self._fetch_lock:
             remote = self._remote
             if remote is None:
@@ -136,6 +173,44 @@ class Future(cf.Future):
             self._remote = None
             self._release_remote(remote[0])
         return value
+
+    def exception(self, timeout=None):
+        """The call's exception, or None; ``timeout`` as in ``result``."""
+        return super().exception(parse_wait(timeout))
+
+    def traceback(self, timeout=None):
+        """The traceback of the call's exception, or None if it did not fail (Dask's): for a
+        remote exception, the remote frames."""
+        error = self.exception(timeout)
+        return None if error is None else self._error_tb
+
+    def retry(self) -> None:
+        """Runs a failed call again under this Future, as Dask's ``Future.retry``: its status
+        goes back to "queued" and it ends again; an input that failed runs again first. Does
+        nothing to a call that did not fail."""
+        if self._status != "error" or not self.done():
+            return
+        if self._resend is None:
+            raise BulletinError(f"call {self._key} cannot run again: bulletin failed it before "
+                                "it was sent; submit it again")
+        self._resend(self)
+
+    def _reopen(self) -> bool:
+        """Ready for another run: a failed Future goes back to pending (Future.retry), a
+        pending one (retries=) stays so. False if it finished or was cancelled. The base class
+        has no way back from FINISHED; its state is this subclass's to set, under its
+        condition."""
+        with self._condition:
+            if self._state == cf_base.FINISHED and self._exception is not None:
+                self._state = cf_base.PENDING
+                self._exception = None
+                self._result = None
+            elif self._state != cf_base.PENDING:
+                return False
+        self._status = "queued"
+        self._preempted_before = self._preempted
+        self._settled.clear()
+        return True
 
     @property
     def remote_id(self) -> str | None:
@@ -166,13 +241,40 @@ class Future(cf.Future):
         if self.done():
             return False
         try:
-            self._canceller(self._key)
+            self._canceller(self)
         except Exception:  # the session is gone: the call is lost anyway, cancel locally
             pass
         return self._cancel_locally()
 
     def __repr__(self) -> str:
         return f"<bulletin.Future {self._key} status={self._status}>"
+
+    def __reduce__(self):
+        # Anywhere inside a call's arguments, a Future resolves on the cluster.
+        return reduce_future(self)
+
+    def __await__(self):
+        """``await future`` in a coroutine: its value (or its error), without blocking the
+        event loop, Jupyter's included; a large result is fetched on a worker thread."""
+        return self._result_async().__await__()
+
+    async def _result_async(self):
+        __tracebackhide__ = True  # noqa: F841 (pytest and IPython hide this frame)
+        import asyncio
+        loop = asyncio.get_running_loop()
+        if not self.done():
+            waiter = loop.create_future()
+
+            def wake(_):
+                try:
+                    loop.call_soon_threadsafe(_wake, waiter)
+                except RuntimeError:  # the loop is closed: nobody awaits any more
+                    pass
+            self.add_done_callback(wake)
+            await waiter
+        if self._remote is not None:
+            return await loop.run_in_executor(None, self.result)
+        return self.result()
 
     # The dispatcher's side. Each method tolerates a future that is already done, because a
     # local cancel() can race with the runtime's terminal event.
@@ -220,6 +322,8 @@ class Future(cf.Future):
             self._status = "error"
         else:
             self._status = "finished"
+        if self._status != "error":
+            self._resend = None  # only a failed call runs again: let its arguments go
         super()._invoke_callbacks()
 
     def _settle(self, status: str, apply: Callable[[], None]) -> None:
@@ -242,7 +346,10 @@ class Future(cf.Future):
         self._settle("finished", lambda: self.set_result(None))
 
     def _set_error(self, exc: BaseException) -> None:
-        self._settle("error", lambda: self.set_exception(exc))
+        def fail():
+            self._error_tb = exc.__traceback__  # raised with it each time, never longer
+            self.set_exception(exc)
+        self._settle("error", fail)
 
     def _set_cancelled(self) -> None:
         self._cancel_locally()
@@ -266,11 +373,38 @@ class Future(cf.Future):
         self._sink = None
 
 
-def wait(fs: Iterable[cf.Future], timeout: float | None = None, return_when: str = ALL_COMPLETED):
-    """Waits for futures like concurrent.futures.wait: returns (done, not_done) sets."""
-    return cf.wait(fs, timeout=timeout, return_when=return_when)
+def _wake(waiter) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
-def as_completed(fs: Iterable[cf.Future], timeout: float | None = None):
-    """Yields futures as they finish, like concurrent.futures.as_completed."""
-    return cf.as_completed(fs, timeout=timeout)
+def _futures(fs, what: str) -> list:
+    """``fs`` as a list of futures (one Future or Ref alone is a list of one); anything else
+    in it is refused, naming it."""
+    if isinstance(fs, cf.Future) or _is_ref(fs):
+        return [fs]
+    try:
+        fs = list(fs)
+    except TypeError:
+        raise TypeError(f"{what} takes futures, got {fs!r}") from None
+    for f in fs:
+        if not isinstance(f, cf.Future) and not _is_ref(f):
+            raise TypeError(f"{what} takes futures (and Refs), got {f!r} (a {type(f).__name__})")
+    return fs
+
+
+def _is_ref(value) -> bool:
+    return isinstance(value, Ref)
+
+
+def wait(fs, timeout: float | str | None = None, return_when: str = ALL_COMPLETED):
+    """Waits for futures like concurrent.futures.wait: returns (done, not_done) sets. ``fs``
+    may be one Future; ``timeout`` a duration ("10 ms"); Refs count as done."""
+    if isinstance(timeout, cf.Future) or _is_ref(timeout):
+        raise TypeError("wait takes the futures as one list: wait([x, y]), not wait(x, y) "
+                        "(its second argument is the timeout)")
+    fs = _futures(fs, "wait")
+    refs = {f for f in fs if not isinstance(f, cf.Future)}
+    done, not_done = cf.wait([f for f in fs if f not in refs], timeout=parse_wait(timeout),
+                             return_when=return_when)
+    return cf_base.DoneAndNotDoneFutures(done | refs, not_done)

@@ -3,12 +3,13 @@
 The caller's thread pickles (a function once per object), uploads large arguments once (they
 stay in the store while the caller's object lives), waits for Future arguments without
 blocking (the call goes out once they finish, and their results stay on the cluster), and
-queues the spec; the submitter thread keeps one Submit RPC in flight and sends what queued
-meanwhile as the next batch, in order. Releases of objects go through the same queue.
+queues the spec for the submitter thread (``_submit_queue``). A failed call can be sent again
+under its Future (``Future.retry``, ``retries=``).
 """
 
 from __future__ import annotations
 
+import functools
 import queue
 import re
 import threading
@@ -17,21 +18,16 @@ import weakref
 from time import perf_counter
 from typing import Callable
 
-import grpc
-
+from ._arguments import CallArguments, InputCancelled, InputFailed
 from ._config import Options
 from ._connection import Connection, SessionStream
-from ._data._objects import Ref, StoreRef, encode
 from ._data._transfer import Transfer
 from ._decorators import RemoteFunction
-from ._errors import BulletinError, RuntimeFailure, RuntimeUnreachableError, SerializationError
+from ._errors import BulletinError, RuntimeUnreachableError
 from ._future import Future
 from ._proto import bulletin_pb2 as pb
-from ._serialize import FunctionPickles, callable_name, dumps_args, type_name
-
-# A Submit batch stays under the runtime's message limit (one spec may carry up to the inline
-# limit) and bounded in count.
-_BATCH_CALLS = 1000
+from ._serialize import FunctionPickles, callable_name
+from ._submit_queue import SubmitQueue
 
 
 class CallTable:
@@ -59,7 +55,11 @@ class CallTable:
 
     def add(self, future: Future) -> None:
         with self.lock:
-            self._futures[future.key] = future
+            self._futures[future._task_id] = future
+
+    def add_locked(self, future: Future) -> None:
+        """add() for a caller that holds the lock."""
+        self._futures[future._task_id] = future
 
     def get(self, key: str) -> Future | None:
         return self._futures.get(key)
@@ -91,100 +91,124 @@ def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")[:48] or "call"
 
 
-def encode_value(value, what: str):
-    try:
-        return encode(value)
-    except Exception as exc:
-        raise SerializationError(f"{what} (a {type_name(value)}) cannot be encoded: {exc}. "
-                                 "Pass something picklable instead.") from exc
+class _Call:
+    """One call: its spec, its arguments, and after it is queued what it takes to send it
+    again (Future.retry, retries=): the objects it uploaded, its inputs kept alive."""
 
+    __slots__ = ("spec", "_future", "arguments", "fn_encoded", "upload_fn", "waited", "sent",
+                 "uploads", "__weakref__")
 
-def _bulky(value, limit: int) -> bool:
-    """Large enough to travel as an object of its own (uploaded once, shared by calls)."""
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return len(value) > limit
-    nbytes = getattr(value, "nbytes", None)
-    return isinstance(nbytes, int) and nbytes > limit and not isinstance(value, type)
+    def __init__(self, spec, future: Future, arguments: CallArguments, fn_encoded,
+                 upload_fn: bool):
+        self.spec = spec
+        # Weak: the Future holds its call (for a retry), the call must not hold it back; the
+        # call table holds the Future while it is pending.
+        self._future = weakref.ref(future)
+        self.arguments = arguments
+        self.fn_encoded = fn_encoded
+        self.upload_fn = upload_fn
+        self.waited = False  # it waited for input Futures (Submitter._waiting)
+        self.sent = False  # queued for the runtime (else it ended before: an input failed)
+        self.uploads: list = []  # what it put in the store, to put there again for a retry
 
+    @property
+    def future(self) -> Future | None:
+        return self._future()
 
-class _Release:
-    """A queue entry: drop the session's hold on an object once earlier submits are in."""
-
-    __slots__ = ("oid",)
-
-    def __init__(self, oid: str):
-        self.oid = oid
+    @property
+    def task_id(self) -> str:
+        return self.spec.task_id
 
 
 class Submitter:
     """Turns calls into TaskSpecs and sends them, in batches, from its own thread."""
 
     def __init__(self, conn: Connection, session: SessionStream, transfer: Transfer,
-                 calls: CallTable, cancel: Callable[[str], None], inline_limit: int,
+                 calls: CallTable, inline_limit: int,
                  batch_bytes: int):
-        self._conn = conn
-        self._session = session
         self._transfer = transfer
         self._calls = calls
-        self._cancel = cancel
         self.inline_limit = inline_limit
-        self._batch_bytes = batch_bytes
         self.sent_functions: set[str] = set()
         self._pickles = FunctionPickles()
+        # The Futures of this client's calls that are still referenced (Client.futures).
+        self.futures: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+        # Calls waiting for their input Futures, by task id (under the call table's lock):
+        # one cancelled meanwhile is never sent.
+        self._waiting: dict[str, _Call] = {}
+        self._queue = SubmitQueue(conn, session, transfer, calls, inline_limit, batch_bytes,
+                                  self.sent_functions)
         # Large arguments stay in the store while the caller's object lives: id(obj) -> ids.
         self._kept: dict[int, tuple[weakref.ref, dict[str, weakref.finalize]]] = {}
-        # One Submit RPC at a time: specs queued while one is in flight go as the next batch
-        # (in order, which keeps a function's bytes first).
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._loop, name="bulletin-submitter",
-                                        daemon=True)
-
     def start(self) -> None:
-        self._thread.start()
+        self._queue.start()
 
     def stop(self) -> None:
         """Sends what is queued, then stops."""
-        self._queue.put(None)
+        self._queue.stop()
 
     def release(self, oid: str) -> None:
         """Drops the session's hold on an object, after every Submit queued before it has
         returned: the runtime has taken its own references for those calls first."""
         if self._calls.is_open():
-            self._queue.put(_Release(oid))
+            self._queue.release(oid)
+
+    def end_batch(self) -> None:
+        """The calls submitted so far leave without the ones submitted after."""
+        self._queue.end_batch()
 
     def submit(self, fn: Callable, args: tuple, kwargs: dict, options: Options,
-               blocking: bool = False) -> Future:
+               blocking: bool = False, key: str | None = None) -> Future:
+        """Queues one call; ``key`` (Dask's) starts its task id instead of the function's name
+        (ids stay unique: two calls never share one)."""
         self._calls.check_open()
         if isinstance(fn, RemoteFunction):
             fn = fn.local
         t0 = perf_counter()
         fn_id, fn_encoded = self._pickles.get(fn)
-        call = _PendingCall(self)
-        args = tuple(call.convert(a) for a in args)
-        kwargs = {k: call.convert(v) for k, v in kwargs.items()}
+        arguments = CallArguments(self, args, kwargs)
         t1 = perf_counter()
         upload_fn = fn_id not in self.sent_functions and fn_encoded.nbytes > self.inline_limit
         if upload_fn:
-            call.releases.append(self._transfer.acquire(fn_encoded))
+            arguments.releases.append(self._transfer.acquire(fn_encoded))
         spec = pb.TaskSpec(name=callable_name(fn), qos=options.qos, priority=options.priority,
                            credits=options.credits,
                            timeout_seconds=options.timeout, retries=options.retries)
         spec.resources.gpus = options.gpus
         spec.resources.cpus = options.cpus
         spec.resources.memory_bytes = options.memory
-        spec.task_id = f"{_slug(spec.name)}-{uuid.uuid4().hex}"
+        spec.task_id = f"{_slug(key or spec.name)}-{uuid.uuid4().hex}"
         spec.function.id, spec.function.size = fn_id, fn_encoded.nbytes
-        future = Future(spec.task_id, spec.name, self._cancel)
-        future._timings.update(serialize=t1 - t0 - call.upload_seconds,
-                               upload=call.upload_seconds)
+        future = Future(spec.task_id, spec.name, self.cancel)
+        future._timings.update(serialize=t1 - t0 - arguments.upload_seconds,
+                               upload=arguments.upload_seconds)
         if blocking:
             future._sink = queue.SimpleQueue()
+        call = _Call(spec, future, arguments, fn_encoded, upload_fn)
+        future._resend = functools.partial(self.resend, call)
+        future._retries = options.retries
+        self.futures[future.key] = future
         self._calls.add(future)
-        pending = [dep for dep in call.futures if not dep.done()]
-        if not pending:
-            self._send(call, spec, args, kwargs, fn_encoded, upload_fn, future)
+        try:
+            encoded = arguments.encode()
+            if not arguments.pending:
+                self._send(call, encoded)
+                return future
+        except (InputCancelled, InputFailed) as ended:
+            self._input_ended(call, ended)
             return future
-        # A Future argument resolves on the cluster: the call goes out once its inputs finish.
+        except BaseException:  # nothing was sent: the error is the caller's, at once
+            self._abandon(call)
+            raise
+        self._send_when_ready(call, arguments.pending)
+        return future
+
+    def _send_when_ready(self, call: _Call, pending: list[Future]) -> None:
+        """A Future argument resolves on the cluster: the call goes out once its inputs end,
+        unless it was cancelled meanwhile (see cancel())."""
+        call.waited = True
+        with self._calls.lock:
+            self._waiting[call.task_id] = call
         remaining = [len(pending)]
         lock = threading.Lock()
 
@@ -193,35 +217,78 @@ class Submitter:
                 remaining[0] -= 1
                 if remaining[0]:
                     return
+            if call.task_id not in self._waiting:
+                return  # cancelled while it waited
             try:
-                self._send(call, spec, args, kwargs, fn_encoded, upload_fn, future)
+                self._send(call, call.arguments.encode())
+            except (InputCancelled, InputFailed) as ended:
+                self._input_ended(call, ended)
             except BaseException as exc:
-                self._calls.pop(spec.task_id)
-                future._set_error(exc if isinstance(exc, BulletinError) else BulletinError(
-                    f"call {future.key} could not be sent once its inputs finished: {exc!r}"))
+                future = call.future
+                self._abandon(call)
+                if future is not None:
+                    future._set_error(exc if isinstance(exc, BulletinError) else BulletinError(
+                        f"call {future.key} could not be sent once its inputs finished: "
+                        f"{exc!r}"))
         for dep in pending:
             dep.add_done_callback(input_done)
-        return future
 
-    def _send(self, call: _PendingCall, spec, args: tuple, kwargs: dict, fn_encoded,
-              upload_fn: bool, future: Future) -> None:
-        """Encodes the arguments (Future inputs are done by now) and queues the submit."""
-        args = tuple(call.resolve(a) for a in args)
-        kwargs = {k: call.resolve(v) for k, v in kwargs.items()}
-        try:
-            args_encoded = encode((args, kwargs))
-        except Exception:
-            dumps_args(args, kwargs)  # raises a SerializationError naming the argument
-            raise
+    def _input_ended(self, call: _Call, ended: Exception) -> None:
+        """As in Dask: a call whose input was cancelled is cancelled, one whose input failed
+        fails with the input's error; it is never sent."""
+        future = call.future
+        self._abandon(call)
+        if future is None:
+            return
+        if isinstance(ended, InputCancelled):
+            future._set_cancelled()
+        else:
+            future._set_error(ended.error_for(future.key))
+
+    def cancel(self, future: Future) -> None:
+        """Cancels a call wherever it is: one waiting for its inputs or queued here is never
+        sent; one in a Submit in flight is cancelled as soon as the runtime has accepted it;
+        one the runtime knows is cancelled there. (The Future's canceller.)"""
+        with self._calls.lock:
+            future._cancel_asked = True  # a retry about to be sent sees it (resend)
+            task_id = future._task_id
+            waiting = self._waiting.pop(task_id, None)
+            if waiting is None and self._queue.cancel_locked(task_id):
+                return
+        if waiting is not None:
+            self._abandon(waiting)
+            return
+        self._queue.send_cancel(task_id)
+
+    def _abandon(self, call: _Call) -> None:
+        """A call that will not be sent: forgotten, its holds dropped."""
+        self._calls.pop(call.task_id)
+        with self._calls.lock:
+            self._waiting.pop(call.task_id, None)
+        self._drop_holds(call.arguments)
+
+    def _drop_holds(self, arguments: CallArguments) -> None:
+        for oid in arguments.releases:
+            self._transfer.release(oid)
+        arguments.releases.clear()
+
+    def _send(self, call: _Call, args_encoded) -> None:
+        """Puts the encoded arguments in the spec (inline, or uploaded) and queues it."""
+        spec, future, arguments = call.spec, call.future, call.arguments
+        if call.sent:
+            raise RuntimeError(f"call {spec.task_id} was queued twice; this is a bulletin bug")
         args_id = args_encoded.digest()
         spec.args.id, spec.args.size = args_id, args_encoded.nbytes
         if args_encoded.nbytes > self.inline_limit:
             start = perf_counter()
-            call.releases.append(self._transfer.acquire(args_encoded))
-            future._timings["upload"] = future._timings.get("upload", 0) + perf_counter() - start
+            arguments.releases.append(self._transfer.acquire(args_encoded))
+            call.uploads.append(args_encoded)
+            if future is not None:
+                future._timings["upload"] = (future._timings.get("upload", 0)
+                                             + perf_counter() - start)
         else:
             spec.args.inline_data = args_encoded.to_bytes()
-        for oid, size in call.refs.items():
+        for oid, size in arguments.refs.items():
             spec.refs.add(id=oid, size=size)
         fn_id = spec.function.id
         # Deciding "inline or id only" and queueing under one lock keeps the message that
@@ -230,14 +297,79 @@ class Submitter:
         # It is the call table's lock: close() cannot slip in between the check and the put.
         with self._calls.lock:
             self._calls.check_open()
+            if call.waited and self._waiting.pop(spec.task_id, None) is not call:
+                return  # cancelled while it waited for its inputs; cancel() dropped its holds
+            first_use = None
             if fn_id not in self.sent_functions:
-                if not upload_fn:
-                    spec.function.inline_data = fn_encoded.to_bytes()
+                if not call.upload_fn:
+                    spec.function.inline_data = call.fn_encoded.to_bytes()
                 self.sent_functions.add(fn_id)
-            self._queue.put(spec)
-        for oid in call.releases:
-            self._transfer.release(oid)
-        call.releases.clear()
+                first_use = (fn_id, call.fn_encoded)
+            self._queue.put_locked(spec, first_use)
+            call.sent = True
+        call.uploads.extend(arguments.uploads)
+        arguments.sent()
+        self._drop_holds(arguments)
+
+    def resend(self, call: _Call, future: Future, retries_left: int | None = None) -> None:
+        """Runs a call again under its Future, with a new task id: a failed one
+        (Future.retry), or one whose function raised while retries remain (``retries_left``:
+        what the runtime may still spend on lost workers and dead executors)."""
+        if not future._reopen():
+            return
+        task_id = f"{_slug(call.spec.name)}-{uuid.uuid4().hex}"
+        if not call.sent:  # an input failed: that input runs again, then this call
+            for dep in call.arguments.inputs:
+                if isinstance(dep, Future) and dep.status == "error":
+                    dep.retry()
+            with self._calls.lock:
+                call.spec.task_id = future._task_id = task_id
+            call.waited = False
+            self._calls.add(future)
+            pending = [dep for dep in call.arguments.inputs
+                       if isinstance(dep, Future) and not dep.done()]
+            if pending:
+                self._send_when_ready(call, pending)
+                return
+            try:
+                self._send(call, call.arguments.encode())
+            except (InputCancelled, InputFailed) as ended:
+                self._input_ended(call, ended)
+            return
+        spec = pb.TaskSpec()
+        spec.CopyFrom(call.spec)
+        spec.task_id = task_id
+        if retries_left is not None:
+            spec.retries = max(0, retries_left)
+        # What the call names must be in the store again: the runtime let its objects go
+        # when the last run ended (acquire uploads only what is gone).
+        holds = [self._transfer.acquire(encoded) for encoded in call.uploads]
+        try:
+            with self._calls.lock:
+                self._calls.check_open()
+                if future._cancel_asked:
+                    return
+                future._task_id = task_id
+                self._calls.add_locked(future)
+                self._queue.put_locked(spec)
+        finally:
+            for oid in holds:
+                self._transfer.release(oid)
+
+    def retry_raised(self, future: Future, envelope: dict) -> bool:
+        """retries=: a call whose function raised runs again while its retries last (as in
+        Dask; the runtime's own retries cover lost workers and dead executors). True if it
+        was sent again. bulletin's own errors (an unpicklable result, arguments that would
+        not load) are not retried: they would fail the same way."""
+        future._raised += 1
+        failed_runs = future._failed_runs()
+        if (failed_runs > future._retries or future._resend is None
+                or str(envelope.get("type", "")).startswith("bulletin.")):
+            return False
+        future._note(f"raised {envelope.get('type')}; running it again (attempt "
+                     f"{future.attempts + 1} of at most {future._retries + 1 + future.preempted})")
+        future._resend(future, retries_left=future._retries - failed_runs)
+        return True
 
     def keep_while_alive(self, value, encoded) -> tuple[str, bool]:
         """Holds a large argument in the store while ``value`` lives; (id, held for good).
@@ -269,92 +401,3 @@ class Submitter:
         if kept is not None and kept[0]() is None:
             del self._kept[key]
         self._transfer.release(oid)
-
-    def _loop(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            batch, releases, size = [], [], 0
-            while True:
-                if isinstance(item, _Release):
-                    releases.append(item.oid)
-                else:
-                    batch.append(item)
-                    size += item.ByteSize()
-                if len(batch) >= _BATCH_CALLS or size >= self._batch_bytes:
-                    break
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    self._queue.put(None)  # stop after sending what came before it
-                    break
-            if batch:
-                try:
-                    self._conn.stub.Submit(pb.SubmitRequest(session_id=self._session.session_id,
-                                                            tasks=batch),
-                                           metadata=self._conn.metadata)
-                except Exception as exc:  # noqa: BLE001 - every failure fails the batch's calls
-                    self._fail_batch(batch, exc)
-            if releases:
-                self._session.send(pb.ClientMessage(release=pb.ReleaseObjects(ids=releases)))
-
-    def _fail_batch(self, batch: list, error) -> None:
-        if error is None:
-            return
-        if isinstance(error, grpc.RpcError):
-            failure = self._conn.error(error, "the submission")
-        else:
-            failure = RuntimeFailure(f"bulletin could not submit: {error!r}")
-        for spec in batch:
-            future = self._calls.pop(spec.task_id)
-            if future is not None:
-                future._set_error(failure)
-
-
-class _PendingCall:
-    """The objects one submit refers to, and the holds to drop once it is queued."""
-
-    def __init__(self, submitter: Submitter):
-        self.submitter = submitter
-        self.refs: dict[str, int] = {}
-        self.releases: list[str] = []
-        self.futures: list[Future] = []
-        self.upload_seconds = 0.0
-
-    def convert(self, value):
-        if isinstance(value, Ref):
-            self.refs[value.id] = value.nbytes
-            return StoreRef(value.id)
-        if isinstance(value, Future):
-            self.futures.append(value)
-            return value
-        if _bulky(value, max(self.submitter.inline_limit, 1 << 16)):
-            encoded = encode_value(value, "an argument")
-            start = perf_counter()
-            oid, kept = self.submitter.keep_while_alive(value, encoded)
-            self.upload_seconds += perf_counter() - start
-            if not kept:
-                self.releases.append(oid)
-            self.refs[oid] = encoded.nbytes
-            return StoreRef(oid)
-        return value
-
-    def resolve(self, value):
-        """A done Future argument: its result stays on the cluster when it is still there."""
-        if not isinstance(value, Future):
-            return value
-        if value.cancelled():
-            raise BulletinError(f"an argument is the future of call {value.key}, which was "
-                                "cancelled; nothing was sent")
-        error = value.exception()
-        if error is not None:
-            raise BulletinError(f"an argument is the future of call {value.key}, which failed: "
-                                f"{error!r}; nothing was sent") from error
-        oid = value.remote_id
-        if oid is not None:
-            self.refs[oid] = value._remote[1] if value._remote else 0
-            return StoreRef(oid)
-        return self.convert(value.result())

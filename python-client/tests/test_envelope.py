@@ -1,4 +1,5 @@
 import sys
+import traceback
 
 import cloudpickle
 import pytest
@@ -14,11 +15,57 @@ def raised(exc):
         return make_envelope(caught)
 
 
-def test_importable_exception_comes_back_with_its_type_and_remote_traceback_as_cause():
-    exc = exception_from_envelope(raised(ValueError("bad lr")), "train-1")
-    assert type(exc) is ValueError and str(exc) == "bad lr"
+def remote_function(lr):
+    raise ValueError(f"bad lr {lr}")
+
+
+def raised_in(fn, *args):
+    try:
+        fn(*args)
+    except BaseException as caught:
+        return make_envelope(caught, caught.__traceback__.tb_next)  # as the executor does
+
+
+def test_importable_exception_comes_back_with_its_type_and_the_remote_frames():
+    exc = exception_from_envelope(raised_in(remote_function, 0.1), "train-1")
+    assert type(exc) is ValueError and str(exc) == "bad lr 0.1"
+    frames = traceback.extract_tb(exc.__traceback__)
+    assert [f.name for f in frames] == ["remote_function"]
+    assert frames[0].filename == __file__ and 'raise ValueError(f"bad lr {lr}")' in frames[0].line
+    assert exc.__cause__ is None  # nothing was chained remotely
+
+
+def test_what_a_remote_exception_was_raised_from_is_its_cause():
+    def chained():
+        try:
+            {}["missing"]
+        except KeyError as error:
+            raise RuntimeError("lookup failed") from error
+
+    exc = exception_from_envelope(raised_in(chained))
     assert isinstance(exc.__cause__, bulletin.RemoteTraceback)
-    assert "ValueError: bad lr" in str(exc.__cause__)
+    assert "KeyError: 'missing'" in str(exc.__cause__)
+
+
+def test_a_long_message_is_cut_saying_how_much():
+    exc = exception_from_envelope(raised(ValueError("a" * 100_000)))
+    message = str(exc)
+    assert len(message) < 5000 and "a" * 100 in message
+    assert "characters cut" in message and f"{100_000 - 3800:,} of 100,000" in message
+    envelope = raised(ValueError("b" * 100_000))
+    assert len(envelope["message"]) < 5000 and len(envelope["traceback"]) < 20_000
+
+
+def test_bulletins_own_frames_are_dropped_from_the_top():
+    from bulletin._future import Future
+    from bulletin._nested import replace_futures
+
+    def users_code(future):
+        return 1 / 0
+
+    # The call enters bulletin's code first (replace_futures, rebuild), which calls the user's.
+    envelope = raised_in(replace_futures, [Future("k", "k", None)], users_code)
+    assert [frame[2] for frame in envelope["frames"]] == ["users_code"]
 
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="add_note is 3.11+")

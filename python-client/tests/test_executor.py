@@ -68,6 +68,27 @@ def test_store_refs_in_the_arguments_are_mapped_zero_copy(store):
     assert value == (float(big.sum() * 2.0), False, True)
 
 
+def test_store_refs_anywhere_inside_the_arguments_are_resolved(store):
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Pair:
+        left: object
+        right: object
+
+    a, b = store.put([1, 2, 3]), store.put("text")
+    nested = {"list": [StoreRef(a), (StoreRef(b), {StoreRef(b)})], "pair": Pair(StoreRef(a), 1)}
+
+    def shape(value, *, extra):
+        return (value["list"][0], value["list"][1][0], value["list"][1][1],
+                value["pair"].left, value["pair"].left is value["list"][0], extra)
+
+    kind, value = run(Executor(store.path), store, shape, nested, extra=[StoreRef(b)],
+                      refs={a: str(store.path / a), b: str(store.path / b)})
+    assert kind == "ok", value
+    assert value == ([1, 2, 3], "text", {"text"}, [1, 2, 3], True, ["text"])
+
+
 def test_an_argument_returned_as_is_keeps_its_id_and_is_not_written_again(store):
     import numpy as np
     big = np.arange(1 << 20, dtype=np.float32)

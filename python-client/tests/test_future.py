@@ -28,7 +28,7 @@ def test_running_status_does_not_block_cancel(future, cancels):
     future._set_status("running")
     assert future.running()
     assert future.cancel() is True
-    assert cancels == ["train-1"]
+    assert cancels == [future]
     assert future.cancelled() and future.status == "cancelled"
     with pytest.raises(cf.CancelledError):
         future.result(timeout=0)
@@ -128,3 +128,63 @@ def test_done_callbacks_see_the_final_status(future, end, expected):
     future.add_done_callback(lambda f: seen.append((f.status, f.done())))
     end(future)
     assert seen == [(expected, True)]
+
+
+def test_waits_take_durations_as_strings(future):
+    with pytest.raises(cf.TimeoutError):
+        future.result(timeout="10 ms")
+    with pytest.raises(cf.TimeoutError):
+        future.exception(timeout="0.01s")
+    done, not_done = bulletin.wait([future], timeout="10 ms")
+    assert not done and not_done == {future}
+    with pytest.raises(bulletin.InvalidArgumentError, match="timeout='soon'"):
+        future.result(timeout="soon")
+
+
+def test_wait_takes_one_future_and_counts_refs_as_done(future):
+    ref = bulletin.Ref("a" * 32, 8, "pickle", lambda oid: None)
+    future._set_finished(1)
+    assert bulletin.wait(future) == ({future}, set())
+    assert bulletin.wait([future, ref]).done == {future, ref}
+
+
+def test_wait_refuses_what_is_not_a_future_and_a_future_as_timeout(future):
+    with pytest.raises(TypeError, match="takes futures"):
+        bulletin.wait([1, 2])
+    with pytest.raises(TypeError, match=r"wait\(\[x, y\]\)"):
+        bulletin.wait(future, future)
+
+
+def test_traceback_is_the_errors_and_none_without_one(future, cancels):
+    try:
+        raise ValueError("here")
+    except ValueError as exc:
+        error = exc
+    future._set_error(error)
+    assert future.traceback() is error.__traceback__ is not None
+    other = Future("t-2", "t", cancels.append)
+    other._set_finished(1)
+    assert other.traceback() is None
+
+
+def test_retry_runs_a_failed_call_again_under_the_same_future(future):
+    sent = []
+    future._resend = lambda f: (sent.append(f), f._reopen())
+    future._set_finished(1)
+    future.retry()  # finished: nothing to do
+    assert sent == []
+    other = Future("t-2", "t", lambda key: None)
+    def resend(f):
+        sent.append(f)
+        f._reopen()
+        f._task_id = "t-2-again"
+
+    other._resend = resend
+    seen = []
+    other.add_done_callback(lambda f: seen.append(f.status))
+    other._set_error(ValueError("flaky"))
+    other.retry()
+    assert sent == [other] and not other.done() and other.status == "queued"
+    assert other.key == "t-2" and other._task_id == "t-2-again"
+    other._set_finished(3)
+    assert other.result(timeout=1) == 3 and seen == ["error", "finished"]

@@ -17,6 +17,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from .._codec import decode, encode, peek_kind  # noqa: F401
+from .._placeholders import stored_object
+from .._ref import Ref  # noqa: F401 (the client's handle of a store object)
 
 STAGE_PREFIX = ".stage-"
 
@@ -31,7 +33,7 @@ class StoreRef:
         self.id = oid
 
     def __reduce__(self):
-        return (StoreRef, (self.id,))
+        return stored_object, (self.id,)
 
     def __repr__(self) -> str:
         return f"StoreRef({self.id})"
@@ -116,33 +118,3 @@ def open_object(path: str | Path):
     finally:
         os.close(fd)
     return decode(pa.py_buffer(mapped))
-
-
-class Ref:
-    """An object kept in the cluster's store by ``Client.scatter``: pass it as an argument and
-    the executor gets the value; it is never uploaded again. Dropping the last Python reference
-    to it (or closing its client) lets the store free it."""
-
-    def __init__(self, oid: str, nbytes: int, kind: str, release):
-        self.id = oid
-        self.nbytes = nbytes
-        self.kind = kind
-        self._release = release
-
-    def release(self) -> None:
-        release, self._release = self._release, None
-        if release is not None:
-            release(self.id)
-
-    def __del__(self):
-        try:
-            self.release()
-        except Exception:
-            pass
-
-    def __reduce__(self):
-        # Nested inside another argument (a list, a dict), a Ref still resolves remotely.
-        return (StoreRef, (self.id,))
-
-    def __repr__(self) -> str:
-        return f"<bulletin.Ref {self.id} {self.kind} {self.nbytes} bytes>"

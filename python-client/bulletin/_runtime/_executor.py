@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .._envelope import make_envelope as envelope
-from .._data._objects import StoreRef, encode, open_object, write_file
+from .._data._objects import encode, open_object, write_file
 from .._data._write_maps import RECYCLE_MIN, WriteMappings
 from . import _preempt
+from ._arguments import load_arguments
 from .._errors import BulletinError, ResultSerializationError
 
 _LOG_PREFIX = "[bulletin executor]"
@@ -313,23 +314,7 @@ class Executor:
     def _arguments(args_path: str, paths: dict):
         """The call's arguments, and the values that came from store objects: id to
         (value, path)."""
-        args, kwargs = open_object(args_path)
-        values: dict[str, object] = {}
-        if not paths:
-            return args, kwargs, {}
-
-        def resolve(value):
-            if not isinstance(value, StoreRef):
-                return value
-            if value.id not in values:
-                if value.id not in paths:
-                    raise BulletinError(f"argument object {value.id} was not sent with the call")
-                values[value.id] = open_object(paths[value.id])
-            return values[value.id]
-
-        args = tuple(resolve(a) for a in args)
-        kwargs = {k: resolve(v) for k, v in kwargs.items()}
-        return args, kwargs, {oid: (value, paths[oid]) for oid, value in values.items()}
+        return load_arguments(args_path, paths)
 
     def _store(self, pending: _Pending):
         """Writes the result where the agent expects it (the agent publishes it atomically), or

@@ -155,8 +155,10 @@ def test_a_slurm_worker_near_its_walltime_drains_and_is_replaced(tmp_path):
     try:
         with head.client() as client:
             gate = tmp_path / "gate"
-            first = client.submit(wait_for_file, str(gate), first_wait, gpus=1,
-                                  timeout=first_wait + 10)
+            # wait_for_file has a timeout parameter of its own: the call's timeout is set on
+            # the function (a timeout= keyword would be wait_for_file's).
+            waiting = bulletin.gpu(wait_for_file, timeout=first_wait + 10)
+            first = client.submit(waiting, str(gate), first_wait)
             wait_until(lambda: first.status == "running", timeout=SCALE_SECONDS,
                        what="the first call to start")
             old = first.placement.worker_id

@@ -1,0 +1,61 @@
+"""A remote exception's frames as a real traceback, so that it prints like a local one.
+
+The executor sends each frame as (filename, line number, function name, source line); here
+each becomes a frame object whose code has that file and function name (compiled from a
+one-statement stub, run once to get a frame, as Jinja2 and tblib do), chained with
+``types.TracebackType``. ``tb_lasti`` is -1: no instruction of the stub stands for the
+remote one, so printers take the line number from the traceback, not from the stub's code.
+Remote source lines this process cannot read are registered in ``linecache`` for their file,
+so tracebacks show them (a notebook's own cells are there already).
+"""
+
+from __future__ import annotations
+
+import linecache
+import sys
+import types
+
+
+class _Marker(Exception):
+    pass
+
+
+def build_traceback(frames) -> types.TracebackType | None:
+    """The traceback of ``frames``, outermost first: (filename, lineno, name, line) each."""
+    tb = None
+    for filename, lineno, name, line in reversed(list(frames)):
+        try:
+            frame = _frame(str(filename), str(name))
+            lineno = int(lineno)
+            tb = types.TracebackType(tb, frame, -1, lineno)
+        except Exception:  # a frame that cannot be rebuilt is left out, never the error
+            continue
+        if line:
+            _remember_line(str(filename), lineno, str(line))
+    return tb
+
+
+def _frame(filename: str, name: str) -> types.FrameType:
+    code = compile("raise _marker", filename, "exec")
+    if sys.version_info >= (3, 11):
+        code = code.replace(co_name=name, co_qualname=name)
+    else:
+        code = code.replace(co_name=name)
+    try:
+        exec(code, {"_marker": _Marker(), "__name__": "bulletin_remote"})
+    except _Marker:
+        return sys.exc_info()[2].tb_next.tb_frame
+    raise RuntimeError("the frame stub did not raise")
+
+
+def _remember_line(filename: str, lineno: int, line: str) -> None:
+    """Makes ``line`` the source of ``filename:lineno`` for tracebacks, where this process
+    has no source of its own for that file (a module only the executor has)."""
+    if linecache.getline(filename, lineno):
+        return
+    entry = linecache.cache.get(filename)
+    lines = list(entry[2]) if entry and len(entry) == 4 and entry[1] is None else []
+    lines += [""] * (lineno - len(lines))
+    lines[lineno - 1] = line if line.endswith("\n") else line + "\n"
+    # mtime None: linecache.checkcache keeps the entry (as for sources loaders provide).
+    linecache.cache[filename] = (len("".join(lines)), None, lines, filename)
