@@ -38,14 +38,17 @@ _CANCEL_ACK_SECONDS = 2.0
 class Client:
     """A connection to a bulletin runtime; the latest one created is the default.
 
-    ``Client(address=None, *, token=None, connect_timeout=3.0)``: the address defaults to
-    $BULLETIN_ADDRESS, then $BULLETIN_HOME/runtime.json, then 127.0.0.1:8770; the token to
-    $BULLETIN_TOKEN, then $BULLETIN_HOME/token.
+    ``Client(address=None, *, token=None, connect_timeout=3.0, ca=None)``: the address
+    defaults to $BULLETIN_ADDRESS, then $BULLETIN_HOME/runtime.json, then 127.0.0.1:8770; the
+    token to $BULLETIN_TOKEN, then $BULLETIN_HOME/token. ``ca``: the cluster's CA certificate
+    (a PEM file: a copy of the head's $BULLETIN_HOME/ca.pem) to check a TLS runtime with;
+    defaults to $BULLETIN_CA, then runtime.json (on the head's host), then
+    $BULLETIN_HOME/ca.pem; without one the client speaks plaintext. ``ca=False``: plaintext.
     """
 
     def __init__(self, address: str | None = None, *, token: str | None = None,
-                 connect_timeout: float = 3.0, set_as_default: bool = True):
-        self._conn = Connection(address, token, connect_timeout)
+                 connect_timeout: float = 3.0, ca=None, set_as_default: bool = True):
+        self._conn = Connection(address, token, connect_timeout, ca=ca)
         hello = self._conn.hello
         self.address = self._conn.address
         self.user, self.group = hello.user, hello.group
