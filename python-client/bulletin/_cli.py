@@ -285,7 +285,8 @@ def _status(args) -> int:
         reply = conn.call(conn.stub.Status, pb.StatusRequest(), "Status")
     finally:
         conn.close()
-    print(f"runtime {conn.address}, version {conn.hello.runtime_version}, "
+    print(f"runtime {conn.address} ({'TLS' if conn.tls.enabled else 'plaintext'}), "
+          f"version {conn.hello.runtime_version}, "
           f"you are {conn.hello.user} ({conn.hello.group})")
     print(ClusterStatus._from_proto(reply))
     return 0

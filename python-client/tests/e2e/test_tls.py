@@ -95,6 +95,61 @@ def test_a_wrong_ca_is_refused_naming_the_ca_used(tls_head, other_ca):
     assert f"{other_ca} (from --ca)" in worker.stderr
 
 
+def _own_certificate(folder):
+    """A CA of the site's and an RSA certificate it signed for localhost, the key in PKCS#1
+    (`BEGIN RSA PRIVATE KEY`): what an admin brings, unlike what `bulletin up` makes."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "site CA")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
+          .public_key(ca_key.public_key()).serial_number(1)
+          .not_valid_before(now - datetime.timedelta(hours=1))
+          .not_valid_after(now + datetime.timedelta(days=2))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    cert = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")]))
+            .issuer_name(ca_name).public_key(key.public_key()).serial_number(2)
+            .not_valid_before(now - datetime.timedelta(hours=1))
+            .not_valid_after(now + datetime.timedelta(days=2))
+            .add_extension(x509.SubjectAlternativeName([
+                x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    paths = folder / "site-ca.pem", folder / "own.pem", folder / "own-key.pem"
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.TraditionalOpenSSL,
+                                           serialization.NoEncryption()))
+    return paths
+
+
+def test_up_serves_your_own_certificate_and_records_its_ca(tmp_path, monkeypatch):
+    site_ca, cert, key = _own_certificate(tmp_path)
+    home = tmp_path / "home"
+    cluster = start_cluster(home, "--tls-cert", str(cert), "--tls-key", str(key), "--tls-ca",
+                            str(site_ca), gpus=0, cpus=1)
+    try:
+        assert cluster.info["tls"] is True and cluster.info["ca"] == str(site_ca)
+        assert not (home / "ca.pem").exists()  # no cluster CA made: the site's is used
+        monkeypatch.setenv("BULLETIN_HOME", str(home))
+        with cluster.client() as client:  # finds the site's CA through runtime.json
+            assert client._conn.tls.path == site_ca
+            assert client.submit(pow, 2, 10).result(timeout=60) == 1024
+    finally:
+        cluster.stop()
+
+
 DRIVER = textwrap.dedent("""
     import json, socket, time
     import numpy as np

@@ -247,6 +247,17 @@ class TlsGateTest {
   }
 
   @Test
+  void aTlsClientWithAnUnknownTicketIsToldWhyInsideTls() throws Exception {
+    try (TlsChannel client = dial(trustsCluster, "127.0.0.1")) {
+      header(client, new byte[BulkTickets.TICKET_BYTES]);
+      assertEquals(BulkWire.REFUSED, readFully(client, 1).get());
+      String message = new String(readFully(client, readFully(client, 4).getInt()).array());
+      assertTrue(message.contains("ticket"), message);
+    }
+    assertTrue(admitted.isEmpty());
+  }
+
+  @Test
   void aClientThatTrustsAnotherCaOrDialledAnotherNameRefusesTheServer() throws Exception {
     ObjectKey key = ObjectKey.of("ada", "c".repeat(32));
     byte[] ticket = ticketFor(key, BulkTickets.Direction.PUT, 16);
