@@ -267,7 +267,7 @@ def resolve_ca(ca=None, address: str | None = None,
     state = home()
     info = read_runtime_info(state)
     looked = [given_as, "$BULLETIN_CA"]
-    if info is not None and address is not None and info.get("address") == address:
+    if info is not None and address is not None and _describes(str(info.get("address")), address):
         source = str(state / "runtime.json")
         if not info.get("tls"):
             return CaChoice(False, None, f"{source} says the runtime speaks plaintext")
@@ -279,6 +279,19 @@ def resolve_ca(ca=None, address: str | None = None,
         return CaChoice(True, copy, str(copy))
     looked.append(str(copy))
     return CaChoice(False, None, "no CA found", tuple(looked))
+
+
+def _describes(recorded: str, dialled: str) -> bool:
+    """Whether runtime.json's address and the one dialled reach the same runtime: equal, or the
+    same port on a name of this machine (localhost, its host name) where runtime.json has
+    loopback (the runtime records 127.0.0.1 when it listens on every address)."""
+    if recorded == dialled:
+        return True
+    host, _, port = dialled.rpartition(":")
+    recorded_host, _, recorded_port = recorded.rpartition(":")
+    if port != recorded_port or not is_loopback(recorded_host):
+        return False
+    return is_loopback(host) or host.strip("[]") in (socket.gethostname(), socket.getfqdn())
 
 
 def _readable(path: Path, source: str) -> Path:

@@ -146,7 +146,10 @@ def test_which_ca_a_client_trusts(tls_env, monkeypatch, tmp_path):
     (tls_env / "runtime.json").write_text(json.dumps(
         {"address": "127.0.0.1:9", "tls": False, "ca": None}))
     assert not _tls.resolve_ca(None, "127.0.0.1:9").enabled  # the local runtime: plaintext
+    assert not _tls.resolve_ca(None, "localhost:9").enabled  # by another name of this host
+    assert not _tls.resolve_ca(None, f"{socket.gethostname()}:9").enabled
     assert _tls.resolve_ca(None, "10.0.0.1:8770").enabled  # another address: the copy
+    assert _tls.resolve_ca(None, "localhost:10").enabled  # another port: not that runtime
     (tls_env / "runtime.json").write_text(json.dumps(
         {"address": "127.0.0.1:9", "tls": True, "ca": str(files.ca)}))
     assert _tls.resolve_ca(None, "127.0.0.1:9").source.endswith("runtime.json")

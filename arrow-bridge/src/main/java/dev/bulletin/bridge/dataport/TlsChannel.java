@@ -5,6 +5,8 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.ByteChannel;
 import java.nio.channels.SocketChannel;
+import java.util.ArrayList;
+import java.util.List;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLEngine;
 import javax.net.ssl.SSLEngineResult;
@@ -27,6 +29,7 @@ public final class TlsChannel implements ByteChannel {
   /** Ciphertext read from the socket at once: many 16 KiB records per system call. */
   private static final int NET_BUFFER_BYTES = 256 << 10;
   private static final ByteBuffer EMPTY = ByteBuffer.allocate(0);
+  private static final String PREFERRED_SUITE = "TLS_AES_128_GCM_SHA256";
   /** {@link #unwrap}: netIn holds no whole record. */
   private static final int NEED_INPUT = -2;
   /** {@link #unwrap}: the peer closed the TLS session. */
@@ -58,6 +61,17 @@ public final class TlsChannel implements ByteChannel {
   public static TlsChannel server(SocketChannel socket, SSLContext context) {
     SSLEngine engine = context.createSSLEngine();
     engine.setUseClientMode(false);
+    // AES-128-GCM first (clients offer AES-256 first): bulk transfers spend their CPU in the
+    // cipher, and AES-128 takes 10 rounds where AES-256 takes 14. It is TLS 1.3's
+    // mandatory suite; every client has it.
+    SSLParameters parameters = engine.getSSLParameters();
+    List<String> suites = new ArrayList<>(List.of(parameters.getCipherSuites()));
+    if (suites.remove(PREFERRED_SUITE)) {
+      suites.add(0, PREFERRED_SUITE);
+    }
+    parameters.setCipherSuites(suites.toArray(String[]::new));
+    parameters.setUseCipherSuitesOrder(true);
+    engine.setSSLParameters(parameters);
     return new TlsChannel(socket, engine);
   }
 
