@@ -26,7 +26,12 @@ import javax.net.ssl.SSLParameters;
  * Not thread-safe: one reader-writer at a time, as the data port's protocol is.
  */
 public final class TlsChannel implements ByteChannel {
-  /** Ciphertext read from the socket at once: many 16 KiB records per system call. */
+  /**
+   * Ciphertext moved per system call once the socket blocks (a data thread's transfer): many
+   * 16 KiB records each time. Until then (the header gate) the buffers hold one record: the
+   * gate keeps up to thousands of pending connections, and a flood of them must not take
+   * gigabytes.
+   */
   private static final int NET_BUFFER_BYTES = 256 << 10;
   private static final ByteBuffer EMPTY = ByteBuffer.allocate(0);
   private static final String PREFERRED_SUITE = "TLS_AES_128_GCM_SHA256";
@@ -47,14 +52,26 @@ public final class TlsChannel implements ByteChannel {
   private ByteBuffer netOut;
   /** Plaintext unwrapped, not yet read; between position and limit (read mode). */
   private ByteBuffer appIn;
+  /** Whether netIn and netOut have their transfer size (see {@link #NET_BUFFER_BYTES}). */
+  private boolean bulk;
 
   private TlsChannel(SocketChannel socket, SSLEngine engine) {
     this.socket = socket;
     this.engine = engine;
     int packet = engine.getSession().getPacketBufferSize();
-    this.netIn = ByteBuffer.allocateDirect(Math.max(NET_BUFFER_BYTES, packet)).flip();
-    this.netOut = ByteBuffer.allocateDirect(Math.max(NET_BUFFER_BYTES, packet)).flip();
-    this.appIn = ByteBuffer.allocateDirect(engine.getSession().getApplicationBufferSize()).flip();
+    this.netIn = ByteBuffer.allocate(packet).flip();
+    this.netOut = ByteBuffer.allocate(packet).flip();
+    this.appIn = ByteBuffer.allocate(engine.getSession().getApplicationBufferSize()).flip();
+  }
+
+  /** Once the socket blocks, large direct buffers (keeping what the small ones hold). */
+  private void sizeForTransfer() {
+    if (bulk || !socket.isBlocking()) {
+      return;
+    }
+    bulk = true;
+    netIn = ByteBuffer.allocateDirect(NET_BUFFER_BYTES).put(netIn).flip();
+    netOut = ByteBuffer.allocateDirect(NET_BUFFER_BYTES).put(netOut).flip();
   }
 
   /** The server side of an accepted connection. */
@@ -248,6 +265,7 @@ public final class TlsChannel implements ByteChannel {
 
   /** Wraps src (or a handshake message) into netOut and sends it; returns the bytes taken. */
   private int wrap(ByteBuffer src) throws IOException {
+    sizeForTransfer();
     int packet = engine.getSession().getPacketBufferSize();
     netOut.compact();
     int consumed = 0;
@@ -285,6 +303,7 @@ public final class TlsChannel implements ByteChannel {
    * of the stream after the handshake (during it, the peer's leaving is an error).
    */
   private int fill() throws IOException {
+    sizeForTransfer();
     netIn.compact();
     int read;
     try {

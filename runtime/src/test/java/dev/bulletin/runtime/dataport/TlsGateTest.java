@@ -54,8 +54,9 @@ import org.junit.jupiter.api.io.TempDir;
  * own generator, {@code bulletin._tls}, run with BULLETIN_TEST_PYTHON) loaded by
  * {@link TlsSetup}: the header gate runs the handshake without blocking and admits a TLS
  * connection with a valid ticket, whose stream then moves an object each way through
- * {@link BulkIo} with matching CRCs; a plaintext connection, a client that trusts another CA
- * and a client that dialled a name the certificate does not carry are never admitted.
+ * {@link BulkIo} with matching CRCs, also past a flood of idle connections; a plaintext
+ * connection, a client that trusts another CA and a client that dialled a name the certificate
+ * does not carry are never admitted.
  */
 class TlsGateTest {
   /** Over the 4 MiB receive buffers and the 64 MiB send windows, not a multiple of either. */
@@ -244,6 +245,29 @@ class TlsGateTest {
       assertTrue(closedByPeer(plain), "the gate closes a connection that does not speak TLS");
     }
     assertTrue(admitted.isEmpty());
+  }
+
+  @Test
+  void idleConnectionsThatNeverStartTheHandshakeDoNotKeepARealClientOut() throws Exception {
+    List<Socket> idle = new java.util.ArrayList<>();
+    try {
+      for (int i = 0; i < HeaderGate.PENDING_PER_ADDRESS + 10; i++) {
+        idle.add(new Socket("127.0.0.1", server.socket().getLocalPort()));
+      }
+      ObjectKey key = ObjectKey.of("ada", "d".repeat(32));
+      try (TlsChannel real = dial(trustsCluster, "127.0.0.1")) {
+        header(real, ticketFor(key, BulkTickets.Direction.PUT, 16));
+        Admitted admittedNow = admitted.poll(10, TimeUnit.SECONDS);
+        assertNotNull(admittedNow, "the real client got in past the flood");
+        admittedNow.ticket().upload().close();
+        admittedNow.socket().close();
+      }
+      assertTrue(gate.pendingCount() <= HeaderGate.PENDING_PER_ADDRESS);
+    } finally {
+      for (Socket socket : idle) {
+        socket.close();
+      }
+    }
   }
 
   @Test
