@@ -253,9 +253,9 @@ def exec_worker(state_dir: Path, opts: WorkerOptions) -> None:
     # Check the head's certificate here, where a failure can say clearly what to do (the JVM
     # checks it again). Plaintext is not probed: a plaintext head may take long to drop a TLS
     # hello, and the JVM's error names BULLETIN_CA if the head turns out to speak TLS.
-    why = _tls.diagnose(opts.head, tls, timeout=10.0) if tls.enabled else None
+    why = _tls.diagnose(opts.head, tls, timeout=10.0, who="this worker") if tls.enabled else None
     if why:
-        raise _tls.TlsError(why.replace("this client", "this worker"))
+        raise _tls.TlsError(why)
     sys.stdout.flush()
     os.execve(java, worker_command(java, jar, opts, tls), env)
 

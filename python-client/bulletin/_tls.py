@@ -319,7 +319,8 @@ def ssl_context(choice: CaChoice) -> ssl.SSLContext:
     return context
 
 
-def diagnose(address: str, choice: CaChoice, timeout: float) -> str | None:
+def diagnose(address: str, choice: CaChoice, timeout: float,
+             who: str = "this client") -> str | None:
     """Why a connection failed, when TLS is the reason: the runtime speaks TLS and this side
     has no CA, its certificate is not trusted, or it speaks plaintext where TLS was expected.
     None when the port cannot be reached at all or TLS is not the problem."""
@@ -341,7 +342,7 @@ def diagnose(address: str, choice: CaChoice, timeout: float) -> str | None:
             why = (f"has no CA to check its certificate with (looked at "
                    f"{', '.join(choice.looked)})" if choice.looked
                    else f"was told to speak plaintext ({choice.source})")
-            return (f"the runtime at {address} speaks TLS, and this client {why}. To get the "
+            return (f"the runtime at {address} speaks TLS, and {who} {why}. To get the "
                     f"cluster's CA, {_FETCH_CA}.")
         context = ssl_context(choice)
         context.set_alpn_protocols(["h2"])
@@ -353,11 +354,11 @@ def diagnose(address: str, choice: CaChoice, timeout: float) -> str | None:
                     "it names (`bulletin up` names the head's host names and addresses), or "
                     "restart the runtime with `bulletin up --host` set to this one."
                     if mismatch else f" To get the cluster's CA, {_FETCH_CA}.")
-            return (f"this client does not trust the certificate of the runtime at {address} "
+            return (f"{who} does not trust the certificate of the runtime at {address} "
                     f"({exc.verify_message}); it checked it against {choice.describe()}.{hint}")
         except (ssl.SSLError, OSError) as exc:
-            return (f"the runtime at {address} did not complete a TLS handshake ({exc}); this "
-                    f"client expects TLS because of {choice.describe()}. If that runtime speaks "
+            return (f"the runtime at {address} did not complete a TLS handshake ({exc}); "
+                    f"{who} expects TLS because of {choice.describe()}. If that runtime speaks "
                     "plaintext (a cluster on loopback, or `bulletin up --no-tls`), set "
                     "BULLETIN_CA=none or pass Client(ca=False); otherwise check the address.")
     return None
