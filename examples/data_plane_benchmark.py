@@ -212,19 +212,41 @@ def tcp_client(host: str, nbytes: int) -> float:
         return time.perf_counter() - start
 
 
+class CpuClock:
+    """CPU seconds (user + system) of this process and of the runtime (same PID namespace: the
+    network namespaces share it): what a transfer costs, whatever else the machine runs."""
+
+    def __init__(self):
+        import resource
+
+        from bulletin._config import read_runtime_info
+
+        self._resource = resource
+        self._runtime = read_runtime_info()["pid"]  # BULLETIN_HOME is the runtime's
+        self._tick = os.sysconf("SC_CLK_TCK")
+
+    def read(self) -> tuple[float, float]:
+        usage = self._resource.getrusage(self._resource.RUSAGE_SELF)
+        with open(f"/proc/{self._runtime}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return usage.ru_utime + usage.ru_stime, (int(fields[11]) + int(fields[12])) / self._tick
+
+
 def cross_client(address: str, token: str, nbytes: int) -> dict:
     """Runs in the client namespace: upload then download through the path BULLETIN_DATA_PATH
-    picks (the bulk data port by default), and says which path each took."""
+    picks (the bulk data port by default), and says which path each took, with the CPU seconds
+    the client and the runtime spent on the fastest of the steady-state ones."""
     import bulletin
     from bulletin._data._objects import encode
 
     client = bulletin.Client(address, token=token, connect_timeout=10)
     transfer = client._transfer
     assert not transfer.same_host
+    clock = CpuClock()
     a = array(nbytes)
     # Four uploads of new content, as a loop sends a new batch each step; each releases the one
     # before it, so from the third on the runtime writes into memory it already has.
-    uploads, held = [], []
+    uploads, held, upload_cpu = [], [], []
     recycled = client.status().store["recycled_files"]
     for round_ in range(4):
         a[0] = round_
@@ -232,9 +254,11 @@ def cross_client(address: str, token: str, nbytes: int) -> dict:
         # The content id and the CRC32C, computed in one pass before any transfer (as the client
         # does: it needs the id to ask "has it?"); the figure is the transfer itself.
         oid = encoded.digest(with_crc32c=True)
+        cpu = clock.read()
         start = time.perf_counter()
         held.append(transfer.acquire(encoded))
         uploads.append(time.perf_counter() - start)
+        upload_cpu.append([after - before for after, before in zip(clock.read(), cpu)])
         if len(held) > 1:
             transfer.release(held.pop(0))
             time.sleep(0.3)  # the release travels on the session stream
@@ -242,16 +266,20 @@ def cross_client(address: str, token: str, nbytes: int) -> dict:
     recycled = client.status().store["recycled_files"] - recycled
     # Four downloads, each value let go before the next: from the second on into memory the
     # client already has.
-    downloads = []
+    downloads, download_cpu = [], []
     for _ in range(4):
+        cpu = clock.read()
         start = time.perf_counter()
         back = transfer.fetch(oid, encoded.nbytes)
         downloads.append(time.perf_counter() - start)
+        download_cpu.append([after - before for after, before in zip(clock.read(), cpu)])
         assert back.shape == a.shape and back[0] == a[0] and back[123] == a[123]
         del back
     get_path = transfer.last_path
     reused_downloads = transfer.receive_buffers.reused
     upload, download = min(uploads[2:]), min(downloads[1:])
+    upload_cpu = upload_cpu[uploads.index(upload)]
+    download_cpu = download_cpu[downloads.index(download)]
     start = time.perf_counter()
     out = client.submit(echo, a).result()
     call = time.perf_counter() - start
@@ -260,7 +288,10 @@ def cross_client(address: str, token: str, nbytes: int) -> dict:
     return {"upload_s": upload, "download_s": download, "call_round_trip_s": call,
             "put_path": put_path, "get_path": get_path, "uploads_s": uploads,
             "downloads_s": downloads, "uploads_into_reused_memory": recycled,
-            "downloads_into_reused_memory": reused_downloads}
+            "downloads_into_reused_memory": reused_downloads,
+            # CPU seconds per GiB of the fastest steady-state transfer: [client, runtime]
+            "upload_cpu_s_per_gib": [c / (nbytes / GIB) for c in upload_cpu],
+            "download_cpu_s_per_gib": [c / (nbytes / GIB) for c in download_cpu]}
 
 
 def raw_tcp(server_ns: str, client_ns: str, nbytes: int) -> float:
@@ -431,6 +462,8 @@ def cross_host(nbytes: int, tls: bool = False) -> dict:
         "downloads_into_reused_memory": result["downloads_into_reused_memory"],
         "downloads_s": [round(s, 3) for s in result["downloads_s"]],
         "call_round_trip_s": result["call_round_trip_s"],
+        "upload_cpu_s_per_gib": [round(c, 3) for c in result["upload_cpu_s_per_gib"]],
+        "download_cpu_s_per_gib": [round(c, 3) for c in result["download_cpu_s_per_gib"]],
     }
     if "grpc" in runs:
         out.update({
@@ -582,6 +615,14 @@ def main() -> None:
               f"{tls['get_GBps']:.2f} GB/s {against}{tls['put_vs_tcp']:.2f}x / "
               f"{tls['get_vs_tcp']:.2f}x raw TCP ({tls['raw_tcp_GBps']:.2f} GB/s this run; "
               "steady state)")
+        if "put_GBps" in cross:
+            def cpu(run, way):  # client + runtime CPU seconds per GiB
+                return f"{run[way][0]:.2f} + {run[way][1]:.2f} s"
+            print(f"    CPU per GiB (client + runtime): upload "
+                  f"{cpu(cross, 'upload_cpu_s_per_gib')} plaintext, "
+                  f"{cpu(tls, 'upload_cpu_s_per_gib')} TLS; download "
+                  f"{cpu(cross, 'download_cpu_s_per_gib')} plaintext, "
+                  f"{cpu(tls, 'download_cpu_s_per_gib')} TLS")
     elif tls:
         print(f"  cross-host-tls skipped: {tls['skipped']}")
     far = results.get("worker-host", {})
