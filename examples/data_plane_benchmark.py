@@ -13,10 +13,14 @@ Sections (each prints its numbers and ratios; --only picks some):
              copy, bound a first write.
   cross-host two network namespaces on a veth pair (root needed): upload and download of the
              array through the bulk data port (and, for comparison, the chunked gRPC path,
-             BULLETIN_DATA_PATH=grpc) against a raw TCP stream between the same namespaces.
+             BULLETIN_DATA_PATH=grpc) against a raw TCP stream between the same namespaces,
+             the runtime in plaintext (`bulletin up --no-tls`).
+  cross-host-tls  the same through the data port with TLS on (the default beyond loopback),
+             against the plaintext figures: what TLS costs a cross-host transfer.
   worker-host  the runtime and its client in one namespace, a worker in the other: the worker
              fetching a call's 1 GiB input and uploading a 1 GiB result (pulled by result()),
-             over the data port and over gRPC chunks (--data-path grpc), against raw TCP.
+             over the data port and over gRPC chunks (--data-path grpc), against raw TCP
+             (plaintext, as cross-host).
   dask, ray  the same round trip (argument in, result out) through each peer, if installed.
   dataset    a CIFAR-10-sized uint8 dataset (50,000 x 3 x 32 x 32) passed to 5 consecutive
              calls: the bytes uploaded on calls 2 to 5 (must be 0).
@@ -208,19 +212,41 @@ def tcp_client(host: str, nbytes: int) -> float:
         return time.perf_counter() - start
 
 
+class CpuClock:
+    """CPU seconds (user + system) of this process and of the runtime (same PID namespace: the
+    network namespaces share it): what a transfer costs, whatever else the machine runs."""
+
+    def __init__(self):
+        import resource
+
+        from bulletin._config import read_runtime_info
+
+        self._resource = resource
+        self._runtime = read_runtime_info()["pid"]  # BULLETIN_HOME is the runtime's
+        self._tick = os.sysconf("SC_CLK_TCK")
+
+    def read(self) -> tuple[float, float]:
+        usage = self._resource.getrusage(self._resource.RUSAGE_SELF)
+        with open(f"/proc/{self._runtime}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return usage.ru_utime + usage.ru_stime, (int(fields[11]) + int(fields[12])) / self._tick
+
+
 def cross_client(address: str, token: str, nbytes: int) -> dict:
     """Runs in the client namespace: upload then download through the path BULLETIN_DATA_PATH
-    picks (the bulk data port by default), and says which path each took."""
+    picks (the bulk data port by default), and says which path each took, with the CPU seconds
+    the client and the runtime spent on the fastest of the steady-state ones."""
     import bulletin
     from bulletin._data._objects import encode
 
     client = bulletin.Client(address, token=token, connect_timeout=10)
     transfer = client._transfer
     assert not transfer.same_host
+    clock = CpuClock()
     a = array(nbytes)
     # Four uploads of new content, as a loop sends a new batch each step; each releases the one
     # before it, so from the third on the runtime writes into memory it already has.
-    uploads, held = [], []
+    uploads, held, upload_cpu = [], [], []
     recycled = client.status().store["recycled_files"]
     for round_ in range(4):
         a[0] = round_
@@ -228,9 +254,11 @@ def cross_client(address: str, token: str, nbytes: int) -> dict:
         # The content id and the CRC32C, computed in one pass before any transfer (as the client
         # does: it needs the id to ask "has it?"); the figure is the transfer itself.
         oid = encoded.digest(with_crc32c=True)
+        cpu = clock.read()
         start = time.perf_counter()
         held.append(transfer.acquire(encoded))
         uploads.append(time.perf_counter() - start)
+        upload_cpu.append([after - before for after, before in zip(clock.read(), cpu)])
         if len(held) > 1:
             transfer.release(held.pop(0))
             time.sleep(0.3)  # the release travels on the session stream
@@ -238,16 +266,20 @@ def cross_client(address: str, token: str, nbytes: int) -> dict:
     recycled = client.status().store["recycled_files"] - recycled
     # Four downloads, each value let go before the next: from the second on into memory the
     # client already has.
-    downloads = []
+    downloads, download_cpu = [], []
     for _ in range(4):
+        cpu = clock.read()
         start = time.perf_counter()
         back = transfer.fetch(oid, encoded.nbytes)
         downloads.append(time.perf_counter() - start)
+        download_cpu.append([after - before for after, before in zip(clock.read(), cpu)])
         assert back.shape == a.shape and back[0] == a[0] and back[123] == a[123]
         del back
     get_path = transfer.last_path
     reused_downloads = transfer.receive_buffers.reused
     upload, download = min(uploads[2:]), min(downloads[1:])
+    upload_cpu = upload_cpu[uploads.index(upload)]
+    download_cpu = download_cpu[downloads.index(download)]
     start = time.perf_counter()
     out = client.submit(echo, a).result()
     call = time.perf_counter() - start
@@ -256,7 +288,10 @@ def cross_client(address: str, token: str, nbytes: int) -> dict:
     return {"upload_s": upload, "download_s": download, "call_round_trip_s": call,
             "put_path": put_path, "get_path": get_path, "uploads_s": uploads,
             "downloads_s": downloads, "uploads_into_reused_memory": recycled,
-            "downloads_into_reused_memory": reused_downloads}
+            "downloads_into_reused_memory": reused_downloads,
+            # CPU seconds per GiB of the fastest steady-state transfer: [client, runtime]
+            "upload_cpu_s_per_gib": [c / (nbytes / GIB) for c in upload_cpu],
+            "download_cpu_s_per_gib": [c / (nbytes / GIB) for c in download_cpu]}
 
 
 def raw_tcp(server_ns: str, client_ns: str, nbytes: int) -> float:
@@ -326,7 +361,8 @@ def worker_host(nbytes: int) -> dict:
         return {"skipped": why}
     me = os.path.abspath(__file__)
     runs = {}
-    with two_host_runtime(nbytes, 18772, "--cpus", "1") as (server_ns, client_ns, env, raw):
+    with two_host_runtime(nbytes, 18772, "--cpus", "1", "--no-tls") as (
+            server_ns, client_ns, env, raw):
         for path in ("auto", "grpc"):
             worker = subprocess.Popen(_netns.in_ns(client_ns, [
                 sys.executable, "-m", "bulletin._cli", "worker", "--head",
@@ -386,7 +422,10 @@ def two_host_runtime(nbytes: int, port: int, *up_args: str):
                                                     "down"]), env=env, capture_output=True)
 
 
-def cross_host(nbytes: int) -> dict:
+def cross_host(nbytes: int, tls: bool = False) -> dict:
+    """Plaintext: the data port and, for comparison, gRPC chunks; with ``tls``, the data port
+    over TLS (the client in the other namespace checks it with the head's CA, found in the
+    shared $BULLETIN_HOME)."""
     import _netns
 
     why = _netns.available()
@@ -394,9 +433,10 @@ def cross_host(nbytes: int) -> dict:
         return {"skipped": why}
     me = os.path.abspath(__file__)
     runs = {}
-    with two_host_runtime(nbytes, 18771, "--simulate-gpus", "1", "--cpus", "2") as (
-            server_ns, client_ns, env, raw):
-        for path in ("auto", "grpc"):  # the bulk data port, then chunked gRPC
+    with two_host_runtime(nbytes, 18771, "--simulate-gpus", "1", "--cpus", "2",
+                          "--tls" if tls else "--no-tls") as (server_ns, client_ns, env, raw):
+        # the bulk data port, then chunked gRPC (plaintext only: the TLS figure is the port's)
+        for path in ("auto",) if tls else ("auto", "grpc"):
             out = subprocess.run(_netns.in_ns(client_ns, [
                 sys.executable, me, "--_cross-client", f"{_netns.SERVER_IP}:18771",
                 str(nbytes)]), env=dict(env, BULLETIN_DATA_PATH=path), capture_output=True,
@@ -405,8 +445,9 @@ def cross_host(nbytes: int) -> dict:
                 raise RuntimeError(f"cross-host client failed:\n{out.stderr}")
             runs[path] = json.loads(out.stdout)
     tcp_gbps = gbps(nbytes, raw)
-    result, grpc_run = runs["auto"], runs["grpc"]
-    return {
+    result = runs["auto"]
+    out = {
+        "tls": tls,
         "raw_tcp_GBps": tcp_gbps,
         "put_path": result["put_path"],
         "get_path": result["get_path"],
@@ -421,10 +462,16 @@ def cross_host(nbytes: int) -> dict:
         "downloads_into_reused_memory": result["downloads_into_reused_memory"],
         "downloads_s": [round(s, 3) for s in result["downloads_s"]],
         "call_round_trip_s": result["call_round_trip_s"],
-        "grpc_put_vs_tcp": gbps(nbytes, grpc_run["upload_s"]) / tcp_gbps,
-        "grpc_get_vs_tcp": gbps(nbytes, grpc_run["download_s"]) / tcp_gbps,
-        "grpc_call_round_trip_s": grpc_run["call_round_trip_s"],
+        "upload_cpu_s_per_gib": [round(c, 3) for c in result["upload_cpu_s_per_gib"]],
+        "download_cpu_s_per_gib": [round(c, 3) for c in result["download_cpu_s_per_gib"]],
     }
+    if "grpc" in runs:
+        out.update({
+            "grpc_put_vs_tcp": gbps(nbytes, runs["grpc"]["upload_s"]) / tcp_gbps,
+            "grpc_get_vs_tcp": gbps(nbytes, runs["grpc"]["download_s"]) / tcp_gbps,
+            "grpc_call_round_trip_s": runs["grpc"]["call_round_trip_s"],
+        })
+    return out
 
 
 # -- peers ------------------------------------------------------------------------------------
@@ -477,8 +524,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gib", type=float, default=1.0, help="array size in GiB (default 1)")
     parser.add_argument("--only",
-                        default="same-host,same-host-huge,cross-host,worker-host,dask,ray,"
-                                "dataset")
+                        default="same-host,same-host-huge,cross-host,cross-host-tls,"
+                                "worker-host,dask,ray,dataset")
     parser.add_argument("--_tcp-server", dest="tcp_server", type=int)
     parser.add_argument("--_tcp-client", dest="tcp_client", nargs=2)
     parser.add_argument("--_cross-client", dest="cross_client", nargs=2)
@@ -514,6 +561,7 @@ def main() -> None:
                 record("dataset", dataset(client))
     sections = {"same-host-huge": lambda: huge_page_store(a),
                 "cross-host": lambda: cross_host(nbytes),
+                "cross-host-tls": lambda: cross_host(nbytes, tls=True),
                 "worker-host": lambda: worker_host(nbytes),
                 "dask": lambda: dask_round_trip(a), "ray": lambda: ray_round_trip(a)}
     for name, run in sections.items():
@@ -558,6 +606,25 @@ def main() -> None:
               f"gRPC: {cross['grpc_put_vs_tcp']:.2f}x / {cross['grpc_get_vs_tcp']:.2f}x")
     elif cross:
         print(f"  cross-host skipped: {cross['skipped']}")
+    tls = results.get("cross-host-tls", {})
+    if "put_GBps" in tls:
+        against = (f"= {tls['put_GBps'] / cross['put_GBps']:.2f}x / "
+                   f"{tls['get_GBps'] / cross['get_GBps']:.2f}x plaintext, "
+                   if "put_GBps" in cross else "")
+        print(f"  cross-host with TLS: upload {tls['put_GBps']:.2f} GB/s, download "
+              f"{tls['get_GBps']:.2f} GB/s {against}{tls['put_vs_tcp']:.2f}x / "
+              f"{tls['get_vs_tcp']:.2f}x raw TCP ({tls['raw_tcp_GBps']:.2f} GB/s this run; "
+              "steady state)")
+        if "put_GBps" in cross:
+            def cpu(run, way):  # client + runtime CPU seconds per GiB
+                return f"{run[way][0]:.2f} + {run[way][1]:.2f} s"
+            print(f"    CPU per GiB (client + runtime): upload "
+                  f"{cpu(cross, 'upload_cpu_s_per_gib')} plaintext, "
+                  f"{cpu(tls, 'upload_cpu_s_per_gib')} TLS; download "
+                  f"{cpu(cross, 'download_cpu_s_per_gib')} plaintext, "
+                  f"{cpu(tls, 'download_cpu_s_per_gib')} TLS")
+    elif tls:
+        print(f"  cross-host-tls skipped: {tls['skipped']}")
     far = results.get("worker-host", {})
     if "fetch_vs_tcp" in far:
         print(f"  worker on another host: fetching a call's input {far['fetch_vs_tcp']:.2f}x, "

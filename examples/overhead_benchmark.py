@@ -2,11 +2,14 @@
 
     make bench                                  # or: python examples/overhead_benchmark.py
     python examples/overhead_benchmark.py --calls 500 --pipelined 2000 --only bulletin
+    python examples/overhead_benchmark.py --only bulletin --tls   # what TLS costs a call
 
 For each system, on the same machine and in the same run: p50/p99 round-trip latency of a
 synchronous no-op call, synchronous calls per second, and pipelined calls per second (submit
 all, then gather). Each peer gets the same number of worker processes (--workers). Ratios
 compare bulletin with each peer. Systems run one after another, never at the same time.
+With --tls, bulletin also runs as `bulletin up --tls` (gRPC over TLS on loopback) and the
+figures of the two are compared.
 """
 
 from __future__ import annotations
@@ -53,10 +56,10 @@ def measure(call_sync, run_pipelined, calls: int, pipelined: int, warmup: int) -
     }
 
 
-def bench_bulletin(args) -> dict:
+def bench_bulletin(args, up_args: tuple[str, ...] = ()) -> dict:
     from _local_cluster import local_cluster
 
-    with local_cluster(cpus=args.workers) as client:
+    with local_cluster(cpus=args.workers, up_args=up_args) as client:
         def sync():
             client.submit(noop).result()
 
@@ -99,6 +102,10 @@ def bench_ray(args) -> dict:
         ray.shutdown()
 
 
+def bench_bulletin_tls(args) -> dict:
+    return bench_bulletin(args, ("--tls",))
+
+
 SYSTEMS = {"bulletin": bench_bulletin, "dask": bench_dask, "ray": bench_ray}
 
 
@@ -114,14 +121,20 @@ def main() -> int:
                         help="worker processes / CPU slots for every system (default 2)")
     parser.add_argument("--only", choices=sorted(SYSTEMS), action="append",
                         help="run only these systems (repeatable)")
+    parser.add_argument("--tls", action="store_true",
+                        help="also run bulletin with TLS on (`bulletin up --tls`) and compare")
     parser.add_argument("--rounds", type=int, default=1,
                         help="run every system this many times, in turn, and report the median "
                              "of each figure (a shared machine is noisy; default 1)")
     args = parser.parse_args()
 
+    names = list(args.only or SYSTEMS)
+    if args.tls:
+        SYSTEMS["bulletin-tls"] = bench_bulletin_tls
+        names.insert(names.index("bulletin") + 1 if "bulletin" in names else 0, "bulletin-tls")
     runs: dict[str, list[dict]] = {}
     for round_ in range(args.rounds):
-        for name in args.only or list(SYSTEMS):
+        for name in names:
             try:
                 runs.setdefault(name, []).append(SYSTEMS[name](args))
             except ImportError as error:
@@ -133,14 +146,19 @@ def main() -> int:
     print(f"\nno-op offload overhead, {args.calls} sync calls, {args.pipelined} pipelined, "
           f"{args.workers} workers, {os.cpu_count()} cores"
           + (f", median of {args.rounds} rounds" if args.rounds > 1 else ""))
-    print(f"{'system':<10}{'p50 ms':>9}{'p99 ms':>9}{'sync/s':>10}{'pipelined/s':>13}")
+    print(f"{'system':<13}{'p50 ms':>9}{'p99 ms':>9}{'sync/s':>10}{'pipelined/s':>13}")
     for name, r in results.items():
-        print(f"{name:<10}{r['p50_ms']:>9.3f}{r['p99_ms']:>9.3f}{r['sync_per_s']:>10.0f}"
+        print(f"{name:<13}{r['p50_ms']:>9.3f}{r['p99_ms']:>9.3f}{r['sync_per_s']:>10.0f}"
               f"{r['pipelined_per_s']:>13.0f}")
     ours = results.get("bulletin")
+    if ours and "bulletin-tls" in results:
+        tls = results["bulletin-tls"]
+        print(f"TLS costs: p50 {tls['p50_ms'] / ours['p50_ms']:.2f}x, p99 "
+              f"{tls['p99_ms'] / ours['p99_ms']:.2f}x, pipelined throughput "
+              f"{tls['pipelined_per_s'] / ours['pipelined_per_s']:.2f}x of plain")
     if ours:
         for name, r in results.items():
-            if name == "bulletin":
+            if name in ("bulletin", "bulletin-tls"):
                 continue
             print(f"bulletin vs {name}: p50 {ours['p50_ms'] / r['p50_ms']:.2f}x, "
                   f"p99 {ours['p99_ms'] / r['p99_ms']:.2f}x, pipelined throughput "

@@ -24,6 +24,7 @@ from ._errors import (
     RuntimeUnreachableError,
     SerializationError,
     StoreFullError,
+    TlsError,
     WorkerDiedError,
     WorkerLostError,
 )
@@ -56,7 +57,7 @@ __all__ = [
     "AuthenticationError", "BulletinError", "CallTimeoutError", "Client", "ClusterStatus",
     "Future", "InfeasibleError", "InvalidArgumentError", "InvalidRequestError", "RemoteError",
     "Ref", "RemoteFunction", "RemoteTraceback", "ResultSerializationError", "RuntimeFailure",
-    "RuntimeUnreachableError", "SerializationError", "StoreFullError", "WorkerDiedError",
-    "WaitInfo", "WorkerLostError", "__version__",
+    "RuntimeUnreachableError", "SerializationError", "StoreFullError", "TlsError",
+    "WorkerDiedError", "WaitInfo", "WorkerLostError", "__version__",
     "as_completed", "cpu", "get_client", "gpu", "on_preempt", "wait",
 ]

@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import _launch
+from . import _launch, _tls
 from ._config import DEFAULT_PORT, home, read_runtime_info
 from ._errors import BulletinError
 
@@ -68,6 +68,22 @@ def _parser() -> argparse.ArgumentParser:
                     help="object store memory limit (default: half of /dev/shm)")
     up.add_argument("--spill-dir", type=Path, metavar="DIR",
                     help="local-disk folder for objects pushed out of memory (default: temp dir)")
+    tls = up.add_argument_group(
+        "TLS", "Both ports (gRPC API and data port) speak TLS with --tls, and by default "
+               "whenever --host is not a loopback address. Without --tls-cert, `bulletin up` "
+               "keeps a cluster CA in $BULLETIN_HOME (ca.pem) and issues the runtime a "
+               "certificate for this host's names and addresses; clients on this host find the "
+               "CA there, others need a copy: BULLETIN_CA=/path/to/ca.pem or Client(ca=...).")
+    tls.add_argument("--tls", action=argparse.BooleanOptionalAction, default=None,
+                     help="TLS on both ports (default: on unless --host is loopback); --no-tls "
+                          "sends tokens and data in cleartext")
+    tls.add_argument("--tls-cert", type=Path, metavar="FILE",
+                     help="your own PEM certificate (chain) for the runtime, instead of one "
+                          "from the cluster CA; implies --tls")
+    tls.add_argument("--tls-key", type=Path, metavar="FILE", help="the PEM key of --tls-cert")
+    tls.add_argument("--tls-ca", type=Path, metavar="FILE",
+                     help="the PEM CA that signed --tls-cert, recorded for clients on this host "
+                          "(default: clients use their system's trusted CAs)")
     up.add_argument("--foreground", action="store_true",
                     help="run in this terminal, logging to it, instead of in the background")
     up.set_defaults(run=_up)
@@ -106,6 +122,11 @@ def _parser() -> argparse.ArgumentParser:
                              "port, or gRPC chunks when it has none or the port cannot be "
                              "reached from here) or grpc (chunks only); default: "
                              "$BULLETIN_DATA_PATH, else auto")
+    worker.add_argument("--ca", type=Path, metavar="FILE",
+                        help="the cluster's CA (a copy of the head's $BULLETIN_HOME/ca.pem) to "
+                             "check the runtime's certificate with; default: $BULLETIN_CA, "
+                             "else $BULLETIN_HOME/ca.pem; without one the worker speaks "
+                             "plaintext")
     worker.set_defaults(run=_worker)
     return parser
 
@@ -141,14 +162,16 @@ def _say_what_was_not_applied(args, info: dict) -> None:
                       lambda v: Path(v).resolve() == Path(str(info.get("spill_dir"))).resolve()),
         "store_capacity": (f"store capacity {info.get('store_capacity_bytes')} bytes",
                            lambda v: v == info.get("store_capacity_bytes")),
+        "tls": (f"TLS {'on' if info.get('tls') else 'off'}", lambda v: v == bool(info.get("tls"))),
     }
     differ, unknown = [], []
     for name in ("port", "host", "data_port", "store_dir", "spill_dir", "store_capacity", "gpus",
-                 "cpus", "simulate_gpus", "config"):
+                 "cpus", "simulate_gpus", "config", "tls", "tls_cert", "tls_key", "tls_ca"):
         value = getattr(args, name)
         if value == getattr(defaults, name):
             continue
-        flag = f"--{name.replace('_', '-')} {value}"
+        flag = (f"--{'' if value else 'no-'}tls" if name == "tls"
+                else f"--{name.replace('_', '-')} {value}")
         if name not in recorded:
             unknown.append(flag)
         elif not recorded[name][1](value):
@@ -201,7 +224,9 @@ def _up(args) -> int:
                              port=args.port, data_port=args.data_port, config=args.config,
                              host=args.host,
                              store_capacity=args.store_capacity, spill_dir=args.spill_dir,
-                             store_dir=args.store_dir, executors=_executor_options(args))
+                             store_dir=args.store_dir, executors=_executor_options(args),
+                             tls=args.tls, tls_cert=args.tls_cert, tls_key=args.tls_key,
+                             tls_ca=args.tls_ca)
     if args.foreground:
         _launch.exec_foreground(state_dir, opts)  # does not return
     info = _launch.start(state_dir, opts)
@@ -215,11 +240,18 @@ def _up(args) -> int:
         status = ClusterStatus._from_proto(conn.call(conn.stub.Status, pb.StatusRequest(), "Status"))
     finally:
         conn.close()
-    print(f"bulletin runtime up at {info['address']} (pid {info['pid']})")
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
+    tls = f"TLS, CA {info['ca']}" if info.get("ca") else "TLS" if info.get("tls") else "plaintext"
+    print(f"bulletin runtime up at {info['address']} (pid {info['pid']}; {tls})")
+    if not _tls.is_loopback(args.host):
         import socket
         print(f"workers on other machines: bulletin worker --head "
               f"{socket.gethostname()}:{info['address'].rsplit(':', 1)[1]}")
+        if info.get("ca"):
+            print(f"  (they and remote clients check the runtime with the CA: copy {info['ca']} "
+                  "there and set BULLETIN_CA to it, unless they share $BULLETIN_HOME)")
+        elif not info.get("tls"):
+            print("warning: --no-tls: tokens and data cross the network in cleartext",
+                  file=sys.stderr)
     print(_cluster_summary(status))
     print(f"log: {state_dir / 'runtime.log'}; stop it with `bulletin down`")
     return 0
@@ -274,7 +306,8 @@ def _status(args) -> int:
         reply = conn.call(conn.stub.Status, pb.StatusRequest(), "Status")
     finally:
         conn.close()
-    print(f"runtime {conn.address}, version {conn.hello.runtime_version}, "
+    print(f"runtime {conn.address} ({'TLS' if conn.tls.enabled else 'plaintext'}), "
+          f"version {conn.hello.runtime_version}, "
           f"you are {conn.hello.user} ({conn.hello.group})")
     print(ClusterStatus._from_proto(reply))
     return 0
@@ -295,7 +328,7 @@ def _worker(args) -> int:
                                  gpus=args.gpus, simulate_gpus=args.simulate_gpus, cpus=args.cpus,
                                  memory=args.memory, expires_at=args.expires_at,
                                  store_dir=args.store_dir, data_path=args.data_path,
-                                 executors=_executor_options(args))
+                                 executors=_executor_options(args), ca=args.ca)
     _launch.exec_worker(home(), opts)  # does not return
     return 0
 

@@ -43,18 +43,21 @@ _CANCEL_ACK_SECONDS = 2.0
 class Client:
     """A connection to a bulletin runtime; the latest one created is the default.
 
-    ``Client(address=None, *, token=None, connect_timeout=3.0, asynchronous=False)``: the
-    address defaults to $BULLETIN_ADDRESS, then $BULLETIN_HOME/runtime.json, then
-    127.0.0.1:8770; the token to $BULLETIN_TOKEN, then $BULLETIN_HOME/token. An asynchronous
-    client (Dask's ``asynchronous=True``) returns awaitables from gather, scatter and cancel;
-    Futures are awaitable with either.
+    ``Client(address=None, *, token=None, connect_timeout=3.0, ca=None, asynchronous=False)``:
+    the address defaults to $BULLETIN_ADDRESS, then $BULLETIN_HOME/runtime.json, then
+    127.0.0.1:8770; the token to $BULLETIN_TOKEN, then $BULLETIN_HOME/token. ``ca``: the
+    cluster's CA certificate (a PEM file: a copy of the head's $BULLETIN_HOME/ca.pem) to check a
+    TLS runtime with; defaults to $BULLETIN_CA, then runtime.json (on the head's host), then
+    $BULLETIN_HOME/ca.pem; without one the client speaks plaintext. ``ca=False``: plaintext. An
+    asynchronous client (Dask's ``asynchronous=True``) returns awaitables from gather, scatter
+    and cancel; Futures are awaitable with either.
     """
 
     def __init__(self, address: str | None = None, *, token: str | None = None,
-                 connect_timeout: float = 3.0, set_as_default: bool = True,
+                 connect_timeout: float = 3.0, ca=None, set_as_default: bool = True,
                  asynchronous: bool = False):
         self.asynchronous = asynchronous
-        self._conn = Connection(address, token, connect_timeout)
+        self._conn = Connection(address, token, connect_timeout, ca=ca)
         hello = self._conn.hello
         self.address = self._conn.address
         self.user, self.group = hello.user, hello.group

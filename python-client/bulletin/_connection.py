@@ -14,10 +14,11 @@ from typing import Callable
 
 import grpc
 
+from . import _tls
 from ._config import resolve_address, resolve_token, token_path
 from ._errors import (
     AuthenticationError, BulletinError, CallTimeoutError, InfeasibleError, InvalidRequestError,
-    RuntimeFailure, RuntimeUnreachableError, WorkerDiedError, WorkerLostError)
+    RuntimeFailure, RuntimeUnreachableError, TlsError, WorkerDiedError, WorkerLostError)
 from ._proto import bulletin_pb2 as pb
 from ._proto import bulletin_pb2_grpc as pb_grpc
 from ._version import __version__
@@ -84,13 +85,16 @@ def _failure_trailer(exc: grpc.RpcError):
 
 
 class Connection:
-    """A channel to the runtime, checked with Hello."""
+    """A channel to the runtime, checked with Hello; over TLS when a CA is found for it (see
+    ``_tls.resolve_ca``)."""
 
     def __init__(self, address: str | None = None, token: str | None = None,
-                 connect_timeout: float = 3.0):
+                 connect_timeout: float = 3.0, ca=None):
         self.address, self._address_source = resolve_address(address)
         token, self._token_source = resolve_token(token)
-        self.channel = grpc.insecure_channel(self.address, options=_CHANNEL_OPTIONS)
+        self.tls = _tls.resolve_ca(ca, self.address)
+        self._data_tls = None
+        self.channel = _tls.grpc_channel(self.address, self.tls, _CHANNEL_OPTIONS)
         self.stub = pb_grpc.BulletinStub(self.channel)
         # Object calls count against the session: what it uploaded goes when it ends.
         self.session_id = uuid.uuid4().hex
@@ -105,6 +109,9 @@ class Connection:
             self.channel.close()
             code = exc.code()
             if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                why = _tls.diagnose(self.address, self.tls, connect_timeout)
+                if why:
+                    raise TlsError(why) from None
                 raise RuntimeUnreachableError(
                     f"no bulletin runtime answers at {self.address} (from "
                     f"{self._address_source}): {exc.details()}. Start one with `bulletin up`, "
@@ -120,6 +127,13 @@ class Connection:
                     f"is not a bulletin runtime ({exc.details()}). Check the address, or start a "
                     "runtime with `bulletin up`.") from None
             raise self.error(exc, "Hello") from None
+
+    def data_tls(self):
+        """The data port's SSL context when the runtime speaks TLS (its ports go together),
+        else None."""
+        if self.tls.enabled and self._data_tls is None:
+            self._data_tls = _tls.ssl_context(self.tls)
+        return self._data_tls
 
     def error(self, exc: grpc.RpcError, what: str) -> BulletinError:
         code, details = exc.code(), exc.details()

@@ -23,6 +23,12 @@ class RuntimeUnreachableError(BulletinError, ConnectionError):
     """No bulletin runtime answers at the address, or it went away."""
 
 
+class TlsError(RuntimeUnreachableError):
+    """TLS does not match between this client and the runtime: it speaks TLS and no CA was
+    found here, its certificate is not signed by the CA used here, or it speaks plaintext where
+    TLS was expected. The message names the CA used, where it looked, and what to do."""
+
+
 class AuthenticationError(BulletinError):
     """The runtime does not know the token."""
 

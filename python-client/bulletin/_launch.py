@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import _tls
 from ._config import DEFAULT_PORT, read_runtime_info
 from ._errors import BulletinError
 
@@ -132,9 +133,38 @@ class UpOptions:
     spill_dir: Path | None = None
     store_dir: Path | None = None
     executors: ExecutorOptions = ExecutorOptions()
+    tls: bool | None = None  # None: on unless host is a loopback address
+    tls_cert: Path | None = None  # your own certificate and key (else bulletin up makes them)
+    tls_key: Path | None = None
+    tls_ca: Path | None = None  # the CA that signed tls_cert, for clients
+
+    def tls_on(self) -> bool:
+        if self.tls is not None:
+            return self.tls
+        return self.tls_cert is not None or not _tls.is_loopback(self.host)
 
 
-def runtime_command(java: str, jar: Path, state_dir: Path, opts: UpOptions) -> list[str]:
+def tls_files(state_dir: Path, opts: UpOptions) -> _tls.ServerFiles | None:
+    """What the runtime serves TLS with: the given certificate, or the cluster CA's (made in
+    state_dir); None for plaintext."""
+    if not opts.tls_on():
+        if opts.tls_cert or opts.tls_key or opts.tls_ca:
+            raise BulletinError("--tls-cert, --tls-key and --tls-ca need TLS on: drop --no-tls")
+        return None
+    if (opts.tls_cert is None) != (opts.tls_key is None):
+        raise BulletinError("--tls-cert and --tls-key go together: give both, or neither to "
+                            "let `bulletin up` make a certificate from the cluster CA")
+    if opts.tls_cert is not None:
+        return _tls.ServerFiles(opts.tls_cert.resolve(), opts.tls_key.resolve(),
+                                opts.tls_ca.resolve() if opts.tls_ca else None)
+    if opts.tls_ca is not None:
+        raise BulletinError("--tls-ca names the CA of your own certificate: give it with "
+                            "--tls-cert and --tls-key")
+    return _tls.ensure_server_files(state_dir, opts.host)
+
+
+def runtime_command(java: str, jar: Path, state_dir: Path, opts: UpOptions,
+                    tls: _tls.ServerFiles | None = None) -> list[str]:
     cmd = [java, "--add-opens=java.base/java.nio=ALL-UNNAMED", "-jar", str(jar),
            "--home", str(state_dir), "--host", opts.host, "--port", str(opts.port),
            "--data-port", str(opts.data_port),
@@ -149,12 +179,20 @@ def runtime_command(java: str, jar: Path, state_dir: Path, opts: UpOptions) -> l
         cmd += ["--spill-dir", str(opts.spill_dir)]
     if opts.store_dir is not None:
         cmd += ["--store-dir", str(opts.store_dir)]
+    if tls is not None:
+        cmd += ["--tls-cert", str(tls.cert), "--tls-key", str(tls.key)]
+        if tls.ca is not None:
+            cmd += ["--tls-ca", str(tls.ca)]
     return cmd
 
 
-def runtime_env(token_path: Path) -> dict[str, str]:
+def runtime_env(token_path: Path, tls: _tls.ServerFiles | None = None) -> dict[str, str]:
     # Tokens go in the environment, never in argv, where `ps` would show them.
     env = dict(os.environ)
+    # The pool workers it starts (`bulletin worker`, with this environment) dial it as it
+    # serves: with its CA, the system's CAs (your own certificate, no --tls-ca), or plaintext.
+    env["BULLETIN_CA"] = ("none" if tls is None else str(tls.ca) if tls.ca is not None
+                          else "system")
     env["BULLETIN_OWNER_TOKEN"] = token_path.read_text().strip()
     env["BULLETIN_OWNER_USER"] = getpass.getuser()
     worker_token = ensure_token(token_path.parent, WORKER_TOKEN_FILE)
@@ -175,9 +213,11 @@ class WorkerOptions:
     store_dir: Path | None = None
     data_path: str | None = None  # None: the worker reads BULLETIN_DATA_PATH
     executors: ExecutorOptions = ExecutorOptions()
+    ca: Path | None = None  # None: $BULLETIN_CA, runtime.json, $BULLETIN_HOME/ca.pem
 
 
-def worker_command(java: str, jar: Path, opts: WorkerOptions) -> list[str]:
+def worker_command(java: str, jar: Path, opts: WorkerOptions,
+                   tls: _tls.CaChoice | None = None) -> list[str]:
     cmd = [java, "--add-opens=java.base/java.nio=ALL-UNNAMED", "-jar", str(jar), "worker",
            "--head", opts.head, "--python", sys.executable, "--gpus", opts.gpus,
            "--simulate-gpus", str(opts.simulate_gpus),
@@ -194,6 +234,8 @@ def worker_command(java: str, jar: Path, opts: WorkerOptions) -> list[str]:
         cmd += ["--store-dir", str(opts.store_dir)]
     if opts.data_path:
         cmd += ["--data-path", opts.data_path]
+    if tls is not None and tls.enabled:
+        cmd += ["--tls"] + (["--tls-ca", str(tls.path)] if tls.path else [])
     return cmd
 
 
@@ -215,23 +257,32 @@ def worker_token(state_dir: Path) -> str:
 
 
 def exec_worker(state_dir: Path, opts: WorkerOptions) -> None:
-    """Replaces this process with a worker agent attached to the runtime at opts.head."""
+    """Replaces this process with a worker agent attached to the runtime at opts.head, over TLS
+    when a CA is found for it (as a client finds one); a TLS mismatch fails here, clearly."""
     java, jar = find_java(), find_jar()
     env = dict(os.environ)
     env["BULLETIN_WORKER_TOKEN"] = worker_token(state_dir)
+    tls = _tls.resolve_ca(opts.ca, opts.head, given_as="--ca")
+    # Check the head's certificate here, where a failure can say clearly what to do (the JVM
+    # checks it again). Plaintext is not probed: a plaintext head may take long to drop a TLS
+    # hello, and the JVM's error names BULLETIN_CA if the head turns out to speak TLS.
+    why = _tls.diagnose(opts.head, tls, timeout=10.0, who="this worker") if tls.enabled else None
+    if why:
+        raise _tls.TlsError(why)
     sys.stdout.flush()
-    os.execve(java, worker_command(java, jar, opts), env)
+    os.execve(java, worker_command(java, jar, opts, tls), env)
 
 
 def start(state_dir: Path, opts: UpOptions, wait_seconds: float = 60.0) -> dict:
     """Starts the runtime in the background; returns its runtime.json once it serves."""
     java, jar = find_java(), find_jar()
     token_path = ensure_token(state_dir)
+    tls = tls_files(state_dir, opts)
     # A stale file from a crashed runtime would read as "up" before the new JVM removes it.
     (state_dir / "runtime.json").unlink(missing_ok=True)
     with open(state_dir / "runtime.log", "ab") as log:
-        proc = subprocess.Popen(runtime_command(java, jar, state_dir, opts),
-                                env=runtime_env(token_path), stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(runtime_command(java, jar, state_dir, opts, tls),
+                                env=runtime_env(token_path, tls), stdin=subprocess.DEVNULL,
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                                 close_fds=True)
     deadline = time.monotonic() + wait_seconds
@@ -253,8 +304,10 @@ def exec_foreground(state_dir: Path, opts: UpOptions) -> None:
     """Replaces this process with the runtime, its log on this terminal."""
     java, jar = find_java(), find_jar()
     token_path = ensure_token(state_dir)
+    tls = tls_files(state_dir, opts)
     sys.stdout.flush()
-    os.execve(java, runtime_command(java, jar, state_dir, opts), runtime_env(token_path))
+    os.execve(java, runtime_command(java, jar, state_dir, opts, tls),
+              runtime_env(token_path, tls))
 
 
 def wait_gone(pid: int, seconds: float) -> bool:

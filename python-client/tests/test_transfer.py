@@ -63,7 +63,8 @@ def serve():
         conn = SimpleNamespace(
             hello=pb.HelloReply(store_capacity_bytes=1 << 30, **hello),
             stub=pb_grpc.BulletinStub(channel), metadata=(), address=f"127.0.0.1:{port}",
-            _address_source="test", _token_source="test")
+            _address_source="test", _token_source="test",
+            data_tls=lambda: None)  # a plaintext runtime
         conn.error = lambda exc, what: Connection.error(conn, exc, what)
         return Transfer(conn, "s" * 32, CHUNK, lambda oid: None)
 

@@ -36,11 +36,19 @@ class BulkError(Exception):
         self.message = message
 
 
-def connect(host: str, port: int, timeout: float) -> socket.socket:
-    """Opens a data connection; OSError when the port cannot be reached within timeout."""
+def connect(host: str, port: int, timeout: float, tls=None) -> socket.socket:
+    """Opens a data connection (over TLS with the ``ssl.SSLContext`` ``tls``: the runtime's
+    certificate checked, the handshake done here); OSError when the port cannot be reached
+    within timeout, ssl.SSLError when the handshake fails."""
     sock = socket.create_connection((host, port), timeout=timeout)
-    sock.settimeout(IDLE_SECONDS)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if tls is not None:
+            sock = tls.wrap_socket(sock, server_hostname=host)
+        sock.settimeout(IDLE_SECONDS)
+    except BaseException:
+        sock.close()
+        raise
     return sock
 
 

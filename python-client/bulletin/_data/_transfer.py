@@ -16,6 +16,7 @@ port, else gRPC); ``grpc`` uses only PutObject / GetObject.
 from __future__ import annotations
 
 import os
+import ssl
 import threading
 from pathlib import Path
 from time import perf_counter
@@ -24,7 +25,8 @@ import grpc
 import pyarrow as pa
 
 from . import _bulk
-from .._errors import BulletinError, RuntimeFailure, RuntimeUnreachableError, StoreFullError
+from .._errors import (BulletinError, RuntimeFailure, RuntimeUnreachableError, StoreFullError,
+                       TlsError)
 from ._objects import crc32c_extend, decode, host_id, open_object, stage_name
 from ._write_maps import RECYCLE_MIN, WriteMappings
 from .._proto import bulletin_pb2 as pb
@@ -148,6 +150,8 @@ class Transfer:
             except _bulk.BulkError as exc:
                 if exc.status != _bulk.CORRUPT or last:
                     raise self._bulk_failure(exc, what, attempt + 1) from None
+            except TlsError:
+                raise
             except OSError as exc:
                 raise self._cut(exc, what) from None
             self.resends += 1
@@ -169,7 +173,14 @@ class Transfer:
         if not self._data_port:
             return None
         try:
-            return _bulk.connect(self._data_host, self._data_port, _CONNECT_SECONDS)
+            return _bulk.connect(self._data_host, self._data_port, _CONNECT_SECONDS,
+                                 self._conn.data_tls())
+        except ssl.SSLError as exc:  # reached, but not trusted: say so, never go around it
+            raise TlsError(
+                f"the TLS handshake with the data port {self._data_host}:{self._data_port} "
+                f"failed ({exc}); this client checked it against {self._conn.tls.describe()}. "
+                "The gRPC port passed the same check, so the data port seems to be another "
+                "server's: check the runtime with `bulletin status`.") from None
         except OSError as exc:
             self.bulk_unreachable = (f"the data port {self._data_host}:{self._data_port} "
                                      f"cannot be reached ({exc}); using gRPC")

@@ -9,6 +9,7 @@ import dev.bulletin.runtime.identity.ClusterId;
 import dev.bulletin.runtime.impl.RuntimeVerticle;
 import dev.bulletin.worker.WorkerAgent;
 import dev.bulletin.worker.Workers;
+import dev.bulletin.worker.tls.TlsOptions;
 import io.vertx.core.Vertx;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -30,6 +31,7 @@ public final class BulletinRuntime implements AutoCloseable {
   private static final String STATE_FILE = "runtime.json";
 
   private final RuntimeOptions options;
+  private final TlsOptions tls;
   private final Vertx vertx;
   private final ObjectStore store;
   private final WorkerAgent agent;
@@ -39,8 +41,9 @@ public final class BulletinRuntime implements AutoCloseable {
   private int port;
   private int dataPort;
 
-  private BulletinRuntime(RuntimeOptions options, Runnable onShutdownRequest) {
+  private BulletinRuntime(RuntimeOptions options, TlsOptions tls, Runnable onShutdownRequest) {
     this.options = options;
+    this.tls = tls;
     this.onShutdownRequest = onShutdownRequest;
     // Kept across restarts: pool providers find their workers again by it.
     this.clusterId = ClusterId.loadOrCreate(options.home());
@@ -61,7 +64,16 @@ public final class BulletinRuntime implements AutoCloseable {
    */
   public static BulletinRuntime start(RuntimeOptions options, Runnable onShutdownRequest)
       throws Exception {
-    BulletinRuntime runtime = new BulletinRuntime(options, onShutdownRequest);
+    return start(options, TlsOptions.plain(), onShutdownRequest);
+  }
+
+  /**
+   * Starts everything with TLS on both ports as {@code tls} says, and blocks until the API
+   * serves.
+   */
+  public static BulletinRuntime start(RuntimeOptions options, TlsOptions tls,
+      Runnable onShutdownRequest) throws Exception {
+    BulletinRuntime runtime = new BulletinRuntime(options, tls, onShutdownRequest);
     try {
       runtime.boot();
       return runtime;
@@ -74,8 +86,8 @@ public final class BulletinRuntime implements AutoCloseable {
   private void boot() throws Exception {
     Files.deleteIfExists(options.home().resolve(STATE_FILE));
     agent.start().get(options.worker().executorStartTimeoutMillis() * 2, TimeUnit.MILLISECONDS);
-    RuntimeVerticle verticle = new RuntimeVerticle(options, agent, clusterId, BulletinVersion.get(),
-        () -> new Thread(onShutdownRequest, "bulletin-shutdown").start());
+    RuntimeVerticle verticle = new RuntimeVerticle(options, tls, agent, clusterId,
+        BulletinVersion.get(), () -> new Thread(onShutdownRequest, "bulletin-shutdown").start());
     try {
       vertx.deployVerticle(verticle).toCompletionStage().toCompletableFuture()
           .get(30, TimeUnit.SECONDS);
@@ -118,6 +130,9 @@ public final class BulletinRuntime implements AutoCloseable {
     state.put("spill_dir", String.valueOf(store.spillRoot()));
     state.put("store_capacity_bytes", store.capacityBytes());
     state.put("version", BulletinVersion.get());
+    // Clients on this host dial TLS with this CA (null: the system's trusted CAs).
+    state.put("tls", tls.enabled());
+    state.put("ca", tls.ca() == null ? null : tls.ca().toAbsolutePath().toString());
     Path home = options.home();
     Files.createDirectories(home);
     Path temp = home.resolve(STATE_FILE + ".tmp");

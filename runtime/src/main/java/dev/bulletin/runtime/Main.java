@@ -8,6 +8,7 @@ import dev.bulletin.runtime.config.ClusterTokens;
 import dev.bulletin.runtime.config.RuntimeConfig;
 import dev.bulletin.runtime.pool.WorkerProviders;
 import dev.bulletin.worker.WorkerOptions;
+import dev.bulletin.worker.tls.TlsOptions;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -81,6 +82,19 @@ public final class Main implements Callable<Integer> {
           + " run's placements.")
   Long schedulerSeed;
 
+  @Option(names = "--tls-cert",
+      description = "PEM certificate (chain) both ports present; with --tls-key, the gRPC API and"
+          + " the data port speak TLS only (`bulletin up` makes one when TLS is on).")
+  Path tlsCert;
+
+  @Option(names = "--tls-key", description = "The PEM private key of --tls-cert.")
+  Path tlsKey;
+
+  @Option(names = "--tls-ca",
+      description = "PEM CA that signed --tls-cert, recorded in runtime.json for clients on this"
+          + " host (default: none, clients use their system's trusted CAs).")
+  Path tlsCa;
+
   @Override
   public Integer call() throws Exception {
     String ownerToken = System.getenv("BULLETIN_OWNER_TOKEN");
@@ -101,10 +115,12 @@ public final class Main implements Callable<Integer> {
             : java.util.concurrent.ThreadLocalRandom.current().nextLong()).build();
 
     CountDownLatch stop = new CountDownLatch(1);
-    BulletinRuntime runtime = BulletinRuntime.start(options, stop::countDown);
+    TlsOptions tls = tlsCert == null && tlsKey == null && tlsCa == null ? TlsOptions.plain()
+        : TlsOptions.server(tlsCert, tlsKey, tlsCa);
+    BulletinRuntime runtime = BulletinRuntime.start(options, tls, stop::countDown);
     Runtime.getRuntime().addShutdownHook(new Thread(runtime::close, "bulletin-close"));
     System.out.println("bulletin runtime " + BulletinVersion.get() + " serving at "
-        + runtime.address() + ", data port " + runtime.dataPort() + " (cluster " + runtime.clusterId() + "; "
+        + runtime.address() + (tls.enabled() ? " (TLS)" : "") + ", data port " + runtime.dataPort() + " (cluster " + runtime.clusterId() + "; "
         + ResourceOptions.describe(worker) + "; store " + runtime.store().root() + ")");
     stop.await();
     runtime.close();

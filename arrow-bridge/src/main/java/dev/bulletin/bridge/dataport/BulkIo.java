@@ -7,7 +7,9 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.channels.ReadableByteChannel;
 import java.nio.channels.SocketChannel;
+import java.nio.channels.WritableByteChannel;
 import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
@@ -23,7 +25,9 @@ import java.util.zip.CRC32C;
  * Receiving: straight into the upload's file when its pages exist already; into fresh memory,
  * the socket is read into reused direct buffers and written into the file by a helper thread
  * (on tmpfs the first write of a page, allocating it, costs more than the copy).
- * Sending: the file goes out with {@code transferTo} (sendfile: no copy in this process).
+ * Sending: the file goes out with {@code transferTo} (sendfile: no copy in this process) on a
+ * plain socket; through a {@link TlsChannel}, mapped windows of it are encrypted from the page
+ * cache.
  */
 public final class BulkIo {
   static final int BUFFER_BYTES = 4 << 20;
@@ -33,6 +37,8 @@ public final class BulkIo {
   private static final ByteBuffer END = ByteBuffer.allocate(0);
   /** Mapped at most this much at a time to check a file's CRC (a mapping stays under 2 GiB). */
   private static final long CRC_WINDOW = 1L << 30;
+  /** Mapped at a time to send a file through a channel that encrypts it. */
+  private static final long MAPPED_SEND_WINDOW = 64L << 20;
 
   /** Each data thread's receive buffers, reused: fresh memory costs page faults here. */
   private final ThreadLocal<ByteBuffer[]> buffers = ThreadLocal.withInitial(() -> {
@@ -54,7 +60,8 @@ public final class BulkIo {
    * slice while it is in cache. Into memory the store has already (a released object's file):
    * straight from the socket into the file's pages. Into fresh memory, through buffers (below).
    */
-  public int receive(SocketChannel channel, ObjectStore.Upload upload, long size, Runnable progress)
+  public int receive(ReadableByteChannel channel, ObjectStore.Upload upload, long size,
+      Runnable progress)
       throws IOException {
     CRC32C crc = new CRC32C();
     if (upload.receiveInPlace(channel, slice -> {
@@ -71,7 +78,7 @@ public final class BulkIo {
    * writes the previous one into the file, so the copy out of the socket overlaps the tmpfs
    * page allocation of the write (each alone is about as slow as the link).
    */
-  private int receiveBuffered(SocketChannel channel, ObjectStore.Upload upload, long size,
+  private int receiveBuffered(ReadableByteChannel channel, ObjectStore.Upload upload, long size,
       CRC32C crc, Runnable progress) throws IOException {
     ByteBuffer[] own = buffers.get();
     BlockingQueue<ByteBuffer> free = new ArrayBlockingQueue<>(own.length);
@@ -145,9 +152,16 @@ public final class BulkIo {
     return cause instanceof IOException io ? io : new IOException(cause);
   }
 
-  /** Sends {@code size} bytes of the file with sendfile. */
-  public void send(FileChannel file, long size, SocketChannel channel, Runnable progress)
+  /**
+   * Sends {@code size} bytes of the file: with sendfile to a plain socket, else (TLS) from
+   * mapped windows.
+   */
+  public void send(FileChannel file, long size, WritableByteChannel channel, Runnable progress)
       throws IOException {
+    if (!(channel instanceof SocketChannel)) {
+      sendMapped(file, size, channel, progress);
+      return;
+    }
     long position = 0;
     while (position < size) {
       long sent = file.transferTo(position, Math.min(size - position, BUFFER_BYTES), channel);
@@ -156,6 +170,33 @@ public final class BulkIo {
       }
       position += sent;
       progress.run();
+    }
+  }
+
+  /**
+   * The copying send: transferTo into a channel that is not a socket would copy through 8 KiB
+   * buffers; a window mapped at a time lets the channel take large writes.
+   */
+  private static void sendMapped(FileChannel file, long size, WritableByteChannel channel,
+      Runnable progress) throws IOException {
+    for (long at = 0; at < size; at += MAPPED_SEND_WINDOW) {
+      MappedByteBuffer window = file.map(FileChannel.MapMode.READ_ONLY, at,
+          Math.min(MAPPED_SEND_WINDOW, size - at));
+      try {
+        while (window.hasRemaining()) {
+          int before = window.position();
+          window.limit(Math.min(window.capacity(), before + BUFFER_BYTES));
+          while (window.hasRemaining()) {
+            if (channel.write(window) < 0) {
+              throw new EOFException("the data connection closed");
+            }
+          }
+          window.limit(window.capacity());
+          progress.run();
+        }
+      } finally {
+        Mappings.unmap(window); // a lingering mapping would keep the file from reuse
+      }
     }
   }
 

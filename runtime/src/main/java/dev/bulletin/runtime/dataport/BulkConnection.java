@@ -8,6 +8,7 @@ import dev.bulletin.bridge.ObjectStore;
 import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.ByteChannel;
 import java.nio.channels.FileChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
@@ -27,7 +28,9 @@ import java.util.logging.Logger;
 final class BulkConnection implements Runnable {
   private static final Logger LOG = Logger.getLogger(BulkConnection.class.getName());
 
-  private final SocketChannel channel;
+  private final SocketChannel socket;
+  /** What the transfer reads and writes: the socket itself, or TLS over it. */
+  private final ByteChannel channel;
   private final ObjectStore store;
   private final BulkIo io;
   /** Runs a stored object's hand-over to its holder on the control plane's loop. */
@@ -37,8 +40,10 @@ final class BulkConnection implements Runnable {
   private final BulkTickets.Ticket ticket;
   private volatile long lastProgressNanos = System.nanoTime();
 
-  BulkConnection(SocketChannel channel, BulkTickets.Ticket ticket, ObjectStore store, BulkIo io,
-      Executor loop, ObjectApi objects, java.util.function.Consumer<BulkConnection> onClose) {
+  BulkConnection(SocketChannel socket, ByteChannel channel, BulkTickets.Ticket ticket,
+      ObjectStore store, BulkIo io, Executor loop, ObjectApi objects,
+      java.util.function.Consumer<BulkConnection> onClose) {
+    this.socket = socket;
     this.channel = channel;
     this.ticket = ticket;
     this.store = store;
@@ -59,7 +64,7 @@ final class BulkConnection implements Runnable {
   /** Cuts a stalled connection; its data thread sees the close and cleans up. */
   void abort() {
     try {
-      channel.close();
+      socket.close();
     } catch (IOException ignored) {
       // Closing anyway.
     }
@@ -67,8 +72,8 @@ final class BulkConnection implements Runnable {
 
   @Override
   public void run() {
-    try (channel) {
-      channel.socket().setTcpNoDelay(true);
+    try (socket) {
+      socket.socket().setTcpNoDelay(true);
       if (ticket.direction() == BulkTickets.Direction.PUT) {
         put(ticket);
       } else {

@@ -15,7 +15,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
+import javax.net.ssl.SSLContext;
 
 /**
  * The bulk data port: raw TCP beside the gRPC API, for the bytes of cross-host object
@@ -23,6 +23,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * a fifth of the link). A {@link HeaderGate} thread accepts connections and reads their
  * tickets without blocking; a connection with a redeemed ticket goes to a small pool of data
  * threads doing blocking I/O; a sweeper drops expired tickets and cuts stalled transfers.
+ * With TLS every connection speaks it (the gate runs the handshake); without, the bytes go
+ * with sendfile and straight into the store's pages.
  */
 public final class BulkServer implements AutoCloseable {
   /** Admitted connections served at once; more wait for a data thread. */
@@ -41,17 +43,17 @@ public final class BulkServer implements AutoCloseable {
   private final HeaderGate gate;
   private final Thread acceptor;
 
-  private BulkServer(ServerSocketChannel server, BulkTickets tickets, ObjectStore store,
-      Executor loop, ObjectApi objects) throws IOException {
+  private BulkServer(ServerSocketChannel server, SSLContext tls, BulkTickets tickets,
+      ObjectStore store, Executor loop, ObjectApi objects) throws IOException {
     this.server = server;
     this.tickets = tickets;
     this.data = Executors.newFixedThreadPool(DATA_THREADS, DaemonThreads.named("bulletin-data"));
     this.helpers = Executors.newCachedThreadPool(DaemonThreads.named("bulletin-data-crc"));
     this.sweeper = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("bulletin-data-sweep"));
     BulkIo io = new BulkIo(helpers);
-    this.gate = new HeaderGate(server, tickets, HEADER_NANOS, System::nanoTime,
-        (channel, ticket) -> admit(new BulkConnection(channel, ticket, store, io, loop, objects,
-            live::remove)));
+    this.gate = new HeaderGate(server, tls, tickets, HEADER_NANOS, System::nanoTime,
+        (socket, stream, ticket) -> admit(new BulkConnection(socket, stream, ticket, store, io,
+            loop, objects, live::remove)));
     this.acceptor = new Thread(gate, "bulletin-data-accept");
     acceptor.setDaemon(true);
   }
@@ -59,10 +61,11 @@ public final class BulkServer implements AutoCloseable {
   /**
    * Listens on host:port (0: any free port) and starts serving.
    *
+   * @param tls the TLS context every connection must speak; null for plaintext
    * @param loop runs work on the control plane's event loop (a stored object's hand-over)
    */
-  public static BulkServer start(String host, int port, BulkTickets tickets, ObjectStore store,
-      Executor loop, ObjectApi objects) throws IOException {
+  public static BulkServer start(String host, int port, SSLContext tls, BulkTickets tickets,
+      ObjectStore store, Executor loop, ObjectApi objects) throws IOException {
     ServerSocketChannel server = ServerSocketChannel.open();
     try {
       server.bind(new InetSocketAddress(host, port), 64);
@@ -75,7 +78,7 @@ public final class BulkServer implements AutoCloseable {
       throw new IOException("cannot listen for data connections on " + host + ":" + port
           + ": " + e.getMessage(), e);
     }
-    BulkServer bulk = new BulkServer(server, tickets, store, loop, objects);
+    BulkServer bulk = new BulkServer(server, tls, tickets, store, loop, objects);
     bulk.acceptor.start();
     bulk.sweeper.scheduleWithFixedDelay(bulk::sweep, 1, 1, TimeUnit.SECONDS);
     return bulk;

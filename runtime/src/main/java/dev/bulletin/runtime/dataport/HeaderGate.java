@@ -1,10 +1,12 @@
 package dev.bulletin.runtime.dataport;
 
 import dev.bulletin.bridge.dataport.BulkWire;
+import dev.bulletin.bridge.dataport.TlsChannel;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
+import java.nio.channels.ByteChannel;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
@@ -15,10 +17,10 @@ import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.Map;
-import java.util.function.BiConsumer;
 import java.util.function.LongSupplier;
 import java.util.logging.Level;
 import java.util.logging.Logger;
+import javax.net.ssl.SSLContext;
 
 /**
  * Accepts data connections and reads their header (magic, version, ticket) without blocking a
@@ -27,6 +29,13 @@ import java.util.logging.Logger;
  * hold the port shut. Pending connections are capped per address and in all; past a cap, the
  * oldest pending one is closed (not the newcomer: a real client on a flooded address must
  * still get in), and each must complete its header within a short deadline.
+ *
+ * <p>With TLS the ticket travels inside the TLS session, so the gate runs the handshake too,
+ * without blocking: each pending connection has a non-blocking {@link TlsChannel}, driven by
+ * the selector's read and write readiness, under the same caps and the same deadline (the
+ * handshake counts against it). The handshake's CPU work (a key exchange and a signature,
+ * about a millisecond) runs on the gate thread: simple, and a connection that has not shown a
+ * ticket still costs no data thread.
  */
 final class HeaderGate implements Runnable {
   /** Pending (header not yet read) connections one address may hold; the oldest goes first. */
@@ -36,15 +45,27 @@ final class HeaderGate implements Runnable {
   private static final int HEADER_BYTES = 8 + BulkTickets.TICKET_BYTES;
   private static final Logger LOG = Logger.getLogger(HeaderGate.class.getName());
 
+  /** Takes a connection whose ticket was redeemed, in blocking mode, off the gate's thread. */
+  interface Admission {
+    /**
+     * @param socket the connection (its options; closing it cuts the transfer)
+     * @param stream what to read and write: the socket itself, or TLS over it
+     */
+    void admit(SocketChannel socket, ByteChannel stream, BulkTickets.Ticket ticket);
+  }
+
   /** A connection whose header is still arriving. */
   private static final class Pending {
     final SocketChannel channel;
+    /** The socket itself, or TLS over it. */
+    final ByteChannel stream;
     final InetAddress address;
     final ByteBuffer header = ByteBuffer.allocate(HEADER_BYTES);
     final long deadlineNanos;
 
-    Pending(SocketChannel channel, InetAddress address, long deadlineNanos) {
+    Pending(SocketChannel channel, ByteChannel stream, InetAddress address, long deadlineNanos) {
       this.channel = channel;
+      this.stream = stream;
       this.address = address;
       this.deadlineNanos = deadlineNanos;
     }
@@ -53,20 +74,22 @@ final class HeaderGate implements Runnable {
   private final ServerSocketChannel server;
   private final Selector selector;
   private final BulkTickets tickets;
-  private final BiConsumer<SocketChannel, BulkTickets.Ticket> admit;
+  /** Null: plaintext connections. */
+  private final SSLContext tls;
+  private final Admission admit;
   private final long headerNanos;
   private final LongSupplier nanoTime;
   private final Map<InetAddress, ArrayDeque<Pending>> pendingByAddress = new HashMap<>();
   private final ArrayDeque<Pending> pendingInOrder = new ArrayDeque<>();
 
   /**
-   * @param admit takes a connection whose ticket was redeemed, in blocking mode, off this thread
-   *     (it must not block the gate)
+   * @param tls the server's TLS context; null for plaintext connections
+   * @param admit takes a connection whose ticket was redeemed (it must not block the gate)
    */
-  HeaderGate(ServerSocketChannel server, BulkTickets tickets, long headerNanos,
-      LongSupplier nanoTime, BiConsumer<SocketChannel, BulkTickets.Ticket> admit)
-      throws IOException {
+  HeaderGate(ServerSocketChannel server, SSLContext tls, BulkTickets tickets, long headerNanos,
+      LongSupplier nanoTime, Admission admit) throws IOException {
     this.server = server;
+    this.tls = tls;
     this.tickets = tickets;
     this.headerNanos = headerNanos;
     this.nanoTime = nanoTime;
@@ -90,7 +113,7 @@ final class HeaderGate implements Runnable {
           }
           if (key.isAcceptable()) {
             acceptAll();
-          } else if (key.isReadable()) {
+          } else if (key.isReadable() || key.isWritable()) {
             read(key, (Pending) key.attachment());
           }
         }
@@ -125,7 +148,9 @@ final class HeaderGate implements Runnable {
     while ((channel = server.accept()) != null) {
       InetAddress address = ((InetSocketAddress) channel.getRemoteAddress()).getAddress();
       channel.configureBlocking(false);
-      Pending pending = new Pending(channel, address, nanoTime.getAsLong() + headerNanos);
+      ByteChannel stream = tls == null ? channel : TlsChannel.server(channel, tls);
+      Pending pending = new Pending(channel, stream, address,
+          nanoTime.getAsLong() + headerNanos);
       ArrayDeque<Pending> ofAddress = pendingByAddress.computeIfAbsent(address,
           a -> new ArrayDeque<>());
       if (ofAddress.size() >= PENDING_PER_ADDRESS) {
@@ -140,13 +165,20 @@ final class HeaderGate implements Runnable {
     }
   }
 
+  /** Reads what arrived of the header (with TLS: runs the handshake as far as it can go). */
   private void read(SelectionKey key, Pending pending) {
     try {
-      if (pending.channel.read(pending.header) < 0) {
+      if (pending.stream.read(pending.header) < 0) {
         drop(pending);
         return;
       }
-    } catch (IOException e) {
+      if (pending.stream instanceof TlsChannel tlsStream) {
+        // A handshake message the socket did not take yet: wait until it can.
+        key.interestOps(tlsStream.hasPendingOutput()
+            ? SelectionKey.OP_READ | SelectionKey.OP_WRITE : SelectionKey.OP_READ);
+      }
+    } catch (IOException e) { // with TLS also a failed handshake (a client that distrusts us)
+      LOG.log(Level.FINE, "data connection from " + pending.address + " dropped: " + e, e);
       drop(pending);
       return;
     }
@@ -157,7 +189,7 @@ final class HeaderGate implements Runnable {
     key.cancel();
     ByteBuffer header = pending.header.flip();
     if (header.getInt() != BulkWire.MAGIC || header.getInt() != BulkWire.VERSION) {
-      refuse(pending.channel, "not a bulletin data connection of version " + BulkWire.VERSION
+      refuse(pending, "not a bulletin data connection of version " + BulkWire.VERSION
           + " (upgrade the client)");
       return;
     }
@@ -167,7 +199,7 @@ final class HeaderGate implements Runnable {
     try {
       ticket = tickets.redeem(id);
     } catch (IllegalArgumentException refused) {
-      refuse(pending.channel, refused.getMessage());
+      refuse(pending, refused.getMessage());
       return;
     }
     try {
@@ -177,19 +209,19 @@ final class HeaderGate implements Runnable {
       close(pending.channel);
       return;
     }
-    admit.accept(pending.channel, ticket);
+    admit.admit(pending.channel, pending.stream, ticket);
   }
 
   /** Says why, best effort (a short reply fits the socket buffer), and closes. */
-  private static void refuse(SocketChannel channel, String message) {
+  private static void refuse(Pending pending, String message) {
     byte[] text = message.getBytes(StandardCharsets.UTF_8);
     try {
-      channel.write(ByteBuffer.allocate(5 + text.length).put(BulkWire.REFUSED)
+      pending.stream.write(ByteBuffer.allocate(5 + text.length).put(BulkWire.REFUSED)
           .putInt(text.length).put(text).flip());
     } catch (IOException ignored) {
       // The client left; nothing to say.
     }
-    close(channel);
+    close(pending.channel);
   }
 
   private void closeOverdue() {

@@ -29,6 +29,8 @@ import java.util.logging.Logger;
 import dev.bulletin.runtime.scheduler.WorkerSlots;
 import dev.bulletin.worker.WorkerAgent;
 import dev.bulletin.worker.WorkerOptions;
+import dev.bulletin.worker.tls.TlsOptions;
+import dev.bulletin.worker.tls.TlsSetup;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.http.HttpServer;
@@ -46,6 +48,8 @@ public final class RuntimeVerticle extends VerticleBase {
   /** Per-stream HTTP/2 flow-control window: eight 1 MiB object chunks in flight. */
   static final int OBJECT_WINDOW_BYTES = 8 << 20;
   private final RuntimeOptions options;
+  /** TLS of both ports (the gRPC API and the data port), or plaintext. */
+  private final TlsOptions tls;
   private final WorkerAgent agent;
   private final String clusterId;
   private final String version;
@@ -58,9 +62,10 @@ public final class RuntimeVerticle extends VerticleBase {
   /** Set when the owner stops the cluster: pool workers stop too (a crash leaves them). */
   private volatile boolean stopPoolWorkers;
 
-  public RuntimeVerticle(RuntimeOptions options, WorkerAgent agent, String clusterId,
-      String version, Runnable shutdown) {
+  public RuntimeVerticle(RuntimeOptions options, TlsOptions tls, WorkerAgent agent,
+      String clusterId, String version, Runnable shutdown) {
     this.options = options;
+    this.tls = tls;
     this.agent = agent;
     this.clusterId = clusterId;
     this.version = version;
@@ -99,10 +104,17 @@ public final class RuntimeVerticle extends VerticleBase {
     BulkTickets tickets = new BulkTickets(java.time.Duration.ofMillis(
         (long) (options.ticketSeconds() * 1000)), System::nanoTime);
     ObjectApi objects = new ObjectApi(plane, tickets);
+    javax.net.ssl.SSLContext dataTls;
+    try {
+      dataTls = tls.enabled() ? TlsSetup.serverContext(vertx, tls) : null;
+    } catch (Exception e) {
+      return Future.failedFuture(new IllegalArgumentException("cannot load the TLS certificate "
+          + tls.certificate() + " and key " + tls.privateKey() + ": " + e.getMessage(), e));
+    }
     try {
       // Same bind host as the gRPC API: a runtime on loopback keeps its data port there too.
-      bulk = BulkServer.start(options.host(), options.dataPort(), tickets, plane.store(),
-          task -> context.runOnContext(ignored -> task.run()), objects);
+      bulk = BulkServer.start(options.host(), options.dataPort(), dataTls, tickets,
+          plane.store(), task -> context.runOnContext(ignored -> task.run()), objects);
     } catch (java.io.IOException e) {
       return Future.failedFuture(e);
     }
@@ -112,10 +124,10 @@ public final class RuntimeVerticle extends VerticleBase {
         .mount(grpc, auth);
     new WorkerAttachApi(vertx, plane, clusterId, version, options.inlineLimitBytes(),
         RuntimeOptions.MAX_MESSAGE_BYTES).mount(grpc, auth);
-    server = vertx.createHttpServer(new HttpServerOptions()
+    server = vertx.createHttpServer(TlsSetup.serve(new HttpServerOptions()
         .setInitialSettings(new Http2Settings().setInitialWindowSize(OBJECT_WINDOW_BYTES))
         .setHttp2ConnectionWindowSize(4 * OBJECT_WINDOW_BYTES).setHost(options.host())
-        .setPort(options.port()).setTcpNoDelay(true));
+        .setPort(options.port()).setTcpNoDelay(true), tls));
     return server.requestHandler(grpc).listen()
         .recover(error -> {
           bulk.close(); // a failed start is not stopped: what it opened closes here

@@ -50,8 +50,8 @@ class HeaderGateTest {
     store = ObjectStores.open(new StoreOptions(folder.resolve("mem"), 1 << 20, null));
     tickets = new BulkTickets(Duration.ofSeconds(60), now::get);
     server = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
-    gate = new HeaderGate(server, tickets, TimeUnit.SECONDS.toNanos(5), now::get,
-        (channel, ticket) -> {
+    gate = new HeaderGate(server, null, tickets, TimeUnit.SECONDS.toNanos(5), now::get,
+        (channel, stream, ticket) -> {
           assertTrue(channel.isBlocking(), "an admitted connection is handed over blocking");
           admitted.add(ticket);
         });

@@ -3,12 +3,14 @@ package dev.bulletin.worker.node;
 import dev.bulletin.bridge.dataport.BulkIo;
 import dev.bulletin.bridge.dataport.BulkWire;
 import dev.bulletin.bridge.dataport.DaemonThreads;
+import dev.bulletin.bridge.dataport.TlsChannel;
 import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.bridge.ObjectStore;
 import java.io.EOFException;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
+import java.nio.channels.ByteChannel;
 import java.nio.channels.FileChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
@@ -21,12 +23,13 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import javax.net.ssl.SSLContext;
 
 /**
  * The worker node's side of the runtime's bulk data port: moves objects between this host's
  * store and the runtime's with the wire format of {@link BulkWire} and the same I/O as
  * the runtime's side ({@link BulkIo}: received straight into reused memory, sent with
- * sendfile, CRC32C-checked). Blocking: call it from a thread that may block, never an event
+ * sendfile, CRC32C-checked; over TLS when the runtime speaks it). Blocking: call it from a thread that may block, never an event
  * loop. A transfer that moves nothing for {@link #STALL_MILLIS} is cut, as the runtime cuts one
  * from its side. Thread-safe.
  */
@@ -58,6 +61,8 @@ public final class BulkClient implements AutoCloseable {
   }
 
   private final ObjectStore store;
+  /** Null: plaintext data connections. */
+  private final SSLContext tls;
   private final ExecutorService helpers = Executors.newCachedThreadPool(
       DaemonThreads.named("bulletin-node-data"));
   private final BulkIo io = new BulkIo(helpers);
@@ -65,8 +70,10 @@ public final class BulkClient implements AutoCloseable {
       Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("bulletin-node-data-watch"));
   private final Set<Transfer> live = ConcurrentHashMap.newKeySet();
 
-  public BulkClient(ObjectStore store) {
+  /** @param tls the context of TLS data connections (the runtime's CA); null for plaintext */
+  public BulkClient(ObjectStore store, SSLContext tls) {
     this.store = store;
+    this.tls = tls;
     watchdog.scheduleWithFixedDelay(this::cutStalled, 1, 1, TimeUnit.SECONDS);
   }
 
@@ -110,7 +117,8 @@ public final class BulkClient implements AutoCloseable {
       channel.close();
       throw new UnreachableException(address, e);
     }
-    Transfer transfer = new Transfer(channel);
+    Transfer transfer = new Transfer(channel, tls == null ? channel
+        : TlsChannel.client(channel, tls, address.getHostString(), address.getPort()));
     try {
       channel.socket().setTcpNoDelay(true);
       transfer.write(ByteBuffer.allocate(8 + ticket.length).putInt(BulkWire.MAGIC)
@@ -144,10 +152,13 @@ public final class BulkClient implements AutoCloseable {
 
   /** One data connection, watched for stalls while it is open. */
   private final class Transfer implements AutoCloseable {
-    final SocketChannel channel;
+    final SocketChannel socket;
+    /** What the transfer reads and writes: the socket itself, or TLS over it. */
+    final ByteChannel channel;
     volatile long lastProgressNanos = System.nanoTime();
 
-    Transfer(SocketChannel channel) {
+    Transfer(SocketChannel socket, ByteChannel channel) {
+      this.socket = socket;
       this.channel = channel;
       live.add(this);
     }
@@ -197,7 +208,7 @@ public final class BulkClient implements AutoCloseable {
     public void close() {
       live.remove(this);
       try {
-        channel.close();
+        socket.close();
       } catch (IOException ignored) {
         // Closing anyway.
       }

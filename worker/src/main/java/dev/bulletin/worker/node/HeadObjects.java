@@ -61,15 +61,18 @@ final class HeadObjects {
   private volatile BulkClient bulk;
   private final BulkClient bulkClient;
 
-  /** @param bulk whether to use the runtime's bulk data port when it has one */
+  /**
+   * @param bulk whether to use the runtime's bulk data port when it has one
+   * @param dataTls the TLS context of data connections; null when the runtime speaks plaintext
+   */
   HeadObjects(Vertx vertx, GrpcClient client, SocketAddress head, String token,
-      ObjectStore store, boolean bulk) {
+      ObjectStore store, boolean bulk, javax.net.ssl.SSLContext dataTls) {
     this.vertx = vertx;
     this.client = client;
     this.head = head;
     this.authorization = "Bearer " + token;
     this.store = store;
-    this.bulkClient = bulk ? new BulkClient(store) : null;
+    this.bulkClient = bulk ? new BulkClient(store, dataTls) : null;
     this.bulk = bulkClient;
   }
 

@@ -5,6 +5,7 @@ import dev.bulletin.worker.ResourceOptions;
 import dev.bulletin.worker.HostName;
 import dev.bulletin.bridge.ObjectStores;
 import dev.bulletin.worker.WorkerOptions;
+import dev.bulletin.worker.tls.TlsOptions;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -53,6 +54,16 @@ public final class WorkerMain implements Callable<Integer> {
           + " Default: BULLETIN_DATA_PATH, else auto.")
   String dataPath;
 
+  @Option(names = "--tls",
+      description = "Dial the runtime over TLS (both its gRPC API and its data port), checking"
+          + " its certificate against --tls-ca and the --head host name.")
+  boolean tlsOn;
+
+  @Option(names = "--tls-ca",
+      description = "PEM CA that signed the runtime's certificate (the head's"
+          + " $BULLETIN_HOME/ca.pem; default: the JDK's trusted CAs). Implies --tls.")
+  Path tlsCa;
+
   @Override
   public Integer call() throws Exception {
     int colon = head.lastIndexOf(':');
@@ -90,13 +101,15 @@ public final class WorkerMain implements Callable<Integer> {
         BulletinVersion.get(), !dataPath.equals("grpc"));
     WorkerNode node;
     try {
-      node = WorkerNode.start(options);
+      node = WorkerNode.start(options,
+          tlsOn || tlsCa != null ? TlsOptions.client(tlsCa) : TlsOptions.plain());
     } catch (WorkerRefusedException e) {
       System.err.println("bulletin worker: " + e.getMessage());
       return EXIT_REFUSED;
     }
     Runtime.getRuntime().addShutdownHook(new Thread(node::close, "bulletin-worker-close"));
-    System.out.println("bulletin worker " + id + " attached to " + head + " ("
+    System.out.println("bulletin worker " + id + " attached to " + head
+        + (tlsOn || tlsCa != null ? " over TLS" : "") + " ("
         + ResourceOptions.describe(worker) + (pool.isEmpty() ? "" : ", pool " + pool) + ")");
     String why = node.ended().get();
     System.out.println("bulletin worker " + id + " stops: " + why);

@@ -26,6 +26,8 @@ import dev.bulletin.worker.CallOutcome;
 import dev.bulletin.worker.CallRequest;
 import dev.bulletin.worker.WorkerAgent;
 import dev.bulletin.worker.Workers;
+import dev.bulletin.worker.tls.TlsOptions;
+import dev.bulletin.worker.tls.TlsSetup;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
@@ -66,6 +68,8 @@ public final class WorkerNode implements AutoCloseable {
   private static final long SIGTERM_GRACE_MILLIS = 500;
 
   private final WorkerNodeOptions options;
+  /** How the runtime is dialled: TLS (its certificate checked) or plaintext. */
+  private final TlsOptions tls;
   private final Vertx vertx = Vertx.vertx();
   private final Context context = vertx.getOrCreateContext();
   private final ObjectStore store;
@@ -84,16 +88,18 @@ public final class WorkerNode implements AutoCloseable {
   private long inlineLimit;
   private int running;
 
-  private WorkerNode(WorkerNodeOptions options) {
+  private WorkerNode(WorkerNodeOptions options, TlsOptions tls) throws Exception {
     this.options = options;
+    this.tls = tls;
     this.store = ObjectStores.inFolder(options.storeFolder());
     this.storeReport = new StoreReport(store);
     this.agent = Workers.local(options.worker(), store);
     this.client = GrpcClient.client(vertx,
-        new GrpcClientOptions().setMaxMessageSize(WireLimits.MAX_MESSAGE_BYTES));
+        new GrpcClientOptions().setMaxMessageSize(WireLimits.MAX_MESSAGE_BYTES),
+        TlsSetup.dial(tls));
     SocketAddress head = SocketAddress.inetSocketAddress(options.headPort(), options.headHost());
     this.objects = new HeadObjects(vertx, client, head, options.token(), store,
-        options.bulkData());
+        options.bulkData(), tls.enabled() ? TlsSetup.clientContext(vertx, tls) : null);
   }
 
   /**
@@ -103,7 +109,19 @@ public final class WorkerNode implements AutoCloseable {
    *     cannot be reached
    */
   public static WorkerNode start(WorkerNodeOptions options) throws Exception {
-    WorkerNode node = new WorkerNode(options);
+    return start(options, TlsOptions.plain());
+  }
+
+  /**
+   * Starts the executors, attaches to the runtime over TLS as {@code tls} says (the runtime's
+   * certificate checked against its CA and the head's host name) and returns once it accepted
+   * the worker.
+   *
+   * @throws WorkerRefusedException if the runtime refused it, cannot be reached, or its
+   *     certificate is not trusted
+   */
+  public static WorkerNode start(WorkerNodeOptions options, TlsOptions tls) throws Exception {
+    WorkerNode node = new WorkerNode(options, tls);
     try {
       node.agent.start().get(options.worker().executorStartTimeoutMillis() * 2,
           TimeUnit.MILLISECONDS);
@@ -148,8 +166,27 @@ public final class WorkerNode implements AutoCloseable {
 
   private void unreachable(Throwable error) {
     accepted.completeExceptionally(new WorkerRefusedException("cannot reach the runtime at "
-        + options.headAddress() + ": " + error.getMessage()));
+        + options.headAddress() + ": " + error.getMessage() + tlsAdvice(error)));
     stop("the runtime is unreachable");
+  }
+
+  /** What to do when the failure was TLS: which CA the worker trusted, and where to get it. */
+  private String tlsAdvice(Throwable error) {
+    Throwable handshake = null; // the innermost TLS failure says most (e.g. "PKIX path ...")
+    for (Throwable cause = error; cause != null; cause = cause.getCause()) {
+      handshake = cause instanceof javax.net.ssl.SSLException ? cause : handshake;
+    }
+    if (!tls.enabled()) {
+      return ". If the runtime speaks TLS (`bulletin up --tls`, or --host not loopback), give"
+          + " the worker its CA: BULLETIN_CA=<copy of the head's $BULLETIN_HOME/ca.pem>";
+    }
+    if (handshake == null) {
+      return "";
+    }
+    return ". The TLS handshake failed (" + handshake.getMessage() + "): the worker checked the runtime's certificate against "
+        + (tls.ca() != null ? "the CA " + tls.ca() : "the JDK's trusted CAs") + " and the name "
+        + options.headHost() + ". Use the cluster's CA: copy $BULLETIN_HOME/ca.pem from the head"
+        + " and set BULLETIN_CA to it (or give --tls-ca)";
   }
 
   private RegisterWorker registration() {

@@ -1,0 +1,75 @@
+package dev.bulletin.worker.tls;
+
+import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpClientOptions;
+import io.vertx.core.http.HttpServerOptions;
+import io.vertx.core.http.HttpVersion;
+import io.vertx.core.net.PemKeyCertOptions;
+import io.vertx.core.net.PemTrustOptions;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.TrustManager;
+
+/**
+ * Turns {@link TlsOptions} into what the two ports need: Vert.x options for the gRPC API
+ * (HTTP/2 over TLS, chosen by ALPN) and JDK SSL contexts for the data port's
+ * {@code TlsChannel}. Both read the same PEM files through Vert.x's PEM loaders, so a key or
+ * certificate that one port accepts, the other accepts too.
+ */
+public final class TlsSetup {
+  /** TLS 1.3 only: every bulletin side speaks it, and it needs one round trip less. */
+  private static final String PROTOCOL = "TLSv1.3";
+
+  private TlsSetup() {}
+
+  /** The gRPC server's HTTP options with TLS switched on when {@code tls} enables it. */
+  public static HttpServerOptions serve(HttpServerOptions http, TlsOptions tls) {
+    if (!tls.enabled()) {
+      return http;
+    }
+    return http.setSsl(true).setUseAlpn(true).setKeyCertOptions(keyCert(tls))
+        .removeEnabledSecureTransportProtocol("TLSv1.2");
+  }
+
+  /**
+   * HTTP options for a gRPC client of the runtime: HTTP/2 with prior knowledge in plaintext;
+   * with TLS, the runtime's certificate checked against the CA and the dialled host name.
+   */
+  public static HttpClientOptions dial(TlsOptions tls) {
+    HttpClientOptions http = new HttpClientOptions().setHttp2ClearTextUpgrade(false)
+        .setProtocolVersion(HttpVersion.HTTP_2);
+    if (!tls.enabled()) {
+      return http;
+    }
+    http.setSsl(true).setUseAlpn(true).setVerifyHost(true)
+        .removeEnabledSecureTransportProtocol("TLSv1.2");
+    if (tls.ca() != null) {
+      http.setTrustOptions(new PemTrustOptions().addCertPath(tls.ca().toString()));
+    }
+    return http;
+  }
+
+  /** The data port server's context: presents the runtime's certificate. */
+  public static SSLContext serverContext(Vertx vertx, TlsOptions tls) throws Exception {
+    SSLContext context = SSLContext.getInstance(PROTOCOL);
+    context.init(keyCert(tls).getKeyManagerFactory(vertx).getKeyManagers(), null, null);
+    return context;
+  }
+
+  /** A data port client's context: trusts the CA (or the JDK's default trust store). */
+  public static SSLContext clientContext(Vertx vertx, TlsOptions tls) throws Exception {
+    TrustManager[] trust = tls.ca() == null ? null : new PemTrustOptions()
+        .addCertPath(tls.ca().toString()).getTrustManagerFactory(vertx).getTrustManagers();
+    SSLContext context = SSLContext.getInstance(PROTOCOL);
+    context.init(null, trust, null);
+    return context;
+  }
+
+  private static PemKeyCertOptions keyCert(TlsOptions tls) {
+    if (!tls.serves()) {
+      throw new IllegalArgumentException("serving TLS needs a certificate and key (--tls-cert,"
+          + " --tls-key)");
+    }
+    return new PemKeyCertOptions().setCertPath(tls.certificate().toString())
+        .setKeyPath(tls.privateKey().toString());
+  }
+}
