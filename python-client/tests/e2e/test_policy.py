@@ -187,7 +187,7 @@ def test_an_admin_sees_every_users_queued_calls(tmp_path):
                 bulletin.Client(c.address, token=admin_token, set_as_default=False) as admin:
             hog = owner.submit(wait_for_file, str(gate), 60, gpus=1)
             wait_until(lambda: hog.status == "running", timeout=CALL_SECONDS, what="the GPU call")
-            theirs = intern.submit(int, "7", gpus=1)
+            theirs = intern.submit(number, "7", gpus=1)
             seen = wait_until(lambda: (s := admin.status()).queue and s, timeout=CALL_SECONDS,
                               what="the intern's call queued")
             assert [q.user for q in seen.queue] == ["ivy"] and seen.others_queued == 0

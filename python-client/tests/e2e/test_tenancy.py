@@ -6,6 +6,8 @@ inside an executor is test_isolation.py's.)"""
 
 from __future__ import annotations
 
+import time
+
 import grpc
 import numpy as np
 import pytest
@@ -18,6 +20,10 @@ ALICE = "alice-token-0123456789abcdef"
 BOB = "bob-token-0123456789abcdefgh"
 
 pytestmark = pytest.mark.timeout(180)
+
+
+def number(text: str) -> int:
+    return int(text)
 
 
 @pytest.fixture(scope="module")
@@ -42,12 +48,15 @@ def test_bob_cannot_cancel_fetch_or_see_alices_calls(cluster, tmp_path):
             bulletin.Client(cluster.address, token=BOB, set_as_default=False) as bob:
         running = alice.submit(wait_for_file, str(gate), 60, gpus=1)
         wait_until(lambda: running.status == "running", timeout=CALL_SECONDS, what="alice's call")
-        queued = alice.submit(int, "3", gpus=1)
+        queued = alice.submit(number, "3", gpus=1)
         wait_until(lambda: alice.status().queue, timeout=CALL_SECONDS, what="alice's queued call")
 
         # Cancels of another user's calls, sent on bob's own session, change nothing.
         for key in (running.key, queued.key):
-            bob._cancel_task(key)
+            bob._session.send(pb.ClientMessage(cancel=pb.CancelTask(task_id=key)))
+        # A cancel that took effect would end alice's calls within milliseconds; give it a
+        # second (the cancels ride bob's stream, the status call does not wait for them).
+        time.sleep(1.0)
         seen = bob.status()
         assert not seen.queue and seen.others_queued == 1
         assert running.status == "running" and queued.status == "queued"
