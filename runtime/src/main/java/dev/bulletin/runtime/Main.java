@@ -106,13 +106,15 @@ public final class Main implements Callable<Integer> {
         ? RuntimeConfig.load(config, new ClusterTokens(ownerToken, workerToken))
         : RuntimeConfig.empty();
     WorkerProviders.check(runtimeConfig.pools()); // a missing partition fails here, not later
-    RuntimeOptions options = RuntimeOptions.builder(home, worker).host(host).port(port)
+    RuntimeOptions.Builder builder = RuntimeOptions.builder(home, worker).host(host).port(port)
         .owner(ownerToken, ownerUser).workerToken(workerToken).config(runtimeConfig)
         .storeFolder(storeDir).storeCapacityBytes(storeCapacity).spillFolder(spillDir)
         .inlineLimitBytes(inlineLimit).drainMarginSeconds(drainMargin).dataPort(dataPort)
-        .ticketSeconds(ticketSeconds)
-        .schedulerSeed(schedulerSeed != null ? schedulerSeed
-            : java.util.concurrent.ThreadLocalRandom.current().nextLong()).build();
+        .ticketSeconds(ticketSeconds);
+    if (schedulerSeed != null) { // else the builder's random seed, logged at start
+      builder.schedulerSeed(schedulerSeed);
+    }
+    RuntimeOptions options = builder.build();
 
     CountDownLatch stop = new CountDownLatch(1);
     TlsOptions tls = tlsCert == null && tlsKey == null && tlsCa == null ? TlsOptions.plain()

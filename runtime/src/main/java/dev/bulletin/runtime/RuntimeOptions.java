@@ -47,7 +47,6 @@ public record RuntimeOptions(
     double ticketSeconds,
     long schedulerSeed) {
 
-  public static final long MAX_MESSAGE_BYTES = WireLimits.MAX_MESSAGE_BYTES;
 
   public RuntimeOptions {
     required(home, "home");
@@ -67,8 +66,8 @@ public record RuntimeOptions(
     if (!(ticketSeconds > 0)) {
       throw new IllegalArgumentException("ticketSeconds must be > 0, got " + ticketSeconds);
     }
-    if (inlineLimitBytes < 0 || inlineLimitBytes > MAX_MESSAGE_BYTES / 2) {
-      throw new IllegalArgumentException("inlineLimitBytes must be 0.." + MAX_MESSAGE_BYTES / 2
+    if (inlineLimitBytes < 0 || inlineLimitBytes > WireLimits.MAX_MESSAGE_BYTES / 2) {
+      throw new IllegalArgumentException("inlineLimitBytes must be 0.." + WireLimits.MAX_MESSAGE_BYTES / 2
           + ", got " + inlineLimitBytes);
     }
     if (!(drainMarginSeconds >= 0)) {

@@ -12,10 +12,6 @@ public record Identity(String user, String group, boolean owner, boolean worker,
     this(user, group, owner, false, false);
   }
 
-  public Identity(String user, String group, boolean owner, boolean worker) {
-    this(user, group, owner, worker, false);
-  }
-
   /** The identity every worker agent of this cluster presents (with the worker token). */
   public static Identity workerAgent() {
     return new Identity("bulletin-worker", "", false, true, false);

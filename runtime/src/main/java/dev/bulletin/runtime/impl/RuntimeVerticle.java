@@ -1,5 +1,6 @@
 package dev.bulletin.runtime.impl;
 
+import dev.bulletin.protocol.WireLimits;
 import dev.bulletin.runtime.api.Authenticator;
 import dev.bulletin.runtime.api.GrpcApi;
 import dev.bulletin.runtime.api.StatusReport;
@@ -95,7 +96,7 @@ public final class RuntimeVerticle extends VerticleBase {
     StatusReport status = new StatusReport(plane, clusterId, poolRunner);
     vertx.setPeriodic(TICK_MILLIS, id -> plane.tick(java.time.Duration.ofMillis(TICK_MILLIS)));
     GrpcServer grpc = GrpcServer.server(vertx,
-        new GrpcServerOptions().setMaxMessageSize(RuntimeOptions.MAX_MESSAGE_BYTES));
+        new GrpcServerOptions().setMaxMessageSize(WireLimits.MAX_MESSAGE_BYTES));
     Authenticator auth = new Authenticator(tokens);
     Runnable stopCluster = () -> {
       stopPoolWorkers = true;
@@ -120,10 +121,10 @@ public final class RuntimeVerticle extends VerticleBase {
     }
     objects.dataPort(bulk.port());
     new GrpcApi(plane, objects, bulk.port(), status, clusterId, version,
-        options.inlineLimitBytes(), RuntimeOptions.MAX_MESSAGE_BYTES, stopCluster)
+        options.inlineLimitBytes(), WireLimits.MAX_MESSAGE_BYTES, stopCluster)
         .mount(grpc, auth);
     new WorkerAttachApi(vertx, plane, clusterId, version, options.inlineLimitBytes(),
-        RuntimeOptions.MAX_MESSAGE_BYTES).mount(grpc, auth);
+        WireLimits.MAX_MESSAGE_BYTES).mount(grpc, auth);
     server = vertx.createHttpServer(TlsSetup.serve(new HttpServerOptions()
         .setInitialSettings(new Http2Settings().setInitialWindowSize(OBJECT_WINDOW_BYTES))
         .setHttp2ConnectionWindowSize(4 * OBJECT_WINDOW_BYTES).setHost(options.host())
