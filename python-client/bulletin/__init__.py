@@ -30,6 +30,7 @@ from ._errors import (
 )
 from ._runtime._preempt import on_preempt
 from ._as_completed import as_completed
+from ._cf_executor import Executor
 from ._future import ALL_COMPLETED, FIRST_COMPLETED, FIRST_EXCEPTION, Future, WaitInfo, wait
 from ._ref import Ref
 from ._version import __version__
@@ -55,6 +56,7 @@ def __dir__():
 __all__ = [
     "ALL_COMPLETED", "FIRST_COMPLETED", "FIRST_EXCEPTION",
     "AuthenticationError", "BulletinError", "CallTimeoutError", "Client", "ClusterStatus",
+    "Executor",
     "Future", "InfeasibleError", "InvalidArgumentError", "InvalidRequestError", "RemoteError",
     "Ref", "RemoteFunction", "RemoteTraceback", "ResultSerializationError", "RuntimeFailure",
     "RuntimeUnreachableError", "SerializationError", "StoreFullError", "TlsError",

@@ -195,6 +195,12 @@ class Client:
     def _asynchronous(self, asynchronous: bool | None) -> bool:
         return self.asynchronous if asynchronous is None else bool(asynchronous)
 
+    def get_executor(self, **options):
+        """A ``concurrent.futures.Executor`` whose calls run here with ``options`` (those of
+        ``submit``, and ``max_workers``), as Dask's ``Client.get_executor``."""
+        from ._cf_executor import Executor
+        return Executor(self, **options)
+
     @property
     def futures(self) -> dict[str, Future]:
         """This client's Futures that are still referenced somewhere, by key."""
