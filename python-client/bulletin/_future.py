@@ -249,6 +249,24 @@ class Future(cf.Future):
     def __repr__(self) -> str:
         return f"<bulletin.Future {self._key} status={self._status}>"
 
+    # The dashboard of the cluster the latest Client connected to (HelloReply.dashboard_url).
+    _dashboard_url = ""
+
+    def _repr_html_(self) -> str:
+        """Notebook display: status, timings (seconds), why it waits, the end of its output."""
+        from ._html import html_fields, link_line
+        fields = [("function", self._name), ("key", self._key), ("status", self._status)]
+        info = self.wait_info
+        if info is not None:
+            fields.append(("waiting", str(info)))
+        fields += [(name, f"{seconds:.3f} s") for name, seconds in self._timings.items()]
+        if self._attempts > 1:
+            fields.append(("attempts", self._attempts))
+        output = self.output
+        if output:
+            fields.append(("output", output[-500:]))
+        return html_fields("bulletin.Future", fields) + link_line(self._dashboard_url)
+
     def __reduce__(self):
         # Anywhere inside a call's arguments, a Future resolves on the cluster.
         return reduce_future(self)

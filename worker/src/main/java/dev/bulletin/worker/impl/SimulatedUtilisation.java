@@ -8,12 +8,18 @@ import java.util.Optional;
 
 /**
  * Simulated GPUs (--simulate-gpus): a GPU is as busy as the executor of the call holding it
- * keeps a CPU busy, its process's CPU time over the time since its previous sample (capped at
- * 1). So a call that computes shows busy, one that waits in {@code time.sleep} or on I/O shows
- * idle: the distinction NVML's counter makes for kernels, here for the CPU, so the whole
- * ledger path runs on machines without GPUs.
+ * wants a CPU: the time its threads ran or waited, runnable, for a CPU ({@code
+ * /proc/PID/task/TID/schedstat}: on-CPU plus run-queue time) over the time since its previous
+ * sample, capped at 1. So a call that computes shows busy, also on a loaded machine where it
+ * gets a fraction of a CPU, and one that waits in {@code time.sleep} or on I/O shows idle: the
+ * distinction NVML's counter makes for kernels, here for the CPU, so the whole ledger path runs
+ * on machines without GPUs. Where schedstat cannot be read, the process's CPU time counts.
  */
 final class SimulatedUtilisation implements UtilisationSource {
+  /** Whether this kernel keeps schedstat (CONFIG_SCHED_INFO). */
+  private static final boolean SCHEDSTAT =
+      java.nio.file.Files.isReadable(java.nio.file.Path.of("/proc/self/schedstat"));
+
   private record Baseline(long cpuNanos, long atNanos) {}
 
   /** Per executor process: its CPU time at its previous sample. */
@@ -47,13 +53,39 @@ final class SimulatedUtilisation implements UtilisationSource {
     return utilisation;
   }
 
+  /** On-CPU plus run-queue nanoseconds of every thread of the process. */
   static long cpuNanos(long pid) {
+    if (!SCHEDSTAT) {
+      return cpuTimeNanos(pid);
+    }
+    java.nio.file.Path tasks = java.nio.file.Path.of("/proc", Long.toString(pid), "task");
+    try (java.util.stream.Stream<java.nio.file.Path> threads = java.nio.file.Files.list(tasks)) {
+      long total = 0;
+      for (java.nio.file.Path thread : (Iterable<java.nio.file.Path>) threads::iterator) {
+        total += schedstat(thread.resolve("schedstat"));
+      }
+      return total;
+    } catch (java.io.IOException | RuntimeException noSchedstat) {
+      return cpuTimeNanos(pid);
+    }
+  }
+
+  private static long schedstat(java.nio.file.Path file) throws java.io.IOException {
+    try {
+      String[] fields = java.nio.file.Files.readString(file).trim().split("\\s+");
+      return Long.parseLong(fields[0]) + Long.parseLong(fields[1]);
+    } catch (java.nio.file.NoSuchFileException threadEnded) {
+      return 0;
+    }
+  }
+
+  private static long cpuTimeNanos(long pid) {
     Optional<Duration> cpu = ProcessHandle.of(pid).flatMap(p -> p.info().totalCpuDuration());
     return cpu.map(Duration::toNanos).orElse(0L);
   }
 
   @Override
   public String name() {
-    return "simulated: executor CPU share";
+    return "simulated: the executor's share of time running or runnable";
   }
 }
