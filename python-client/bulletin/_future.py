@@ -375,19 +375,26 @@ class Future(cf.Future):
 
     def _drain(self) -> None:
         """Prints the call's output in this thread until it ends (the blocking-call path)."""
+        from ._progress import QueueWait
         sink = self._sink
         if sink is None:
             return
-        while True:
-            # A bounded wait: a signal that arrives on another thread (or interrupt_main())
-            # does not wake an unbounded one, and Ctrl-C must reach this thread promptly.
-            try:
-                item = sink.get(timeout=0.25)
-            except queue.Empty:
-                continue
-            if item is None:
-                break
-            write_output(*item)
+        waiting = QueueWait(self._name)
+        try:
+            while True:
+                # A bounded wait: a signal that arrives on another thread (or interrupt_main())
+                # does not wake an unbounded one, and Ctrl-C must reach this thread promptly.
+                info = self._wait_info
+                waiting.update(self._status, info.position if info else None)
+                try:
+                    item = sink.get(timeout=0.25)
+                except queue.Empty:
+                    continue
+                if item is None:
+                    break
+                write_output(*item)
+        finally:
+            waiting.close()
         self._sink = None
 
 
