@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from . import _launch, _tls
-from ._config import DEFAULT_PORT, home, read_runtime_info
+from ._config import DEFAULT_PORT, home, parse_duration, read_runtime_info
 from ._errors import BulletinError
 
 
@@ -84,6 +84,9 @@ def _parser() -> argparse.ArgumentParser:
     tls.add_argument("--tls-ca", type=Path, metavar="FILE",
                      help="the PEM CA that signed --tls-cert, recorded for clients on this host "
                           "(default: clients use their system's trusted CAs)")
+    up.add_argument("--usage-retention", default="0", metavar="DURATION",
+                    help="how long the usage ledger keeps each call's row, e.g. 400d "
+                         "(default 0: for ever)")
     up.add_argument("--foreground", action="store_true",
                     help="run in this terminal, logging to it, instead of in the background")
     up.set_defaults(run=_up)
@@ -223,6 +226,7 @@ def _up(args) -> int:
         return 2
     if not _executor_options_valid("up", args):
         return 2
+    retention = parse_duration(args.usage_retention, "--usage-retention")
     info = _running_info(state_dir)
     if info is not None:
         try:
@@ -239,7 +243,7 @@ def _up(args) -> int:
                              store_capacity=args.store_capacity, spill_dir=args.spill_dir,
                              store_dir=args.store_dir, executors=_executor_options(args),
                              tls=args.tls, tls_cert=args.tls_cert, tls_key=args.tls_key,
-                             tls_ca=args.tls_ca)
+                             tls_ca=args.tls_ca, usage_retention=retention)
     if args.foreground:
         _launch.exec_foreground(state_dir, opts)  # does not return
     info = _launch.start(state_dir, opts)

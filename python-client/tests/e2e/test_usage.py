@@ -154,3 +154,17 @@ def test_busy_from_nvidia_smi_samples_survives_a_restart(tmp_path):
         assert again[0].gpu_hours_busy == pytest.approx(row.gpu_hours_busy)
     finally:
         c.stop()
+    # Kept for 2 s only, the row (older by now) is deleted when the runtime starts.
+    time.sleep(2)
+    c = start_cluster(home, "--usage-retention", "2s", gpus=0, cpus=1, env=env)
+    try:
+        with c.client(set_as_default=False) as client:
+            assert not client.usage(since="1h").rows
+    finally:
+        c.stop()
+
+
+def test_up_refuses_a_retention_that_is_no_duration(tmp_path):
+    done = run_cli(tmp_path, "up", "--usage-retention", "a while", timeout=60)
+    assert done.returncode != 0
+    assert "--usage-retention" in done.stderr and "1h30m" in done.stderr

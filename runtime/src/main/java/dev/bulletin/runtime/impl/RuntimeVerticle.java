@@ -96,7 +96,7 @@ public final class RuntimeVerticle extends VerticleBase {
     plane.attach(new AttachedWorker(worker.workerId(), HostName.get(), "", worker.gpus().names(),
         false, 0, "", slots, WorkerLink.embedded(agent), worker.gpus().topology()));
     // The usage ledger; the metrics wiring replaces this registry with Prometheus'.
-    usage = new UsageRecorder(plane, UsageStore.open(options.home(), java.time.Duration.ZERO),
+    usage = new UsageRecorder(plane, UsageStore.open(options.home(), options.usageRetention()),
         new SimpleMeterRegistry());
     vertx.setPeriodic(UsageRecorder.REFRESH_MILLIS, id -> usage.refresh());
     PoolsConfig pools = options.config().pools();
