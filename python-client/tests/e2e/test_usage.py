@@ -9,12 +9,17 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
 
 import bulletin
-from cluster_support import CALL_SECONDS, cli_env, run_cli, start_cluster
+from cluster_support import (CALL_SECONDS, cli_env, remove_dead_worker_stores, run_cli,
+                             start_cluster, wait_until)
 
 ALICE = "alice-token-0123456789abcdef"
 BOB = "bob-token-0123456789abcdefgh"
@@ -126,15 +131,22 @@ esac
 """
 
 
-def test_busy_from_nvidia_smi_samples_survives_a_restart(tmp_path):
+def fake_nvidia_smi_env(tmp_path, home):
+    """The environment of `bulletin up` / `bulletin worker` with the fake nvidia-smi first on
+    PATH."""
     fake = tmp_path / "fake-bin"
-    fake.mkdir()
+    fake.mkdir(exist_ok=True)
     (fake / "nvidia-smi").write_text(FAKE_NVIDIA_SMI)
     (fake / "nvidia-smi").chmod(0o755)
-    home = tmp_path / "home"
-    home.mkdir()
     env = cli_env(home)
     env["PATH"] = f"{fake}:{env['PATH']}"
+    return env
+
+
+def test_busy_from_nvidia_smi_samples_survives_a_restart(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    env = fake_nvidia_smi_env(tmp_path, home)
     c = start_cluster(home, gpus=0, cpus=1, env=env)
     try:
         with c.client(set_as_default=False) as client:
@@ -168,3 +180,35 @@ def test_up_refuses_a_retention_that_is_no_duration(tmp_path):
     done = run_cli(tmp_path, "up", "--usage-retention", "a while", timeout=60)
     assert done.returncode != 0
     assert "--usage-retention" in done.stderr and "1h30m" in done.stderr
+
+
+def test_a_remote_workers_samples_reach_the_ledger(tmp_path):
+    """A worker on another host reports its calls' busy GPU-seconds in CallEnded."""
+    home = tmp_path / "head"
+    home.mkdir()
+    head = start_cluster(home, gpus=0, cpus=1)
+    log = home / "worker.log"
+    try:
+        with open(log, "wb") as out:
+            worker = subprocess.Popen(
+                [sys.executable, "-m", "bulletin", "worker", "--head", head.address,
+                 "--worker-id", "usage-w", "--cpus", "1"],
+                env=fake_nvidia_smi_env(tmp_path, home), stdout=out, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            with head.client(set_as_default=False) as client:
+                wait_until(lambda: any(w.worker_id == "usage-w" and w.gpus.total == 1
+                                       for w in client.status().workers),
+                           timeout=60, what="the remote worker to attach")
+                future = client.submit(nap, 3.0, gpus=1)
+                assert future.result(timeout=CALL_SECONDS) is True
+                assert future.placement.worker_id == "usage-w"
+                row = client.usage(since="1h").rows[0]
+            assert 0.5 < row.busy_ratio < 0.8, (row, log.read_text(errors="replace"))
+        finally:
+            if worker.poll() is None:
+                os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait(timeout=30)
+            remove_dead_worker_stores(f"usage-w-{worker.pid}")
+    finally:
+        head.stop()
