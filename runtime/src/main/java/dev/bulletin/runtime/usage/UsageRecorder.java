@@ -61,7 +61,8 @@ public final class UsageRecorder {
   }
 
   private Counter counter(String name, Task task) {
-    return Counter.builder(name).baseUnit("seconds").tag("user", task.owner().user())
+    // No base unit: the name says it, and Prometheus' naming would append "_seconds" again.
+    return Counter.builder(name).tag("user", task.owner().user())
         .tag("group", task.owner().group()).register(registry);
   }
 
