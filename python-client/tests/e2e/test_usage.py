@@ -117,6 +117,11 @@ def test_cli_usage_json_and_csv_show_only_the_callers_rows(cluster):
     assert "vision" in {row["group"] for row in table}
     assert {"gpu_hours_reserved", "gpu_hours_busy", "busy_ratio", "calls"} <= set(table[0])
 
+    text = run_cli(cluster.home, "usage", "--since", "1d", env=env, timeout=60)
+    assert text.returncode == 0, text.stderr
+    assert "(all users)" in text.stdout and "busy/reserved" in text.stdout
+    assert "alice" in text.stdout
+
     bad = run_cli(cluster.home, "usage", "--since", "a week", env=env, timeout=60)
     assert bad.returncode != 0 and "since" in bad.stderr
 
@@ -212,3 +217,36 @@ def test_a_remote_workers_samples_reach_the_ledger(tmp_path):
             remove_dead_worker_stores(f"usage-w-{worker.pid}")
     finally:
         head.stop()
+
+
+def test_a_large_upload_shows_a_progress_bar_that_fills_and_closes(cluster, monkeypatch):
+    import numpy as np
+    from bulletin import _progress
+
+    bars = []
+
+    class RecordingBar:  # stands in for tqdm: what the upload told its bar
+        def __init__(self, total, **_):
+            self.total, self.n, self.closed = total, 0, False
+            bars.append(self)
+
+        def update(self, n):
+            self.n += n
+
+        def reset(self):
+            self.n = 0
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(_progress, "enabled", lambda: True)
+    monkeypatch.setattr(_progress, "_bar", lambda **kw: RecordingBar(**kw))
+    with cluster.client(set_as_default=False) as client:
+        client._transfer.same_host = False  # as a client on another host: over the data port
+        small = client.scatter(np.ones(1 << 10))
+        assert not bars  # under the threshold: no bar
+        big = client.scatter(np.ones((80 << 20) // 8))
+        assert client.submit(np.sum, big).result(timeout=CALL_SECONDS) == (80 << 20) // 8
+        del small, big
+    assert len(bars) == 1
+    assert bars[0].total >= 80 << 20 and bars[0].n == bars[0].total and bars[0].closed
