@@ -18,7 +18,7 @@ export BULLETIN_JAR := $(CURDIR)/$(JAR)
 # Java tests that start real Python executors use the project's interpreter.
 export BULLETIN_TEST_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: all build demo test test-java test-python bench bench-data bench-scheduler clean slurm-up slurm-down toolchain
+.PHONY: all build demo test test-java test-python bench bench-data bench-scheduler bench-usage clean slurm-up slurm-down toolchain
 
 all: build
 
@@ -90,6 +90,10 @@ bench-data: build $(STAMPS)/bench
 bench-scheduler:
 	$(MVN) -pl runtime -am test -Dtest=SchedulerBench -Dsurefire.failIfNoSpecifiedTests=false \
 	  -Dbulletin.bench=true
+
+# What GPU utilisation sampling costs the runtime: 100 simulated workers (docs/usage.md).
+bench-usage: build
+	$(PY) examples/usage_sampling_benchmark.py
 
 clean:
 	$(MVN) clean

@@ -37,7 +37,8 @@ from ._version import __version__
 
 # Client and get_client load grpc; they are imported on first access (PEP 562) so that
 # `import bulletin` stays cheap, above all in the executor processes.
-_LAZY = {"Client": "._client", "get_client": "._client", "ClusterStatus": "._status"}
+_LAZY = {"Client": "._client", "get_client": "._client", "ClusterStatus": "._status",
+         "UsageReport": "._usage"}
 
 
 def __getattr__(name: str):
@@ -60,6 +61,7 @@ __all__ = [
     "Future", "InfeasibleError", "InvalidArgumentError", "InvalidRequestError", "RemoteError",
     "Ref", "RemoteFunction", "RemoteTraceback", "ResultSerializationError", "RuntimeFailure",
     "RuntimeUnreachableError", "SerializationError", "StoreFullError", "TlsError",
+    "UsageReport",
     "WorkerDiedError", "WaitInfo", "WorkerLostError", "__version__",
     "as_completed", "cpu", "get_client", "gpu", "on_preempt", "wait",
 ]

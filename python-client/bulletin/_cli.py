@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from . import _launch, _tls
-from ._config import DEFAULT_PORT, home, read_runtime_info
+from ._config import DEFAULT_PORT, home, parse_duration, read_runtime_info
 from ._errors import BulletinError
 
 
@@ -84,6 +84,9 @@ def _parser() -> argparse.ArgumentParser:
     tls.add_argument("--tls-ca", type=Path, metavar="FILE",
                      help="the PEM CA that signed --tls-cert, recorded for clients on this host "
                           "(default: clients use their system's trusted CAs)")
+    up.add_argument("--usage-retention", default="0", metavar="DURATION",
+                    help="how long the usage ledger keeps each call's row, e.g. 400d "
+                         "(default 0: for ever)")
     up.add_argument("--foreground", action="store_true",
                     help="run in this terminal, logging to it, instead of in the background")
     up.set_defaults(run=_up)
@@ -96,6 +99,19 @@ def _parser() -> argparse.ArgumentParser:
                             description="Show the workers, GPU and CPU slots (total, reserved, "
                                         "busy) and the queue of the runtime.")
     status.set_defaults(run=_status)
+
+    usage = sub.add_parser(
+        "usage", help="GPU-hours reserved against busy, per user or group, over a period",
+        description="The usage ledger: per user (or group) over a period, GPU-hours reserved, "
+                    "GPU-hours the GPUs really computed (busy), their ratio, calls and credits. "
+                    "You see your own calls; the cluster's owner and admins see everyone's.")
+    usage.add_argument("--since", default="7d", metavar="DURATION",
+                       help="how far back, e.g. 7d, 12h, 1d12h (default 7d)")
+    usage.add_argument("--by", choices=("user", "group"), default="user")
+    form = usage.add_mutually_exclusive_group()
+    form.add_argument("--json", action="store_true", help="print JSON for tools")
+    form.add_argument("--csv", action="store_true", help="print CSV for spreadsheets")
+    usage.set_defaults(run=_usage)
 
     worker = sub.add_parser(
         "worker", help="offer this machine's GPUs to a runtime on another machine",
@@ -210,6 +226,7 @@ def _up(args) -> int:
         return 2
     if not _executor_options_valid("up", args):
         return 2
+    retention = parse_duration(args.usage_retention, "--usage-retention")
     info = _running_info(state_dir)
     if info is not None:
         try:
@@ -226,7 +243,7 @@ def _up(args) -> int:
                              store_capacity=args.store_capacity, spill_dir=args.spill_dir,
                              store_dir=args.store_dir, executors=_executor_options(args),
                              tls=args.tls, tls_cert=args.tls_cert, tls_key=args.tls_key,
-                             tls_ca=args.tls_ca)
+                             tls_ca=args.tls_ca, usage_retention=retention)
     if args.foreground:
         _launch.exec_foreground(state_dir, opts)  # does not return
     info = _launch.start(state_dir, opts)
@@ -289,11 +306,7 @@ def _down(args) -> int:
     return 0
 
 
-def _status(args) -> int:
-    from ._connection import Connection
-    from ._status import ClusterStatus
-    from ._proto import bulletin_pb2 as pb
-
+def _require_runtime() -> None:
     # Without runtime.json or $BULLETIN_ADDRESS the client's default port could be anybody's
     # runtime on this machine: ask for an address instead of trying it.
     if not os.environ.get("BULLETIN_ADDRESS") and read_runtime_info() is None:
@@ -301,6 +314,14 @@ def _status(args) -> int:
             f"no bulletin runtime is up here (no {home() / 'runtime.json'}). Start one with "
             "`bulletin up`, or point at a running one with BULLETIN_ADDRESS=HOST:PORT (and "
             "BULLETIN_HOME or BULLETIN_TOKEN for its token).")
+
+
+def _status(args) -> int:
+    from ._connection import Connection
+    from ._status import ClusterStatus
+    from ._proto import bulletin_pb2 as pb
+
+    _require_runtime()
     conn = Connection(connect_timeout=3.0)
     try:
         reply = conn.call(conn.stub.Status, pb.StatusRequest(), "Status")
@@ -310,6 +331,23 @@ def _status(args) -> int:
           f"version {conn.hello.runtime_version}, "
           f"you are {conn.hello.user} ({conn.hello.group})")
     print(ClusterStatus._from_proto(reply))
+    return 0
+
+
+def _usage(args) -> int:
+    from ._connection import Connection
+    from ._usage import UsageReport, usage_request
+
+    _require_runtime()
+    request = usage_request(args.since, None, args.by)
+    conn = Connection(connect_timeout=3.0)
+    try:
+        reply = conn.call(conn.stub.Usage, request, "Usage")
+    finally:
+        conn.close()
+    report = UsageReport._from_proto(reply)
+    print(report.to_json() if args.json else report.to_csv() if args.csv else report, end=""
+          if args.csv else "\n")
     return 0
 
 

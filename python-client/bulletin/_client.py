@@ -32,6 +32,7 @@ from ._nested import futures_in
 from ._proto import bulletin_pb2 as pb
 from ._ref import Ref
 from ._status import ClusterStatus
+from ._usage import UsageReport
 from ._arguments import encode_value
 from ._submitter import CallTable, Submitter
 
@@ -62,6 +63,10 @@ class Client:
         self.address = self._conn.address
         self.user, self.group = hello.user, hello.group
         self.cluster_id, self.runtime_version = hello.cluster_id, hello.runtime_version
+        # The runtime's web dashboard, when it serves one (shown in notebook displays).
+        self.dashboard_url = hello.dashboard_url
+        if hello.dashboard_url:
+            Future._dashboard_url = hello.dashboard_url
         max_message = hello.max_message_bytes or 4 << 20
         chunk_bytes = max(1, min(_CHUNK_BYTES, max_message - _CHUNK_HEADROOM))
 
@@ -210,7 +215,7 @@ class Client:
         """Workers, GPU and CPU slots (total / reserved / busy) and the queue."""
         self._calls.check_open()
         reply = self._conn.call(self._conn.stub.Status, pb.StatusRequest(), "Status")
-        return ClusterStatus._from_proto(reply)
+        return ClusterStatus._from_proto(reply, self.dashboard_url)
 
     def close(self) -> None:
         """Ends the session; calls still pending fail with BulletinError."""
@@ -247,6 +252,25 @@ class Client:
     def __repr__(self) -> str:
         state = "closed" if self._calls.closed else "broken" if self._calls.broken else "open"
         return f"<bulletin.Client {self.address} user={self.user!r} {state}>"
+
+    def _repr_html_(self) -> str:
+        from ._html import html_fields, link_line
+        state = "closed" if self._calls.closed else "broken" if self._calls.broken else "open"
+        return html_fields("bulletin.Client", [
+            ("address", self.address), ("user", f"{self.user} ({self.group})"),
+            ("cluster", self.cluster_id), ("runtime", self.runtime_version),
+            ("session", state), ("futures", len(self._submitter.futures))]) + link_line(
+                self.dashboard_url)
+
+    def usage(self, since="7d", by: str = "user", until=None) -> UsageReport:
+        """The usage ledger over a period (``since``: a duration ago such as "7d" or "12h", or a
+        datetime; ``until``: likewise, default now), per user or per group (``by``): GPU-hours
+        reserved and busy, calls, credits. Your own calls only, unless you are the cluster's
+        owner or an admin."""
+        from ._usage import usage_request
+        self._calls.check_open()
+        reply = self._conn.call(self._conn.stub.Usage, usage_request(since, until, by), "Usage")
+        return UsageReport._from_proto(reply, self.dashboard_url)
 
     # -- calls --------------------------------------------------------------------------------
 

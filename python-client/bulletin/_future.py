@@ -249,6 +249,24 @@ class Future(cf.Future):
     def __repr__(self) -> str:
         return f"<bulletin.Future {self._key} status={self._status}>"
 
+    # The dashboard of the cluster the latest Client connected to (HelloReply.dashboard_url).
+    _dashboard_url = ""
+
+    def _repr_html_(self) -> str:
+        """Notebook display: status, timings (seconds), why it waits, the end of its output."""
+        from ._html import html_fields, link_line
+        fields = [("function", self._name), ("key", self._key), ("status", self._status)]
+        info = self.wait_info
+        if info is not None:
+            fields.append(("waiting", str(info)))
+        fields += [(name, f"{seconds:.3f} s") for name, seconds in self._timings.items()]
+        if self._attempts > 1:
+            fields.append(("attempts", self._attempts))
+        output = self.output
+        if output:
+            fields.append(("output", output[-500:]))
+        return html_fields("bulletin.Future", fields) + link_line(self._dashboard_url)
+
     def __reduce__(self):
         # Anywhere inside a call's arguments, a Future resolves on the cluster.
         return reduce_future(self)
@@ -357,19 +375,26 @@ class Future(cf.Future):
 
     def _drain(self) -> None:
         """Prints the call's output in this thread until it ends (the blocking-call path)."""
+        from ._progress import QueueWait
         sink = self._sink
         if sink is None:
             return
-        while True:
-            # A bounded wait: a signal that arrives on another thread (or interrupt_main())
-            # does not wake an unbounded one, and Ctrl-C must reach this thread promptly.
-            try:
-                item = sink.get(timeout=0.25)
-            except queue.Empty:
-                continue
-            if item is None:
-                break
-            write_output(*item)
+        waiting = QueueWait(self._name)
+        try:
+            while True:
+                # A bounded wait: a signal that arrives on another thread (or interrupt_main())
+                # does not wake an unbounded one, and Ctrl-C must reach this thread promptly.
+                info = self._wait_info
+                waiting.update(self._status, info.position if info else None)
+                try:
+                    item = sink.get(timeout=0.25)
+                except queue.Empty:
+                    continue
+                if item is None:
+                    break
+                write_output(*item)
+        finally:
+            waiting.close()
         self._sink = None
 
 

@@ -137,6 +137,7 @@ class UpOptions:
     tls_cert: Path | None = None  # your own certificate and key (else bulletin up makes them)
     tls_key: Path | None = None
     tls_ca: Path | None = None  # the CA that signed tls_cert, for clients
+    usage_retention: float = 0.0  # seconds the usage ledger keeps rows; 0: for ever
 
     def tls_on(self) -> bool:
         if self.tls is not None:
@@ -170,7 +171,8 @@ def runtime_command(java: str, jar: Path, state_dir: Path, opts: UpOptions,
            "--data-port", str(opts.data_port),
            "--python", sys.executable,
            "--gpus", opts.gpus, "--cpus", str(opts.cpus or os.cpu_count() or 1),
-           "--simulate-gpus", str(opts.simulate_gpus), *opts.executors.arguments()]
+           "--simulate-gpus", str(opts.simulate_gpus), *opts.executors.arguments(),
+           "--usage-retention", f"{opts.usage_retention:g}s"]
     if opts.config is not None:
         cmd += ["--config", str(opts.config)]
     if opts.store_capacity:

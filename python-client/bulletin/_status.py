@@ -96,13 +96,14 @@ class ClusterStatus:
     store: dict = field(default_factory=dict)
     # Queued calls of other users: counted, not listed (only the owner and admins see them).
     others_queued: int = 0
+    dashboard_url: str = ""
 
     @property
     def simulated_gpus(self) -> bool:
         return any(w.simulated_gpus for w in self.workers if w.gpus.total)
 
     @classmethod
-    def _from_proto(cls, msg) -> ClusterStatus:
+    def _from_proto(cls, msg, dashboard_url: str = "") -> ClusterStatus:
         workers = tuple(
             WorkerInfo(w.worker_id, w.host, Slots._from_proto(w.gpus), Slots._from_proto(w.cpus),
                        w.memory_bytes, w.simulated_gpus, w.executors, w.idle_executors,
@@ -121,7 +122,7 @@ class ClusterStatus:
                                p.max_workers, p.backoff_until) for p in msg.pools)
         return cls(msg.cluster_id, workers, Slots._from_proto(msg.gpus),
                    Slots._from_proto(msg.cpus), queue, msg.running, pools,
-                   tuple(msg.pool_events), store, msg.others_queued)
+                   tuple(msg.pool_events), store, msg.others_queued, dashboard_url)
 
     def __str__(self) -> str:
         sim = " (simulated)" if self.simulated_gpus else ""
@@ -158,6 +159,21 @@ class ClusterStatus:
 
     def _repr_pretty_(self, printer, cycle) -> None:  # IPython / Jupyter display
         printer.text(str(self))
+
+    def _repr_html_(self) -> str:
+        from ._html import html_table, link_line
+        sim = " (simulated)" if self.simulated_gpus else ""
+        title = (f"cluster {self.cluster_id}: {self.running} running, "
+                 f"{len(self.queue) + self.others_queued} queued; GPUs {self.gpus}{sim}")
+        workers = [(w.worker_id, w.host, w.state, w.gpus.total, w.gpus.reserved, w.gpus.busy,
+                    f"{w.cpus.reserved}/{w.cpus.total}") for w in self.workers]
+        out = html_table(title, ("worker", "host", "state", "GPUs", "reserved", "busy",
+                                 "CPUs res/total"), workers)
+        if self.queue:
+            out += html_table("queue", ("pos", "task", "user", "gpus", "reason"), [
+                (q.position, q.task_id, q.user, q.gpus, q.reason)
+                for q in sorted(self.queue, key=lambda q: q.position)])
+        return out + link_line(self.dashboard_url)
 
 
 def _table(rows: list[tuple[str, ...]]) -> list[str]:

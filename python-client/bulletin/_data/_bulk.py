@@ -57,8 +57,10 @@ def _crc_view(piece) -> np.ndarray:
     return np.frombuffer(piece, dtype=np.uint8)
 
 
-def put(sock: socket.socket, ticket: bytes, encoded, corrupt: bool = False) -> None:
+def put(sock: socket.socket, ticket: bytes, encoded, corrupt: bool = False,
+        on_sent=None) -> None:
     """Sends an encoded object under a PUT ticket; returns once the runtime stored it.
+    ``on_sent(n)`` is told each piece's size as it leaves (a progress bar).
 
     ``corrupt`` flips a bit in the first piece sent (after its CRC was taken): the test hook
     for the retry of a corrupted upload.
@@ -73,6 +75,8 @@ def put(sock: socket.socket, ticket: bytes, encoded, corrupt: bool = False) -> N
                 corrupt = False
                 piece = bytes([piece[0] ^ 1]) + bytes(piece[1:])
             sock.sendall(piece)
+            if on_sent is not None:
+                on_sent(len(piece))
         sock.sendall(struct.pack(">I", crc.result()))
         status = _recv_exact(sock, 1)[0]
         message = _message(sock)

@@ -132,14 +132,25 @@ class Transfer:
                 self.last_path = "same-host"
                 return
         what = f"the upload of object {oid[:12]}"
+        from .._progress import upload_bar
+        bar = upload_bar(encoded.nbytes, f"upload {oid[:12]}")
+        try:
+            self._upload_remote(oid, encoded, what, bar)
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def _upload_remote(self, oid: str, encoded, what: str, bar) -> None:
         for attempt in range(_RETRIES):
+            if bar is not None:
+                bar.reset()
             last = attempt == _RETRIES - 1
             try:
                 sock = self._data_connection()
                 if sock is None:
-                    self._put(oid, encoded)
+                    self._put(oid, encoded, bar)
                 else:
-                    self._bulk_put(sock, oid, encoded)
+                    self._bulk_put(sock, oid, encoded, bar)
                 return
             except grpc.RpcError as exc:
                 if exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
@@ -156,14 +167,15 @@ class Transfer:
                 raise self._cut(exc, what) from None
             self.resends += 1
 
-    def _bulk_put(self, sock, oid: str, encoded) -> None:
+    def _bulk_put(self, sock, oid: str, encoded, bar=None) -> None:
         with sock:
             reply = self._conn.stub.OpenTransfer(pb.OpenTransferRequest(
                 direction=pb.TRANSFER_PUT, id=oid, size=encoded.nbytes),
                 metadata=self._conn.metadata, timeout=_RPC_SECONDS)
             corrupt, self.corrupt_next_chunk = self.corrupt_next_chunk, False
             self.uploaded_bytes += encoded.nbytes
-            _bulk.put(sock, reply.ticket, encoded, corrupt)
+            _bulk.put(sock, reply.ticket, encoded, corrupt,
+                      on_sent=None if bar is None else bar.update)
         self.uploads += 1
         self.last_path = "bulk"
 
@@ -227,7 +239,7 @@ class Transfer:
         self._maps.close()
         self.receive_buffers = _bulk.ReceiveBuffers(0)  # kept memory goes with its last user
 
-    def _put(self, oid: str, encoded) -> None:
+    def _put(self, oid: str, encoded, bar=None) -> None:
         size = encoded.nbytes
         state = {"crc": 0}
 
@@ -248,6 +260,8 @@ class Transfer:
                     chunk.object_crc32c = state["crc"]
                 offset += len(data)
                 self.uploaded_bytes += len(data)
+                if bar is not None:
+                    bar.update(len(data))
                 yield chunk
             if offset == 0:  # an empty object still needs its first (and last) chunk
                 yield pb.ObjectChunk(id=oid, size=0, last=True)

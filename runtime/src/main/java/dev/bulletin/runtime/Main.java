@@ -76,6 +76,11 @@ public final class Main implements Callable<Integer> {
           + " a timeout (default: ${DEFAULT-VALUE}).")
   double drainMargin;
 
+  @Option(names = "--usage-retention", defaultValue = "0s",
+      description = "How long the usage ledger keeps a call's row, e.g. 400d (default 0s: for"
+          + " ever).")
+  String usageRetention;
+
   @Option(names = "--scheduler-seed", defaultValue = "${env:BULLETIN_SCHEDULER_SEED}",
       description = "The scheduler's seed: how ties between equal workers break (default: a"
           + " random one, logged at start; env BULLETIN_SCHEDULER_SEED). The same seed replays a"
@@ -95,6 +100,14 @@ public final class Main implements Callable<Integer> {
           + " host (default: none, clients use their system's trusted CAs).")
   Path tlsCa;
 
+  private java.time.Duration usageRetention() {
+    try {
+      return dev.bulletin.protocol.Quantities.parseDuration(usageRetention);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("--usage-retention: " + e.getMessage(), e);
+    }
+  }
+
   @Override
   public Integer call() throws Exception {
     String ownerToken = System.getenv("BULLETIN_OWNER_TOKEN");
@@ -110,7 +123,8 @@ public final class Main implements Callable<Integer> {
         .owner(ownerToken, ownerUser).workerToken(workerToken).config(runtimeConfig)
         .storeFolder(storeDir).storeCapacityBytes(storeCapacity).spillFolder(spillDir)
         .inlineLimitBytes(inlineLimit).drainMarginSeconds(drainMargin).dataPort(dataPort)
-        .ticketSeconds(ticketSeconds);
+        .ticketSeconds(ticketSeconds)
+        .usageRetention(usageRetention());
     if (schedulerSeed != null) { // else the builder's random seed, logged at start
       builder.schedulerSeed(schedulerSeed);
     }

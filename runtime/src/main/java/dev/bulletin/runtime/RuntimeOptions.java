@@ -28,6 +28,7 @@ import java.nio.file.Path;
  * @param ticketSeconds how long a bulk transfer ticket stays valid
  * @param schedulerSeed the scheduler's randomness (how ties between equal workers break); logged
  *     at start, so a run can be replayed with the same seed
+ * @param usageRetention usage ledger rows older than this are deleted; zero keeps them all
  */
 public record RuntimeOptions(
     Path home,
@@ -45,7 +46,8 @@ public record RuntimeOptions(
     Path spillFolder,
     int dataPort,
     double ticketSeconds,
-    long schedulerSeed) {
+    long schedulerSeed,
+    java.time.Duration usageRetention) {
 
 
   public RuntimeOptions {
@@ -53,6 +55,11 @@ public record RuntimeOptions(
     required(host, "host");
     required(config, "config");
     required(worker, "worker");
+    required(usageRetention, "usageRetention");
+    if (usageRetention.isNegative()) {
+      throw new IllegalArgumentException("usageRetention must be >= 0 (0 keeps every row), got "
+          + usageRetention);
+    }
     if (host.isBlank()) {
       throw new IllegalArgumentException("host must not be blank (127.0.0.1 keeps the cluster on"
           + " this machine, 0.0.0.0 listens everywhere)");
@@ -112,6 +119,7 @@ public record RuntimeOptions(
     private int dataPort;
     private double ticketSeconds = 60;
     private long schedulerSeed = java.util.concurrent.ThreadLocalRandom.current().nextLong();
+    private java.time.Duration usageRetention = java.time.Duration.ZERO;
 
     private Builder(Path home, WorkerOptions worker) {
       this.home = home;
@@ -181,6 +189,11 @@ public record RuntimeOptions(
       return this;
     }
 
+    public Builder usageRetention(java.time.Duration usageRetention) {
+      this.usageRetention = usageRetention;
+      return this;
+    }
+
     public Builder ticketSeconds(double ticketSeconds) {
       this.ticketSeconds = ticketSeconds;
       return this;
@@ -190,7 +203,7 @@ public record RuntimeOptions(
     public RuntimeOptions build() {
       return new RuntimeOptions(home, host, port, ownerToken, ownerUser, workerToken, config,
           worker, storeFolder, inlineLimitBytes, drainMarginSeconds, storeCapacityBytes,
-          spillFolder, dataPort, ticketSeconds, schedulerSeed);
+          spillFolder, dataPort, ticketSeconds, schedulerSeed, usageRetention);
     }
   }
 }

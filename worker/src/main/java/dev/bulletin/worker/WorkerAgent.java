@@ -35,6 +35,11 @@ public interface WorkerAgent extends AutoCloseable {
 
   WorkerStatusView status();
 
+  /** The GPUs' utilisation samples and each call's GPU-seconds busy. */
+  default GpuUsage usage() {
+    return GpuUsage.NONE;
+  }
+
   /** Stops every executor. */
   @Override
   void close();

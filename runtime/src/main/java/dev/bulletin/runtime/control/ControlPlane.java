@@ -65,6 +65,7 @@ public final class ControlPlane {
   /** The Unix account each user's executors run as (users[].run_as), for those that name one. */
   private final Map<String, String> runAs;
   private int runningCount;
+  private java.util.function.BiConsumer<String, Double> creditsEarned = (group, credits) -> { };
 
   /**
    * @param drainMarginSeconds a worker whose allocation ends sooner than this takes no call
@@ -331,6 +332,23 @@ public final class ControlPlane {
     passes.request();
   }
 
+  /** Told the credits each group earned, as it earns them (the usage ledger records them). */
+  public void onCreditsEarned(java.util.function.BiConsumer<String, Double> listener) {
+    this.creditsEarned = listener;
+  }
+
+  void creditsEarned(String group, double credits) {
+    creditsEarned.accept(group, credits);
+  }
+
+  /** Each group's credits now. */
+  public Map<String, Double> credits() {
+    Map<String, Double> credits = new HashMap<>();
+    policy.ledger().snapshot(policy.now()).groups()
+        .forEach((group, usage) -> credits.put(group, usage.credits()));
+    return credits;
+  }
+
   /** Time passing: credits are earned and a pass runs (see {@link Passes#tick}). */
   public void tick(java.time.Duration elapsed) {
     passes.tick(elapsed);
@@ -375,6 +393,7 @@ public final class ControlPlane {
     worker.reserve(task.id(), task.demand(), placed.gpuIds());
     placements.put(task.id(), worker);
     task.placedOn(placed.workerId(), placed.gpuIds(), System.nanoTime());
+    task.usage().reserved(placed.workerId(), System.nanoTime());
     tasks.transitionQuietly(task, TaskState.PLACED);
     List<ObjectKey> moves = objects.toMoveFor(worker.remote() ? worker.id() : null, task.refs());
     if (moves.isEmpty()) {
@@ -429,6 +448,7 @@ public final class ControlPlane {
       return;
     }
     task.startedAt(System.nanoTime());
+    task.usage().running(System.nanoTime());
     runningCount++;
     AttachedWorker worker = placements.get(task.id());
     tasks.transition(task, TaskState.RUNNING, TaskEvents.running(task.id(), task.workerId(),
@@ -481,6 +501,8 @@ public final class ControlPlane {
     }
     AttachedWorker worker = placements.remove(task.id());
     if (worker != null) {
+      task.usage().released(task.demand().gpus(),
+          worker.link().usage().takeBusyGpuSeconds(task.id()), System.nanoTime());
       worker.release(task.id());
     }
   }

@@ -118,6 +118,7 @@ final class Passes {
       plane.dispatch(task, placement);
       if (placement.creditsCharged() > 0) {
         policy.ledger().spend(task.owner().group(), placement.creditsCharged(), policy.now());
+        task.usage().spent(placement.creditsCharged());
       }
     }
     for (Preemption preemption : plan.preemptions()) {
@@ -141,7 +142,7 @@ final class Passes {
       plane.tasks().get(id).filter(task -> !task.preemptible())
           .ifPresent(task -> held.merge(task.owner().group(), task.demand().gpus(), Integer::sum));
     }
-    policy.ledger().earn(held, elapsed, policy.now());
+    policy.ledger().earn(held, elapsed, policy.now()).forEach(plane::creditsEarned);
     request();
   }
 

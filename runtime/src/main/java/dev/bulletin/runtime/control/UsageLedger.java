@@ -54,13 +54,23 @@ final class UsageLedger {
     book.credits = Math.max(0, book.credits - credits);
   }
 
-  /** Groups under their quota earn credits for the GPUs they did not hold over {@code elapsed}. */
-  void earn(Map<String, Integer> gpusHeldByGroup, Duration elapsed, Instant now) {
+  /**
+   * Groups under their quota earn credits for the GPUs they did not hold over {@code elapsed}.
+   *
+   * @return the credits each group earned now (groups that earned none are left out)
+   */
+  Map<String, Double> earn(Map<String, Integer> gpusHeldByGroup, Duration elapsed, Instant now) {
+    Map<String, Double> earned = new HashMap<>();
     for (GroupQuota quota : policy.groups().values()) {
       GroupBook book = book(quota.name(), now);
+      double before = book.credits;
       book.credits = policy.credits().earn(quota, book.credits,
           gpusHeldByGroup.getOrDefault(quota.name(), 0), elapsed);
+      if (book.credits > before) {
+        earned.put(quota.name(), book.credits - before);
+      }
     }
+    return earned;
   }
 
   Usage snapshot(Instant now) {

@@ -23,6 +23,9 @@ import dev.bulletin.runtime.pool.ProviderContext;
 import dev.bulletin.runtime.pool.ScalingMetrics;
 import dev.bulletin.runtime.pool.WorkerCommand;
 import dev.bulletin.runtime.pool.WorkerProviders;
+import dev.bulletin.runtime.usage.UsageApi;
+import dev.bulletin.runtime.usage.UsageRecorder;
+import dev.bulletin.runtime.usage.UsageStore;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Clock;
 import java.util.concurrent.TimeUnit;
@@ -60,6 +63,7 @@ public final class RuntimeVerticle extends VerticleBase {
   /** How often credits are earned and a pass runs even when nothing happens. */
   private static final long TICK_MILLIS = 5_000;
   private Autoscaler autoscaler;
+  private UsageRecorder usage;
   /** Set when the owner stops the cluster: pool workers stop too (a crash leaves them). */
   private volatile boolean stopPoolWorkers;
 
@@ -91,6 +95,10 @@ public final class RuntimeVerticle extends VerticleBase {
         worker.gpus().simulated(), worker.cpus(), worker.memoryBytes());
     plane.attach(new AttachedWorker(worker.workerId(), HostName.get(), "", worker.gpus().names(),
         false, 0, "", slots, WorkerLink.embedded(agent), worker.gpus().topology()));
+    // The usage ledger; the metrics wiring replaces this registry with Prometheus'.
+    usage = new UsageRecorder(plane, UsageStore.open(options.home(), options.usageRetention()),
+        new SimpleMeterRegistry());
+    vertx.setPeriodic(UsageRecorder.REFRESH_MILLIS, id -> usage.refresh());
     PoolsConfig pools = options.config().pools();
     PoolRunner poolRunner = pools.pools().isEmpty() ? null : new PoolRunner(plane, pools);
     StatusReport status = new StatusReport(plane, clusterId, poolRunner);
@@ -123,6 +131,7 @@ public final class RuntimeVerticle extends VerticleBase {
     new GrpcApi(plane, objects, bulk.port(), status, clusterId, version,
         options.inlineLimitBytes(), WireLimits.MAX_MESSAGE_BYTES, stopCluster)
         .mount(grpc, auth);
+    new UsageApi(usage.store()).mount(grpc, auth);
     new WorkerAttachApi(vertx, plane, clusterId, version, options.inlineLimitBytes(),
         WireLimits.MAX_MESSAGE_BYTES).mount(grpc, auth);
     server = vertx.createHttpServer(TlsSetup.serve(new HttpServerOptions()
@@ -170,11 +179,18 @@ public final class RuntimeVerticle extends VerticleBase {
     if (bulk != null) {
       bulk.close();
     }
+    // The ledger writes what is queued and closes its file: off the event loop.
+    Future<?> ledger = usage == null ? Future.succeededFuture()
+        : vertx.executeBlocking(() -> {
+          usage.store().close();
+          return null;
+        });
     if (autoscaler == null) {
-      return Future.succeededFuture();
+      return ledger;
     }
-    return Future.fromCompletionStage(autoscaler.shutdown(stopPoolWorkers)
-        .orTimeout(60, TimeUnit.SECONDS).exceptionally(error -> null));
+    return ledger.compose(closed -> Future.fromCompletionStage(
+        autoscaler.shutdown(stopPoolWorkers).orTimeout(60, TimeUnit.SECONDS)
+            .exceptionally(error -> null)));
   }
 
   public int actualPort() {

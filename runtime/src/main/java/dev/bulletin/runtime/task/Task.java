@@ -45,6 +45,7 @@ public final class Task {
   private int preemptions;
   private WaitInfo waitInfo;
   private long waitToldNanos;
+  private final CallUsage usage = new CallUsage();
 
   public Task(String id, String name, Identity owner, Demand demand, ObjectKey function,
       ObjectKey args, List<ObjectKey> refs, double timeoutSeconds, TaskEventSink sink,
@@ -71,6 +72,8 @@ public final class Task {
   public List<ObjectKey> refs() { return refs; }
   public double timeoutSeconds() { return timeoutSeconds; }
   public TaskEventSink sink() { return sink; }
+  /** What it used so far, for the usage ledger. */
+  public CallUsage usage() { return usage; }
   public TaskState state() { return state; }
   public String workerId() { return workerId; }
   public List<Integer> gpuIds() { return gpuIds; }

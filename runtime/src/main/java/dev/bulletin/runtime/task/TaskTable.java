@@ -27,6 +27,7 @@ public final class TaskTable {
   private final Map<String, LinkedHashMap<String, Task>> queueByUser = new HashMap<>();
   private final Map<String, Task> queuedAhead = new LinkedHashMap<>();
   private final Predicate<Task> goesAhead;
+  private java.util.function.BiConsumer<Task, TaskEvent> ended = (task, event) -> { };
 
   /** A table in which no call passes the others' queue positions. */
   public TaskTable() {
@@ -114,6 +115,14 @@ public final class TaskTable {
   public void transition(Task task, TaskState to, TaskEvent event) {
     move(task, to);
     task.sink().send(event);
+    if (to.isTerminal()) {
+      ended.accept(task, event);
+    }
+  }
+
+  /** Told of every call that ends, with its last event (the usage ledger records it). */
+  public void onEnded(java.util.function.BiConsumer<Task, TaskEvent> listener) {
+    this.ended = listener;
   }
 
   private void move(Task task, TaskState to) {

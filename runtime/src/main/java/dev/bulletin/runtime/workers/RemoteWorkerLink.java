@@ -54,6 +54,7 @@ public final class RemoteWorkerLink implements WorkerLink {
   private final Consumer<String> broken;
   private int storeReferenced;
   private boolean closed;
+  private final ReportedGpuUsage usage = new ReportedGpuUsage();
 
   /** @param broken detaches the worker when a write finds its stream broken */
   RemoteWorkerLink(String workerId, GrpcServerResponse<WorkerMessage, HeadMessage> stream,
@@ -64,6 +65,11 @@ public final class RemoteWorkerLink implements WorkerLink {
     this.objects = objects;
     this.store = objects.store();
     this.inlineLimit = inlineLimit;
+  }
+
+  @Override
+  public dev.bulletin.worker.GpuUsage usage() {
+    return usage;
   }
 
   /** References in the worker's own store, as its last heartbeat said. */
@@ -158,6 +164,7 @@ public final class RemoteWorkerLink implements WorkerLink {
       ended(message.getEnded());
     } else if (message.hasHeartbeat()) {
       storeReferenced = message.getHeartbeat().getStoreReferenced();
+      usage.heartbeat(message.getHeartbeat());
       for (HeldObject gone : message.getHeartbeat().getDroppedList()) {
         keyOf(gone).ifPresent(key -> objects.dropped(workerId, key));
       }
@@ -178,6 +185,7 @@ public final class RemoteWorkerLink implements WorkerLink {
     }
     Pending call = pending.remove(ended.getTaskId());
     if (call != null) {
+      usage.ended(ended);
       call.outcome().complete(outcome(ended, call.namespace()));
     } else if (ended.hasReturned() && ended.getReturned().getKept()) {
       // No call waits for it (it was given up here): the worker need not keep it.

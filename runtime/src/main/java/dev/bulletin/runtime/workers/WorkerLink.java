@@ -23,6 +23,11 @@ public interface WorkerLink {
 
   WorkerStatusView status();
 
+  /** The worker's GPU utilisation samples, and each ended call's GPU-seconds busy. */
+  default dev.bulletin.worker.GpuUsage usage() {
+    return dev.bulletin.worker.GpuUsage.NONE;
+  }
+
   /**
    * Preempts a call: its checkpoint hooks get {@code grace} to run, then it is stopped (its
    * outcome becomes {@link CallOutcome.Stopped}).
@@ -66,6 +71,11 @@ public interface WorkerLink {
       @Override
       public WorkerStatusView status() {
         return agent.status();
+      }
+
+      @Override
+      public dev.bulletin.worker.GpuUsage usage() {
+        return agent.usage();
       }
     };
   }

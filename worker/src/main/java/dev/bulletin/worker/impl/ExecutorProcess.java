@@ -63,6 +63,11 @@ final class ExecutorProcess {
     return id;
   }
 
+  /** The executor's process id (its CPU time is the simulated GPUs' utilisation). */
+  long pid() {
+    return process.pid();
+  }
+
   List<Integer> gpuIds() {
     return gpuIds;
   }

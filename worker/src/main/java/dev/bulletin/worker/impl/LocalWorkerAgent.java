@@ -29,6 +29,9 @@ import java.util.concurrent.TimeUnit;
  */
 public final class LocalWorkerAgent implements WorkerAgent {
 
+  /** How often GPU utilisation is sampled while calls hold GPUs. */
+  static final long SAMPLE_MILLIS = 1000;
+
   private final WorkerOptions options;
   private final ObjectStore store;
   private final ExecutorService threads = Executors.newCachedThreadPool(runnable -> {
@@ -37,6 +40,7 @@ public final class LocalWorkerAgent implements WorkerAgent {
     return thread;
   });
   private final ExecutorPool pool;
+  private final UtilisationSampler sampler;
   private final Map<String, ExecutorProcess> running = new ConcurrentHashMap<>();
   /** Stops that arrived before the call reached an executor. */
   private final Map<String, String> pendingStops = new ConcurrentHashMap<>();
@@ -45,6 +49,7 @@ public final class LocalWorkerAgent implements WorkerAgent {
     this.options = options;
     this.store = store;
     this.pool = new ExecutorPool(options, store, threads);
+    this.sampler = UtilisationSampler.forGpus(options.gpus(), SAMPLE_MILLIS);
   }
 
   @Override
@@ -102,7 +107,13 @@ public final class LocalWorkerAgent implements WorkerAgent {
   }
 
   @Override
+  public dev.bulletin.worker.GpuUsage usage() {
+    return sampler;
+  }
+
+  @Override
   public void close() {
+    sampler.close();
     List<ExecutorProcess> busy = new ArrayList<>(running.values());
     pool.close();
     busy.forEach(ExecutorProcess::shutdown);
@@ -146,6 +157,7 @@ public final class LocalWorkerAgent implements WorkerAgent {
       outcome = new CallOutcome.ExecutorDied("a fresh executor, " + executor.id()
           + ", could not load the call either: " + e.getMessage());
     } finally {
+      sampler.end(taskId);
       running.remove(taskId);
       pendingStops.remove(taskId); // a stop that raced the call's end must not linger
       try {
@@ -166,6 +178,7 @@ public final class LocalWorkerAgent implements WorkerAgent {
   private CallOutcome runOn(ExecutorProcess executor, CallRequest request,
       ObjectStore.Lease lease, Path staged, CallListener listener) throws UnfitExecutorException {
     running.put(request.taskId(), executor);
+    sampler.begin(request.taskId(), request.gpuIds(), executor.pid());
     String stopped = pendingStops.remove(request.taskId());
     if (stopped != null) {
       return new CallOutcome.Stopped(stopped);

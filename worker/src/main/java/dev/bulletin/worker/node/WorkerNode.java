@@ -228,9 +228,13 @@ public final class WorkerNode implements AutoCloseable {
   }
 
   private WorkerHeartbeat heartbeat() {
-    return WorkerHeartbeat.newBuilder().setRunningCalls(running)
+    WorkerHeartbeat.Builder beat = WorkerHeartbeat.newBuilder().setRunningCalls(running)
         .setStoreReferenced(store.stats().referenced() - functions.size())
-        .addAllDropped(storeReport.evicted()).build();
+        .addAllDropped(storeReport.evicted());
+    agent.usage().current().forEach((gpu, utilisation) -> beat.addGpuUtilisation(
+        dev.bulletin.protocol.GpuUtilisationSample.newBuilder().setGpu(gpu)
+            .setUtilisation(utilisation)));
+    return beat.build();
   }
 
   // ---- kept results --------------------------------------------------------------------------
@@ -405,6 +409,7 @@ public final class WorkerNode implements AutoCloseable {
 
   private void ended(String taskId, CallEnded.Builder ending) {
     running = Math.max(0, running - 1);
+    ending.setGpuSecondsBusy(agent.usage().takeBusyGpuSeconds(taskId));
     send(WorkerMessage.newBuilder().setEnded(ending.setTaskId(taskId)).build());
   }
 

@@ -27,6 +27,8 @@ final class LabWeek {
     final List<SimCall> calls = new ArrayList<>();
     final List<Double> firstResults = new ArrayList<>();
     double heldIdleGpuSeconds;
+    /** "hold" only: GPU-seconds each group's notebook sessions held their GPU. */
+    final Map<String, Double> sessionGpuSeconds = new java.util.HashMap<>();
     int preemptions;
 
     Result(String name) {
@@ -197,6 +199,8 @@ final class LabWeek {
           }
           holder.release(sessionGpu, gpu[0]);
           result.heldIdleGpuSeconds += (des.now() - grantedAt[0]) / 1000.0 - busy[0];
+          result.sessionGpuSeconds.merge(session.group(), (des.now() - grantedAt[0]) / 1000.0,
+              Double::sum);
         };
         notebookHeld(des, session, cells, result, ids, gpu, pending, busy, close[0]);
       });

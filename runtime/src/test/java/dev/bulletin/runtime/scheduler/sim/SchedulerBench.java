@@ -30,5 +30,8 @@ class SchedulerBench {
     Assumptions.assumeTrue(Boolean.getBoolean("bulletin.bench"), "set -Dbulletin.bench=true");
     System.out.println("\n== Simulation 2: a lab week, 20 users in 4 groups on 16 GPUs ==");
     System.out.println(LabWeek.compare(11));
+    System.out.println("== The usage ledger's view of the lab week: GPU-hours reserved against"
+        + " busy per group (busy from a utilisation model per job, see LabLedger) ==");
+    System.out.println(LabLedger.table(11));
   }
 }

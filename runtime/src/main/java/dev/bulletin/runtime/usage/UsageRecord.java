@@ -1,0 +1,19 @@
+package dev.bulletin.runtime.usage;
+
+import java.time.Instant;
+
+/**
+ * One ended call in the usage ledger.
+ *
+ * @param queuedSeconds from submit to its (last) placement
+ * @param reservedSeconds how long its slots were reserved, over all its attempts
+ * @param runningSeconds how long its executor ran it, over all its attempts
+ * @param gpuSecondsReserved GPUs times reserved seconds
+ * @param gpuSecondsBusy of those, what the GPUs really computed (utilisation samples)
+ * @param creditsSpent credits its group paid for its place in the queue
+ * @param outcome "finished", "error", "cancelled", or "error:TIMED_OUT" and the like
+ */
+public record UsageRecord(String taskId, String name, String user, String group, String qos,
+    String worker, int gpus, Instant submittedAt, Instant endedAt, double queuedSeconds,
+    double reservedSeconds, double runningSeconds, double gpuSecondsReserved,
+    double gpuSecondsBusy, double creditsSpent, int attempts, String outcome) {}
