@@ -66,7 +66,7 @@ public final class StatusReport {
    * queued calls (with their global positions) unless they are the owner or an admin; the calls
    * of others are only counted.
    */
-  ClusterStatus build(Identity viewer) {
+  public ClusterStatus build(Identity viewer) {
     Map<String, int[]> busyGpus = new HashMap<>();
     Map<String, double[]> busyCpus = new HashMap<>();
     for (Task task : plane.tasks().all()) {
@@ -119,16 +119,29 @@ public final class StatusReport {
     int hidden = 0;
     for (Task task : plane.tasks().queued()) {
       position++;
-      if (!viewer.seesAll() && !task.owner().user().equals(viewer.user())) {
+      if (!visibleTo(viewer, task)) {
         hidden++;
         continue;
       }
-      status.addQueue(QueuedTask.newBuilder().setTaskId(task.id()).setName(task.name())
-          .setUser(task.owner().user()).setPosition(position).setReason(reason(task))
-          .setResources(Resources.newBuilder().setGpus(task.demand().gpus())
-              .setCpus(task.demand().cpus()).setMemoryBytes(task.demand().memoryBytes())));
+      QueuedTask.Builder queued = QueuedTask.newBuilder().setTaskId(task.id())
+          .setName(task.name()).setUser(task.owner().user()).setPosition(position)
+          .setReason(reason(task)).setResources(Resources.newBuilder()
+              .setGpus(task.demand().gpus()).setCpus(task.demand().cpus())
+              .setMemoryBytes(task.demand().memoryBytes()));
+      if (task.waitInfo() != null) {
+        task.waitInfo().eta().ifPresent(eta -> queued.setEstimatedStart(eta.toEpochMilli() / 1000.0));
+      }
+      status.addQueue(queued);
     }
     return status.setOthersQueued(hidden).build();
+  }
+
+  /**
+   * Whether {@code viewer} may see this call's id, name and details: their own calls, and
+   * everyone's for the owner and admins. The one rule of every view of calls (status, dashboard).
+   */
+  public static boolean visibleTo(Identity viewer, Task task) {
+    return viewer.seesAll() || task.owner().user().equals(viewer.user());
   }
 
   private static void add(SlotCounts.Builder total, SlotCounts one) {
