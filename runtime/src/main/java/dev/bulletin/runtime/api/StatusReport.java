@@ -67,6 +67,15 @@ public final class StatusReport {
    * of others are only counted.
    */
   public ClusterStatus build(Identity viewer) {
+    return build(viewer, Integer.MAX_VALUE);
+  }
+
+  /**
+   * The status with at most {@code listed} of the viewer's queued calls described (a waiting
+   * call's reason costs a feasibility check: a page polled every few seconds lists the first
+   * ones of a queue of thousands, and counts the rest in {@code not_listed}).
+   */
+  public ClusterStatus build(Identity viewer, int listed) {
     Map<String, int[]> busyGpus = new HashMap<>();
     Map<String, double[]> busyCpus = new HashMap<>();
     for (Task task : plane.tasks().all()) {
@@ -117,10 +126,15 @@ public final class StatusReport {
     }
     int position = 0;
     int hidden = 0;
-    for (Task task : plane.tasks().queued()) {
+    int notListed = 0;
+    for (Task task : plane.tasks().queuedView()) {
       position++;
       if (!visibleTo(viewer, task)) {
         hidden++;
+        continue;
+      }
+      if (status.getQueueCount() >= listed) {
+        notListed++;
         continue;
       }
       QueuedTask.Builder queued = QueuedTask.newBuilder().setTaskId(task.id())
@@ -133,7 +147,7 @@ public final class StatusReport {
       }
       status.addQueue(queued);
     }
-    return status.setOthersQueued(hidden).build();
+    return status.setOthersQueued(hidden).setNotListed(notListed).build();
   }
 
   /**

@@ -206,7 +206,7 @@ public final class RuntimeVerticle extends VerticleBase {
     plane.observePasses(meters::passTook);
     GpuHistory history = new GpuHistory(meterRegistry, 1800); // an hour
     vertx.setPeriodic(1, HISTORY_MILLIS, id -> {
-      meters.refresh();
+      meters.refreshGpus();
       history.sample(System.currentTimeMillis());
     });
     web = new WebPort(access, prometheus, meters, plane, status, history, HISTORY_MILLIS);

@@ -97,6 +97,23 @@ public final class ClusterMeters {
   public void refresh() {
     store = plane.store().stats();
     dataPortBytes = plane.objects().dataPortBytes();
+    refreshGpus();
+    if (pools != null) {
+      for (PoolStatus pool : pools.status()) {
+        int[] counts = poolCounts.computeIfAbsent(pool.pool(), this::poolGauges);
+        counts[0] = pool.starting();
+        counts[1] = pool.idle();
+        counts[2] = pool.busy();
+        counts[3] = pool.draining();
+      }
+    }
+  }
+
+  /**
+   * Only the workers' GPU gauges (what the dashboard's chart samples every few seconds: the
+   * store's statistics walk every object, and are taken only when scraped).
+   */
+  public void refreshGpus() {
     Set<String> attached = new HashSet<>();
     for (AttachedWorker worker : plane.workers()) {
       attached.add(worker.id());
@@ -111,15 +128,6 @@ public final class ClusterMeters {
       entry.getValue().meters.forEach(registry::remove); // a gone worker leaves no series
       return true;
     });
-    if (pools != null) {
-      for (PoolStatus pool : pools.status()) {
-        int[] counts = poolCounts.computeIfAbsent(pool.pool(), this::poolGauges);
-        counts[0] = pool.starting();
-        counts[1] = pool.idle();
-        counts[2] = pool.busy();
-        counts[3] = pool.draining();
-      }
-    }
   }
 
   private int[] poolGauges(String pool) {

@@ -32,6 +32,8 @@ import java.util.TreeSet;
  */
 final class DashboardJson {
   private static final ObjectMapper JSON = new ObjectMapper();
+  /** Queued calls the page lists (with their reasons); the rest of a long queue are counted. */
+  static final int LISTED = 100;
 
   private final ControlPlane plane;
   private final StatusReport status;
@@ -55,7 +57,7 @@ final class DashboardJson {
 
   /** Cluster now: workers and their GPUs, running and queued calls, pools. */
   ObjectNode status(Identity viewer) {
-    ClusterStatus report = status.build(viewer);
+    ClusterStatus report = status.build(viewer, LISTED);
     ObjectNode root = JSON.createObjectNode().put("cluster_id", report.getClusterId())
         .put("user", viewer.user()).put("sees_all", viewer.seesAll())
         .put("now", System.currentTimeMillis() / 1000.0);
@@ -79,6 +81,7 @@ final class DashboardJson {
         .put("running", report.getGpus().getBusy());
     ArrayNode running = root.putArray("running");
     int othersRunning = 0;
+    int runningNotListed = 0;
     for (Task task : plane.tasks().all()) {
       if (task.state() != TaskState.RUNNING && task.state() != TaskState.PLACED) {
         continue;
@@ -87,13 +90,17 @@ final class DashboardJson {
         othersRunning++;
         continue;
       }
+      if (running.size() >= LISTED) {
+        runningNotListed++;
+        continue;
+      }
       running.addObject().put("task_id", task.id()).put("name", task.name())
           .put("user", task.owner().user()).put("state", task.state().name().toLowerCase())
           .put("worker", task.workerId()).put("gpus", task.demand().gpus())
           .put("qos", task.qos()).set("started_at", task.startedAt() == null ? null
               : JSON.getNodeFactory().numberNode(task.startedAt().toEpochMilli() / 1000.0));
     }
-    root.put("others_running", othersRunning);
+    root.put("others_running", othersRunning).put("running_not_listed", runningNotListed);
     ArrayNode queue = root.putArray("queue");
     for (QueuedTask task : report.getQueueList()) {
       queue.addObject().put("position", task.getPosition()).put("task_id", task.getTaskId())
@@ -102,7 +109,7 @@ final class DashboardJson {
           .set("estimated_start", task.getEstimatedStart() > 0
               ? JSON.getNodeFactory().numberNode(task.getEstimatedStart()) : null);
     }
-    root.put("others_queued", report.getOthersQueued());
+    root.put("others_queued", report.getOthersQueued()).put("not_listed", report.getNotListed());
     ArrayNode pools = root.putArray("pools");
     for (PoolState pool : report.getPoolsList()) {
       ObjectNode row = pools.addObject().put("name", pool.getName())

@@ -140,12 +140,20 @@ function renderStatus(status) {
     w.idle_executors + " idle of " + w.executors]);
   fill("running", status.running, (c) => [c.name, c.task_id, c.user, c.worker, c.gpus, c.qos,
     c.started_at ? seconds(Math.max(0, status.now - c.started_at)) : "starting"]);
-  $("others-running").textContent = status.others_running
-    ? status.others_running + " running call(s) of other users (not shown)" : "";
+  $("others-running").textContent = [
+    status.running_not_listed ? status.running_not_listed + " more of yours (not listed)" : "",
+    status.others_running ? status.others_running + " running call(s) of other users (not shown)"
+      : ""].filter((text) => text).join("; ");
   fill("queue", status.queue, (c) => [c.position, c.name, c.task_id, c.user, c.gpus, c.reason,
     c.estimated_start ? clock(c.estimated_start) : "unknown"]);
-  $("others-queued").textContent = status.others_queued
-    ? status.others_queued + " queued call(s) of other users (not shown)"
+  const notes = [];
+  if (status.not_listed) {
+    notes.push(status.not_listed + " more of your queued calls behind these (not listed)");
+  }
+  if (status.others_queued) {
+    notes.push(status.others_queued + " queued call(s) of other users (not shown)");
+  }
+  $("others-queued").textContent = notes.length ? notes.join("; ")
     : (status.queue.length ? "" : "Nothing waits.");
   fill("pools", status.pools, (p) => [p.name, p.provider, p.starting, p.idle, p.busy,
     p.draining, p.max_workers, p.workers.join(", ")]);
