@@ -95,6 +95,15 @@ def test_up_status_and_hello_name_the_dashboard(cluster):
         assert bob._conn.hello.dashboard_url == url
 
 
+def test_http_port_option_is_checked_and_compared_with_the_running_runtime(cluster, tmp_path):
+    bad = run_cli(tmp_path, "up", "--http-port", "eighty", timeout=30)
+    assert bad.returncode == 2 and "--http-port: must be a port number (0 = any free) or off" \
+        in bad.stderr
+    again = run_cli(cluster.home, "up", "--http-port", "off", timeout=60)
+    assert again.returncode == 0, again.stderr
+    assert f"--http-port off: it has HTTP port {cluster.info['http_port']}" in again.stderr
+
+
 def test_the_api_shows_each_user_only_their_own_calls(cluster, alices_calls):
     _, running, queued = alices_calls
     mine = api(cluster, "/api/status", ALICE)

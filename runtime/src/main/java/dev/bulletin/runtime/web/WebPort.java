@@ -105,7 +105,6 @@ public final class WebPort {
         refuse(context.response(), refused);
         return;
       }
-      meters.refresh();
       Object json = body.apply(((WebAccess.Decision.Allowed) decision).identity());
       try {
         context.response().putHeader("Content-Type", "application/json")
