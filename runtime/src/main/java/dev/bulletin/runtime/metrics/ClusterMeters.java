@@ -81,7 +81,12 @@ public final class ClusterMeters {
     FunctionCounter.builder("bulletin.dataport", this, meters -> meters.dataPortBytes)
         .description("Bytes moved over the bulk data port, up and down").baseUnit("bytes")
         .register(registry);
-    pass = Timer.builder(PASS).description("Time of a scheduling pass (a run of passes)")
+    pass = passTimer(registry);
+  }
+
+  /** {@code bulletin_scheduler_pass_seconds}: buckets from 10 µs to 1 s. */
+  static Timer passTimer(MeterRegistry registry) {
+    return Timer.builder(PASS).description("Time of a scheduling pass (a run of passes)")
         .serviceLevelObjectives(Duration.ofNanos(10_000), Duration.ofNanos(100_000),
             Duration.ofMillis(1), Duration.ofMillis(10), Duration.ofMillis(100),
             Duration.ofSeconds(1))
