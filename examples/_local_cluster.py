@@ -35,7 +35,9 @@ def local_cluster(cpus: int = 0, up_args: tuple[str, ...] = (), reuse: bool = Tr
     home = tempfile.mkdtemp(prefix="bulletin-example-")
     os.environ["BULLETIN_HOME"] = home
     gpu_args = [] if shutil.which("nvidia-smi") else ["--simulate-gpus", "1"]
-    up = subprocess.run([sys.executable, "-m", "bulletin._cli", "up", "--port", "0",
+    # Free ports, as for the gRPC port: a throwaway cluster must not take another's dashboard port.
+    http_args = [] if "--http-port" in up_args else ["--http-port", "0"]
+    up = subprocess.run([sys.executable, "-m", "bulletin._cli", "up", "--port", "0", *http_args,
                          *(["--cpus", str(cpus)] if cpus else []), *gpu_args, *up_args],
                         capture_output=True, text=True)
     if up.returncode != 0:

@@ -21,6 +21,12 @@ def _gpus_arg(value: str) -> str:
     raise argparse.ArgumentTypeError(f"expected 'auto' or a number of GPUs, got {value!r}")
 
 
+def _http_port_arg(value: str) -> str:
+    if value.strip().lower() == "off" or (value.strip().isdigit() and int(value) <= 65535):
+        return value.strip().lower()
+    raise argparse.ArgumentTypeError(f"must be a port number (0 = any free) or off, got {value!r}")
+
+
 def _add_offer_arguments(parser: argparse.ArgumentParser) -> None:
     """What this machine offers: shared by `up` (its embedded worker) and `worker`."""
     parser.add_argument("--gpus", type=_gpus_arg, default="auto", metavar="auto|N",
@@ -55,6 +61,11 @@ def _parser() -> argparse.ArgumentParser:
                     help="raw TCP port for the bytes of cross-host object transfers, on the same "
                          "address as --host (default: 0, any free port; clients learn it from "
                          "the runtime)")
+    up.add_argument("--http-port", type=_http_port_arg, default=None, metavar="N|off",
+                    help="HTTP port of the web dashboard and Prometheus /metrics, on the same "
+                         "address as --host (default: $BULLETIN_HTTP_PORT, else 8780; 0: any "
+                         "free port; off: none, and no metrics are kept). Other hosts scrape "
+                         "with BULLETIN_METRICS_TOKEN (docs/observability.md)")
     up.add_argument("--host", default="127.0.0.1", metavar="ADDR",
                     help="address to listen on (default: 127.0.0.1, this machine only; "
                          "0.0.0.0 lets workers on other machines attach)")
@@ -179,10 +190,14 @@ def _say_what_was_not_applied(args, info: dict) -> None:
         "store_capacity": (f"store capacity {info.get('store_capacity_bytes')} bytes",
                            lambda v: v == info.get("store_capacity_bytes")),
         "tls": (f"TLS {'on' if info.get('tls') else 'off'}", lambda v: v == bool(info.get("tls"))),
+        "http_port": (f"HTTP port {info.get('http_port') or 'off'}",
+                      lambda v: (v == "0" and bool(info.get("http_port")))
+                      or str(info.get("http_port") or "off") == v),
     }
     differ, unknown = [], []
     for name in ("port", "host", "data_port", "store_dir", "spill_dir", "store_capacity", "gpus",
-                 "cpus", "simulate_gpus", "config", "tls", "tls_cert", "tls_key", "tls_ca"):
+                 "cpus", "simulate_gpus", "config", "tls", "tls_cert", "tls_key", "tls_ca",
+                 "http_port"):
         value = getattr(args, name)
         if value == getattr(defaults, name):
             continue
@@ -243,7 +258,8 @@ def _up(args) -> int:
                              store_capacity=args.store_capacity, spill_dir=args.spill_dir,
                              store_dir=args.store_dir, executors=_executor_options(args),
                              tls=args.tls, tls_cert=args.tls_cert, tls_key=args.tls_key,
-                             tls_ca=args.tls_ca, usage_retention=retention)
+                             tls_ca=args.tls_ca, usage_retention=retention,
+                             http_port=args.http_port)
     if args.foreground:
         _launch.exec_foreground(state_dir, opts)  # does not return
     info = _launch.start(state_dir, opts)
@@ -270,6 +286,9 @@ def _up(args) -> int:
             print("warning: --no-tls: tokens and data cross the network in cleartext",
                   file=sys.stderr)
     print(_cluster_summary(status))
+    if info.get("dashboard_url"):
+        print(f"dashboard: {info['dashboard_url']} (log in with your token); Prometheus "
+              f"metrics: {info['dashboard_url']}metrics")
     print(f"log: {state_dir / 'runtime.log'}; stop it with `bulletin down`")
     return 0
 
@@ -330,6 +349,7 @@ def _status(args) -> int:
     print(f"runtime {conn.address} ({'TLS' if conn.tls.enabled else 'plaintext'}), "
           f"version {conn.hello.runtime_version}, "
           f"you are {conn.hello.user} ({conn.hello.group})")
+    print(f"dashboard: {conn.hello.dashboard_url or 'none (the runtime runs with --http-port off)'}")
     print(ClusterStatus._from_proto(reply))
     return 0
 

@@ -138,6 +138,8 @@ class UpOptions:
     tls_key: Path | None = None
     tls_ca: Path | None = None  # the CA that signed tls_cert, for clients
     usage_retention: float = 0.0  # seconds the usage ledger keeps rows; 0: for ever
+    http_port: str | None = None  # /metrics and the dashboard: N, 0 (any free) or "off";
+    # None: $BULLETIN_HTTP_PORT, else 8780 (the runtime's own default)
 
     def tls_on(self) -> bool:
         if self.tls is not None:
@@ -173,6 +175,8 @@ def runtime_command(java: str, jar: Path, state_dir: Path, opts: UpOptions,
            "--gpus", opts.gpus, "--cpus", str(opts.cpus or os.cpu_count() or 1),
            "--simulate-gpus", str(opts.simulate_gpus), *opts.executors.arguments(),
            "--usage-retention", f"{opts.usage_retention:g}s"]
+    if opts.http_port is not None:
+        cmd += ["--http-port", str(opts.http_port)]
     if opts.config is not None:
         cmd += ["--config", str(opts.config)]
     if opts.store_capacity:

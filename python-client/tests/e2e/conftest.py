@@ -23,6 +23,11 @@ import pytest
 from cluster_support import (Cluster, referenced_objects, remove_dead_worker_stores,
                              start_cluster, wait_until)
 
+# Every runtime the tests start serves its dashboard and /metrics on a free port: suites run
+# side by side on one machine, and the default 8780 can be taken (tests that need a known HTTP
+# port pass --http-port themselves).
+os.environ.setdefault("BULLETIN_HTTP_PORT", "0")
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _no_dead_worker_stores():

@@ -65,6 +65,20 @@ def test_a_client_with_the_cluster_ca_calls_and_moves_objects_over_both_ports(tl
         assert client._transfer.bulk_unreachable is None
 
 
+def test_the_dashboard_and_metrics_speak_https_with_the_same_certificate(tls_head):
+    import http.client
+    import ssl
+    import urllib.request
+    url = tls_head.info["dashboard_url"]
+    assert url == f"https://127.0.0.1:{tls_head.info['http_port']}/"
+    trusted = ssl.create_default_context(cafile=str(tls_head.home / "ca.pem"))
+    with urllib.request.urlopen(url + "metrics", context=trusted, timeout=10) as response:
+        assert response.status == 200 and b"bulletin_gpus{" in response.read()
+    # Plain HTTP gets no page from it.
+    with pytest.raises((OSError, http.client.HTTPException)):
+        urllib.request.urlopen(url.replace("https:", "http:") + "metrics", timeout=10).read()
+
+
 def test_plaintext_is_refused_on_both_ports(tls_head):
     with pytest.raises(bulletin.TlsError, match="speaks TLS") as refused:
         tls_head.client(ca=False)

@@ -40,6 +40,8 @@ public final class BulletinRuntime implements AutoCloseable {
   private final Runnable onShutdownRequest;
   private int port;
   private int dataPort;
+  private int httpPort;
+  private String dashboardUrl = "";
 
   private BulletinRuntime(RuntimeOptions options, TlsOptions tls, Runnable onShutdownRequest) {
     this.options = options;
@@ -97,6 +99,8 @@ public final class BulletinRuntime implements AutoCloseable {
     }
     port = verticle.actualPort();
     dataPort = verticle.dataPort();
+    httpPort = verticle.httpPort();
+    dashboardUrl = verticle.dashboardUrl();
     writeStateFile();
   }
 
@@ -112,6 +116,16 @@ public final class BulletinRuntime implements AutoCloseable {
     return dataPort;
   }
 
+  /** The HTTP port of /metrics and the dashboard; 0 when it serves none (--http-port off). */
+  public int httpPort() {
+    return httpPort;
+  }
+
+  /** The dashboard's address ("http://127.0.0.1:8780/"), empty when there is no HTTP port. */
+  public String dashboardUrl() {
+    return dashboardUrl;
+  }
+
   public String clusterId() {
     return clusterId;
   }
@@ -124,6 +138,9 @@ public final class BulletinRuntime implements AutoCloseable {
     Map<String, Object> state = new LinkedHashMap<>();
     state.put("address", address());
     state.put("data_port", dataPort);
+    // The dashboard and /metrics (docs/observability.md); 0 and "" with --http-port off.
+    state.put("http_port", httpPort);
+    state.put("dashboard_url", dashboardUrl);
     state.put("pid", ProcessHandle.current().pid());
     state.put("cluster_id", clusterId);
     state.put("store_dir", store.root().toString());

@@ -42,6 +42,12 @@ public final class Main implements Callable<Integer> {
           + " address as --host (default: ${DEFAULT-VALUE} = any free port; announced to clients).")
   int dataPort;
 
+  @Option(names = "--http-port", defaultValue = "${env:BULLETIN_HTTP_PORT:-8780}",
+      description = "HTTP port of /metrics and the web dashboard, on the same address as --host"
+          + " (default: ${DEFAULT-VALUE}; 0 = any free; off = none, and no metrics are kept; env"
+          + " BULLETIN_HTTP_PORT). Scraping from other hosts takes BULLETIN_METRICS_TOKEN.")
+  String httpPort;
+
   @Option(names = "--ticket-seconds",
       defaultValue = "${env:BULLETIN_TICKET_SECONDS:-60}",
       description = "How long a data-port transfer ticket stays valid; an unused upload ticket"
@@ -123,7 +129,8 @@ public final class Main implements Callable<Integer> {
         .owner(ownerToken, ownerUser).workerToken(workerToken).config(runtimeConfig)
         .storeFolder(storeDir).storeCapacityBytes(storeCapacity).spillFolder(spillDir)
         .inlineLimitBytes(inlineLimit).drainMarginSeconds(drainMargin).dataPort(dataPort)
-        .ticketSeconds(ticketSeconds)
+        .ticketSeconds(ticketSeconds).httpPort(httpPort(httpPort))
+        .metricsToken(System.getenv("BULLETIN_METRICS_TOKEN"))
         .usageRetention(usageRetention());
     if (schedulerSeed != null) { // else the builder's random seed, logged at start
       builder.schedulerSeed(schedulerSeed);
@@ -138,9 +145,26 @@ public final class Main implements Callable<Integer> {
     System.out.println("bulletin runtime " + BulletinVersion.get() + " serving at "
         + runtime.address() + (tls.enabled() ? " (TLS)" : "") + ", data port " + runtime.dataPort() + " (cluster " + runtime.clusterId() + "; "
         + ResourceOptions.describe(worker) + "; store " + runtime.store().root() + ")");
+    if (!runtime.dashboardUrl().isEmpty()) {
+      System.out.println("dashboard " + runtime.dashboardUrl() + ", metrics "
+          + runtime.dashboardUrl() + "metrics");
+    }
     stop.await();
     runtime.close();
     return 0;
+  }
+
+  /** "off", or a port number 0..65535 (checked again by RuntimeOptions). */
+  static int httpPort(String value) {
+    if (value.strip().equalsIgnoreCase("off")) {
+      return RuntimeOptions.HTTP_OFF;
+    }
+    try {
+      return Integer.parseInt(value.strip());
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("--http-port must be a port number (0 = any free) or"
+          + " off, got '" + value + "'");
+    }
   }
 
   public static void main(String[] args) {

@@ -29,6 +29,10 @@ import java.nio.file.Path;
  * @param schedulerSeed the scheduler's randomness (how ties between equal workers break); logged
  *     at start, so a run can be replayed with the same seed
  * @param usageRetention usage ledger rows older than this are deleted; zero keeps them all
+ * @param httpPort the HTTP port of /metrics and the dashboard, on the same address; 0 picks a
+ *     free one, {@link #HTTP_OFF} serves none and keeps no metrics
+ * @param metricsToken the token that may scrape /metrics from other hosts (null: only loopback,
+ *     the owner and admins may)
  */
 public record RuntimeOptions(
     Path home,
@@ -47,7 +51,12 @@ public record RuntimeOptions(
     int dataPort,
     double ticketSeconds,
     long schedulerSeed,
-    java.time.Duration usageRetention) {
+    java.time.Duration usageRetention,
+    int httpPort,
+    String metricsToken) {
+
+  /** {@link #httpPort} when the runtime serves no HTTP port and keeps no metrics. */
+  public static final int HTTP_OFF = -1;
 
 
   public RuntimeOptions {
@@ -69,6 +78,10 @@ public record RuntimeOptions(
     }
     if (dataPort < 0 || dataPort > 65535) {
       throw new IllegalArgumentException("dataPort must be 0..65535, got " + dataPort);
+    }
+    if (httpPort < HTTP_OFF || httpPort > 65535) {
+      throw new IllegalArgumentException("httpPort must be 0..65535 or " + HTTP_OFF + " (off),"
+          + " got " + httpPort);
     }
     if (!(ticketSeconds > 0)) {
       throw new IllegalArgumentException("ticketSeconds must be > 0, got " + ticketSeconds);
@@ -120,6 +133,8 @@ public record RuntimeOptions(
     private double ticketSeconds = 60;
     private long schedulerSeed = java.util.concurrent.ThreadLocalRandom.current().nextLong();
     private java.time.Duration usageRetention = java.time.Duration.ZERO;
+    private int httpPort;
+    private String metricsToken;
 
     private Builder(Path home, WorkerOptions worker) {
       this.home = home;
@@ -194,6 +209,17 @@ public record RuntimeOptions(
       return this;
     }
 
+    /** The HTTP port of /metrics and the dashboard (default: any free; HTTP_OFF: none). */
+    public Builder httpPort(int httpPort) {
+      this.httpPort = httpPort;
+      return this;
+    }
+
+    public Builder metricsToken(String metricsToken) {
+      this.metricsToken = metricsToken;
+      return this;
+    }
+
     public Builder ticketSeconds(double ticketSeconds) {
       this.ticketSeconds = ticketSeconds;
       return this;
@@ -203,7 +229,8 @@ public record RuntimeOptions(
     public RuntimeOptions build() {
       return new RuntimeOptions(home, host, port, ownerToken, ownerUser, workerToken, config,
           worker, storeFolder, inlineLimitBytes, drainMarginSeconds, storeCapacityBytes,
-          spillFolder, dataPort, ticketSeconds, schedulerSeed, usageRetention);
+          spillFolder, dataPort, ticketSeconds, schedulerSeed, usageRetention, httpPort,
+          metricsToken);
     }
   }
 }

@@ -50,4 +50,17 @@ class PortInUseTest {
           + " `bulletin down`, or --data-port)", error.getMessage());
     }
   }
+
+  @Test
+  void theHttpPortInUseIsNamed() throws Exception {
+    try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      int port = taken.getLocalPort();
+      PortInUseException error = assertThrows(PortInUseException.class,
+          () -> BulletinRuntime.start(options().httpPort(port).build(), () -> { }));
+      assertEquals("port " + port + " on 127.0.0.1 is in use (another bulletin runtime?"
+          + " `bulletin down`, or --http-port)", error.getMessage());
+    }
+    // What the failed start opened is closed: the next one starts.
+    BulletinRuntime.start(options().build(), () -> { }).close();
+  }
 }

@@ -59,6 +59,8 @@ public final class GrpcApi {
 
   /** The bulk data port clients are told about in Hello; 0: none. */
   private final int dataPort;
+  /** The web dashboard's address told in Hello; empty: the runtime serves none. */
+  private String dashboardUrl = "";
 
   public GrpcApi(ControlPlane plane, ObjectApi objects, int dataPort, StatusReport status,
       String clusterId, String version, long inlineLimit, long maxMessage, Runnable shutdown) {
@@ -72,6 +74,12 @@ public final class GrpcApi {
     this.objectSessions = new Sessions(plane.objects());
     this.objects = objects;
     this.dataPort = dataPort;
+  }
+
+  /** Names the web dashboard in Hello (set before the API serves). */
+  public GrpcApi dashboardUrl(String url) {
+    this.dashboardUrl = url;
+    return this;
   }
 
   public void mount(GrpcServer server, Authenticator auth) {
@@ -130,7 +138,7 @@ public final class GrpcApi {
         .setMaxMessageBytes(maxMessage)
         .setStoreDir(plane.store().folderOf(ObjectKey.namespaceOf(identity.user())).toString())
         .setHostId(hostId).setStoreCapacityBytes(plane.store().capacityBytes())
-        .setDataPort(dataPort).build()));
+        .setDataPort(dataPort).setDashboardUrl(dashboardUrl).build()));
   }
 
   private void session(Identity identity, GrpcServerRequest<ClientMessage, ServerMessage> request) {

@@ -66,7 +66,16 @@ public final class StatusReport {
    * queued calls (with their global positions) unless they are the owner or an admin; the calls
    * of others are only counted.
    */
-  ClusterStatus build(Identity viewer) {
+  public ClusterStatus build(Identity viewer) {
+    return build(viewer, Integer.MAX_VALUE);
+  }
+
+  /**
+   * The status with at most {@code listed} of the viewer's queued calls described (a waiting
+   * call's reason costs a feasibility check: a page polled every few seconds lists the first
+   * ones of a queue of thousands, and counts the rest in {@code not_listed}).
+   */
+  public ClusterStatus build(Identity viewer, int listed) {
     Map<String, int[]> busyGpus = new HashMap<>();
     Map<String, double[]> busyCpus = new HashMap<>();
     for (Task task : plane.tasks().all()) {
@@ -117,18 +126,36 @@ public final class StatusReport {
     }
     int position = 0;
     int hidden = 0;
-    for (Task task : plane.tasks().queued()) {
+    int notListed = 0;
+    for (Task task : plane.tasks().queuedView()) {
       position++;
-      if (!viewer.seesAll() && !task.owner().user().equals(viewer.user())) {
+      if (!visibleTo(viewer, task)) {
         hidden++;
         continue;
       }
-      status.addQueue(QueuedTask.newBuilder().setTaskId(task.id()).setName(task.name())
-          .setUser(task.owner().user()).setPosition(position).setReason(reason(task))
-          .setResources(Resources.newBuilder().setGpus(task.demand().gpus())
-              .setCpus(task.demand().cpus()).setMemoryBytes(task.demand().memoryBytes())));
+      if (status.getQueueCount() >= listed) {
+        notListed++;
+        continue;
+      }
+      QueuedTask.Builder queued = QueuedTask.newBuilder().setTaskId(task.id())
+          .setName(task.name()).setUser(task.owner().user()).setPosition(position)
+          .setReason(reason(task)).setResources(Resources.newBuilder()
+              .setGpus(task.demand().gpus()).setCpus(task.demand().cpus())
+              .setMemoryBytes(task.demand().memoryBytes()));
+      if (task.waitInfo() != null) {
+        task.waitInfo().eta().ifPresent(eta -> queued.setEstimatedStart(eta.toEpochMilli() / 1000.0));
+      }
+      status.addQueue(queued);
     }
-    return status.setOthersQueued(hidden).build();
+    return status.setOthersQueued(hidden).setNotListed(notListed).build();
+  }
+
+  /**
+   * Whether {@code viewer} may see this call's id, name and details: their own calls, and
+   * everyone's for the owner and admins. The one rule of every view of calls (status, dashboard).
+   */
+  public static boolean visibleTo(Identity viewer, Task task) {
+    return viewer.seesAll() || task.owner().user().equals(viewer.user());
   }
 
   private static void add(SlotCounts.Builder total, SlotCounts one) {

@@ -111,6 +111,21 @@ public final class ControlPlane {
     return drainMarginSeconds;
   }
 
+  /** The scheduling policy: QoS classes, groups and their quotas (the dashboard shows them). */
+  public dev.bulletin.runtime.scheduler.policy.PolicyConfig policyConfig() {
+    return policy.policy();
+  }
+
+  /** What groups and users have used now, as the usage ledger keeps it. */
+  public dev.bulletin.runtime.scheduler.snapshot.Usage usage() {
+    return policy.ledger().snapshot(policy.now());
+  }
+
+  /** Tells {@code nanos} how long each run of scheduling passes took (the runtime's metrics). */
+  public void observePasses(java.util.function.LongConsumer nanos) {
+    passes.observe(nanos);
+  }
+
   /** Every worker's slots, draining ones too: what could run a call at all. */
   public List<WorkerSlots> allSlots() {
     return workers.values().stream().map(AttachedWorker::slots).toList();

@@ -45,11 +45,17 @@ final class Passes {
   private long lastPassEndNanos;
   /** How long the last run of passes took: the pause that must follow it under load. */
   private long lastPassNanos;
+  /** Told each run's duration (metrics); nothing by default. */
+  private java.util.function.LongConsumer observer = nanos -> { };
 
   Passes(ControlPlane plane, PolicyPass policy, Context context) {
     this.plane = plane;
     this.policy = policy;
     this.context = context;
+  }
+
+  void observe(java.util.function.LongConsumer observer) {
+    this.observer = observer;
   }
 
   /**
@@ -95,6 +101,7 @@ final class Passes {
       passRunning = false;
       lastPassEndNanos = System.nanoTime();
       lastPassNanos = lastPassEndNanos - start;
+      observer.accept(lastPassNanos);
     }
   }
 

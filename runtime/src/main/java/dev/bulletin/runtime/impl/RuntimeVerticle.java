@@ -26,7 +26,15 @@ import dev.bulletin.runtime.pool.WorkerProviders;
 import dev.bulletin.runtime.usage.UsageApi;
 import dev.bulletin.runtime.usage.UsageRecorder;
 import dev.bulletin.runtime.usage.UsageStore;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import dev.bulletin.runtime.metrics.CallMeters;
+import dev.bulletin.runtime.metrics.ClusterMeters;
+import dev.bulletin.runtime.metrics.GpuHistory;
+import dev.bulletin.runtime.web.WebAccess;
+import dev.bulletin.runtime.web.WebPort;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.time.Clock;
 import java.util.concurrent.TimeUnit;
 import java.util.logging.Logger;
@@ -60,6 +68,16 @@ public final class RuntimeVerticle extends VerticleBase {
   private final Runnable shutdown;
   private HttpServer server;
   private BulkServer bulk;
+  /**
+   * Every meter of the runtime goes here (docs/observability.md): Prometheus's registry, which
+   * /metrics scrapes, or with --http-port off one that keeps nothing.
+   */
+  private final MeterRegistry meterRegistry;
+  /** /metrics and the dashboard; null with --http-port off. */
+  private WebPort web;
+  private String dashboardUrl = "";
+  /** The dashboard's chart samples the GPU gauges this often. */
+  private static final long HISTORY_MILLIS = 2_000;
   /** How often credits are earned and a pass runs even when nothing happens. */
   private static final long TICK_MILLIS = 5_000;
   private Autoscaler autoscaler;
@@ -75,6 +93,8 @@ public final class RuntimeVerticle extends VerticleBase {
     this.clusterId = clusterId;
     this.version = version;
     this.shutdown = shutdown;
+    this.meterRegistry = options.httpPort() == RuntimeOptions.HTTP_OFF
+        ? new CompositeMeterRegistry() : new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
   }
 
   @Override
@@ -95,9 +115,8 @@ public final class RuntimeVerticle extends VerticleBase {
         worker.gpus().simulated(), worker.cpus(), worker.memoryBytes());
     plane.attach(new AttachedWorker(worker.workerId(), HostName.get(), "", worker.gpus().names(),
         false, 0, "", slots, WorkerLink.embedded(agent), worker.gpus().topology()));
-    // The usage ledger; the metrics wiring replaces this registry with Prometheus'.
     usage = new UsageRecorder(plane, UsageStore.open(options.home(), options.usageRetention()),
-        new SimpleMeterRegistry());
+        meterRegistry);
     vertx.setPeriodic(UsageRecorder.REFRESH_MILLIS, id -> usage.refresh());
     PoolsConfig pools = options.config().pools();
     PoolRunner poolRunner = pools.pools().isEmpty() ? null : new PoolRunner(plane, pools);
@@ -128,9 +147,9 @@ public final class RuntimeVerticle extends VerticleBase {
       return Future.failedFuture(e);
     }
     objects.dataPort(bulk.port());
-    new GrpcApi(plane, objects, bulk.port(), status, clusterId, version,
-        options.inlineLimitBytes(), WireLimits.MAX_MESSAGE_BYTES, stopCluster)
-        .mount(grpc, auth);
+    GrpcApi api = new GrpcApi(plane, objects, bulk.port(), status, clusterId, version,
+        options.inlineLimitBytes(), WireLimits.MAX_MESSAGE_BYTES, stopCluster);
+    api.mount(grpc, auth);
     new UsageApi(usage.store()).mount(grpc, auth);
     new WorkerAttachApi(vertx, plane, clusterId, version, options.inlineLimitBytes(),
         WireLimits.MAX_MESSAGE_BYTES).mount(grpc, auth);
@@ -138,11 +157,26 @@ public final class RuntimeVerticle extends VerticleBase {
         .setInitialSettings(new Http2Settings().setInitialWindowSize(OBJECT_WINDOW_BYTES))
         .setHttp2ConnectionWindowSize(4 * OBJECT_WINDOW_BYTES).setHost(options.host())
         .setPort(options.port()).setTcpNoDelay(true), tls));
-    return server.requestHandler(grpc).listen()
+    Future<?> webStarted;
+    try {
+      webStarted = startWeb(plane, status, poolRunner, tokens);
+    } catch (IllegalArgumentException e) { // a bad metrics token
+      bulk.close();
+      return Future.failedFuture(e);
+    }
+    // The HTTP port listens first: Hello names the dashboard from the first call on.
+    return webStarted.compose(started -> {
+          api.dashboardUrl(dashboardUrl);
+          return server.requestHandler(grpc).listen()
+              .recover(error -> Future.failedFuture(PortInUseException.explain(error,
+                  options.host(), options.port(), "--port")));
+        })
         .recover(error -> {
           bulk.close(); // a failed start is not stopped: what it opened closes here
-          return Future.failedFuture(PortInUseException.explain(error, options.host(),
-              options.port(), "--port"));
+          if (web != null) {
+            web.close();
+          }
+          return Future.failedFuture(error);
         })
         .compose(listening -> poolRunner == null
             ? Future.succeededFuture() : startPools(pools, poolRunner));
@@ -157,11 +191,60 @@ public final class RuntimeVerticle extends VerticleBase {
         options.workerToken(), options.worker().python().toString(),
         options.home().resolve("pools"), WorkerCommand.bulletin());
     autoscaler = Autoscaler.create(pools, WorkerProviders.forPools(pools, providers),
-        Clock.systemUTC(), new ScalingMetrics(new SimpleMeterRegistry()),
+        Clock.systemUTC(), new ScalingMetrics(meterRegistry),
         task -> context.runOnContext(ignored -> task.run()), poolRunner);
     poolRunner.start(autoscaler);
     vertx.setPeriodic(PoolRunner.TICK_MILLIS, id -> poolRunner.tick());
     return Future.fromCompletionStage(autoscaler.start(), context);
+  }
+
+  /**
+   * Counts calls, workers' GPUs, the store, pools and scheduling passes in the registry, and
+   * serves them with the dashboard on the HTTP port (docs/observability.md); nothing with
+   * --http-port off.
+   */
+  private Future<?> startWeb(ControlPlane plane, StatusReport status, PoolRunner poolRunner,
+      TokenRegistry tokens) {
+    if (!(meterRegistry instanceof PrometheusMeterRegistry prometheus)) {
+      return Future.succeededFuture();
+    }
+    WebAccess access = new WebAccess(tokens, options.metricsToken());
+    plane.tasks().listen(new CallMeters(meterRegistry));
+    ClusterMeters meters = new ClusterMeters(meterRegistry, plane, poolRunner);
+    plane.observePasses(meters::passTook);
+    GpuHistory history = new GpuHistory(meterRegistry, 1800); // an hour
+    vertx.setPeriodic(1, HISTORY_MILLIS, id -> {
+      meters.refreshGpus();
+      history.sample(System.currentTimeMillis());
+    });
+    web = new WebPort(access, prometheus, meters, plane, status, history, HISTORY_MILLIS);
+    return web.listen(vertx, options.host(), options.httpPort(), tls).onSuccess(listening ->
+        dashboardUrl = (tls.enabled() ? "https://" : "http://") + urlHost() + ":"
+            + web.actualPort() + "/");
+  }
+
+  /** The host a URL names: a name for a runtime listening everywhere, brackets for IPv6. */
+  private String urlHost() {
+    String host = options.host();
+    if (host.equals("0.0.0.0") || host.equals("::")) {
+      return HostName.get();
+    }
+    return host.contains(":") ? "[" + host + "]" : host;
+  }
+
+  /** The registry every meter of the runtime is registered in. */
+  public MeterRegistry meterRegistry() {
+    return meterRegistry;
+  }
+
+  /** The HTTP port of /metrics and the dashboard; 0 when there is none. */
+  public int httpPort() {
+    return web == null ? 0 : web.actualPort();
+  }
+
+  /** The dashboard's URL, empty when there is no HTTP port. */
+  public String dashboardUrl() {
+    return dashboardUrl;
   }
 
   /** The address pool workers dial: loopback for a runtime on loopback, else the host name. */

@@ -28,6 +28,14 @@ public final class TaskTable {
   private final Map<String, Task> queuedAhead = new LinkedHashMap<>();
   private final Predicate<Task> goesAhead;
   private java.util.function.BiConsumer<Task, TaskEvent> ended = (task, event) -> { };
+  /** Told every state change (metrics count calls by state); none by default. */
+  private Listener listener = (task, from, to) -> { };
+
+  /** Told each call's state changes, on the table's event loop, after the change. */
+  public interface Listener {
+    /** @param from null when the call was just added (queued) */
+    void moved(Task task, TaskState from, TaskState to);
+  }
 
   /** A table in which no call passes the others' queue positions. */
   public TaskTable() {
@@ -45,7 +53,13 @@ public final class TaskTable {
       return false;
     }
     enqueue(task);
+    listener.moved(task, null, TaskState.QUEUED);
     return true;
+  }
+
+  /** Sets the one listener of state changes (the runtime's metrics). */
+  public void listen(Listener listener) {
+    this.listener = java.util.Objects.requireNonNull(listener, "listener");
   }
 
   public Optional<Task> get(String id) {
@@ -135,10 +149,12 @@ public final class TaskTable {
     } else if (to == TaskState.QUEUED) {
       enqueue(task); // requeued: it waits behind the calls already queued
     }
+    TaskState from = task.state;
     task.state = to;
     if (to.isTerminal()) {
       tasks.remove(task.id());
     }
+    listener.moved(task, from, to);
   }
 
   /**
