@@ -17,6 +17,7 @@ from ._errors import (
     InfeasibleError,
     InvalidArgumentError,
     InvalidRequestError,
+    MemoryLimitError,
     RemoteError,
     RemoteTraceback,
     ResultSerializationError,
@@ -55,7 +56,7 @@ def __dir__():
 __all__ = [
     "ALL_COMPLETED", "FIRST_COMPLETED", "FIRST_EXCEPTION",
     "AuthenticationError", "BulletinError", "CallTimeoutError", "Client", "ClusterStatus",
-    "Future", "InfeasibleError", "InvalidArgumentError", "InvalidRequestError", "RemoteError",
+    "Future", "InfeasibleError", "InvalidArgumentError", "InvalidRequestError", "MemoryLimitError", "RemoteError",
     "Ref", "RemoteFunction", "RemoteTraceback", "ResultSerializationError", "RuntimeFailure",
     "RuntimeUnreachableError", "SerializationError", "StoreFullError", "TlsError",
     "WorkerDiedError", "WaitInfo", "WorkerLostError", "__version__",

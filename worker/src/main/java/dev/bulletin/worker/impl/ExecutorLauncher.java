@@ -44,12 +44,14 @@ final class ExecutorLauncher {
    * @param account the account to run it as (the agent runs as root), or null for the agent's
    */
   static ExecutorProcess launch(String id, List<Integer> gpuIds, UnixAccount account,
-      WorkerOptions options, ObjectStore store) throws ExecutorStartException {
+      ExecutorProfile profile, WorkerOptions options, ObjectStore store)
+      throws ExecutorStartException {
     String token = HexFormat.of().formatHex(randomBytes());
     Holder holder = new Holder();
     Process process;
     try {
-      List<String> command = List.of(options.python().toString(), "-m", "bulletin._runtime._executor");
+      List<String> command = List.of(profile.python().toString(), "-m",
+          "bulletin._runtime._executor");
       ProcessBuilder builder = new ProcessBuilder(account == null ? command
           : account.wrap(command));
       Map<String, String> own = new java.util.HashMap<>(Map.of(
@@ -59,6 +61,10 @@ final class ExecutorLauncher {
           "CUDA_VISIBLE_DEVICES", gpuIds.stream().map(String::valueOf).collect(Collectors.joining(",")),
           "BULLETIN_SIMULATED_GPUS", options.gpus().simulated() && !gpuIds.isEmpty() ? "1" : "0",
           "PYTHONUNBUFFERED", "1"));
+      if (profile.memoryBytes() > 0) {
+        // The executor limits itself once its own imports are done (docs/environments.md).
+        own.put("BULLETIN_MEMORY_LIMIT_BYTES", Long.toString(profile.memoryBytes()));
+      }
       if (account != null) {
         own.putAll(Map.of("HOME", account.home().toString(), "USER", account.name(),
             "LOGNAME", account.name()));
@@ -74,7 +80,7 @@ final class ExecutorLauncher {
       stdin.write((token + "\n").getBytes(StandardCharsets.US_ASCII));
       stdin.flush();
     } catch (IOException e) {
-      throw new ExecutorStartException("cannot start executor " + id + " with " + options.python()
+      throw new ExecutorStartException("cannot start executor " + id + " with " + profile.python()
           + ": " + e.getMessage() + " (is --python an interpreter with the bulletin package?)", e);
     }
     startPump(id + "-out", process.getInputStream(), false, holder);
@@ -91,7 +97,7 @@ final class ExecutorLauncher {
         throw new IllegalStateException("the executor did not answer its first ping");
       }
       ExecutorProcess executor = new ExecutorProcess(id, List.copyOf(gpuIds), gateway, process,
-          python, store, account);
+          python, store, account, profile);
       holder.executor = executor;
       return executor;
     } catch (TimeoutException | ExecutionException | RuntimeException e) {

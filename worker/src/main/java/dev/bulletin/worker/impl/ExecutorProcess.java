@@ -38,6 +38,8 @@ final class ExecutorProcess {
   private volatile String stopReason;
   /** The user whose calls this executor runs; null until it is first handed out (then fixed). */
   private volatile String owner;
+  /** Its interpreter, memory limit and the environment fingerprint it serves. */
+  private volatile ExecutorProfile profile;
   /** Why this executor must run no further call (set by what a call did to it); null if none. */
   private volatile String retireReason;
   private volatile long idleSinceNanos = System.nanoTime();
@@ -47,8 +49,9 @@ final class ExecutorProcess {
   private record Running(String taskId, CallListener listener, CountDownLatch drained) {}
 
   ExecutorProcess(String id, List<Integer> gpuIds, Gateway gateway, Process process,
-      PythonExecutor python, ObjectStore store, UnixAccount account) {
+      PythonExecutor python, ObjectStore store, UnixAccount account, ExecutorProfile profile) {
     this.account = account;
+    this.profile = profile;
     this.id = id;
     this.gpuIds = gpuIds;
     this.gateway = gateway;
@@ -76,6 +79,10 @@ final class ExecutorProcess {
     return account;
   }
 
+  ExecutorProfile profile() {
+    return profile;
+  }
+
   /** The user this executor belongs to, or null while it has run no call. */
   String owner() {
     return owner;
@@ -85,12 +92,13 @@ final class ExecutorProcess {
    * Gives the executor to a user; it never runs another user's call (what a call leaves in a
    * process, in {@code __main__}, {@code builtins}, {@code sys.modules} or GPU memory, stays).
    */
-  synchronized void assignTo(String user) {
+  synchronized void assignTo(String user, ExecutorProfile served) {
     if (owner != null && !owner.equals(user)) {
       throw new IllegalStateException("executor " + id + " belongs to " + owner
           + " and cannot be given to " + user);
     }
     owner = user;
+    profile = served; // a warm executor takes the fingerprint of its first call's environment
   }
 
   void markIdle() {
