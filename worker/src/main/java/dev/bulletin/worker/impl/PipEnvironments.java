@@ -83,14 +83,15 @@ final class PipEnvironments {
 
   /**
    * Run by the new environment's interpreter with the base interpreter as argument: writes a
-   * .pth naming the base's site-packages into its own.
+   * .pth into its own site-packages that adds the base's site-packages as site folders (so
+   * their own .pth files, editable installs among them, work too), after its own.
    */
   private static final String SHARE_BASE = String.join("\n",
       "import subprocess, sys, sysconfig, os",
-      "paths = subprocess.run([sys.argv[1], '-c', 'import site; print(\"\\\\n\".join(site.getsitepackages()))'],",
+      "out = subprocess.run([sys.argv[1], '-c', 'import site; print(repr(site.getsitepackages()))'],",
       "    check=True, capture_output=True, text=True).stdout",
       "with open(os.path.join(sysconfig.get_paths()['purelib'], '_bulletin_base.pth'), 'w') as f:",
-      "    f.write(paths)");
+      "    f.write('import site; list(map(site.addsitedir, ' + out.strip() + '))\\n')");
 
   /** The account's own folder of environments: created 0700 and given to it. */
   private Path accountFolder(UnixAccount account) throws ExecutorStartException {
