@@ -13,6 +13,7 @@ from ._decorators import RemoteFunction, cpu, gpu
 from ._errors import (
     AuthenticationError,
     BulletinError,
+    CallEnvironmentError,
     CallTimeoutError,
     InfeasibleError,
     InvalidArgumentError,
@@ -55,8 +56,9 @@ def __dir__():
 
 __all__ = [
     "ALL_COMPLETED", "FIRST_COMPLETED", "FIRST_EXCEPTION",
-    "AuthenticationError", "BulletinError", "CallTimeoutError", "Client", "ClusterStatus",
-    "Future", "InfeasibleError", "InvalidArgumentError", "InvalidRequestError", "MemoryLimitError", "RemoteError",
+    "AuthenticationError", "BulletinError", "CallEnvironmentError", "CallTimeoutError", "Client",
+    "ClusterStatus", "Future", "InfeasibleError", "InvalidArgumentError", "InvalidRequestError",
+    "MemoryLimitError", "RemoteError",
     "Ref", "RemoteFunction", "RemoteTraceback", "ResultSerializationError", "RuntimeFailure",
     "RuntimeUnreachableError", "SerializationError", "StoreFullError", "TlsError",
     "WorkerDiedError", "WaitInfo", "WorkerLostError", "__version__",

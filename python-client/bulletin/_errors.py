@@ -64,6 +64,12 @@ class MemoryLimitError(BulletinError, MemoryError):
     Its executor is replaced; ask for more memory, or allocate less."""
 
 
+class CallEnvironmentError(BulletinError):
+    """The call's Python environment cannot be had on its worker: it was made from another
+    Python version, its interpreter could be changed by another account, or building its
+    ``pip=[...]`` environment failed. The message names both sides and what to do."""
+
+
 class WorkerLostError(WorkerDiedError):
     """The worker running the call went away (stopped, killed, its allocation ended)."""
 

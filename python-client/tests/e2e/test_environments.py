@@ -171,7 +171,7 @@ def test_a_call_from_another_python_version_fails_naming_both(env_cluster):
         caller = client._submitter._environment
         caller.executable, caller.python_version = "/opt/python3.99/bin/python", "3.99"
         here = "%d.%d" % sys.version_info[:2]
-        with pytest.raises(bulletin.WorkerDiedError, match=(
+        with pytest.raises(bulletin.CallEnvironmentError, match=(
                 rf"Python 3\.99 \(/opt/python3\.99/bin/python\).*is Python {here}")):
             client.submit(os.getpid).result(timeout=CALL_SECONDS)
 

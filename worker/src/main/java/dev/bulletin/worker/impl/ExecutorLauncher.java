@@ -37,6 +37,8 @@ final class ExecutorLauncher {
    */
   private static final java.util.logging.Logger PY4J_LOG = quietPy4j();
   private static final InetAddress LOOPBACK = InetAddress.getLoopbackAddress();
+  /** Where memory limits are cgroups (BULLETIN_EXECUTOR_CGROUP), or null: RLIMIT_DATA. */
+  private static final MemoryCgroups CGROUPS = MemoryCgroups.fromEnvironment();
 
   /**
    * Starts an executor and waits until it has announced its callback server and answered.
@@ -49,6 +51,7 @@ final class ExecutorLauncher {
     String token = HexFormat.of().formatHex(randomBytes());
     Holder holder = new Holder();
     Process process;
+    MemoryCgroups.Group memoryGroup = memoryGroup(id, profile);
     try {
       List<String> command = List.of(profile.python().toString(), "-m",
           "bulletin._runtime._executor");
@@ -61,7 +64,7 @@ final class ExecutorLauncher {
           "CUDA_VISIBLE_DEVICES", gpuIds.stream().map(String::valueOf).collect(Collectors.joining(",")),
           "BULLETIN_SIMULATED_GPUS", options.gpus().simulated() && !gpuIds.isEmpty() ? "1" : "0",
           "PYTHONUNBUFFERED", "1"));
-      if (profile.memoryBytes() > 0) {
+      if (profile.memoryBytes() > 0 && memoryGroup == null) {
         // The executor limits itself once its own imports are done (docs/environments.md).
         own.put("BULLETIN_MEMORY_LIMIT_BYTES", Long.toString(profile.memoryBytes()));
       }
@@ -74,12 +77,18 @@ final class ExecutorLauncher {
       env.clear();
       env.putAll(ExecutorEnvironment.build(System.getenv(), options.extraEnvironment(), own));
       process = builder.start();
+      if (memoryGroup != null) {
+        confine(process, memoryGroup, id);
+      }
       // The token goes over the pipe, never the environment or argv (which other processes of
       // the same account, and user code, can read); the executor reads it once.
       OutputStream stdin = process.getOutputStream();
       stdin.write((token + "\n").getBytes(StandardCharsets.US_ASCII));
       stdin.flush();
     } catch (IOException e) {
+      if (memoryGroup != null) {
+        memoryGroup.remove();
+      }
       throw new ExecutorStartException("cannot start executor " + id + " with " + profile.python()
           + ": " + e.getMessage() + " (is --python an interpreter with the bulletin package?)", e);
     }
@@ -97,7 +106,7 @@ final class ExecutorLauncher {
         throw new IllegalStateException("the executor did not answer its first ping");
       }
       ExecutorProcess executor = new ExecutorProcess(id, List.copyOf(gpuIds), gateway, process,
-          python, store, account, profile);
+          python, store, account, profile, memoryGroup);
       holder.executor = executor;
       return executor;
     } catch (TimeoutException | ExecutionException | RuntimeException e) {
@@ -117,6 +126,36 @@ final class ExecutorLauncher {
       process.destroyForcibly();
       throw new ExecutorStartException("interrupted while starting executor " + id, e);
     }
+  }
+
+  /** A cgroup for an executor with a memory limit, where cgroups hold the limits; else null. */
+  private static MemoryCgroups.Group memoryGroup(String id, ExecutorProfile profile)
+      throws ExecutorStartException {
+    if (profile.memoryBytes() == 0 || CGROUPS == null) {
+      return null;
+    }
+    try {
+      return CGROUPS.create(id, profile.memoryBytes());
+    } catch (IOException e) {
+      throw new ExecutorStartException("cannot make the memory cgroup of executor " + id + ": "
+          + e.getMessage() + " (BULLETIN_EXECUTOR_CGROUP)", e);
+    }
+  }
+
+  /**
+   * Moves the new process into its group before it has read its token (so before any call);
+   * the group goes when the process has exited.
+   */
+  private static void confine(Process process, MemoryCgroups.Group group, String id)
+      throws IOException {
+    try {
+      group.add(process.pid());
+    } catch (IOException e) {
+      process.destroyForcibly();
+      throw new IOException("cannot move executor " + id + " into " + group.folder() + ": "
+          + e.getMessage(), e);
+    }
+    process.onExit().thenRun(group::remove);
   }
 
   /** The executor's callback server, as it announced it. */

@@ -40,6 +40,8 @@ final class ExecutorProcess {
   private volatile String owner;
   /** Its interpreter, memory limit and the environment fingerprint it serves. */
   private volatile ExecutorProfile profile;
+  /** The cgroup that holds its memory limit, or null (none, or RLIMIT_DATA in the process). */
+  private final MemoryCgroups.Group memoryGroup;
   /** Why this executor must run no further call (set by what a call did to it); null if none. */
   private volatile String retireReason;
   private volatile long idleSinceNanos = System.nanoTime();
@@ -49,8 +51,10 @@ final class ExecutorProcess {
   private record Running(String taskId, CallListener listener, CountDownLatch drained) {}
 
   ExecutorProcess(String id, List<Integer> gpuIds, Gateway gateway, Process process,
-      PythonExecutor python, ObjectStore store, UnixAccount account, ExecutorProfile profile) {
+      PythonExecutor python, ObjectStore store, UnixAccount account, ExecutorProfile profile,
+      MemoryCgroups.Group memoryGroup) {
     this.account = account;
+    this.memoryGroup = memoryGroup;
     this.profile = profile;
     this.id = id;
     this.gpuIds = gpuIds;
@@ -264,6 +268,9 @@ final class ExecutorProcess {
   private String deathCause(RuntimeException callError) {
     try {
       if (process.waitFor(5, TimeUnit.SECONDS)) {
+        if (memoryGroup != null && memoryGroup.oomKilled()) {
+          return "the call " + memoryGroup.overLimit() + " (executor " + id + ")";
+        }
         return "executor " + id + " " + ExitCauses.describe(process.exitValue());
       }
     } catch (InterruptedException e) {
