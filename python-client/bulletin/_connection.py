@@ -65,10 +65,10 @@ _UNKNOWN_QOS_ADVICE = "Pass one of those as qos=, or leave qos out for the clust
 # message names the limit and what to do (dev.bulletin.worker.impl.MemoryCgroups).
 _OVER_MEMORY = re.compile(r"\bwent over its memory limit of memory=")
 # The call's environment could not be had on its worker (dev.bulletin.worker.impl
-# .CallEnvironments, PipEnvironments): another Python version, an interpreter other accounts
-# can change, a failed pip build. The message names both sides and what to do.
-_ENVIRONMENT = re.compile(r"\bthe call was made from Python |\bthe caller's interpreter .* is "
-                          r"not run here|\bcould not build the environment for pip=")
+# .CallEnvironments, PipEnvironments): another Python version, a failed pip build. The message
+# names both sides and what to do.
+_ENVIRONMENT = re.compile(r"\bthe call was made from Python |\bcould not build the environment "
+                          r"for pip=")
 
 
 def failure_error(code: int, message: str) -> BulletinError:

@@ -66,8 +66,8 @@ class MemoryLimitError(BulletinError, MemoryError):
 
 class CallEnvironmentError(BulletinError):
     """The call's Python environment cannot be had on its worker: it was made from another
-    Python version, its interpreter could be changed by another account, or building its
-    ``pip=[...]`` environment failed. The message names both sides and what to do."""
+    Python version, or building its ``pip=[...]`` environment failed. The message names both
+    sides and what to do."""
 
 
 class WorkerLostError(WorkerDiedError):

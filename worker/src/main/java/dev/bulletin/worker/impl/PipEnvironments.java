@@ -43,7 +43,9 @@ final class PipEnvironments {
 
   PipEnvironments(WorkerOptions options) {
     String configured = System.getenv("BULLETIN_ENV_CACHE");
+    // A worker running as root builds for run_as accounts, which cannot enter root's home.
     this.root = configured != null && !configured.isBlank() ? Path.of(configured)
+        : agentUid == 0 ? Path.of("/var/cache/bulletin/envs")
         : Path.of(System.getProperty("user.home"), ".cache", "bulletin", "envs");
   }
 
@@ -61,11 +63,9 @@ final class PipEnvironments {
           + " (once; later calls reuse it)");
       try {
         deleteTree(folder); // a build that was interrupted
-        run(account, listener, List.of(base.toString(), "-m", "venv", "--without-pip",
-            folder.toString()));
         // The new environment sees the base interpreter's packages (bulletin among them)
         // after its own: what pip installs here wins, nothing else is copied.
-        run(account, listener, List.of(python.toString(), "-c", SHARE_BASE, base.toString()));
+        run(account, listener, List.of(base.toString(), "-c", CREATE, folder.toString()));
         List<String> install = new ArrayList<>(List.of(python.toString(), "-m", "pip",
             "install", "--disable-pip-version-check", "--no-input", "--progress-bar", "off"));
         install.addAll(pip);
@@ -82,16 +82,18 @@ final class PipEnvironments {
   }
 
   /**
-   * Run by the new environment's interpreter with the base interpreter as argument: writes a
-   * .pth into its own site-packages that adds the base's site-packages as site folders (so
-   * their own .pth files, editable installs among them, work too), after its own.
+   * Run by the base interpreter with the new environment's folder as argument: makes a venv
+   * without pip (like {@code python -m venv --without-pip}) and a .pth in its site-packages
+   * that adds the base's site-packages as site folders (so their own .pth files, editable
+   * installs among them, work too), after its own. One process: no interpreter starts another.
    */
-  private static final String SHARE_BASE = String.join("\n",
-      "import subprocess, sys, sysconfig, os",
-      "out = subprocess.run([sys.argv[1], '-c', 'import site; print(repr(site.getsitepackages()))'],",
-      "    check=True, capture_output=True, text=True).stdout",
-      "with open(os.path.join(sysconfig.get_paths()['purelib'], '_bulletin_base.pth'), 'w') as f:",
-      "    f.write('import site; list(map(site.addsitedir, ' + out.strip() + '))\\n')");
+  private static final String CREATE = String.join("\n",
+      "import os, site, sys, sysconfig, venv",
+      "target = sys.argv[1]",
+      "venv.EnvBuilder(with_pip=False, symlinks=True).create(target)",
+      "purelib = sysconfig.get_path('purelib', vars={'base': target, 'platbase': target})",
+      "with open(os.path.join(purelib, '_bulletin_base.pth'), 'w') as f:",
+      "    f.write('import site; list(map(site.addsitedir, %r))\\n' % site.getsitepackages())");
 
   /** The account's own folder of environments: created 0700 and given to it. */
   private Path accountFolder(UnixAccount account) throws ExecutorStartException {
