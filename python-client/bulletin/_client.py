@@ -98,6 +98,8 @@ class Client:
         ({"GPU": 1}), ``pure`` (no effect: every call runs). Options default to the function's
         decorator's, else gpus=0, cpus=1; ``bulletin.gpu(fn, timeout="2h")`` sets options
         whatever fn's keywords are.
+        ``pip=[...]`` names packages the call needs that its worker lacks (a cached environment
+        is built once; ``Client(pip=...)`` sets a default for every call; docs/environments.md).
         """
         call = split_keywords(fn, kwargs, _base_options(fn))
         return self._submit(fn, args, call.kwargs, call.options, call.key)
