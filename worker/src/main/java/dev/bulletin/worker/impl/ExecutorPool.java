@@ -34,6 +34,12 @@ import java.util.logging.Logger;
  * switch on a GPU costs one executor start. A user's idle executors are retired after
  * {@link WorkerOptions#executorIdleMillis}, so users who come and go do not keep processes (and
  * CUDA contexts) forever.
+ *
+ * <p>An executor also has a profile ({@link ExecutorProfile}): the interpreter it runs (the
+ * worker's, the caller's own, or a pip= environment's; {@link CallEnvironments}), its memory
+ * limit and the caller's environment fingerprint. A call runs only on an executor of its
+ * profile; when a user's fingerprint changes (a package was installed), their idle executors
+ * of the old one are retired at their next call.
  */
 final class ExecutorPool {
 
