@@ -271,7 +271,12 @@ final class ExecutorProcess {
         if (memoryGroup != null && memoryGroup.oomKilled()) {
           return "the call " + memoryGroup.overLimit() + " (executor " + id + ")";
         }
-        return "executor " + id + " " + ExitCauses.describe(process.exitValue());
+        long limit = profile.memoryBytes();
+        // Under RLIMIT_DATA native code may abort where Python would raise MemoryError.
+        return "executor " + id + " " + ExitCauses.describe(process.exitValue())
+            + (limit > 0 && memoryGroup == null ? " (it ran under the call's memory limit of"
+                + " memory=" + dev.bulletin.protocol.Quantities.formatSize(limit) + ", which"
+                + " native code that cannot allocate may end this way)" : "");
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
