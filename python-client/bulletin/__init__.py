@@ -13,10 +13,12 @@ from ._decorators import RemoteFunction, cpu, gpu
 from ._errors import (
     AuthenticationError,
     BulletinError,
+    CallEnvironmentError,
     CallTimeoutError,
     InfeasibleError,
     InvalidArgumentError,
     InvalidRequestError,
+    MemoryLimitError,
     RemoteError,
     RemoteTraceback,
     ResultSerializationError,
@@ -56,9 +58,9 @@ def __dir__():
 
 __all__ = [
     "ALL_COMPLETED", "FIRST_COMPLETED", "FIRST_EXCEPTION",
-    "AuthenticationError", "BulletinError", "CallTimeoutError", "Client", "ClusterStatus",
-    "Executor",
-    "Future", "InfeasibleError", "InvalidArgumentError", "InvalidRequestError", "RemoteError",
+    "AuthenticationError", "BulletinError", "CallEnvironmentError", "CallTimeoutError", "Client",
+    "ClusterStatus", "Executor", "Future", "InfeasibleError", "InvalidArgumentError", "InvalidRequestError",
+    "MemoryLimitError", "RemoteError",
     "Ref", "RemoteFunction", "RemoteTraceback", "ResultSerializationError", "RuntimeFailure",
     "RuntimeUnreachableError", "SerializationError", "StoreFullError", "TlsError",
     "UsageReport",

@@ -26,7 +26,8 @@ from ._config import Options
 from ._errors import InvalidArgumentError
 
 # The fields of Options, which submit and map also take as keywords.
-OPTION_NAMES = ("gpus", "cpus", "memory", "qos", "priority", "timeout", "retries", "credits")
+OPTION_NAMES = ("gpus", "cpus", "memory", "qos", "priority", "timeout", "retries", "credits",
+                "pip")
 # Dask's own keywords of submit and map that mean something here (see _dask_keyword).
 DASK_NAMES = ("key", "pure", "resources", "workers", "allow_other_workers", "fifo_timeout",
               "actor", "actors")

@@ -18,6 +18,7 @@ from time import perf_counter
 from typing import Any, Callable, Iterable
 
 from ._call_options import split_keywords
+from ._environment import parse_pip
 from ._config import Options, parse_wait
 from ._connection import Connection, SessionStream, failure_error
 from ._data._objects import decode
@@ -56,7 +57,7 @@ class Client:
 
     def __init__(self, address: str | None = None, *, token: str | None = None,
                  connect_timeout: float = 3.0, ca=None, set_as_default: bool = True,
-                 asynchronous: bool = False):
+                 asynchronous: bool = False, pip: list[str] | None = None):
         self.asynchronous = asynchronous
         self._conn = Connection(address, token, connect_timeout, ca=ca)
         hello = self._conn.hello
@@ -77,7 +78,8 @@ class Client:
         self._session = SessionStream(self._conn, self._on_event, self._session_ended)
         self._submitter = Submitter(self._conn, self._session, self._transfer, self._calls,
                                     inline_limit=hello.inline_limit_bytes,
-                                    batch_bytes=max(1, max_message // 2))
+                                    batch_bytes=max(1, max_message // 2),
+                                    pip=parse_pip(pip) if pip else ())
         self._submitter.start()
         wait = max(connect_timeout, 1.0)
         if self._session.wait_opened(wait) is None:
@@ -101,6 +103,8 @@ class Client:
         ({"GPU": 1}), ``pure`` (no effect: every call runs). Options default to the function's
         decorator's, else gpus=0, cpus=1; ``bulletin.gpu(fn, timeout="2h")`` sets options
         whatever fn's keywords are.
+        ``pip=[...]`` names packages the call needs that its worker lacks (a cached environment
+        is built once; ``Client(pip=...)`` sets a default for every call; docs/environments.md).
         """
         call = split_keywords(fn, kwargs, _base_options(fn))
         return self._submit(fn, args, call.kwargs, call.options, call.key)

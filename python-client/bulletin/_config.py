@@ -180,6 +180,7 @@ class Options:
     timeout: float = 0.0
     retries: int = 0
     credits: float = 0.0
+    pip: tuple = ()  # requirements for a cached environment on the worker (docs/environments.md)
 
     @classmethod
     def make(cls, base: Options | None = None, **given) -> Options:
@@ -212,8 +213,11 @@ class Options:
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                     raise InvalidArgumentError(f"credits={value!r}: expected a number >= 0")
                 values[name] = float(value)
+            elif name == "pip":
+                from ._environment import parse_pip
+                values[name] = parse_pip(value)
             else:
                 raise InvalidArgumentError(
                     f"unknown option {name!r}; the options are gpus, cpus, memory, qos, "
-                    "priority, timeout, retries and credits")
+                    "priority, timeout, retries, credits and pip")
         return replace(base or cls(), **values)

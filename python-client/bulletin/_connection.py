@@ -17,8 +17,9 @@ import grpc
 from . import _tls
 from ._config import resolve_address, resolve_token, token_path
 from ._errors import (
-    AuthenticationError, BulletinError, CallTimeoutError, InfeasibleError, InvalidRequestError,
-    RuntimeFailure, RuntimeUnreachableError, TlsError, WorkerDiedError, WorkerLostError)
+    AuthenticationError, BulletinError, CallEnvironmentError, CallTimeoutError, InfeasibleError,
+    InvalidRequestError, MemoryLimitError, RuntimeFailure, RuntimeUnreachableError, TlsError,
+    WorkerDiedError, WorkerLostError)
 from ._proto import bulletin_pb2 as pb
 from ._proto import bulletin_pb2_grpc as pb_grpc
 from ._version import __version__
@@ -60,12 +61,26 @@ _UNKNOWN_QOS = re.compile(r"\bqos '[^']*' is not a QoS class")
 _UNKNOWN_QOS_ADVICE = "Pass one of those as qos=, or leave qos out for the cluster's default class."
 
 
+# An executor the kernel killed past its call's memory= (a cgroup's memory.max): the worker's
+# message names the limit and what to do (dev.bulletin.worker.impl.MemoryCgroups).
+_OVER_MEMORY = re.compile(r"\bwent over its memory limit of memory=")
+# The call's environment could not be had on its worker (dev.bulletin.worker.impl
+# .CallEnvironments, PipEnvironments): another Python version, a failed pip build. The message
+# names both sides and what to do.
+_ENVIRONMENT = re.compile(r"\bthe call was made from Python |\bcould not build the environment "
+                          r"for pip=")
+
+
 def failure_error(code: int, message: str) -> BulletinError:
     """The error for a call (or an object RPC) the runtime failed with ``code``: ``message``
     followed by what to do about it."""
     cls, advice = _FAILURES.get(code, (RuntimeFailure, ""))
     if code == pb.INVALID_REQUEST and _UNKNOWN_QOS.search(message):
         advice = _UNKNOWN_QOS_ADVICE
+    if code == pb.EXECUTOR_DIED and _OVER_MEMORY.search(message):
+        cls, advice = MemoryLimitError, ""
+    elif code == pb.EXECUTOR_DIED and _ENVIRONMENT.search(message):
+        cls, advice = CallEnvironmentError, ""
     return cls(f"{message}. {advice}".rstrip())
 
 

@@ -74,20 +74,22 @@ def _decorator(fn, defaults: Options, given: dict):
 def gpu(fn: Callable | None = None, /, *, gpus: int = 1, cpus: float | None = None,
         memory: int | str | None = None, qos: str | None = None,
         timeout: float | str | None = None, retries: int | None = None,
-        priority: int | None = None, credits: float | None = None):
+        priority: int | None = None, credits: float | None = None,
+        pip: list[str] | None = None):
     """Runs the function on GPUs: ``@bulletin.gpu`` (one whole GPU) or
     ``@bulletin.gpu(gpus=2, cpus=8, memory="32GiB", qos="interactive", timeout="2h")``.
+    ``pip=[...]``: packages the call needs that the worker lacks (docs/environments.md).
     """
     return _decorator(fn, Options(gpus=1), dict(
         gpus=gpus, cpus=cpus, memory=memory, qos=qos, timeout=timeout, retries=retries,
-        priority=priority, credits=credits))
+        priority=priority, credits=credits, pip=pip))
 
 
 def cpu(fn: Callable | None = None, /, *, cpus: float = 1, memory: int | str | None = None,
         qos: str | None = None, timeout: float | str | None = None,
         retries: int | None = None, priority: int | None = None,
-        credits: float | None = None):
+        credits: float | None = None, pip: list[str] | None = None):
     """Runs the function on CPU only: ``@bulletin.cpu`` or ``@bulletin.cpu(cpus=4)``."""
     return _decorator(fn, Options(gpus=0), dict(
         cpus=cpus, memory=memory, qos=qos, timeout=timeout, retries=retries,
-        priority=priority, credits=credits))
+        priority=priority, credits=credits, pip=pip))

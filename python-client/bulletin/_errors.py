@@ -59,6 +59,17 @@ class WorkerDiedError(BulletinError):
     """The process running the call died (exit, signal, out of memory)."""
 
 
+class MemoryLimitError(BulletinError, MemoryError):
+    """The call went over the memory it asked for (``memory=``); the message names the limit.
+    Its executor is replaced; ask for more memory, or allocate less."""
+
+
+class CallEnvironmentError(BulletinError):
+    """The call's Python environment cannot be had on its worker: it was made from another
+    Python version, or building its ``pip=[...]`` environment failed. The message names both
+    sides and what to do."""
+
+
 class WorkerLostError(WorkerDiedError):
     """The worker running the call went away (stopped, killed, its allocation ended)."""
 

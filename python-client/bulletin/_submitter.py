@@ -19,6 +19,7 @@ from time import perf_counter
 from typing import Callable
 
 from ._arguments import CallArguments, InputCancelled, InputFailed
+from ._environment import CallerEnvironment
 from ._config import Options
 from ._connection import Connection, SessionStream
 from ._data._transfer import Transfer
@@ -125,8 +126,10 @@ class Submitter:
 
     def __init__(self, conn: Connection, session: SessionStream, transfer: Transfer,
                  calls: CallTable, inline_limit: int,
-                 batch_bytes: int):
+                 batch_bytes: int, pip: tuple = ()):
         self._transfer = transfer
+        self._environment = CallerEnvironment()
+        self._pip = pip  # the Client's default pip=, for calls that name none
         self._calls = calls
         self.inline_limit = inline_limit
         self.sent_functions: set[str] = set()
@@ -177,6 +180,10 @@ class Submitter:
         spec.resources.gpus = options.gpus
         spec.resources.cpus = options.cpus
         spec.resources.memory_bytes = options.memory
+        env, caller = spec.environment, self._environment
+        env.python_executable, env.python_version = caller.executable, caller.python_version
+        env.fingerprint = caller.fingerprint()
+        env.pip.extend(options.pip or self._pip)
         spec.task_id = f"{_slug(key or spec.name)}-{uuid.uuid4().hex}"
         spec.function.id, spec.function.size = fn_id, fn_encoded.nbytes
         future = Future(spec.task_id, spec.name, self.cancel)

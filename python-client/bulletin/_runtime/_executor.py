@@ -28,7 +28,8 @@ from .._data._objects import encode, open_object, write_file
 from .._data._write_maps import RECYCLE_MIN, WriteMappings
 from . import _preempt
 from ._arguments import load_arguments
-from .._errors import BulletinError, ResultSerializationError
+from .._errors import BulletinError, MemoryLimitError, ResultSerializationError
+from .._status import format_bytes
 
 _LOG_PREFIX = "[bulletin executor]"
 # The line the executor announces itself with on its stdout, once, before any user code runs
@@ -182,6 +183,42 @@ class _Limits:
             pass
 
 
+# ---- The memory limit of a call's memory= request ----------------------------------------------
+
+# Room above the executor's own data at start for what it needs around each call (Py4J's
+# connection thread stacks, decoding, the reply): the call itself gets its whole request.
+_MEMORY_HEADROOM = 64 << 20
+
+
+def _data_bytes() -> int:
+    """The process's data segment as RLIMIT_DATA counts it (private writable mappings)."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmData:"):
+                return int(line.split()[1]) * 1024
+    raise OSError("no VmData in /proc/self/status")
+
+
+def apply_memory_limit(limit: int) -> None:
+    """Limits this executor to ``limit`` bytes of data beyond what it holds now (its imports),
+    soft and hard: the calls it runs cannot raise it again (unless it runs as root). An
+    allocation past it fails with MemoryError, which the call reports as MemoryLimitError.
+    RLIMIT_DATA counts private writable memory (heap, anonymous mappings) and not the store's
+    shared files; docs/environments.md says what that misses (GPU memory among others)."""
+    ceiling = _data_bytes() + limit + _MEMORY_HEADROOM
+    resource.setrlimit(resource.RLIMIT_DATA, (ceiling, ceiling))
+
+
+def _over_limit(exc: BaseException, limit: int) -> MemoryLimitError:
+    error = MemoryLimitError(
+        f"the call went over the memory it asked for, memory={format_bytes(limit)} "
+        f"({limit} bytes): {type(exc).__name__}: {exc}. Ask for more with memory=..., or "
+        "allocate less; its executor was replaced.")
+    error.__cause__ = exc
+    error.__traceback__ = exc.__traceback__
+    return error
+
+
 # ---- Running calls --------------------------------------------------------------------------------
 
 @dataclass
@@ -202,7 +239,7 @@ class Executor:
     """
 
     def __init__(self, store_dir: str | os.PathLike, cache_size: int = 128,
-                 keep_mapped_bytes: int = 0):
+                 keep_mapped_bytes: int = 0, memory_limit: int = 0):
         """With ``keep_mapped_bytes``, large results are written through mappings this executor
         kept, up to that many bytes, into files the agent recycles: ``run`` then answers
         ``Stage`` and ``commit`` writes."""
@@ -211,6 +248,8 @@ class Executor:
         self._cache_size = cache_size
         self._maps = WriteMappings(keep_mapped_bytes) if keep_mapped_bytes else None
         self._limits = _Limits()
+        self._memory_limit = memory_limit  # applied by main() before: what calls report
+        self._over_limit = False
         self._calls = 0
         self._pending: _Pending | None = None
 
@@ -224,10 +263,15 @@ class Executor:
         fresh = self._calls == 0
         self._calls += 1
         self._pending = None
+        self._over_limit = False
         try:
             ran = self._invoke(call, fresh)
         finally:
             retire = self._limits.restore()  # before encoding: the result needs the memory
+        if self._over_limit:
+            # Its heap may be left fragmented or half-freed: a fresh process for the next call.
+            retire = "; ".join(filter(None, [retire, "its call went over its memory limit of "
+                                             + format_bytes(self._memory_limit)]))
         if isinstance(ran, Unfit):
             return ran
         value, raised, run_seconds, stored = ran
@@ -266,6 +310,12 @@ class Executor:
             start = time.perf_counter()
             try:
                 return fn(*args, **kwargs), False, time.perf_counter() - start, stored
+            except MemoryError as exc:
+                if not self._memory_limit:
+                    return exc, True, time.perf_counter() - start, stored
+                self._over_limit = True
+                return (_over_limit(exc, self._memory_limit), True,
+                        time.perf_counter() - start, stored)
             except BaseException as exc:
                 return exc, True, time.perf_counter() - start, stored
         except BaseException as exc:
@@ -459,7 +509,10 @@ def main() -> None:
     if not listening.wait(30):  # start() binds; the server's thread listens (then announce)
         log("the Py4J callback server did not start listening")
         sys.exit(2)
-    executor = Executor(store, keep_mapped_bytes=_keep_mapped_bytes())
+    memory_limit = int(os.environ.pop("BULLETIN_MEMORY_LIMIT_BYTES", "0") or 0)
+    if memory_limit > 0:
+        apply_memory_limit(memory_limit)
+    executor = Executor(store, keep_mapped_bytes=_keep_mapped_bytes(), memory_limit=memory_limit)
     object_id = pool.put(_PythonExecutor(executor))
     os.write(1, f"\x1e{_READY_WORD} {server.get_listening_port()} {object_id}\n".encode())
     try:

@@ -396,3 +396,17 @@ def test_a_result_whose_worker_went_away_fails_naming_the_worker(head_client, wo
     del first
     assert_nothing_held(head_client, before, functions, [])
     assert head_client.submit(int, "7").result(timeout=CALL_SECONDS) == 7
+
+
+def allocate(mib):
+    block = bytearray(mib << 20)
+    return os.getpid(), len(block)
+
+
+def test_a_remote_workers_executor_holds_the_calls_memory_request(head_client, workers):
+    """memory= reaches a worker on its own (RunCall.memory_bytes): past it, MemoryLimitError."""
+    workers("gpu-m", "--simulate-gpus", "1")
+    with pytest.raises(bulletin.MemoryLimitError, match=r"memory=256\.0 MiB"):
+        head_client.submit(allocate, 1024, gpus=1, memory="256MiB").result(timeout=CALL_SECONDS)
+    assert head_client.submit(allocate, 64, gpus=1, memory="256MiB").result(
+        timeout=CALL_SECONDS)[1] == 64 << 20

@@ -10,13 +10,20 @@ import java.util.Optional;
  * scheduler reserved for it. The result is stored in the arguments' namespace.
  *
  * @param runAs the Unix account the call owner's executors run as (users[].run_as), if any
+ * @param executor its memory limit and Python environment ({@link ExecutorSpec#NONE}: none)
  */
 public record CallRequest(String taskId, ObjectKey function, ObjectKey args, List<ObjectKey> refs,
-    List<Integer> gpuIds, Optional<String> runAs) {
+    List<Integer> gpuIds, Optional<String> runAs, ExecutorSpec executor) {
   public CallRequest {
     refs = List.copyOf(refs);
     gpuIds = List.copyOf(gpuIds);
     runAs = runAs == null ? Optional.empty() : runAs.filter(account -> !account.isEmpty());
+    executor = executor == null ? ExecutorSpec.NONE : executor;
+  }
+
+  public CallRequest(String taskId, ObjectKey function, ObjectKey args, List<ObjectKey> refs,
+      List<Integer> gpuIds, Optional<String> runAs) {
+    this(taskId, function, args, refs, gpuIds, runAs, ExecutorSpec.NONE);
   }
 
   public CallRequest(String taskId, ObjectKey function, ObjectKey args, List<ObjectKey> refs,

@@ -239,7 +239,10 @@ public final class ControlPlane {
     Demand demand;
     ObjectKey function;
     TaskObjects.Accepted accepted;
+    dev.bulletin.worker.ExecutorSpec executorSpec;
     try {
+      executorSpec = dev.bulletin.worker.ExecutorSpec.of(spec.getResources().getMemoryBytes(),
+          spec.getEnvironment());
       demand = new Demand(spec.getResources().getGpus(), spec.getResources().getCpus(),
           spec.getResources().getMemoryBytes());
       function = acceptFunction(session, spec.getFunction());
@@ -255,6 +258,7 @@ public final class ControlPlane {
     Task task = new Task(taskId, spec.getName(), session.identity(), demand, function,
         accepted.args(), accepted.refs(), spec.getTimeoutSeconds(), session, System.nanoTime());
     task.allowRetries(spec.getRetries());
+    task.needsExecutor(executorSpec);
     // A call without a timeout may run for its QoS class's longest walltime, and is stopped then.
     task.scheduling(qos.get().name(), spec.getPriority(), spec.getCredits(),
         spec.getTimeoutSeconds() > 0
@@ -439,7 +443,8 @@ public final class ControlPlane {
 
   private void run(Task task, AttachedWorker worker, Placement placed) {
     CallRequest request = new CallRequest(task.id(), task.function(), task.args(), task.refs(),
-        placed.gpuIds(), Optional.ofNullable(runAs.get(task.owner().user())));
+        placed.gpuIds(), Optional.ofNullable(runAs.get(task.owner().user())),
+        task.executorSpec());
     worker.link().run(request, new CallListener() {
       @Override
       public void started(String executorId) {

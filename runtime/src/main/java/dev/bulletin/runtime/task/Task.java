@@ -46,6 +46,7 @@ public final class Task {
   private WaitInfo waitInfo;
   private long waitToldNanos;
   private final CallUsage usage = new CallUsage();
+  private dev.bulletin.worker.ExecutorSpec executorSpec = dev.bulletin.worker.ExecutorSpec.NONE;
 
   public Task(String id, String name, Identity owner, Demand demand, ObjectKey function,
       ObjectKey args, List<ObjectKey> refs, double timeoutSeconds, TaskEventSink sink,
@@ -143,6 +144,11 @@ public final class Task {
 
   /** When {@link #waitInfo} was told (System.nanoTime). */
   public long waitToldNanos() { return waitToldNanos; }
+
+  /** What the call needs of its executor: memory limit, Python environment. */
+  public dev.bulletin.worker.ExecutorSpec executorSpec() { return executorSpec; }
+
+  public void needsExecutor(dev.bulletin.worker.ExecutorSpec spec) { this.executorSpec = spec; }
 
   public void toldWaiting(WaitInfo info, long nanos) {
     this.waitInfo = info;

@@ -88,7 +88,9 @@ public final class RemoteWorkerLink implements WorkerLink {
     RunCall.Builder run = RunCall.newBuilder().setTaskId(request.taskId())
         .setFunction(ref(request.function(), !functionKnown))
         .setArgs(ref(request.args(), true)).addAllGpuIds(request.gpuIds())
-        .setNamespace(request.args().namespace()).setRunAs(request.runAs().orElse(""));
+        .setNamespace(request.args().namespace()).setRunAs(request.runAs().orElse(""))
+        .setMemoryBytes(request.executor().memoryBytes())
+        .setEnvironment(request.executor().toProto());
     request.refs().forEach(key -> run.addRefs(ref(key, false)));
     if (!write(HeadMessage.newBuilder().setRun(run).build())) {
       outcome.complete(new CallOutcome.Undelivered("its connection broke before the call"

@@ -37,6 +37,8 @@ final class ExecutorLauncher {
    */
   private static final java.util.logging.Logger PY4J_LOG = quietPy4j();
   private static final InetAddress LOOPBACK = InetAddress.getLoopbackAddress();
+  /** Where memory limits are cgroups (BULLETIN_EXECUTOR_CGROUP), or null: RLIMIT_DATA. */
+  private static final MemoryCgroups CGROUPS = MemoryCgroups.fromEnvironment();
 
   /**
    * Starts an executor and waits until it has announced its callback server and answered.
@@ -44,12 +46,15 @@ final class ExecutorLauncher {
    * @param account the account to run it as (the agent runs as root), or null for the agent's
    */
   static ExecutorProcess launch(String id, List<Integer> gpuIds, UnixAccount account,
-      WorkerOptions options, ObjectStore store) throws ExecutorStartException {
+      ExecutorProfile profile, WorkerOptions options, ObjectStore store)
+      throws ExecutorStartException {
     String token = HexFormat.of().formatHex(randomBytes());
     Holder holder = new Holder();
     Process process;
+    MemoryCgroups.Group memoryGroup = memoryGroup(id, profile);
     try {
-      List<String> command = List.of(options.python().toString(), "-m", "bulletin._runtime._executor");
+      List<String> command = List.of(profile.python().toString(), "-m",
+          "bulletin._runtime._executor");
       ProcessBuilder builder = new ProcessBuilder(account == null ? command
           : account.wrap(command));
       Map<String, String> own = new java.util.HashMap<>(Map.of(
@@ -59,6 +64,10 @@ final class ExecutorLauncher {
           "CUDA_VISIBLE_DEVICES", gpuIds.stream().map(String::valueOf).collect(Collectors.joining(",")),
           "BULLETIN_SIMULATED_GPUS", options.gpus().simulated() && !gpuIds.isEmpty() ? "1" : "0",
           "PYTHONUNBUFFERED", "1"));
+      if (profile.memoryBytes() > 0 && memoryGroup == null) {
+        // The executor limits itself once its own imports are done (docs/environments.md).
+        own.put("BULLETIN_MEMORY_LIMIT_BYTES", Long.toString(profile.memoryBytes()));
+      }
       if (account != null) {
         own.putAll(Map.of("HOME", account.home().toString(), "USER", account.name(),
             "LOGNAME", account.name()));
@@ -68,13 +77,19 @@ final class ExecutorLauncher {
       env.clear();
       env.putAll(ExecutorEnvironment.build(System.getenv(), options.extraEnvironment(), own));
       process = builder.start();
+      if (memoryGroup != null) {
+        confine(process, memoryGroup, id);
+      }
       // The token goes over the pipe, never the environment or argv (which other processes of
       // the same account, and user code, can read); the executor reads it once.
       OutputStream stdin = process.getOutputStream();
       stdin.write((token + "\n").getBytes(StandardCharsets.US_ASCII));
       stdin.flush();
     } catch (IOException e) {
-      throw new ExecutorStartException("cannot start executor " + id + " with " + options.python()
+      if (memoryGroup != null) {
+        memoryGroup.remove();
+      }
+      throw new ExecutorStartException("cannot start executor " + id + " with " + profile.python()
           + ": " + e.getMessage() + " (is --python an interpreter with the bulletin package?)", e);
     }
     startPump(id + "-out", process.getInputStream(), false, holder);
@@ -91,7 +106,7 @@ final class ExecutorLauncher {
         throw new IllegalStateException("the executor did not answer its first ping");
       }
       ExecutorProcess executor = new ExecutorProcess(id, List.copyOf(gpuIds), gateway, process,
-          python, store, account);
+          python, store, account, profile, memoryGroup);
       holder.executor = executor;
       return executor;
     } catch (TimeoutException | ExecutionException | RuntimeException e) {
@@ -111,6 +126,36 @@ final class ExecutorLauncher {
       process.destroyForcibly();
       throw new ExecutorStartException("interrupted while starting executor " + id, e);
     }
+  }
+
+  /** A cgroup for an executor with a memory limit, where cgroups hold the limits; else null. */
+  private static MemoryCgroups.Group memoryGroup(String id, ExecutorProfile profile)
+      throws ExecutorStartException {
+    if (profile.memoryBytes() == 0 || CGROUPS == null) {
+      return null;
+    }
+    try {
+      return CGROUPS.create(id, profile.memoryBytes());
+    } catch (IOException e) {
+      throw new ExecutorStartException("cannot make the memory cgroup of executor " + id + ": "
+          + e.getMessage() + " (BULLETIN_EXECUTOR_CGROUP)", e);
+    }
+  }
+
+  /**
+   * Moves the new process into its group before it has read its token (so before any call);
+   * the group goes when the process has exited.
+   */
+  private static void confine(Process process, MemoryCgroups.Group group, String id)
+      throws IOException {
+    try {
+      group.add(process.pid());
+    } catch (IOException e) {
+      process.destroyForcibly();
+      throw new IOException("cannot move executor " + id + " into " + group.folder() + ": "
+          + e.getMessage(), e);
+    }
+    process.onExit().thenRun(group::remove);
   }
 
   /** The executor's callback server, as it announced it. */

@@ -34,6 +34,12 @@ import java.util.logging.Logger;
  * switch on a GPU costs one executor start. A user's idle executors are retired after
  * {@link WorkerOptions#executorIdleMillis}, so users who come and go do not keep processes (and
  * CUDA contexts) forever.
+ *
+ * <p>An executor also has a profile ({@link ExecutorProfile}): the interpreter it runs (the
+ * worker's, the caller's own, or a pip= environment's; {@link CallEnvironments}), its memory
+ * limit and the caller's environment fingerprint. A call runs only on an executor of its
+ * profile; when a user's fingerprint changes (a package was installed), their idle executors
+ * of the old one are retired at their next call.
  */
 final class ExecutorPool {
 
@@ -62,11 +68,16 @@ final class ExecutorPool {
   private final Map<String, UnixAccount> accounts = new ConcurrentHashMap<>();
   private final boolean root = UnixAccount.processIsRoot();
   private final java.util.Set<String> warnedAccounts = ConcurrentHashMap.newKeySet();
+  private final CallEnvironments environments;
+  /** What warm executors start with: the worker's interpreter, no memory limit. */
+  private final ExecutorProfile warmProfile;
 
   ExecutorPool(WorkerOptions options, ObjectStore store, ExecutorService threads) {
     this.options = options;
     this.store = store;
     this.threads = threads;
+    this.environments = new CallEnvironments(options);
+    this.warmProfile = new ExecutorProfile(options.python(), 0, "");
     long period = Math.max(50, Math.min(options.executorIdleMillis() / 2, 30_000));
     sweeper.scheduleWithFixedDelay(this::retireIdle, period, period, TimeUnit.MILLISECONDS);
   }
@@ -84,34 +95,43 @@ final class ExecutorPool {
   }
 
   /**
-   * An executor for a call of this user on these GPUs: an idle one of theirs, else an unowned
-   * warm one, else a new one (after retiring other users' idle executors on these GPUs). The
-   * executor returned belongs to the user.
+   * An executor for a call of this user on these GPUs with this spec (memory limit, Python
+   * environment): an idle one of theirs of that profile, else an unowned warm one that can
+   * serve it, else a new one (after retiring other users' idle executors on these GPUs, and
+   * the user's own that serve an environment the user no longer has). The executor returned
+   * belongs to the user. Building an environment for the spec is said to the listener.
    */
-  ExecutorProcess take(String owner, java.util.Optional<String> runAs, List<Integer> gpuIds)
+  ExecutorProcess take(String owner, java.util.Optional<String> runAs, List<Integer> gpuIds,
+      dev.bulletin.worker.ExecutorSpec spec, dev.bulletin.worker.CallListener listener)
       throws ExecutorStartException {
     UnixAccount account = account(runAs, owner);
+    ExecutorProfile wanted = environments.resolve(spec, account, listener);
     if (gpuIds.isEmpty()) {
       keepCpuSpare();
     }
     while (true) {
       List<ExecutorProcess> others = new ArrayList<>();
       synchronized (this) {
-        ExecutorProcess found = idleFor(owner, account, gpuIds);
+        ExecutorProcess found = idleFor(owner, account, gpuIds, wanted);
         if (found != null) {
-          found.assignTo(owner);
+          found.assignTo(owner, wanted);
           return found;
         }
         others.addAll(othersInTheWay(owner, gpuIds));
+        List<ExecutorProcess> stale = ownInTheWay(owner, gpuIds, wanted);
+        others.addAll(stale);
         others.forEach(this::removeIdle);
       }
-      others.forEach(other -> retire(other, "a call of another user needs its "
+      others.forEach(other -> retire(other, other.owner().equals(owner)
+          ? "its user's environment changed (or a call needs another memory limit on its GPUs)"
+          : "a call of another user needs its "
           + (gpuIds.isEmpty() ? "CPU slot" : "GPUs " + gpuIds)));
       // A replacement already starting for these GPUs is the one to use: launching another
       // would leave two executors (two CUDA contexts) pinned to the same GPUs.
       CompletableFuture<Void> starting = warming.get(gpuIds);
-      if (starting == null || gpuIds.isEmpty() || account != null) {
-        return launchFor(owner, account, gpuIds);
+      if (starting == null || gpuIds.isEmpty() || account != null
+          || !warmProfile.serves(wanted, true)) {
+        return launchFor(owner, account, gpuIds, wanted);
       }
       starting.exceptionally(error -> null).join();
     }
@@ -121,7 +141,8 @@ final class ExecutorPool {
    * The user's idle executor on exactly these GPUs, else an unowned one that runs as the
    * account the user's must (unowned ones run as the agent's); guarded by this.
    */
-  private ExecutorProcess idleFor(String owner, UnixAccount account, List<Integer> gpuIds) {
+  private ExecutorProcess idleFor(String owner, UnixAccount account, List<Integer> gpuIds,
+      ExecutorProfile wanted) {
     Deque<ExecutorProcess> candidates = idle.get(gpuIds);
     if (candidates == null) {
       return null;
@@ -131,11 +152,12 @@ final class ExecutorPool {
       if (!candidate.isAlive()) {
         candidates.remove(candidate);
         forget(candidate, true);
-      } else if (owner.equals(candidate.owner())) {
+      } else if (owner.equals(candidate.owner()) && candidate.profile().serves(wanted, false)) {
         candidates.remove(candidate);
         return candidate;
       } else if (candidate.owner() == null && unowned == null
-          && java.util.Objects.equals(candidate.account(), account)) {
+          && java.util.Objects.equals(candidate.account(), account)
+          && candidate.profile().serves(wanted, true)) {
         unowned = candidate;
       }
     }
@@ -172,6 +194,33 @@ final class ExecutorPool {
     return others;
   }
 
+  /**
+   * The user's own idle executors that must go for this call: those that serve an environment
+   * the user no longer has (another interpreter or fingerprint: a package was installed), and,
+   * on this call's GPUs, those of another profile (two would hold two CUDA contexts). Guarded
+   * by this.
+   */
+  private List<ExecutorProcess> ownInTheWay(String owner, List<Integer> gpuIds,
+      ExecutorProfile wanted) {
+    List<ExecutorProcess> stale = new ArrayList<>();
+    for (Deque<ExecutorProcess> executors : idle.values()) {
+      for (ExecutorProcess executor : executors) {
+        if (!owner.equals(executor.owner())) {
+          continue;
+        }
+        ExecutorProfile profile = executor.profile();
+        boolean otherEnvironment = !profile.fingerprint().equals(wanted.fingerprint())
+            && !wanted.fingerprint().isEmpty() && profile.python().equals(wanted.python());
+        boolean onTheseGpus = !gpuIds.isEmpty()
+            && executor.gpuIds().stream().anyMatch(gpuIds::contains);
+        if (otherEnvironment || onTheseGpus && !profile.serves(wanted, false)) {
+          stale.add(executor);
+        }
+      }
+    }
+    return stale;
+  }
+
   private void removeIdle(ExecutorProcess executor) {
     Deque<ExecutorProcess> executors = idle.get(executor.gpuIds());
     if (executors != null) {
@@ -206,7 +255,7 @@ final class ExecutorPool {
       throws ExecutorStartException {
     stop(unfit, reason);
     forget(unfit, false);
-    return launchFor(unfit.owner(), unfit.account(), unfit.gpuIds());
+    return launchFor(unfit.owner(), unfit.account(), unfit.gpuIds(), unfit.profile());
   }
 
   /**
@@ -281,8 +330,8 @@ final class ExecutorPool {
   }
 
   /** A new executor for a user, running as their account if they have one. */
-  private ExecutorProcess launchFor(String owner, UnixAccount account, List<Integer> gpuIds)
-      throws ExecutorStartException {
+  private ExecutorProcess launchFor(String owner, UnixAccount account, List<Integer> gpuIds,
+      ExecutorProfile profile) throws ExecutorStartException {
     if (account != null) {
       try {
         store.giveFolderTo(owner, account.uid(), account.gid());
@@ -291,8 +340,8 @@ final class ExecutorPool {
             + account.name() + ": " + e.getMessage(), e);
       }
     }
-    ExecutorProcess executor = launch(gpuIds, account);
-    executor.assignTo(owner);
+    ExecutorProcess executor = launch(gpuIds, account, profile);
+    executor.assignTo(owner, profile);
     return executor;
   }
 
@@ -321,14 +370,11 @@ final class ExecutorPool {
     return known;
   }
 
-  private ExecutorProcess launch(List<Integer> gpuIds) throws ExecutorStartException {
-    return launch(gpuIds, null);
-  }
-
-  private ExecutorProcess launch(List<Integer> gpuIds, UnixAccount account)
-      throws ExecutorStartException {
+  private ExecutorProcess launch(List<Integer> gpuIds, UnixAccount account,
+      ExecutorProfile profile) throws ExecutorStartException {
     String id = options.workerId() + "-e" + sequence.incrementAndGet();
-    ExecutorProcess executor = ExecutorLauncher.launch(id, gpuIds, account, options, store);
+    ExecutorProcess executor = ExecutorLauncher.launch(id, gpuIds, account, profile, options,
+        store);
     launches.incrementAndGet();
     live.incrementAndGet();
     if (gpuIds.isEmpty()) {
@@ -340,7 +386,7 @@ final class ExecutorPool {
   private CompletableFuture<Void> warmUp(List<Integer> gpuIds) {
     CompletableFuture<Void> starting = CompletableFuture.runAsync(() -> {
       try {
-        giveBack(launch(gpuIds));
+        giveBack(launch(gpuIds, null, warmProfile));
       } catch (ExecutorStartException e) {
         LOG.log(Level.WARNING, e.getMessage());
         throw new IllegalStateException(e.getMessage(), e);

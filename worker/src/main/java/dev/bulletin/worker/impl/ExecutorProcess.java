@@ -38,6 +38,10 @@ final class ExecutorProcess {
   private volatile String stopReason;
   /** The user whose calls this executor runs; null until it is first handed out (then fixed). */
   private volatile String owner;
+  /** Its interpreter, memory limit and the environment fingerprint it serves. */
+  private volatile ExecutorProfile profile;
+  /** The cgroup that holds its memory limit, or null (none, or RLIMIT_DATA in the process). */
+  private final MemoryCgroups.Group memoryGroup;
   /** Why this executor must run no further call (set by what a call did to it); null if none. */
   private volatile String retireReason;
   private volatile long idleSinceNanos = System.nanoTime();
@@ -47,8 +51,11 @@ final class ExecutorProcess {
   private record Running(String taskId, CallListener listener, CountDownLatch drained) {}
 
   ExecutorProcess(String id, List<Integer> gpuIds, Gateway gateway, Process process,
-      PythonExecutor python, ObjectStore store, UnixAccount account) {
+      PythonExecutor python, ObjectStore store, UnixAccount account, ExecutorProfile profile,
+      MemoryCgroups.Group memoryGroup) {
     this.account = account;
+    this.memoryGroup = memoryGroup;
+    this.profile = profile;
     this.id = id;
     this.gpuIds = gpuIds;
     this.gateway = gateway;
@@ -81,6 +88,10 @@ final class ExecutorProcess {
     return account;
   }
 
+  ExecutorProfile profile() {
+    return profile;
+  }
+
   /** The user this executor belongs to, or null while it has run no call. */
   String owner() {
     return owner;
@@ -90,12 +101,13 @@ final class ExecutorProcess {
    * Gives the executor to a user; it never runs another user's call (what a call leaves in a
    * process, in {@code __main__}, {@code builtins}, {@code sys.modules} or GPU memory, stays).
    */
-  synchronized void assignTo(String user) {
+  synchronized void assignTo(String user, ExecutorProfile served) {
     if (owner != null && !owner.equals(user)) {
       throw new IllegalStateException("executor " + id + " belongs to " + owner
           + " and cannot be given to " + user);
     }
     owner = user;
+    profile = served; // a warm executor takes the fingerprint of its first call's environment
   }
 
   void markIdle() {
@@ -261,7 +273,15 @@ final class ExecutorProcess {
   private String deathCause(RuntimeException callError) {
     try {
       if (process.waitFor(5, TimeUnit.SECONDS)) {
-        return "executor " + id + " " + ExitCauses.describe(process.exitValue());
+        if (memoryGroup != null && memoryGroup.oomKilled()) {
+          return "the call " + memoryGroup.overLimit() + " (executor " + id + ")";
+        }
+        long limit = profile.memoryBytes();
+        // Under RLIMIT_DATA native code may abort where Python would raise MemoryError.
+        return "executor " + id + " " + ExitCauses.describe(process.exitValue())
+            + (limit > 0 && memoryGroup == null ? " (it ran under the call's memory limit of"
+                + " memory=" + dev.bulletin.protocol.Quantities.formatSize(limit) + ", which"
+                + " native code that cannot allocate may end this way)" : "");
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();

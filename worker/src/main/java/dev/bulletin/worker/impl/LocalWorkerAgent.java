@@ -128,7 +128,8 @@ public final class LocalWorkerAgent implements WorkerAgent {
     }
     ExecutorProcess executor;
     try {
-      executor = pool.take(request.owner(), request.runAs(), request.gpuIds());
+      executor = pool.take(request.owner(), request.runAs(), request.gpuIds(),
+          request.executor(), listener);
     } catch (ExecutorStartException e) {
       return new CallOutcome.ExecutorDied(e.getMessage());
     }

@@ -45,10 +45,15 @@ record UnixAccount(String name, int uid, int gid, Path home) {
 
   /** Whether this process runs as root, and so may start processes as other accounts. */
   static boolean processIsRoot() {
+    return currentUid() == 0;
+  }
+
+  /** This process's uid, or -1 when it cannot be told. */
+  static int currentUid() {
     try {
-      return ((Integer) Files.getAttribute(Path.of("/proc/self"), "unix:uid")) == 0;
+      return (Integer) Files.getAttribute(Path.of("/proc/self"), "unix:uid");
     } catch (IOException | RuntimeException e) {
-      return false;
+      return -1;
     }
   }
 
