@@ -48,6 +48,19 @@ public final class Main implements Callable<Integer> {
           + " frees its reserved room then (default: ${DEFAULT-VALUE}; env BULLETIN_TICKET_SECONDS).")
   double ticketSeconds;
 
+  @Option(names = "--reconnect-window",
+      defaultValue = "${env:BULLETIN_RECONNECT_WINDOW:-180}",
+      description = "Seconds a client session whose stream broke is kept for its client to"
+          + " resume it; its calls run on (default: ${DEFAULT-VALUE}; env"
+          + " BULLETIN_RECONNECT_WINDOW; 0 ends it at once).")
+  double reconnectWindow;
+
+  @Option(names = "--worker-grace", defaultValue = "${env:BULLETIN_WORKER_GRACE:-60}",
+      description = "Seconds the calls of a remote worker whose link broke wait for it to"
+          + " reattach before they are requeued (default: ${DEFAULT-VALUE}; env"
+          + " BULLETIN_WORKER_GRACE).")
+  double workerGrace;
+
   @Mixin
   ResourceOptions resources = new ResourceOptions();
 
@@ -110,7 +123,8 @@ public final class Main implements Callable<Integer> {
         .owner(ownerToken, ownerUser).workerToken(workerToken).config(runtimeConfig)
         .storeFolder(storeDir).storeCapacityBytes(storeCapacity).spillFolder(spillDir)
         .inlineLimitBytes(inlineLimit).drainMarginSeconds(drainMargin).dataPort(dataPort)
-        .ticketSeconds(ticketSeconds);
+        .ticketSeconds(ticketSeconds)
+        .reconnect(ReconnectOptions.ofSeconds(reconnectWindow, workerGrace));
     if (schedulerSeed != null) { // else the builder's random seed, logged at start
       builder.schedulerSeed(schedulerSeed);
     }

@@ -28,6 +28,7 @@ import java.nio.file.Path;
  * @param ticketSeconds how long a bulk transfer ticket stays valid
  * @param schedulerSeed the scheduler's randomness (how ties between equal workers break); logged
  *     at start, so a run can be replayed with the same seed
+ * @param reconnect how long sessions and workers whose link broke are waited for
  */
 public record RuntimeOptions(
     Path home,
@@ -45,7 +46,8 @@ public record RuntimeOptions(
     Path spillFolder,
     int dataPort,
     double ticketSeconds,
-    long schedulerSeed) {
+    long schedulerSeed,
+    ReconnectOptions reconnect) {
 
 
   public RuntimeOptions {
@@ -53,6 +55,7 @@ public record RuntimeOptions(
     required(host, "host");
     required(config, "config");
     required(worker, "worker");
+    required(reconnect, "reconnect");
     if (host.isBlank()) {
       throw new IllegalArgumentException("host must not be blank (127.0.0.1 keeps the cluster on"
           + " this machine, 0.0.0.0 listens everywhere)");
@@ -112,6 +115,7 @@ public record RuntimeOptions(
     private int dataPort;
     private double ticketSeconds = 60;
     private long schedulerSeed = java.util.concurrent.ThreadLocalRandom.current().nextLong();
+    private ReconnectOptions reconnect = ReconnectOptions.defaults();
 
     private Builder(Path home, WorkerOptions worker) {
       this.home = home;
@@ -186,11 +190,16 @@ public record RuntimeOptions(
       return this;
     }
 
+    public Builder reconnect(ReconnectOptions reconnect) {
+      this.reconnect = reconnect;
+      return this;
+    }
+
     /** @throws IllegalArgumentException naming the first field that is wrong */
     public RuntimeOptions build() {
       return new RuntimeOptions(home, host, port, ownerToken, ownerUser, workerToken, config,
           worker, storeFolder, inlineLimitBytes, drainMarginSeconds, storeCapacityBytes,
-          spillFolder, dataPort, ticketSeconds, schedulerSeed);
+          spillFolder, dataPort, ticketSeconds, schedulerSeed, reconnect);
     }
   }
 }

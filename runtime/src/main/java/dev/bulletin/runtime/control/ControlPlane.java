@@ -202,7 +202,11 @@ public final class ControlPlane {
           "a submitted call needs a task_id", RuntimeTimings.getDefaultInstance()));
       return;
     }
-    if (tasks.get(taskId).isPresent()) {
+    var known = tasks.get(taskId);
+    if (known.isPresent() && known.get().sink() == session) {
+      return; // sent again by a reconnecting client whose SubmitReply was lost: accepted already
+    }
+    if (known.isPresent()) {
       reject(session, taskId, "task id " + taskId + " is already in use; ids must be unique");
       return;
     }

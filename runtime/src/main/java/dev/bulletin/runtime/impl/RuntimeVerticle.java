@@ -3,6 +3,7 @@ package dev.bulletin.runtime.impl;
 import dev.bulletin.protocol.WireLimits;
 import dev.bulletin.runtime.api.Authenticator;
 import dev.bulletin.runtime.api.GrpcApi;
+import dev.bulletin.runtime.api.SessionRegistry;
 import dev.bulletin.runtime.api.StatusReport;
 import dev.bulletin.runtime.control.ControlPlane;
 import dev.bulletin.runtime.control.PolicyPass;
@@ -62,6 +63,7 @@ public final class RuntimeVerticle extends VerticleBase {
   private Autoscaler autoscaler;
   /** Set when the owner stops the cluster: pool workers stop too (a crash leaves them). */
   private volatile boolean stopPoolWorkers;
+  private SessionRegistry sessions;
 
   public RuntimeVerticle(RuntimeOptions options, TlsOptions tls, WorkerAgent agent,
       String clusterId, String version, Runnable shutdown) {
@@ -120,7 +122,8 @@ public final class RuntimeVerticle extends VerticleBase {
       return Future.failedFuture(e);
     }
     objects.dataPort(bulk.port());
-    new GrpcApi(plane, objects, bulk.port(), status, clusterId, version,
+    sessions = new SessionRegistry(vertx, plane, options.reconnect().sessionWindow());
+    new GrpcApi(plane, sessions, objects, bulk.port(), status, clusterId, version,
         options.inlineLimitBytes(), WireLimits.MAX_MESSAGE_BYTES, stopCluster)
         .mount(grpc, auth);
     new WorkerAttachApi(vertx, plane, clusterId, version, options.inlineLimitBytes(),
@@ -179,6 +182,11 @@ public final class RuntimeVerticle extends VerticleBase {
 
   public int actualPort() {
     return server.actualPort();
+  }
+
+  /** The client sessions, attached and detached (the journal restores them here). */
+  public SessionRegistry sessions() {
+    return sessions;
   }
 
   public int dataPort() {
