@@ -68,6 +68,13 @@ def _parser() -> argparse.ArgumentParser:
                     help="object store memory limit (default: half of /dev/shm)")
     up.add_argument("--spill-dir", type=Path, metavar="DIR",
                     help="local-disk folder for objects pushed out of memory (default: temp dir)")
+    up.add_argument("--state-dir", type=Path, metavar="DIR",
+                    help="folder of the runtime's journal (default: $BULLETIN_HOME); a restart "
+                         "on the same folder restores every call, session and the usage ledger "
+                         "(docs/durability.md)")
+    up.add_argument("--journal", action=argparse.BooleanOptionalAction, default=True,
+                    help="journal the runtime's state (default: on); --no-journal is faster "
+                         "per submit, and a restart or crash then loses every call")
     tls = up.add_argument_group(
         "TLS", "Both ports (gRPC API and data port) speak TLS with --tls, and by default "
                "whenever --host is not a loopback address. Without --tls-cert, `bulletin up` "
@@ -226,7 +233,8 @@ def _up(args) -> int:
                              store_capacity=args.store_capacity, spill_dir=args.spill_dir,
                              store_dir=args.store_dir, executors=_executor_options(args),
                              tls=args.tls, tls_cert=args.tls_cert, tls_key=args.tls_key,
-                             tls_ca=args.tls_ca)
+                             tls_ca=args.tls_ca, state_dir=args.state_dir,
+                             journal=args.journal)
     if args.foreground:
         _launch.exec_foreground(state_dir, opts)  # does not return
     info = _launch.start(state_dir, opts)

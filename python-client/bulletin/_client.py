@@ -289,6 +289,8 @@ class Client:
             future._add_output(stream, event.output.data)
             return
         state = event.state
+        if event.attempt:
+            future._attempt = event.attempt
         if state == pb.RUNNING:
             if detail == "placement":
                 future.placement = event.placement

@@ -137,6 +137,8 @@ class UpOptions:
     tls_cert: Path | None = None  # your own certificate and key (else bulletin up makes them)
     tls_key: Path | None = None
     tls_ca: Path | None = None  # the CA that signed tls_cert, for clients
+    state_dir: Path | None = None  # the journal's folder (None: $BULLETIN_HOME)
+    journal: bool = True  # False: --no-journal, a restart loses every call
 
     def tls_on(self) -> bool:
         if self.tls is not None:
@@ -179,6 +181,10 @@ def runtime_command(java: str, jar: Path, state_dir: Path, opts: UpOptions,
         cmd += ["--spill-dir", str(opts.spill_dir)]
     if opts.store_dir is not None:
         cmd += ["--store-dir", str(opts.store_dir)]
+    if opts.state_dir is not None:
+        cmd += ["--state-dir", str(opts.state_dir)]
+    if not opts.journal:
+        cmd += ["--no-journal"]
     if tls is not None:
         cmd += ["--tls-cert", str(tls.cert), "--tls-key", str(tls.key)]
         if tls.ca is not None:

@@ -48,6 +48,16 @@ public final class Main implements Callable<Integer> {
           + " frees its reserved room then (default: ${DEFAULT-VALUE}; env BULLETIN_TICKET_SECONDS).")
   double ticketSeconds;
 
+  @Option(names = "--state-dir",
+      description = "Folder of the runtime's journal (default: --home). On a shared filesystem,"
+          + " a runtime started on another host with the same --state-dir takes over.")
+  Path stateDir;
+
+  @Option(names = "--no-journal", negatable = false,
+      description = "Keep no journal: submits skip a disk write, and a restart (or crash) loses"
+          + " every call, session and the usage ledger (docs/durability.md).")
+  boolean noJournal;
+
   @Option(names = "--reconnect-window",
       defaultValue = "${env:BULLETIN_RECONNECT_WINDOW:-180}",
       description = "Seconds a client session whose stream broke is kept for its client to"
@@ -124,7 +134,8 @@ public final class Main implements Callable<Integer> {
         .storeFolder(storeDir).storeCapacityBytes(storeCapacity).spillFolder(spillDir)
         .inlineLimitBytes(inlineLimit).drainMarginSeconds(drainMargin).dataPort(dataPort)
         .ticketSeconds(ticketSeconds)
-        .reconnect(ReconnectOptions.ofSeconds(reconnectWindow, workerGrace));
+        .reconnect(ReconnectOptions.ofSeconds(reconnectWindow, workerGrace))
+        .stateFolder(stateDir).journal(!noJournal);
     if (schedulerSeed != null) { // else the builder's random seed, logged at start
       builder.schedulerSeed(schedulerSeed);
     }

@@ -29,6 +29,8 @@ import java.nio.file.Path;
  * @param schedulerSeed the scheduler's randomness (how ties between equal workers break); logged
  *     at start, so a run can be replayed with the same seed
  * @param reconnect how long sessions and workers whose link broke are waited for
+ * @param stateFolder where the journal lives (null: {@code home}); see docs/durability.md
+ * @param journal whether the control plane's state is journaled (false: a restart loses it)
  */
 public record RuntimeOptions(
     Path home,
@@ -47,7 +49,9 @@ public record RuntimeOptions(
     int dataPort,
     double ticketSeconds,
     long schedulerSeed,
-    ReconnectOptions reconnect) {
+    ReconnectOptions reconnect,
+    Path stateFolder,
+    boolean journal) {
 
 
   public RuntimeOptions {
@@ -83,6 +87,11 @@ public record RuntimeOptions(
     }
   }
 
+  /** The journal's folder: {@code <state folder>/journal}. */
+  public Path journalFolder() {
+    return (stateFolder != null ? stateFolder : home).resolve("journal");
+  }
+
   private static void required(Object value, String field) {
     if (value == null) {
       throw new IllegalArgumentException(field + " is required");
@@ -116,6 +125,8 @@ public record RuntimeOptions(
     private double ticketSeconds = 60;
     private long schedulerSeed = java.util.concurrent.ThreadLocalRandom.current().nextLong();
     private ReconnectOptions reconnect = ReconnectOptions.defaults();
+    private Path stateFolder;
+    private boolean journal = true;
 
     private Builder(Path home, WorkerOptions worker) {
       this.home = home;
@@ -190,6 +201,18 @@ public record RuntimeOptions(
       return this;
     }
 
+    /** Where the journal lives (null: the home folder). */
+    public Builder stateFolder(Path stateFolder) {
+      this.stateFolder = stateFolder;
+      return this;
+    }
+
+    /** Turns the journal off: faster submits, and a restart loses every call (--no-journal). */
+    public Builder journal(boolean journal) {
+      this.journal = journal;
+      return this;
+    }
+
     public Builder reconnect(ReconnectOptions reconnect) {
       this.reconnect = reconnect;
       return this;
@@ -199,7 +222,7 @@ public record RuntimeOptions(
     public RuntimeOptions build() {
       return new RuntimeOptions(home, host, port, ownerToken, ownerUser, workerToken, config,
           worker, storeFolder, inlineLimitBytes, drainMarginSeconds, storeCapacityBytes,
-          spillFolder, dataPort, ticketSeconds, schedulerSeed, reconnect);
+          spillFolder, dataPort, ticketSeconds, schedulerSeed, reconnect, stateFolder, journal);
     }
   }
 }

@@ -111,7 +111,9 @@ public final class ClientSession implements TaskEventSink {
         .setResumed(resumed).setLastSeq(log.lastSeq()).setClientMessages(clientMessages)
         .setReconnectWindowSeconds(windowSeconds)).build());
     List<TaskEvent> replay = log.after(afterSeq);
-    long seq = afterSeq;
+    // The kept events end at lastSeq without a gap; a restored session's numbering jumps past
+    // its journaled reservation, so they need not start right after afterSeq.
+    long seq = log.lastSeq() - replay.size();
     int from = 0;
     while (from < replay.size()) {
       int to = from;

@@ -201,8 +201,21 @@ public final class GrpcApi {
         return;
       }
       // The batch's events leave as one message when this turn ends (see ClientSession).
+      long mark = plane.journaling().mark();
       message.getTasksList().forEach(spec -> plane.submit(session, spec));
-      request.response().end(SubmitReply.getDefaultInstance());
+      plane.journaling().seqUsed(session);
+      // Acknowledged once the journal has the accepted calls (docs/durability.md).
+      io.vertx.core.Future.fromCompletionStage(plane.journaling().durable(mark),
+          io.vertx.core.Vertx.currentContext()).onComplete(kept -> {
+            if (kept.succeeded()) {
+              request.response().end(SubmitReply.getDefaultInstance());
+              return;
+            }
+            String why = kept.cause().getMessage();
+            plane.unjournaled(session, message.getTasksList().stream()
+                .map(dev.bulletin.protocol.TaskSpec::getTaskId).toList(), why);
+            request.response().status(GrpcStatus.RESOURCE_EXHAUSTED).statusMessage(why).end();
+          });
     });
   }
 

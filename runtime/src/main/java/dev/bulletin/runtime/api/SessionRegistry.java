@@ -55,7 +55,7 @@ public final class SessionRegistry {
     this.vertx = vertx;
     this.plane = plane;
     this.window = window;
-    this.holds = new Sessions(plane.objects());
+    this.holds = new Sessions(plane.objects(), plane.journaling()::hold);
   }
 
   public Duration window() {

@@ -65,14 +65,17 @@ public final class ControlPlane {
   /** The Unix account each user's executors run as (users[].run_as), for those that name one. */
   private final Map<String, String> runAs;
   private int runningCount;
+  /** The journal's hook points (docs/durability.md): records go out before acknowledgements. */
+  private final Journaling journaling;
 
   /**
    * @param drainMarginSeconds a worker whose allocation ends sooner than this takes no call
    *     without a timeout (a call with one goes there only if it can finish in time)
    */
   public ControlPlane(Context context, ObjectStore store, PolicyPass policy, long inlineLimit,
-      double drainMarginSeconds, Map<String, String> runAs) {
+      double drainMarginSeconds, Map<String, String> runAs, Journaling journaling) {
     this.runAs = Map.copyOf(runAs);
+    this.journaling = journaling;
     this.context = context;
     this.store = store;
     this.policy = policy;
@@ -82,6 +85,12 @@ public final class ControlPlane {
         id -> Optional.ofNullable(workers.get(id)).map(AttachedWorker::link));
     this.inlineLimit = inlineLimit;
     this.drainMarginSeconds = drainMarginSeconds;
+    tasks.listener(journaling);
+    policy.ledger().onChange(() -> journaling.ledger(policy.ledger().image()));
+  }
+
+  public Journaling journaling() {
+    return journaling;
   }
 
   PolicyPass policy() {
@@ -210,6 +219,11 @@ public final class ControlPlane {
       reject(session, taskId, "task id " + taskId + " is already in use; ids must be unique");
       return;
     }
+    if (journaling.failure() != null) {
+      session.send(TaskEvents.failed(taskId, FailureCode.INTERNAL, journaling.failure(),
+          RuntimeTimings.getDefaultInstance()));
+      return;
+    }
     if (spec.getTimeoutSeconds() < 0) {
       reject(session, taskId, "timeout must be >= 0 seconds, got " + spec.getTimeoutSeconds());
       return;
@@ -249,6 +263,7 @@ public final class ControlPlane {
             ? java.time.Duration.ofMillis((long) (spec.getTimeoutSeconds() * 1000))
             : qos.get().maxWalltime());
     tasks.add(task);
+    journaling.accepted(task, session, spec.getRetries());
     session.callAccepted(taskId);
     // "Never" is answered at once, even when the scheduling pass below stops early.
     if (feasibility(demand) instanceof Feasibility.Infeasible infeasible) {
@@ -275,6 +290,7 @@ public final class ControlPlane {
     // Inline bytes, or an object the client uploaded (or found) before this submit.
     TaskObjects.retain(objects, id, ref, "function");
     session.holdFunction(id); // the session holds one reference per function, not one per call
+    journaling.hold(session.id(), session.identity(), id, true, 1);
     return id;
   }
 
@@ -326,6 +342,20 @@ public final class ControlPlane {
     }
     session.close().forEach(objects::release);
     session.holds().releaseAll();
+    journaling.sessionClosed(session);
+  }
+
+  /**
+   * Calls accepted in a Submit whose records could not be journaled: they are stopped, as their
+   * caller is told the Submit failed (the runtime refuses what it cannot keep).
+   */
+  public void unjournaled(ClientSession session, List<String> taskIds, String why) {
+    for (String taskId : taskIds) {
+      Task task = tasks.get(taskId).orElse(null);
+      if (task != null && task.sink() == session) {
+        stop(task, new StopReason.Cancelled("refused, as the runtime could not journal it: " + why));
+      }
+    }
   }
 
   // ---- placing and running ---------------------------------------------------------------

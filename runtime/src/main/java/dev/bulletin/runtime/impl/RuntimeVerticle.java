@@ -6,6 +6,9 @@ import dev.bulletin.runtime.api.GrpcApi;
 import dev.bulletin.runtime.api.SessionRegistry;
 import dev.bulletin.runtime.api.StatusReport;
 import dev.bulletin.runtime.control.ControlPlane;
+import dev.bulletin.runtime.control.JournalRestore;
+import dev.bulletin.runtime.control.Journaling;
+import dev.bulletin.runtime.journal.Journals;
 import dev.bulletin.runtime.control.PolicyPass;
 import dev.bulletin.runtime.dataport.BulkServer;
 import dev.bulletin.runtime.dataport.BulkTickets;
@@ -53,6 +56,8 @@ public final class RuntimeVerticle extends VerticleBase {
   /** TLS of both ports (the gRPC API and the data port), or plaintext. */
   private final TlsOptions tls;
   private final WorkerAgent agent;
+  private final Journals.Opened journal;
+  private ControlPlane plane;
   private final String clusterId;
   private final String version;
   private final Runnable shutdown;
@@ -66,7 +71,8 @@ public final class RuntimeVerticle extends VerticleBase {
   private SessionRegistry sessions;
 
   public RuntimeVerticle(RuntimeOptions options, TlsOptions tls, WorkerAgent agent,
-      String clusterId, String version, Runnable shutdown) {
+      Journals.Opened journal, String clusterId, String version, Runnable shutdown) {
+    this.journal = journal;
     this.options = options;
     this.tls = tls;
     this.agent = agent;
@@ -82,12 +88,12 @@ public final class RuntimeVerticle extends VerticleBase {
     // Logged so a run can be replayed: the seed decides how ties between equal workers break.
     LOG.info("scheduler seed " + options.schedulerSeed() + " (--scheduler-seed "
         + options.schedulerSeed() + " replays its choices)");
-    ControlPlane plane = new ControlPlane(context, agent.store(),
+    plane = new ControlPlane(context, agent.store(),
         new PolicyPass(options.config().policy(), java.time.Clock.systemUTC(),
             java.time.Duration.ofMillis((long) (options.drainMarginSeconds() * 1000)),
             options.schedulerSeed()),
         options.inlineLimitBytes(), options.drainMarginSeconds(),
-        options.config().runAsAccounts());
+        options.config().runAsAccounts(), new Journaling(journal.journal()));
     WorkerOptions worker = options.worker();
     WorkerSlots slots = new WorkerSlots(worker.workerId(), worker.gpus().count(),
         worker.gpus().simulated(), worker.cpus(), worker.memoryBytes());
@@ -123,6 +129,7 @@ public final class RuntimeVerticle extends VerticleBase {
     }
     objects.dataPort(bulk.port());
     sessions = new SessionRegistry(vertx, plane, options.reconnect().sessionWindow());
+    JournalRestore.restore(journal.restored(), plane, sessions);
     new GrpcApi(plane, sessions, objects, bulk.port(), status, clusterId, version,
         options.inlineLimitBytes(), WireLimits.MAX_MESSAGE_BYTES, stopCluster)
         .mount(grpc, auth);
@@ -170,6 +177,9 @@ public final class RuntimeVerticle extends VerticleBase {
 
   @Override
   public Future<?> stop() {
+    if (plane != null) {
+      plane.journaling().stopped(); // a clean stop ends every session: nothing to resume
+    }
     if (bulk != null) {
       bulk.close();
     }

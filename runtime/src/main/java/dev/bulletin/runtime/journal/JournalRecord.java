@@ -13,6 +13,12 @@ public sealed interface JournalRecord {
   record SessionOpened(String sessionId, String user, String group, boolean owner,
       boolean admin, long atMillis) implements JournalRecord { }
 
+  /**
+   * Event numbers up to {@code reservedSeq} may have been sent on the session's stream: a
+   * restored session numbers its events after it, so its client's resume finds them.
+   */
+  record SessionSeq(String sessionId, long reservedSeq) implements JournalRecord { }
+
   /** A client's session ended: its calls were stopped and its references released. */
   record SessionClosed(String sessionId) implements JournalRecord { }
 

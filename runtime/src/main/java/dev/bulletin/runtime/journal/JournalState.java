@@ -9,6 +9,7 @@ import dev.bulletin.runtime.journal.JournalRecord.PoolWorker;
 import dev.bulletin.runtime.journal.JournalRecord.SessionClosed;
 import dev.bulletin.runtime.journal.JournalRecord.SessionHold;
 import dev.bulletin.runtime.journal.JournalRecord.SessionOpened;
+import dev.bulletin.runtime.journal.JournalRecord.SessionSeq;
 import dev.bulletin.runtime.journal.JournalRecord.SnapshotEnd;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -35,7 +36,13 @@ public final class JournalState {
     private final Map<String, Integer> holds = new TreeMap<>();
     private final Set<String> functions = new HashSet<>();
     /** Terminal events of its calls, by task id, in the order they ended. */
-    private final Map<String, byte[]> ended = new LinkedHashMap<>();
+    private final Map<String, byte[]> ended = new LinkedHashMap<>() {
+      @Override
+      protected boolean removeEldestEntry(Map.Entry<String, byte[]> eldest) {
+        return size() > MAX_ENDED_PER_SESSION;
+      }
+    };
+    private long reservedSeq;
 
     Session(SessionOpened opened) {
       this.opened = opened;
@@ -53,8 +60,14 @@ public final class JournalState {
       return Collections.unmodifiableSet(functions);
     }
 
+    /** The terminal events of its latest calls, by task id, oldest first. */
     public Map<String, byte[]> endedCalls() {
       return Collections.unmodifiableMap(ended);
+    }
+
+    /** Its events may have been numbered up to this. */
+    public long reservedSeq() {
+      return reservedSeq;
     }
   }
 
@@ -89,6 +102,12 @@ public final class JournalState {
     }
   }
 
+  /**
+   * Ended calls' events kept per session for its client to hear after a restart: the latest
+   * ones (a client that resumes has seen the older ones, or acknowledged them long ago).
+   */
+  static final int MAX_ENDED_PER_SESSION = 10_000;
+
   private final Map<String, Session> sessions = new LinkedHashMap<>();
   private final Map<String, Call> calls = new LinkedHashMap<>();
   private final Map<String, PoolWorker> poolWorkers = new LinkedHashMap<>();
@@ -99,8 +118,15 @@ public final class JournalState {
   public void apply(JournalRecord record) {
     if (record instanceof SessionOpened opened) {
       sessions.putIfAbsent(opened.sessionId(), new Session(opened));
+    } else if (record instanceof SessionSeq seq) {
+      Session session = sessions.get(seq.sessionId());
+      if (session != null) {
+        session.reservedSeq = Math.max(session.reservedSeq, seq.reservedSeq());
+      }
     } else if (record instanceof SessionClosed closed) {
+      // Its calls were stopped with it.
       sessions.remove(closed.sessionId());
+      calls.values().removeIf(call -> call.accepted.sessionId().equals(closed.sessionId()));
     } else if (record instanceof SessionHold hold) {
       hold(hold);
     } else if (record instanceof CallAccepted accepted) {
@@ -172,6 +198,7 @@ public final class JournalState {
     for (Session session : sessions.values()) {
       out.add(session.opened);
       String id = session.opened.sessionId();
+      out.add(new SessionSeq(id, session.reservedSeq));
       session.holds.forEach((key, count) -> {
         for (int i = 0; i < count; i++) {
           out.add(new SessionHold(id, key, false, 1));

@@ -27,6 +27,22 @@ public final class TaskTable {
   private final Map<String, LinkedHashMap<String, Task>> queueByUser = new HashMap<>();
   private final Map<String, Task> queuedAhead = new LinkedHashMap<>();
   private final Predicate<Task> goesAhead;
+  private Listener listener = Listener.NONE;
+
+  /** Hears every state change and event of the table's tasks (the journal). */
+  public interface Listener {
+    Listener NONE = new Listener() { };
+
+    /** The task moved to {@code to}; {@code event} went to its session (null: quietly). */
+    default void moved(Task task, TaskState to, TaskEvent event) { }
+
+    /** An event that changes no state (output) went to the task's session. */
+    default void announced(Task task) { }
+  }
+
+  public void listener(Listener listener) {
+    this.listener = listener;
+  }
 
   /** A table in which no call passes the others' queue positions. */
   public TaskTable() {
@@ -113,7 +129,11 @@ public final class TaskTable {
    */
   public void transition(Task task, TaskState to, TaskEvent event) {
     move(task, to);
+    if (task.attempts() > 0 && (to == TaskState.RUNNING || to.isTerminal())) {
+      event = event.toBuilder().setAttempt(task.attempts()).build();
+    }
     task.sink().send(event);
+    listener.moved(task, to, event);
   }
 
   private void move(Task task, TaskState to) {
@@ -138,6 +158,7 @@ public final class TaskTable {
    */
   public void transitionQuietly(Task task, TaskState to) {
     move(task, to);
+    listener.moved(task, to, null);
   }
 
   private void enqueue(Task task) {
@@ -161,5 +182,6 @@ public final class TaskTable {
   /** Sends an event that does not change state (output). */
   public void announce(Task task, TaskEvent event) {
     task.sink().send(event);
+    listener.announced(task);
   }
 }

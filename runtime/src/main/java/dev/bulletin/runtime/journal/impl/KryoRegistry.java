@@ -29,6 +29,7 @@ final class KryoRegistry {
     kryo.register(JournalRecord.SessionOpened.class, 110);
     kryo.register(JournalRecord.SessionClosed.class, 111);
     kryo.register(JournalRecord.SessionHold.class, 112);
+    kryo.register(JournalRecord.SessionSeq.class, 113);
     kryo.register(JournalRecord.CallAccepted.class, 120);
     kryo.register(JournalRecord.CallStarted.class, 121);
     kryo.register(JournalRecord.CallRequeued.class, 122);

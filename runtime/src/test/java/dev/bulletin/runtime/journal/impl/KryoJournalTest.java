@@ -56,6 +56,7 @@ class KryoJournalTest {
   static List<JournalRecord> everyRecordType() {
     return List.of(
         new SessionOpened("s1", "ada", "lab", true, true, 42L),
+        new JournalRecord.SessionSeq("s1", 20_000),
         new SessionHold("s1", "ada/" + "c".repeat(32), false, 1),
         new SessionHold("s1", "ada/" + "f".repeat(32), true, 1),
         accepted("t1", "s1"),
@@ -71,7 +72,7 @@ class KryoJournalTest {
         new JournalRecord.PoolWorker("gpu", "w-2", "slurm:17", true),
         new JournalRecord.SessionOpened("s2", "bob", "", false, false, 43L),
         new JournalRecord.SessionClosed("s2"),
-        new JournalRecord.SnapshotEnd(12));
+        new JournalRecord.SnapshotEnd(13));
   }
 
   private static Journals.Opened open(JournalOptions options) {
@@ -148,6 +149,7 @@ class KryoJournalTest {
     JournalState.Session session = state.sessions().iterator().next();
     assertEquals("ada", session.opened().user());
     assertTrue(session.opened().owner());
+    assertEquals(20_000, session.reservedSeq());
     assertEquals(1, session.holds().get("ada/" + "c".repeat(32)));
     assertTrue(session.functions().contains("ada/" + "f".repeat(32)));
     assertArrayEquals(new byte[] {1, 2, 3}, session.endedCalls().get("t2"));
