@@ -54,8 +54,14 @@ public final class BulletinRuntime implements AutoCloseable {
     // Kept across restarts: pool providers find their workers again by it.
     this.clusterId = ClusterId.loadOrCreate(options.home());
     // First: a journal this version cannot read stops the start before anything is touched.
+    long opening = System.nanoTime();
     this.journal = options.journal() ? Journals.open(JournalOptions.in(options.journalFolder()))
         : new Journals.Opened(StateJournal.disabled(), new JournalState(), 0, 0);
+    if (journal.records() > 0) {
+      java.util.logging.Logger.getLogger(BulletinRuntime.class.getName()).info("journal: read "
+          + journal.records() + " records from " + options.journalFolder() + " in "
+          + (System.nanoTime() - opening) / 1_000_000 + " ms");
+    }
     this.vertx = Vertx.vertx();
     Path storeFolder = options.storeFolder() != null ? options.storeFolder()
         : ObjectStores.defaultFolder(clusterId);

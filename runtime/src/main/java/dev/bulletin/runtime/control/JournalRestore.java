@@ -55,6 +55,7 @@ public final class JournalRestore {
   }
 
   private Report run(JournalState state) {
+    long started = System.nanoTime();
     Journaling journaling = plane.journaling();
     journaling.restoring(true);
     List<Runnable> after = new ArrayList<>();
@@ -95,7 +96,8 @@ public final class JournalRestore {
       LOG.info("restored from the journal: " + report.sessions() + " sessions (detached until"
           + " their clients resume them), " + restoredCalls + " calls not ended (" + lostCalls
           + " failed: an object they need is gone), " + missingObjects + " objects missing from"
-          + " the store, " + dropped + " store files no session or call names deleted");
+          + " the store, " + dropped + " store files no session or call names deleted, in "
+          + (System.nanoTime() - started) / 1_000_000 + " ms");
     }
     plane.schedule();
     return report;

@@ -29,6 +29,8 @@ public final class Journaling implements TaskTable.Listener {
   private final Map<String, Long> sessions = new HashMap<>();
   /** Set while a restore recreates what the journal already holds: nothing is appended twice. */
   private boolean restoring;
+  private static final long PROBE_NANOS = 200_000_000;
+  private long lastProbe;
 
   public Journaling(StateJournal journal) {
     this.journal = journal;
@@ -48,9 +50,18 @@ public final class Journaling implements TaskTable.Listener {
     return journal.sync(mark);
   }
 
-  /** Why the journal cannot write now (full disk), or null. */
+  /**
+   * Why the journal cannot write now (full disk), or null. While it cannot, a small record is
+   * written now and then to find out when it can again: refused calls write nothing.
+   */
   public String failure() {
-    return journal.failure();
+    String failure = journal.failure();
+    long now = System.nanoTime();
+    if (failure != null && now - lastProbe > PROBE_NANOS) {
+      lastProbe = now;
+      journal.append(new JournalRecord.SessionSeq("", 0)); // names no session: changes nothing
+    }
+    return failure;
   }
 
   void restoring(boolean restoring) {
