@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from . import _launch, _tls
-from ._config import DEFAULT_PORT, home, read_runtime_info
+from ._config import DEFAULT_PORT, home, parse_duration, read_runtime_info
 from ._errors import BulletinError
 
 
@@ -124,6 +124,10 @@ def _parser() -> argparse.ArgumentParser:
                              "no call it cannot finish by then")
     worker.add_argument("--store-dir", type=Path, metavar="DIR",
                         help="object store folder (default: /dev/shm/bulletin-worker-ID)")
+    worker.add_argument("--reconnect-timeout", metavar="SECONDS", default=None,
+                        help="how long the worker tries to reattach when the runtime goes "
+                             "away, its calls running on (default: "
+                             "$BULLETIN_RECONNECT_TIMEOUT, else 120; 0: stop at once)")
     worker.add_argument("--data-path", choices=("auto", "grpc"), default=None,
                         help="how objects move to and from the runtime: auto (its bulk data "
                              "port, or gRPC chunks when it has none or the port cannot be "
@@ -332,11 +336,19 @@ def _worker(args) -> int:
     if not host or not port.isdigit():
         print(f"bulletin worker: --head must be HOST:PORT, got {args.head!r}", file=sys.stderr)
         return 2
+    reconnect = None
+    if args.reconnect_timeout is not None:
+        try:
+            reconnect = parse_duration(args.reconnect_timeout, "--reconnect-timeout")
+        except BulletinError as exc:
+            print(f"bulletin worker: {exc}", file=sys.stderr)
+            return 2
     opts = _launch.WorkerOptions(head=args.head, pool=args.pool, worker_id=args.worker_id,
                                  gpus=args.gpus, simulate_gpus=args.simulate_gpus, cpus=args.cpus,
                                  memory=args.memory, expires_at=args.expires_at,
                                  store_dir=args.store_dir, data_path=args.data_path,
-                                 executors=_executor_options(args), ca=args.ca)
+                                 executors=_executor_options(args), ca=args.ca,
+                                 reconnect_timeout=reconnect)
     _launch.exec_worker(home(), opts)  # does not return
     return 0
 

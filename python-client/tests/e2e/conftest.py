@@ -20,8 +20,8 @@ import time
 import cloudpickle
 import pytest
 
-from cluster_support import (Cluster, referenced_objects, remove_dead_worker_stores,
-                             start_cluster, wait_until)
+from cluster_support import (Cluster, cli_env, referenced_objects,
+                             remove_dead_worker_stores, start_cluster, wait_until)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -36,7 +36,9 @@ def _no_dead_worker_stores():
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory) -> Cluster:
     home = tmp_path_factory.mktemp("bulletin-home")
-    c = start_cluster(home)
+    # Tests kill clients and check that what they held goes: a short reconnect window ends
+    # their sessions soon (test_reconnect.py tests the window itself).
+    c = start_cluster(home, env={**cli_env(home), "BULLETIN_RECONNECT_WINDOW": "2"})
     try:
         yield c
     finally:

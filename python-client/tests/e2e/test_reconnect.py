@@ -6,6 +6,9 @@ link is down, its calls run on, and the client resumes it."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import time
 
 import grpc
@@ -165,3 +168,86 @@ def test_runtime_unreachable_only_after_the_limit(short_window_cluster, tmp_path
     err = capfd.readouterr().err
     assert err.count("waiting up to 1.5 s") == 1, err
     assert "gave up waiting" in err
+
+
+def start_worker(home, head_address: str, worker_id: str, *extra: str) -> tuple:
+    log_path = home / f"worker-{worker_id}.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bulletin", "worker", "--head", head_address, "--worker-id",
+             worker_id, "--cpus", "1", "--simulate-gpus", "1", *extra],
+            env=cli_env(home), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True)
+    return proc, log_path
+
+
+def stop_worker(proc) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
+def big_result(n: int):
+    import numpy as np
+    return np.arange(n, dtype=np.int64)
+
+
+def test_a_worker_whose_link_is_cut_reattaches_and_its_calls_results_arrive(
+        tmp_path_factory, tmp_path):
+    home = tmp_path_factory.mktemp("bulletin-reconnect-workers")
+    head = start_cluster(home, gpus=0, cpus=1,
+                         env={**cli_env(home), "BULLETIN_WORKER_GRACE": "60"})
+    gate, marker = tmp_path / "gate", tmp_path / "started"
+    proxy = LinkProxy(head.address)
+    proc, log = start_worker(home, proxy.address, "far", "--reconnect-timeout", "60")
+    try:
+        with head.client(set_as_default=False) as client:
+            wait_until(lambda: any(w.worker_id == "far" for w in client.status().workers),
+                       timeout=60, what="the worker to attach")
+            # A large result stays in the worker's store: the runtime only knows where it is.
+            kept = client.submit(big_result, 400_000, gpus=1)
+            assert kept.result(timeout=CALL_SECONDS).shape == (400_000,)
+            kept_before = client.submit(big_result, 300_000, gpus=1)
+            wait_until(kept_before.done, timeout=CALL_SECONDS, what="the kept result")
+            call = client.submit(talk_then_wait, str(gate), str(marker), gpus=1)
+            wait_until(marker.exists, timeout=CALL_SECONDS, what="the call to start on the worker")
+
+            proxy.cut()
+            gate.touch()  # it ends while the worker cannot tell the runtime
+            time.sleep(2)
+            assert not call.done()
+            proxy.restore()
+
+            assert call.result(timeout=60) == 42
+            assert call.output.count("before the cut") == 1
+            assert "during the cut 2" in call.output
+            # The result kept there before the cut is still reachable: the worker reported it.
+            assert int(kept_before.result(timeout=CALL_SECONDS)[-1]) == 299_999
+            assert client.submit(square, 9, gpus=1).result(timeout=CALL_SECONDS) == 81
+        text = (home / "runtime.log").read_text()
+        assert "worker far reattached" in text, text[-3000:]
+        assert proc.poll() is None, log.read_text()
+    finally:
+        proxy.close()
+        stop_worker(proc)
+        head.stop()
+
+
+def test_a_worker_whose_head_stays_away_exits_with_one_line(tmp_path_factory):
+    home = tmp_path_factory.mktemp("bulletin-reconnect-lonely")
+    head = start_cluster(home, gpus=0, cpus=1)
+    proxy = LinkProxy(head.address)
+    proc, log = start_worker(home, proxy.address, "lonely", "--reconnect-timeout", "2")
+    try:
+        with head.client(set_as_default=False) as client:
+            wait_until(lambda: any(w.worker_id == "lonely" for w in client.status().workers),
+                       timeout=60, what="the worker to attach")
+        proxy.cut()
+        assert proc.wait(timeout=60) == 0
+        output = log.read_text()
+        assert "did not come back within 2 s" in output, output
+        assert "Exception" not in output and "\tat " not in output, output
+    finally:
+        proxy.close()
+        stop_worker(proc)
+        head.stop()

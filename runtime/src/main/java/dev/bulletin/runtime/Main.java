@@ -155,6 +155,7 @@ public final class Main implements Callable<Integer> {
   }
 
   public static void main(String[] args) {
+    dev.bulletin.protocol.LogSetup.configure();
     // `java -jar bulletin-runtime.jar worker ...` runs a worker agent that attaches to a runtime.
     if (args.length > 0 && args[0].equals("worker")) {
       System.exit(WorkerMain.run(java.util.Arrays.copyOfRange(args, 1, args.length)));

@@ -134,7 +134,7 @@ public final class RuntimeVerticle extends VerticleBase {
         options.inlineLimitBytes(), WireLimits.MAX_MESSAGE_BYTES, stopCluster)
         .mount(grpc, auth);
     new WorkerAttachApi(vertx, plane, clusterId, version, options.inlineLimitBytes(),
-        WireLimits.MAX_MESSAGE_BYTES).mount(grpc, auth);
+        WireLimits.MAX_MESSAGE_BYTES, options.reconnect().workerGrace()).mount(grpc, auth);
     server = vertx.createHttpServer(TlsSetup.serve(new HttpServerOptions()
         .setInitialSettings(new Http2Settings().setInitialWindowSize(OBJECT_WINDOW_BYTES))
         .setHttp2ConnectionWindowSize(4 * OBJECT_WINDOW_BYTES).setHost(options.host())

@@ -9,6 +9,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.function.Predicate;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 
 /**
  * Every call the runtime knows, and the one place their state changes: each change is checked
@@ -16,6 +18,7 @@ import java.util.function.Predicate;
  * Not thread-safe: owned by the control plane's event loop.
  */
 public final class TaskTable {
+  private static final Logger CALLS = Logger.getLogger(dev.bulletin.protocol.LogSetup.CALLS);
   private final Map<String, Task> tasks = new HashMap<>();
   /** Queued tasks in arrival order, kept apart so a scheduling pass does not walk running ones. */
   private final Map<String, Task> queue = new LinkedHashMap<>();
@@ -140,6 +143,13 @@ public final class TaskTable {
     if (!task.state.next().contains(to)) {
       throw new IllegalStateException("task " + task.id() + " cannot go from " + task.state
           + " to " + to);
+    }
+    if (CALLS.isLoggable(Level.INFO)) { // every state change, for the operator (LogSetup)
+      CALLS.info("call " + task.id() + " (" + task.name() + " of " + task.owner().user() + ") "
+          + task.state + " -> " + to + (task.workerId() != null && to != TaskState.QUEUED
+              ? " on " + task.workerId() : "")
+          + (task.stopReason() != null && to.isTerminal() ? ": " + task.stopReason().describe()
+              : ""));
     }
     if (task.state == TaskState.QUEUED) {
       dequeue(task);
