@@ -6,6 +6,7 @@ state dir refuses calls instead of losing them."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -121,13 +122,14 @@ def test_a_full_state_dir_refuses_calls_instead_of_losing_them(tmp_path, small_t
         with cluster.client(set_as_default=False) as client:
             assert client.submit(slow_double, 1, 0).result(timeout=CALL_SECONDS) == 2
             filler = small_tmpfs / "filler"
-            with open(filler, "wb") as out:  # fill what is left of the file system
-                try:
-                    while True:
-                        out.write(b"\0" * 4096)
-                        out.flush()
-                except OSError:
-                    pass
+            fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
+            try:  # fill what is left of the file system
+                while True:
+                    os.write(fd, b"\0" * 4096)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
             # A page the log already has may take a few more records: submit until refused.
             message = None
             for i in range(200):

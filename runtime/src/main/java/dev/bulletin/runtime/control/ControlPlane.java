@@ -219,8 +219,9 @@ public final class ControlPlane {
       reject(session, taskId, "task id " + taskId + " is already in use; ids must be unique");
       return;
     }
-    if (journaling.failure() != null) {
-      session.send(TaskEvents.failed(taskId, FailureCode.INTERNAL, journaling.failure(),
+    String unjournaled = journaling.failure(); // read once: the writer thread may clear it
+    if (unjournaled != null) {
+      session.send(TaskEvents.failed(taskId, FailureCode.INTERNAL, unjournaled,
           RuntimeTimings.getDefaultInstance()));
       return;
     }
