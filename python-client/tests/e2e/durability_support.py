@@ -17,7 +17,8 @@ def crash(cluster: Cluster) -> None:
 
 def restart(cluster: Cluster, *extra: str, gpus: int = 1, cpus: int = 2) -> Cluster:
     """`bulletin up` again on the same home and port (clients reconnect to the same address)."""
-    return start_cluster(cluster.home, *extra, "--port", str(cluster.port), gpus=gpus, cpus=cpus)
+    port = cluster.address.rsplit(":", 1)[1]  # where it served (Cluster.port is only asked)
+    return start_cluster(cluster.home, *extra, "--port", port, gpus=gpus, cpus=cpus)
 
 
 def store_files(cluster: Cluster) -> set[str]:
