@@ -29,7 +29,12 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(__file__))
 
 import bulletin  # noqa: E402
-from overhead_benchmark import measure, noop  # noqa: E402
+from overhead_benchmark import measure  # noqa: E402
+
+
+def noop(x=None):
+    # Defined here, not imported: the executor unpickles it by value (this script is __main__).
+    return x
 
 
 def bench(up_args: tuple[str, ...], args) -> dict:

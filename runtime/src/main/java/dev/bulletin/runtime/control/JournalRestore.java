@@ -154,8 +154,9 @@ public final class JournalRestore {
           FailureCode.WORKER_LOST, task.name() + "() cannot run again after the runtime"
               + " restarted: its " + missing + " was lost (its store file did not survive)."
               + " Submit the call again with its arguments", RuntimeTimings.getDefaultInstance()));
-    } else {
-      // Running when the runtime died: the run is lost with it, and the call runs again.
+    } else if (call.runningOn() != null) {
+      // Running when the runtime died: the run is lost with it, and the call runs again. (A
+      // call that was queued is queued still: its client heard nothing else.)
       plane.tasks().announce(task, TaskEvents.queued(task.id()));
     }
     return task;
