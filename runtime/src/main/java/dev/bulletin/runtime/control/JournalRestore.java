@@ -181,9 +181,14 @@ public final class JournalRestore {
     return null;
   }
 
-  private static ObjectKey key(String name) {
-    int slash = name.indexOf('/');
-    return ObjectKey.of(name.substring(0, slash), name.substring(slash + 1));
+  /** Parsed once each: many calls name the same function (a map of 100,000 calls, one). */
+  private final java.util.Map<String, ObjectKey> keys = new java.util.HashMap<>();
+
+  private ObjectKey key(String name) {
+    return keys.computeIfAbsent(name, text -> {
+      int slash = text.indexOf('/');
+      return ObjectKey.of(text.substring(0, slash), text.substring(slash + 1));
+    });
   }
 
   private static TaskEvent parse(byte[] bytes) {
