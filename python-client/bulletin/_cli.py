@@ -79,6 +79,13 @@ def _parser() -> argparse.ArgumentParser:
                     help="object store memory limit (default: half of /dev/shm)")
     up.add_argument("--spill-dir", type=Path, metavar="DIR",
                     help="local-disk folder for objects pushed out of memory (default: temp dir)")
+    up.add_argument("--state-dir", type=Path, metavar="DIR",
+                    help="folder of the runtime's journal (default: $BULLETIN_HOME); a restart "
+                         "on the same folder restores every call, session and the usage ledger "
+                         "(docs/durability.md)")
+    up.add_argument("--journal", action=argparse.BooleanOptionalAction, default=True,
+                    help="journal the runtime's state (default: on); --no-journal is faster "
+                         "per submit, and a restart or crash then loses every call")
     tls = up.add_argument_group(
         "TLS", "Both ports (gRPC API and data port) speak TLS with --tls, and by default "
                "whenever --host is not a loopback address. Without --tls-cert, `bulletin up` "
@@ -144,6 +151,10 @@ def _parser() -> argparse.ArgumentParser:
                              "no call it cannot finish by then")
     worker.add_argument("--store-dir", type=Path, metavar="DIR",
                         help="object store folder (default: /dev/shm/bulletin-worker-ID)")
+    worker.add_argument("--reconnect-timeout", metavar="SECONDS", default=None,
+                        help="how long the worker tries to reattach when the runtime goes "
+                             "away, its calls running on (default: "
+                             "$BULLETIN_RECONNECT_TIMEOUT, else 120; 0: stop at once)")
     worker.add_argument("--data-path", choices=("auto", "grpc"), default=None,
                         help="how objects move to and from the runtime: auto (its bulk data "
                              "port, or gRPC chunks when it has none or the port cannot be "
@@ -259,7 +270,8 @@ def _up(args) -> int:
                              store_dir=args.store_dir, executors=_executor_options(args),
                              tls=args.tls, tls_cert=args.tls_cert, tls_key=args.tls_key,
                              tls_ca=args.tls_ca, usage_retention=retention,
-                             http_port=args.http_port)
+                             http_port=args.http_port, state_dir=args.state_dir,
+                             journal=args.journal)
     if args.foreground:
         _launch.exec_foreground(state_dir, opts)  # does not return
     info = _launch.start(state_dir, opts)
@@ -382,11 +394,19 @@ def _worker(args) -> int:
     if not host or not port.isdigit():
         print(f"bulletin worker: --head must be HOST:PORT, got {args.head!r}", file=sys.stderr)
         return 2
+    reconnect = None
+    if args.reconnect_timeout is not None:
+        try:
+            reconnect = parse_duration(args.reconnect_timeout, "--reconnect-timeout")
+        except BulletinError as exc:
+            print(f"bulletin worker: {exc}", file=sys.stderr)
+            return 2
     opts = _launch.WorkerOptions(head=args.head, pool=args.pool, worker_id=args.worker_id,
                                  gpus=args.gpus, simulate_gpus=args.simulate_gpus, cpus=args.cpus,
                                  memory=args.memory, expires_at=args.expires_at,
                                  store_dir=args.store_dir, data_path=args.data_path,
-                                 executors=_executor_options(args), ca=args.ca)
+                                 executors=_executor_options(args), ca=args.ca,
+                                 reconnect_timeout=reconnect)
     _launch.exec_worker(home(), opts)  # does not return
     return 0
 

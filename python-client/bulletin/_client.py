@@ -35,6 +35,7 @@ from ._ref import Ref
 from ._status import ClusterStatus
 from ._usage import UsageReport
 from ._arguments import encode_value
+from ._reconnect import resolve_reconnect_timeout
 from ._submitter import CallTable, Submitter
 
 _CHUNK_BYTES = 1 << 20
@@ -50,16 +51,22 @@ class Client:
     127.0.0.1:8770; the token to $BULLETIN_TOKEN, then $BULLETIN_HOME/token. ``ca``: the
     cluster's CA certificate (a PEM file: a copy of the head's $BULLETIN_HOME/ca.pem) to check a
     TLS runtime with; defaults to $BULLETIN_CA, then runtime.json (on the head's host), then
-    $BULLETIN_HOME/ca.pem; without one the client speaks plaintext. ``ca=False``: plaintext. An
+    $BULLETIN_HOME/ca.pem; without one the client speaks plaintext. ``ca=False``: plaintext.
+    ``reconnect_timeout``: how long a lost runtime is waited for (seconds or a duration; default
+    $BULLETIN_RECONNECT_TIMEOUT, else 120 s; 0: fail at once): the session resumes and every
+    Future still completes; past it, pending calls fail with RuntimeUnreachableError. An
     asynchronous client (Dask's ``asynchronous=True``) returns awaitables from gather, scatter
     and cancel; Futures are awaitable with either.
     """
 
     def __init__(self, address: str | None = None, *, token: str | None = None,
                  connect_timeout: float = 3.0, ca=None, set_as_default: bool = True,
-                 asynchronous: bool = False, pip: list[str] | None = None):
+                 asynchronous: bool = False, pip: list[str] | None = None,
+                 reconnect_timeout=None):
         self.asynchronous = asynchronous
-        self._conn = Connection(address, token, connect_timeout, ca=ca)
+        self.reconnect_timeout = resolve_reconnect_timeout(reconnect_timeout)
+        self._conn = Connection(address, token, connect_timeout, ca=ca,
+                                reconnect_timeout=self.reconnect_timeout)
         hello = self._conn.hello
         self.address = self._conn.address
         self.user, self.group = hello.user, hello.group
@@ -75,7 +82,8 @@ class Client:
         self._downloads: ThreadPoolExecutor | None = None
         self._transfer = Transfer(self._conn, self._conn.session_id, chunk_bytes,
                                   self._send_release)
-        self._session = SessionStream(self._conn, self._on_event, self._session_ended)
+        self._session = SessionStream(self._conn, self._on_event, self._session_ended,
+                                      self.reconnect_timeout, self._calls.has_pending)
         self._submitter = Submitter(self._conn, self._session, self._transfer, self._calls,
                                     inline_limit=hello.inline_limit_bytes,
                                     batch_bytes=max(1, max_message // 2),
@@ -316,6 +324,8 @@ class Client:
             future._add_output(stream, event.output.data)
             return
         state = event.state
+        if event.attempt:
+            future._attempt = event.attempt
         if state == pb.RUNNING:
             if detail == "placement":
                 future.placement = event.placement

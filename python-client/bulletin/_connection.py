@@ -6,6 +6,7 @@ Shared by ``Client`` and the command line, which only needs the channel.
 
 from __future__ import annotations
 
+import collections
 import queue
 import re
 import threading
@@ -14,7 +15,7 @@ from typing import Callable
 
 import grpc
 
-from . import _tls
+from . import _reconnect, _tls
 from ._config import resolve_address, resolve_token, token_path
 from ._errors import (
     AuthenticationError, BulletinError, CallEnvironmentError, CallTimeoutError, InfeasibleError,
@@ -27,6 +28,11 @@ from ._version import __version__
 RPC_SECONDS = 30.0
 # How long closing a session waits for the runtime to end it before cutting the stream.
 _GOODBYE_SECONDS = 2.0
+# Reconnecting sessions: the metadata that resumes one, how often events are acknowledged, and
+# how many sent messages are kept for a resend (a break loses at most what was in flight).
+_RESUME_HEADER = "bulletin-resume-after"
+_ACK_EVERY = 256
+_KEPT_MESSAGES = 16384
 
 # The client never sends more than the runtime's max_message_bytes (uploads are chunked below
 # it), so lifting gRPC's 4 MiB default here is safe, and it needs no second connection after
@@ -37,6 +43,11 @@ _CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", -1),
     ("grpc.enable_http_proxy", 0),
     ("grpc.keepalive_time_ms", 360_000),
+    # A lost runtime is retried by the client itself (_reconnect): the channel must try the
+    # connection again soon, not after gRPC's backoff of up to two minutes. (Not its
+    # min_reconnect_backoff: gRPC also takes that as the time a connection attempt may take.)
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 2000),
 ]
 
 _FAILURES = {
@@ -104,8 +115,11 @@ class Connection:
     ``_tls.resolve_ca``)."""
 
     def __init__(self, address: str | None = None, token: str | None = None,
-                 connect_timeout: float = 3.0, ca=None):
+                 connect_timeout: float = 3.0, ca=None, reconnect_timeout: float = 0.0):
         self.address, self._address_source = resolve_address(address)
+        # How long a lost runtime is waited for once connected (Hello itself is not retried:
+        # a runtime that never answered is a wrong address, not an outage).
+        self.reconnect_timeout = reconnect_timeout
         token, self._token_source = resolve_token(token)
         self.tls = _tls.resolve_ca(ca, self.address)
         self._data_tls = None
@@ -172,10 +186,21 @@ class Connection:
         return RuntimeFailure(f"{what} failed: {code.name}: {details}")
 
     def call(self, method: Callable, request, what: str, timeout: float = RPC_SECONDS):
+        """A unary call; tried again while the link is lost, for up to reconnect_timeout
+        (only for calls that are safe to repeat: every unary call of the client API is)."""
         try:
             return method(request, metadata=self.metadata, timeout=timeout)
         except grpc.RpcError as exc:
-            raise self.error(exc, what) from None
+            if not (self.reconnect_timeout > 0 and _reconnect.link_lost(exc)):
+                raise self.error(exc, what) from None
+        backoff = _reconnect.Backoff(self.reconnect_timeout)
+        while backoff.wait():
+            try:
+                return method(request, metadata=self.metadata, timeout=timeout)
+            except grpc.RpcError as exc:
+                if not _reconnect.link_lost(exc):
+                    raise self.error(exc, what) from None
+        raise _reconnect.gave_up(self.address, self.reconnect_timeout, what)
 
     def close(self) -> None:
         self.channel.close()
@@ -183,18 +208,39 @@ class Connection:
 
 class SessionStream:
     """A client's Session stream: messages go up through a queue, and a reader thread hands
-    every task event to ``on_event`` and, once the stream ends, calls ``on_end`` once with why
-    (a BulletinError), or None when it ended because close() asked it to."""
+    every task event to ``on_event`` and, once the session ends, calls ``on_end`` once with why
+    (a BulletinError), or None when it ended because close() asked it to.
 
-    def __init__(self, conn: Connection, on_event: Callable, on_end: Callable):
+    The session outlives its stream (docs/durability.md): when the link breaks, the reader
+    opens a new stream that resumes the session after the last event seen (``seq``), for up to
+    ``reconnect_timeout`` seconds, and sends again the messages the runtime had not processed.
+    Events are acknowledged every ``_ACK_EVERY`` so the runtime can forget them."""
+
+    def __init__(self, conn: Connection, on_event: Callable, on_end: Callable,
+                 reconnect_timeout: float = 0.0, calls_waiting: Callable[[], bool] = bool):
         self._conn = conn
         self._on_event = on_event
         self._on_end = on_end
         self._closing = False
         self.session_id: str | None = None
         self._opened = threading.Event()
+        self._reconnect_timeout = reconnect_timeout
+        self._calls_waiting = calls_waiting
+        self._outage = _reconnect.Outage(conn.address)
+        # The session is usable (not between streams, and caught up after a resume).
+        self._usable = threading.Event()
+        self._ended = False
+        self._last_seq = 0
+        self._acked_seq = 0
+        self._catch_up_to = 0
+        # Messages sent, by their index over the session's life, kept for a resend: the
+        # runtime says on a resume how many it processed.
+        self._lock = threading.Lock()
+        self._sent: collections.deque = collections.deque(maxlen=_KEPT_MESSAGES)
+        self._sent_count = 0
         self._requests: queue.SimpleQueue = queue.SimpleQueue()
-        self._responses = conn.stub.Session(self._request_stream(), metadata=conn.metadata)
+        self._responses = conn.stub.Session(self._request_stream(self._requests),
+                                            metadata=conn.metadata)
         self._reader = threading.Thread(target=self._read, name="bulletin-dispatcher",
                                         daemon=True)
         self._reader.start()
@@ -205,15 +251,27 @@ class SessionStream:
         self._opened.wait(timeout)
         return self.session_id
 
+    def wait_usable(self) -> bool:
+        """Blocks while the session is between streams; True once it resumed and caught up,
+        False if it ended instead."""
+        while not self._usable.wait(0.25):
+            if self._ended:
+                return False
+        return not self._ended
+
     def send(self, message) -> None:
-        self._requests.put(message)
+        with self._lock:
+            self._sent.append((self._sent_count, message))
+            self._sent_count += 1
+            self._requests.put(message)
 
     def close(self) -> None:
         """Half-closes the stream and lets the runtime end the session (stopping its calls and
         releasing its functions); cancelling at once would race the half-close with a reset,
         which the runtime is not told about."""
         self._closing = True
-        self._requests.put(None)
+        with self._lock:
+            self._requests.put(None)
         on_reader = threading.current_thread() is self._reader
         if not on_reader:
             self._reader.join(timeout=_GOODBYE_SECONDS)
@@ -221,35 +279,104 @@ class SessionStream:
         if not on_reader:
             self._reader.join(timeout=5)
 
-    def _request_stream(self):
+    @staticmethod
+    def _request_stream(requests: queue.SimpleQueue):
         while True:
-            message = self._requests.get()
+            message = requests.get()
             if message is None:
                 return
             yield message
 
     def _read(self) -> None:
         error: BulletinError | None = None
-        try:
-            for message in self._responses:
-                kind = message.WhichOneof("kind")
-                if kind == "events":
-                    for event in message.events.events:
-                        self._on_event(event)
-                elif kind == "event":
-                    self._on_event(message.event)
-                elif kind == "opened":
-                    self.session_id = message.opened.session_id
-                    self._opened.set()
-        except grpc.RpcError as exc:
-            if not self._closing:
-                error = self._conn.error(exc, "the session")
-        except Exception as exc:  # a bug here must fail the calls, not hang them
-            error = RuntimeFailure(f"bulletin's dispatcher failed: {exc!r}; please report it.")
-        else:
-            if not self._closing:
-                error = RuntimeUnreachableError(
-                    f"the runtime at {self._conn.address} ended the session. Check it with "
-                    "`bulletin status`; start it again with `bulletin up`.")
+        responses = self._responses
+        while True:
+            try:
+                for message in responses:
+                    self._handle(message)
+            except grpc.RpcError as exc:
+                if self._closing:
+                    break
+                if self._reconnect_timeout > 0 and _reconnect.link_lost(exc):
+                    responses, error = self._resume()
+                    if responses is not None:
+                        continue
+                else:
+                    error = self._conn.error(exc, "the session")
+            except Exception as exc:  # a bug here must fail the calls, not hang them
+                error = RuntimeFailure(f"bulletin's dispatcher failed: {exc!r}; please report it.")
+            else:
+                if not self._closing:
+                    error = RuntimeUnreachableError(
+                        f"the runtime at {self._conn.address} ended the session. Check it with "
+                        "`bulletin status`; start it again with `bulletin up`.")
+            break
+        self._ended = True
+        self._usable.set()
         self._opened.set()  # a session that never opened: wait_opened stops waiting
         self._on_end(error)
+
+    def _handle(self, message) -> None:
+        kind = message.WhichOneof("kind")
+        if kind == "events":
+            for event in message.events.events:
+                self._on_event(event)
+        elif kind == "event":
+            self._on_event(message.event)
+        elif kind == "opened":
+            self.session_id = message.opened.session_id
+            self._catch_up_to = message.opened.last_seq
+            self._opened.set()
+        if message.seq:
+            self._last_seq = message.seq
+            if message.seq - self._acked_seq >= _ACK_EVERY:
+                self._acked_seq = message.seq
+                self.send(pb.ClientMessage(session_ack=pb.SessionAck(seq=message.seq)))
+        if not self._usable.is_set() and self._last_seq >= self._catch_up_to:
+            self._usable.set()
+
+    def _resume(self):
+        """Opens streams that resume the session until one does, the runtime refuses, or the
+        reconnect timeout passes: (the new stream's responses, None) or (None, why)."""
+        self._usable.clear()
+        timeout = self._reconnect_timeout
+        self._outage.begin(timeout, self._calls_waiting())
+        backoff = _reconnect.Backoff(timeout)
+        while not self._closing:
+            requests: queue.SimpleQueue = queue.SimpleQueue()
+            metadata = self._conn.metadata + ((_RESUME_HEADER, str(self._last_seq)),)
+            responses = self._conn.stub.Session(self._request_stream(requests), metadata=metadata)
+            try:
+                opened = next(responses)
+            except grpc.RpcError as exc:
+                requests.put(None)
+                if _reconnect.link_lost(exc) and backoff.wait():
+                    continue
+                if _reconnect.link_lost(exc):
+                    self._outage.end(False, timeout)
+                    return None, _reconnect.gave_up(self._conn.address, timeout, "the session")
+                self._outage.end(False, timeout, refused=True)
+                if exc.code() in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.FAILED_PRECONDITION):
+                    # The runtime is back but no longer has the session; its message says why.
+                    return None, RuntimeUnreachableError(
+                        f"the runtime at {self._conn.address} is back but ended this client's "
+                        f"session: {exc.details()}")
+                return None, self._conn.error(exc, "resuming the session")
+            except StopIteration:
+                requests.put(None)
+                return None, RuntimeUnreachableError(
+                    f"the runtime at {self._conn.address} ended the session while it resumed")
+            with self._lock:
+                processed = opened.opened.client_messages
+                for index, message in self._sent:
+                    if index >= processed:
+                        requests.put(message)
+                if self._closing:
+                    requests.put(None)
+                old, self._requests = self._requests, requests
+                old.put(None)  # ends the broken stream's request thread
+            self._responses = responses
+            self._handle(opened)
+            self._outage.end(True, timeout)
+            return responses, None
+        return None, None

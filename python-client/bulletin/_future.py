@@ -95,6 +95,7 @@ class Future(cf.Future):
         self._preempted = 0
         self._preempted_before = 0  # preemptions of the runs before the current task id
         self._attempts = 0  # runs started (RUNNING events), over every retry
+        self._attempt = 0  # the runtime's number of the latest run (TaskEvent.attempt)
         self._raised = 0  # runs whose function raised
         self._retries = 0  # how many runs may follow a failed one (the call's retries=)
         # A result left in the cluster's store: (id, size), fetched on first result().
@@ -126,6 +127,14 @@ class Future(cf.Future):
         """How many times the call started running: 1 once it ran, more after a retry (of
         an exception, a lost worker, a dead executor) or a preemption."""
         return self._attempts
+
+    @property
+    def attempt(self) -> int:
+        """The runtime's number of the call's latest run: 1 for its first, more when it ran
+        again under the same key (a lost worker, a preemption, or a runtime restart that cut a
+        run short: a call may run twice across a crash, see docs/durability.md); 0 before it
+        started."""
+        return self._attempt
 
     def _failed_runs(self) -> int:
         """Runs that ended without a result: every run started but the preempted ones (at

@@ -101,6 +101,23 @@ def _is_zombie(pid: int) -> bool:
         return False
 
 
+# Logs of earlier starts kept beside this start's runtime.log: runtime.log.1 is the previous.
+_KEPT_LOGS = 5
+
+
+def rotate_log(path: Path, keep: int = _KEPT_LOGS) -> None:
+    """One log file per start: the last start's log becomes path.1 (and so on, up to
+    ``keep``), so runtime.log, and the lines `bulletin up` quotes from it when a start fails,
+    are this start's only."""
+    if not path.exists():
+        return
+    for n in range(keep - 1, 0, -1):
+        older = path.with_name(f"{path.name}.{n}")
+        if older.exists():
+            older.replace(path.with_name(f"{path.name}.{n + 1}"))
+    path.replace(path.with_name(f"{path.name}.1"))
+
+
 def log_tail(state_dir: Path, lines: int = 30) -> str:
     try:
         text = (state_dir / "runtime.log").read_text(errors="replace")
@@ -140,6 +157,8 @@ class UpOptions:
     usage_retention: float = 0.0  # seconds the usage ledger keeps rows; 0: for ever
     http_port: str | None = None  # /metrics and the dashboard: N, 0 (any free) or "off";
     # None: $BULLETIN_HTTP_PORT, else 8780 (the runtime's own default)
+    state_dir: Path | None = None  # the journal's folder (None: $BULLETIN_HOME)
+    journal: bool = True  # False: --no-journal, a restart loses every call
 
     def tls_on(self) -> bool:
         if self.tls is not None:
@@ -185,6 +204,10 @@ def runtime_command(java: str, jar: Path, state_dir: Path, opts: UpOptions,
         cmd += ["--spill-dir", str(opts.spill_dir)]
     if opts.store_dir is not None:
         cmd += ["--store-dir", str(opts.store_dir)]
+    if opts.state_dir is not None:
+        cmd += ["--state-dir", str(opts.state_dir)]
+    if not opts.journal:
+        cmd += ["--no-journal"]
     if tls is not None:
         cmd += ["--tls-cert", str(tls.cert), "--tls-key", str(tls.key)]
         if tls.ca is not None:
@@ -220,6 +243,7 @@ class WorkerOptions:
     data_path: str | None = None  # None: the worker reads BULLETIN_DATA_PATH
     executors: ExecutorOptions = ExecutorOptions()
     ca: Path | None = None  # None: $BULLETIN_CA, runtime.json, $BULLETIN_HOME/ca.pem
+    reconnect_timeout: float | None = None  # None: the worker reads BULLETIN_RECONNECT_TIMEOUT
 
 
 def worker_command(java: str, jar: Path, opts: WorkerOptions,
@@ -240,6 +264,8 @@ def worker_command(java: str, jar: Path, opts: WorkerOptions,
         cmd += ["--store-dir", str(opts.store_dir)]
     if opts.data_path:
         cmd += ["--data-path", opts.data_path]
+    if opts.reconnect_timeout is not None:
+        cmd += ["--reconnect-timeout", f"{opts.reconnect_timeout:g}"]
     if tls is not None and tls.enabled:
         cmd += ["--tls"] + (["--tls-ca", str(tls.path)] if tls.path else [])
     return cmd
@@ -286,7 +312,8 @@ def start(state_dir: Path, opts: UpOptions, wait_seconds: float = 60.0) -> dict:
     tls = tls_files(state_dir, opts)
     # A stale file from a crashed runtime would read as "up" before the new JVM removes it.
     (state_dir / "runtime.json").unlink(missing_ok=True)
-    with open(state_dir / "runtime.log", "ab") as log:
+    rotate_log(state_dir / "runtime.log")
+    with open(state_dir / "runtime.log", "wb") as log:
         proc = subprocess.Popen(runtime_command(java, jar, state_dir, opts, tls),
                                 env=runtime_env(token_path, tls), stdin=subprocess.DEVNULL,
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True,

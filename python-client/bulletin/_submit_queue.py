@@ -21,6 +21,7 @@ import grpc
 from ._connection import Connection, SessionStream
 from ._data._transfer import Transfer
 from ._errors import RuntimeFailure
+from ._reconnect import link_lost
 from ._proto import bulletin_pb2 as pb
 
 # A Submit batch stays under the runtime's message limit (one spec may carry up to the inline
@@ -125,17 +126,34 @@ class SubmitQueue:
             batch = self._without_cancelled(batch)
             if batch:
                 holds = self._attach_carried(batch)
-                try:
-                    self._conn.stub.Submit(pb.SubmitRequest(session_id=self._session.session_id,
-                                                            tasks=batch),
-                                           metadata=self._conn.metadata)
-                except Exception as exc:  # noqa: BLE001 - every failure fails the batch's calls
-                    self._fail_batch(batch, exc)
+                self._submit(batch)
                 self._accepted(batch)
                 for oid in holds:
                     self._transfer.release(oid)
             if releases:
                 self._session.send(pb.ClientMessage(release=pb.ReleaseObjects(ids=releases)))
+
+    def _submit(self, batch: list) -> None:
+        """Sends the batch; while the link is lost, waits for the session to resume and sends
+        again the calls the runtime has not answered for (it ignores one it accepted already,
+        and one that ended meanwhile has had its end replayed, so it is not pending)."""
+        while True:
+            try:
+                self._conn.stub.Submit(pb.SubmitRequest(session_id=self._session.session_id,
+                                                        tasks=batch),
+                                       metadata=self._conn.metadata)
+                return
+            except grpc.RpcError as exc:
+                if not (self._conn.reconnect_timeout > 0 and link_lost(exc)
+                        and self._session.wait_usable()):
+                    self._fail_batch(batch, exc)
+                    return
+            except Exception as exc:  # noqa: BLE001 - every failure fails the batch's calls
+                self._fail_batch(batch, exc)
+                return
+            batch = [spec for spec in batch if self._calls.get(spec.task_id) is not None]
+            if not batch:
+                return
 
     def _without_cancelled(self, batch: list) -> list:
         """The batch less the calls cancelled while they queued here: those are never sent.

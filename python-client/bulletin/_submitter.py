@@ -62,6 +62,9 @@ class CallTable:
         """add() for a caller that holds the lock."""
         self._futures[future._task_id] = future
 
+    def has_pending(self) -> bool:
+        return bool(self._futures)
+
     def get(self, key: str) -> Future | None:
         return self._futures.get(key)
 

@@ -25,6 +25,7 @@ import grpc
 import pyarrow as pa
 
 from . import _bulk
+from .._reconnect import retry_lost
 from .._errors import (BulletinError, RuntimeFailure, RuntimeUnreachableError, StoreFullError,
                        TlsError)
 from ._objects import crc32c_extend, decode, host_id, open_object, stage_name
@@ -93,7 +94,8 @@ class Transfer:
             request.mapped_ids.extend(self._maps.ids())
         reply = self._conn.call(self._conn.stub.HasObjects, request, "HasObjects")
         if not reply.present[0]:
-            self.upload(oid, encoded, reply.staged_names[0] if reply.staged_names else "")
+            retry_lost(self._conn, f"the upload of object {oid[:12]}", lambda: self.upload(
+                oid, encoded, reply.staged_names[0] if reply.staged_names else ""))
         with self._lock:
             self._held[oid] = self._held.get(oid, 0) + 1
         return oid
@@ -279,7 +281,8 @@ class Transfer:
                 return open_object(self.folder / oid)
             except FileNotFoundError:
                 pass  # spilled to disk on the runtime's side: take the network path
-        return decode(self._download(oid, size))
+        return decode(retry_lost(self._conn, f"the download of object {oid[:12]}",
+                                 lambda: self._download(oid, size)))
 
     def _download(self, oid: str, size: int):
         what = f"the download of object {oid[:12]}"

@@ -20,8 +20,8 @@ import time
 import cloudpickle
 import pytest
 
-from cluster_support import (Cluster, referenced_objects, remove_dead_worker_stores,
-                             start_cluster, wait_until)
+from cluster_support import (Cluster, cli_env, referenced_objects,
+                             remove_dead_worker_stores, start_cluster, wait_until)
 
 # Every runtime the tests start serves its dashboard and /metrics on a free port: suites run
 # side by side on one machine, and the default 8780 can be taken (tests that need a known HTTP
@@ -41,7 +41,9 @@ def _no_dead_worker_stores():
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory) -> Cluster:
     home = tmp_path_factory.mktemp("bulletin-home")
-    c = start_cluster(home)
+    # Tests kill clients and check that what they held goes: a short reconnect window ends
+    # their sessions soon (test_reconnect.py tests the window itself).
+    c = start_cluster(home, env={**cli_env(home), "BULLETIN_RECONNECT_WINDOW": "2"})
     try:
         yield c
     finally:

@@ -67,7 +67,9 @@ def detached(client: bulletin.Client, worker_id: str) -> bool:
 
 @pytest.fixture(scope="module")
 def head(tmp_path_factory):
-    c = start_cluster(tmp_path_factory.mktemp("bulletin-head"), gpus=0, cpus=1)
+    home = tmp_path_factory.mktemp("bulletin-head")
+    # Killed workers here are gone for good: their calls need no grace period to come back.
+    c = start_cluster(home, gpus=0, cpus=1, env={**cli_env(home), "BULLETIN_WORKER_GRACE": "0"})
     try:
         yield c
     finally:

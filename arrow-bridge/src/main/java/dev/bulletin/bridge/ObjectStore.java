@@ -115,6 +115,14 @@ public interface ObjectStore extends AutoCloseable {
   /** Deletes the unreferenced objects of a namespace and its stale staged files. */
   void dropUnreferenced(String namespace, String stagedPrefix);
 
+  /**
+   * Deletes every object nobody references, in every namespace: after a restart has retained
+   * what its journal names, what is left is what nothing will ask for.
+   *
+   * @return how many were deleted
+   */
+  int dropUnreferencedObjects();
+
   /** Visible objects (referenced or cached). */
   int objectCount();
 

@@ -19,6 +19,14 @@ public final class ObjectStores {
     return new FileObjectStore(options);
   }
 
+  /**
+   * A store that keeps the objects an earlier run left in its folder (a runtime restarting
+   * from its journal), unreferenced until the caller retains those it knows.
+   */
+  public static ObjectStore reopen(StoreOptions options) {
+    return new FileObjectStore(options, true);
+  }
+
   /** The default place for a cluster's store: /dev/shm when the host has it, else the temp dir. */
   public static Path defaultFolder(String clusterId) {
     return defaultBase().resolve("bulletin-" + clusterId);

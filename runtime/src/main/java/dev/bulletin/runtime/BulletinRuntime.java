@@ -5,6 +5,10 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.bridge.ObjectStores;
 import dev.bulletin.bridge.StoreOptions;
+import dev.bulletin.runtime.journal.JournalOptions;
+import dev.bulletin.runtime.journal.JournalState;
+import dev.bulletin.runtime.journal.Journals;
+import dev.bulletin.runtime.journal.StateJournal;
 import dev.bulletin.runtime.identity.ClusterId;
 import dev.bulletin.runtime.impl.RuntimeVerticle;
 import dev.bulletin.worker.WorkerAgent;
@@ -38,6 +42,8 @@ public final class BulletinRuntime implements AutoCloseable {
   private final String clusterId;
   private final AtomicBoolean closed = new AtomicBoolean();
   private final Runnable onShutdownRequest;
+  /** The journal and what it restored (docs/durability.md); a disabled one keeps nothing. */
+  private final Journals.Opened journal;
   private int port;
   private int dataPort;
   private int httpPort;
@@ -49,13 +55,25 @@ public final class BulletinRuntime implements AutoCloseable {
     this.onShutdownRequest = onShutdownRequest;
     // Kept across restarts: pool providers find their workers again by it.
     this.clusterId = ClusterId.loadOrCreate(options.home());
+    // First: a journal this version cannot read stops the start before anything is touched.
+    long opening = System.nanoTime();
+    this.journal = options.journal() ? Journals.open(JournalOptions.in(options.journalFolder()))
+        : new Journals.Opened(StateJournal.disabled(), new JournalState(), 0, 0);
+    if (journal.records() > 0) {
+      java.util.logging.Logger.getLogger(BulletinRuntime.class.getName()).info("journal: read "
+          + journal.records() + " records from " + options.journalFolder() + " in "
+          + (System.nanoTime() - opening) / 1_000_000 + " ms");
+    }
     this.vertx = Vertx.vertx();
     Path storeFolder = options.storeFolder() != null ? options.storeFolder()
         : ObjectStores.defaultFolder(clusterId);
     Path spillFolder = options.spillFolder() != null ? options.spillFolder()
         : ObjectStores.defaultSpillFolder(clusterId);
-    this.store = ObjectStores.open(StoreOptions.withDefaults(storeFolder,
-        options.storeCapacityBytes(), spillFolder));
+    StoreOptions storeOptions = StoreOptions.withDefaults(storeFolder,
+        options.storeCapacityBytes(), spillFolder);
+    // With a journal the store outlives a crash: the restore keeps what the journal names.
+    this.store = options.journal() ? ObjectStores.reopen(storeOptions)
+        : ObjectStores.open(storeOptions);
     this.agent = Workers.local(options.worker(), store);
   }
 
@@ -88,7 +106,7 @@ public final class BulletinRuntime implements AutoCloseable {
   private void boot() throws Exception {
     Files.deleteIfExists(options.home().resolve(STATE_FILE));
     agent.start().get(options.worker().executorStartTimeoutMillis() * 2, TimeUnit.MILLISECONDS);
-    RuntimeVerticle verticle = new RuntimeVerticle(options, tls, agent, clusterId,
+    RuntimeVerticle verticle = new RuntimeVerticle(options, tls, agent, journal, clusterId,
         BulletinVersion.get(), () -> new Thread(onShutdownRequest, "bulletin-shutdown").start());
     try {
       vertx.deployVerticle(verticle).toCompletionStage().toCompletableFuture()
@@ -147,6 +165,8 @@ public final class BulletinRuntime implements AutoCloseable {
     state.put("spill_dir", String.valueOf(store.spillRoot()));
     state.put("store_capacity_bytes", store.capacityBytes());
     state.put("version", BulletinVersion.get());
+    state.put("journal", journal.journal().enabled()
+        ? journal.journal().folder().toString() : null);
     // Clients on this host dial TLS with this CA (null: the system's trusted CAs).
     state.put("tls", tls.enabled());
     state.put("ca", tls.ca() == null ? null : tls.ca().toAbsolutePath().toString());
@@ -170,6 +190,7 @@ public final class BulletinRuntime implements AutoCloseable {
       // Closing anyway.
     }
     agent.close();
+    journal.journal().close();
     store.close();
     try {
       Files.deleteIfExists(options.home().resolve(STATE_FILE));

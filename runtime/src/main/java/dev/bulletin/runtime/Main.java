@@ -54,6 +54,29 @@ public final class Main implements Callable<Integer> {
           + " frees its reserved room then (default: ${DEFAULT-VALUE}; env BULLETIN_TICKET_SECONDS).")
   double ticketSeconds;
 
+  @Option(names = "--state-dir",
+      description = "Folder of the runtime's journal (default: --home). On a shared filesystem,"
+          + " a runtime started on another host with the same --state-dir takes over.")
+  Path stateDir;
+
+  @Option(names = "--no-journal", negatable = false,
+      description = "Keep no journal: submits skip a disk write, and a restart (or crash) loses"
+          + " every call, session and the usage ledger (docs/durability.md).")
+  boolean noJournal;
+
+  @Option(names = "--reconnect-window",
+      defaultValue = "${env:BULLETIN_RECONNECT_WINDOW:-180}",
+      description = "Seconds a client session whose stream broke is kept for its client to"
+          + " resume it; its calls run on (default: ${DEFAULT-VALUE}; env"
+          + " BULLETIN_RECONNECT_WINDOW; 0 ends it at once).")
+  double reconnectWindow;
+
+  @Option(names = "--worker-grace", defaultValue = "${env:BULLETIN_WORKER_GRACE:-60}",
+      description = "Seconds the calls of a remote worker whose link broke wait for it to"
+          + " reattach before they are requeued (default: ${DEFAULT-VALUE}; env"
+          + " BULLETIN_WORKER_GRACE).")
+  double workerGrace;
+
   @Mixin
   ResourceOptions resources = new ResourceOptions();
 
@@ -131,7 +154,9 @@ public final class Main implements Callable<Integer> {
         .inlineLimitBytes(inlineLimit).drainMarginSeconds(drainMargin).dataPort(dataPort)
         .ticketSeconds(ticketSeconds).httpPort(httpPort(httpPort))
         .metricsToken(System.getenv("BULLETIN_METRICS_TOKEN"))
-        .usageRetention(usageRetention());
+        .usageRetention(usageRetention())
+        .reconnect(ReconnectOptions.ofSeconds(reconnectWindow, workerGrace))
+        .stateFolder(stateDir).journal(!noJournal);
     if (schedulerSeed != null) { // else the builder's random seed, logged at start
       builder.schedulerSeed(schedulerSeed);
     }
@@ -168,6 +193,7 @@ public final class Main implements Callable<Integer> {
   }
 
   public static void main(String[] args) {
+    dev.bulletin.protocol.LogSetup.configure();
     // `java -jar bulletin-runtime.jar worker ...` runs a worker agent that attaches to a runtime.
     if (args.length > 0 && args[0].equals("worker")) {
       System.exit(WorkerMain.run(java.util.Arrays.copyOfRange(args, 1, args.length)));

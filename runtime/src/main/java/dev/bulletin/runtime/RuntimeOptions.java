@@ -33,6 +33,9 @@ import java.nio.file.Path;
  *     free one, {@link #HTTP_OFF} serves none and keeps no metrics
  * @param metricsToken the token that may scrape /metrics from other hosts (null: only loopback,
  *     the owner and admins may)
+ * @param reconnect how long sessions and workers whose link broke are waited for
+ * @param stateFolder where the journal lives (null: {@code home}); see docs/durability.md
+ * @param journal whether the control plane's state is journaled (false: a restart loses it)
  */
 public record RuntimeOptions(
     Path home,
@@ -53,7 +56,10 @@ public record RuntimeOptions(
     long schedulerSeed,
     java.time.Duration usageRetention,
     int httpPort,
-    String metricsToken) {
+    String metricsToken,
+    ReconnectOptions reconnect,
+    Path stateFolder,
+    boolean journal) {
 
   /** {@link #httpPort} when the runtime serves no HTTP port and keeps no metrics. */
   public static final int HTTP_OFF = -1;
@@ -69,6 +75,7 @@ public record RuntimeOptions(
       throw new IllegalArgumentException("usageRetention must be >= 0 (0 keeps every row), got "
           + usageRetention);
     }
+    required(reconnect, "reconnect");
     if (host.isBlank()) {
       throw new IllegalArgumentException("host must not be blank (127.0.0.1 keeps the cluster on"
           + " this machine, 0.0.0.0 listens everywhere)");
@@ -98,6 +105,16 @@ public record RuntimeOptions(
       throw new IllegalArgumentException("storeCapacityBytes must be >= 0 (0 = default), got "
           + storeCapacityBytes);
     }
+  }
+
+  /** Where the runtime's state lives: {@code stateFolder}, else {@code home}. */
+  public Path stateRoot() {
+    return stateFolder != null ? stateFolder : home;
+  }
+
+  /** The journal's folder: {@code <state folder>/journal}. */
+  public Path journalFolder() {
+    return stateRoot().resolve("journal");
   }
 
   private static void required(Object value, String field) {
@@ -135,6 +152,9 @@ public record RuntimeOptions(
     private java.time.Duration usageRetention = java.time.Duration.ZERO;
     private int httpPort;
     private String metricsToken;
+    private ReconnectOptions reconnect = ReconnectOptions.defaults();
+    private Path stateFolder;
+    private boolean journal = true;
 
     private Builder(Path home, WorkerOptions worker) {
       this.home = home;
@@ -225,12 +245,29 @@ public record RuntimeOptions(
       return this;
     }
 
+    /** Where the journal lives (null: the home folder). */
+    public Builder stateFolder(Path stateFolder) {
+      this.stateFolder = stateFolder;
+      return this;
+    }
+
+    /** Turns the journal off: faster submits, and a restart loses every call (--no-journal). */
+    public Builder journal(boolean journal) {
+      this.journal = journal;
+      return this;
+    }
+
+    public Builder reconnect(ReconnectOptions reconnect) {
+      this.reconnect = reconnect;
+      return this;
+    }
+
     /** @throws IllegalArgumentException naming the first field that is wrong */
     public RuntimeOptions build() {
       return new RuntimeOptions(home, host, port, ownerToken, ownerUser, workerToken, config,
           worker, storeFolder, inlineLimitBytes, drainMarginSeconds, storeCapacityBytes,
           spillFolder, dataPort, ticketSeconds, schedulerSeed, usageRetention, httpPort,
-          metricsToken);
+          metricsToken, reconnect, stateFolder, journal);
     }
   }
 }

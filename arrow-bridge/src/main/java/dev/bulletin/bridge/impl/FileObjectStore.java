@@ -44,28 +44,48 @@ public final class FileObjectStore implements ObjectStore {
   private final StoreTable table;
 
   public FileObjectStore(StoreOptions options) {
+    this(options, false);
+  }
+
+  /**
+   * @param keepObjects keep the objects an earlier run left (unreferenced, until the caller
+   *     retains them or {@link #dropUnreferencedObjects} deletes them); else start empty
+   */
+  public FileObjectStore(StoreOptions options, boolean keepObjects) {
     this.root = options.folder();
     this.spillRoot = options.spillFolder();
     this.capacity = options.capacityBytes();
     this.layout = new StoreLayout(root, spillRoot);
     this.table = new StoreTable(layout, capacity);
     try {
-      prepare(root);
+      prepare(root, keepObjects);
       if (spillRoot != null) {
-        prepare(spillRoot);
+        prepare(spillRoot, keepObjects);
+      }
+      if (keepObjects) {
+        KeptObjects.scan(root, table::add);
+        if (spillRoot != null) {
+          KeptObjects.scan(spillRoot, (key, size) -> {
+            if (table.get(key) == null) {
+              table.addSpilled(key, size);
+            }
+          });
+        }
       }
     } catch (IOException e) {
       throw new ObjectStoreException("cannot create object store folder " + root + ": " + e, e);
     }
   }
 
-  /** A fresh folder, or one this store left behind (its objects are stale: start empty). */
-  private static void prepare(Path folder) throws IOException {
+  /** A fresh folder, or one this store left behind (emptied unless its objects are kept). */
+  private static void prepare(Path folder, boolean keep) throws IOException {
     if (!Files2.isEmptyOrMissing(folder) && !Files.exists(folder.resolve(MARKER))) {
       throw new ObjectStoreException("object store folder " + folder + " is not empty and was not"
           + " made by bulletin; give an empty or new folder (--store-dir / --spill-dir)");
     }
-    Files2.deleteTree(folder);
+    if (!keep) {
+      Files2.deleteTree(folder);
+    }
     Files2.ownerOnlyFolder(folder);
     StoreOwner.mark(folder.resolve(MARKER));
   }
@@ -471,6 +491,14 @@ public final class FileObjectStore implements ObjectStore {
         }
       }
     }
+  }
+
+  @Override
+  public synchronized int dropUnreferencedObjects() {
+    List<StoreTable.Entry> unused = table.all().stream()
+        .filter(entry -> entry.references == 0 && entry.leases == 0).toList();
+    unused.forEach(table::remove);
+    return unused.size();
   }
 
   @Override

@@ -70,6 +70,16 @@ final class StoreTable {
     return entry;
   }
 
+  /** An object found in the spill folder (a store that kept an earlier run's objects). */
+  Entry addSpilled(ObjectKey key, long size) {
+    Entry entry = new Entry(key, size);
+    entry.spilled = true;
+    spilledBytes += size;
+    touch(entry);
+    entries.put(key, entry);
+    return entry;
+  }
+
   void touch(Entry entry) {
     entry.lastUse = ++clock;
   }

@@ -12,7 +12,6 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-import java.util.UUID;
 
 /**
  * One client's Session stream: where its tasks' events go, and the functions it has sent (kept
@@ -24,32 +23,47 @@ import java.util.UUID;
  * pipelined map cheap. While the client has many calls going (a map, not a few blocking
  * calls), events wait up to {@link #BUSY_FLUSH_MILLIS} to share a message: fewer messages, and
  * half the client's receive work per call; a lone call still hears of its end at once.
+ *
+ * <p>A session outlives its stream (docs/durability.md): every event is numbered and kept in a
+ * {@link SessionEventLog} until the client acknowledges it, so when the stream breaks the
+ * session is detached, its calls go on, and a client that resumes it on a new stream
+ * ({@link #attach}) gets every event it has not seen. The {@link SessionRegistry} decides when
+ * a detached session ends.
  */
 public final class ClientSession implements TaskEventSink {
-  private final String id = UUID.randomUUID().toString();
+  private final String id;
   private final Identity identity;
-  private final GrpcServerResponse<?, ServerMessage> response;
   private final Set<ObjectKey> functions = new HashSet<>();
   private final SessionHolds objects;
+  private final SessionEventLog log;
   private static final long BUSY_FLUSH_MILLIS = 1;
   /** More calls than this not ended: the session streams a batch (a map, a loop of submits). */
   private static final int BUSY_CALLS = 4;
+  /** A replay after a resume goes in messages of at most this many events and bytes. */
+  private static final int REPLAY_EVENTS = 1000;
+  private static final long REPLAY_BYTES = 1 << 20;
   private List<TaskEvent> held = new ArrayList<>();
   private boolean flushQueued;
   /** Calls accepted for this session and not ended: a call refused at submit is not one. */
   private final Set<String> callsGoing = new HashSet<>();
-  private boolean open = true;
+  /** The stream events go to; null while detached. */
+  private GrpcServerResponse<?, ServerMessage> response;
+  private boolean ended;
+  /** Session-stream messages processed, over all its streams (SessionOpened.client_messages). */
+  private long clientMessages;
   /** The event loop the session's stream lives on; null only outside Vert.x (then: no batching). */
   private final io.vertx.core.Context context = io.vertx.core.Vertx.currentContext();
 
-  ClientSession(Identity identity, GrpcServerResponse<?, ServerMessage> response,
-      SessionHolds holds) {
+  /** A detached session; {@link #attach} gives it a stream. */
+  ClientSession(String id, Identity identity, SessionHolds holds, long lastSeq) {
+    this.id = id;
     this.identity = identity;
-    this.response = response;
     this.objects = holds;
+    this.log = new SessionEventLog(lastSeq);
   }
 
-  String id() {
+  /** The session's id: the client's bulletin-session metadata, and what Submit names. */
+  public String id() {
     return id;
   }
 
@@ -66,25 +80,86 @@ public final class ClientSession implements TaskEventSink {
     return objects.namespace();
   }
 
-  /** Tells the client its session id; the first message on the stream. */
-  void opened() {
-    write(ServerMessage.newBuilder().setOpened(SessionOpened.newBuilder().setSessionId(id))
-        .build());
+  /** The seq of the last event produced for this session (0: none yet). */
+  public long lastSeq() {
+    return log.lastSeq();
+  }
+
+  /** Whether a stream carries the session's events now. */
+  public boolean attached() {
+    return response != null;
+  }
+
+  GrpcServerResponse<?, ServerMessage> response() {
+    return response;
+  }
+
+  boolean canResumeAfter(long seq) {
+    return log.canReplayAfter(seq);
+  }
+
+  /**
+   * Gives the session a stream: SessionOpened first, then every kept event after
+   * {@code afterSeq} (a fresh session has none), then new events as they come.
+   */
+  void attach(GrpcServerResponse<?, ServerMessage> stream, long afterSeq, boolean resumed,
+      double windowSeconds) {
+    response = stream;
+    held = new ArrayList<>(); // kept in the log: the replay below carries them
+    log.acknowledge(afterSeq);
+    write(ServerMessage.newBuilder().setOpened(SessionOpened.newBuilder().setSessionId(id)
+        .setResumed(resumed).setLastSeq(log.lastSeq()).setClientMessages(clientMessages)
+        .setReconnectWindowSeconds(windowSeconds)).build());
+    List<TaskEvent> replay = log.after(afterSeq);
+    // The kept events end at lastSeq without a gap; a restored session's numbering jumps past
+    // its journaled reservation, so they need not start right after afterSeq.
+    long seq = log.lastSeq() - replay.size();
+    int from = 0;
+    while (from < replay.size()) {
+      int to = from;
+      long bytes = 0;
+      while (to < replay.size() && to - from < REPLAY_EVENTS && bytes < REPLAY_BYTES) {
+        bytes += replay.get(to++).getSerializedSize();
+      }
+      seq += to - from;
+      writeEvents(replay.subList(from, to), seq);
+      from = to;
+    }
+  }
+
+  /** The stream broke: events are kept for a resume. */
+  void detach() {
+    response = null;
+    held = new ArrayList<>();
+  }
+
+  /** A message arrived on the session's stream. */
+  void countClientMessage() {
+    clientMessages++;
+  }
+
+  /** The client has seen every event up to seq. */
+  void acknowledge(long seq) {
+    log.acknowledge(seq);
   }
 
   @Override
   public void send(TaskEvent event) {
-    if (!open) {
+    if (ended) {
       return;
     }
-    if (context == null) {
-      write(ServerMessage.newBuilder().setEvent(event).build());
-      return;
-    }
-    held.add(event);
+    long seq = log.add(event);
     if (isEnd(event.getState())) {
       callsGoing.remove(event.getTaskId());
     }
+    if (response == null) {
+      return; // kept for the client's resume
+    }
+    if (context == null) {
+      writeEvents(List.of(event), seq);
+      return;
+    }
+    held.add(event);
     if (!flushQueued) {
       flushQueued = true;
       if (callsGoing.size() > BUSY_CALLS) {
@@ -114,20 +189,27 @@ public final class ClientSession implements TaskEventSink {
   private void writeHeld() {
     List<TaskEvent> events = held;
     held = new ArrayList<>();
-    if (!open || events.isEmpty()) {
+    if (ended || response == null || events.isEmpty()) {
       return;
     }
-    write(events.size() == 1 ? ServerMessage.newBuilder().setEvent(events.get(0)).build()
-        : ServerMessage.newBuilder().setEvents(EventBatch.newBuilder().addAllEvents(events))
-            .build());
+    // The held events are the log's newest: the last of them has its last seq.
+    writeEvents(events, log.lastSeq());
+  }
+
+  private void writeEvents(List<TaskEvent> events, long lastSeq) {
+    ServerMessage.Builder message = events.size() == 1
+        ? ServerMessage.newBuilder().setEvent(events.get(0))
+        : ServerMessage.newBuilder().setEvents(EventBatch.newBuilder().addAllEvents(events));
+    write(message.setSeq(lastSeq).build());
   }
 
   private void write(ServerMessage message) {
     try {
       response.write(message);
     } catch (IllegalStateException streamGone) {
-      // The client reset the stream; the connection's close handler ends the session.
-      open = false;
+      // The client reset the stream; the stream's handlers detach the session. The events
+      // stay in the log.
+      response = null;
     }
   }
 
@@ -140,16 +222,18 @@ public final class ClientSession implements TaskEventSink {
     return functions.contains(id);
   }
 
-  /** Marks the session closed and hands back the functions it held. */
+  /** Marks the session ended and hands back the functions it held. */
   public Set<ObjectKey> close() {
     writeHeld();
-    open = false;
+    ended = true;
+    response = null;
     Set<ObjectKey> held = Set.copyOf(functions);
     functions.clear();
     return held;
   }
 
+  /** Not ended: attached to a stream, or detached and waiting for its client to resume. */
   public boolean isOpen() {
-    return open;
+    return !ended;
   }
 }

@@ -31,9 +31,8 @@ import io.vertx.grpc.common.ServiceMethod;
 import io.vertx.grpc.common.ServiceName;
 import io.vertx.grpc.server.GrpcServer;
 import io.vertx.grpc.server.GrpcServerRequest;
+import io.vertx.grpc.server.GrpcServerResponse;
 import java.nio.ByteBuffer;
-import java.util.HashMap;
-import java.util.Map;
 
 /**
  * The client-facing gRPC service ({@code bulletin.v1.Bulletin}): authenticates each call and
@@ -44,16 +43,14 @@ public final class GrpcApi {
   private static final ServiceName SERVICE = ServiceName.create("bulletin.v1.Bulletin");
 
   private final ControlPlane plane;
-  /** Open sessions by id, for Submit; a session leaves when its stream ends. */
-  private final Map<String, ClientSession> sessions = new HashMap<>();
+  /** Sessions by id, attached or detached, for Submit, object calls and resumes. */
+  private final SessionRegistry sessions;
   private final StatusReport status;
   private final String clusterId;
   private final String version;
   private final long inlineLimit;
   private final long maxMessage;
   private final Runnable shutdown;
-  /** Object holds by the client's bulletin-session metadata. */
-  private final Sessions objectSessions;
   private final ObjectApi objects;
   private final String hostId = HostIdentity.compute();
 
@@ -62,7 +59,8 @@ public final class GrpcApi {
   /** The web dashboard's address told in Hello; empty: the runtime serves none. */
   private String dashboardUrl = "";
 
-  public GrpcApi(ControlPlane plane, ObjectApi objects, int dataPort, StatusReport status,
+  public GrpcApi(ControlPlane plane, SessionRegistry sessions, ObjectApi objects, int dataPort,
+      StatusReport status,
       String clusterId, String version, long inlineLimit, long maxMessage, Runnable shutdown) {
     this.plane = plane;
     this.status = status;
@@ -71,7 +69,7 @@ public final class GrpcApi {
     this.inlineLimit = inlineLimit;
     this.maxMessage = maxMessage;
     this.shutdown = shutdown;
-    this.objectSessions = new Sessions(plane.objects());
+    this.sessions = sessions;
     this.objects = objects;
     this.dataPort = dataPort;
   }
@@ -121,7 +119,7 @@ public final class GrpcApi {
           String namespace = ObjectKey.namespaceOf(identity.user());
           String sessionId = request.headers().get(Sessions.HEADER);
           caller = ObjectApi.Caller.user(namespace,
-              sessionId == null ? null : objectSessions.holds(sessionId, identity));
+              sessionId == null ? null : sessions.holds(sessionId, identity));
         }
         handler.handle(caller, request);
       } catch (IllegalArgumentException e) {
@@ -142,43 +140,63 @@ public final class GrpcApi {
   }
 
   private void session(Identity identity, GrpcServerRequest<ClientMessage, ServerMessage> request) {
-    String sessionId = request.headers().get(Sessions.HEADER);
-    SessionHolds holds;
+    // Older clients send no session id: their objects are held by a session of their own.
+    String header = request.headers().get(Sessions.HEADER);
+    String sessionId = header != null ? header : java.util.UUID.randomUUID().toString();
+    String resumeAfter = request.headers().get(SessionRegistry.RESUME_HEADER);
+    GrpcServerResponse<ClientMessage, ServerMessage> response = request.response();
+    ClientSession session;
+    long afterSeq = 0;
     try {
-      // Older clients send no session id: their objects are held by a session of their own.
-      holds = objectSessions.holds(sessionId != null ? sessionId
-          : java.util.UUID.randomUUID().toString(), identity);
-    } catch (IllegalArgumentException e) {
-      request.response().status(GrpcStatus.INVALID_ARGUMENT).statusMessage(e.getMessage()).end();
+      if (resumeAfter == null) {
+        session = sessions.open(sessionId, identity);
+      } else {
+        afterSeq = parseSeq(resumeAfter);
+        session = sessions.resume(sessionId, identity, afterSeq);
+      }
+    } catch (SessionRegistry.Refused e) {
+      response.status(e.status).statusMessage(e.getMessage()).end();
       return;
     }
-    ClientSession session = new ClientSession(identity, request.response(), holds);
-    sessions.put(session.id(), session);
-    request.response().writeHead();
-    session.opened();
+    response.writeHead();
+    sessions.attach(session, response, afterSeq, resumeAfter != null);
     request.handler(message -> {
+      if (session.response() != response) {
+        return; // a stream the session left (a resume took it over)
+      }
+      session.countClientMessage();
       switch (message.getKindCase()) {
         case CANCEL -> plane.cancel(session, message.getCancel().getTaskId());
         case RELEASE -> release(session, message.getRelease().getIdsList());
+        case SESSION_ACK -> session.acknowledge(message.getSessionAck().getSeq());
         default -> { } // a newer client's message kind: ignore rather than break the stream
       }
     });
-    Runnable closed = () -> {
-      sessions.remove(session.id());
-      plane.sessionClosed(session);
-      objectSessions.remove(holds.sessionId());
-    };
     request.endHandler(ignored -> {
-      closed.run();
-      request.response().end();
+      sessions.streamEnded(session, response);
+      response.end();
     });
-    request.exceptionHandler(error -> closed.run());
-    request.response().exceptionHandler(error -> closed.run());
+    request.exceptionHandler(error -> sessions.streamBroke(session, response));
+    response.exceptionHandler(error -> sessions.streamBroke(session, response));
+  }
+
+  private static long parseSeq(String text) throws SessionRegistry.Refused {
+    try {
+      long seq = Long.parseLong(text.trim());
+      if (seq >= 0) {
+        return seq;
+      }
+    } catch (NumberFormatException ignored) {
+      // refused below
+    }
+    throw new SessionRegistry.Refused(GrpcStatus.INVALID_ARGUMENT, "the "
+        + SessionRegistry.RESUME_HEADER + " metadata must be the seq of the last event seen"
+        + " (an integer >= 0), got '" + text + "'");
   }
 
   private void submit(Identity identity, GrpcServerRequest<SubmitRequest, SubmitReply> request) {
     request.handler(message -> {
-      ClientSession session = sessions.get(message.getSessionId());
+      ClientSession session = sessions.find(message.getSessionId()).orElse(null);
       if (session == null || !session.isOpen()) {
         request.response().status(GrpcStatus.NOT_FOUND).statusMessage("session "
             + message.getSessionId() + " is not open on this runtime (it ended, or the runtime"
@@ -191,8 +209,21 @@ public final class GrpcApi {
         return;
       }
       // The batch's events leave as one message when this turn ends (see ClientSession).
+      long mark = plane.journaling().mark();
       message.getTasksList().forEach(spec -> plane.submit(session, spec));
-      request.response().end(SubmitReply.getDefaultInstance());
+      plane.journaling().seqUsed(session);
+      // Acknowledged once the journal has the accepted calls (docs/durability.md).
+      io.vertx.core.Future.fromCompletionStage(plane.journaling().durable(mark),
+          io.vertx.core.Vertx.currentContext()).onComplete(kept -> {
+            if (kept.succeeded()) {
+              request.response().end(SubmitReply.getDefaultInstance());
+              return;
+            }
+            String why = kept.cause().getMessage();
+            plane.unjournaled(session, message.getTasksList().stream()
+                .map(dev.bulletin.protocol.TaskSpec::getTaskId).toList(), why);
+            request.response().status(GrpcStatus.RESOURCE_EXHAUSTED).statusMessage(why).end();
+          });
     });
   }
 

@@ -19,11 +19,15 @@ public final class SessionHolds {
   private final Map<ObjectKey, Integer> held = new HashMap<>();
   /** Set when the session ended: a transfer that finishes later must not hold for it. */
   private boolean ended;
+  /** Hears each reference taken (+1) or dropped (-1): the journal. */
+  private final java.util.function.ObjIntConsumer<ObjectKey> changes;
 
-  SessionHolds(String sessionId, String namespace, ObjectDirectory objects) {
+  SessionHolds(String sessionId, String namespace, ObjectDirectory objects,
+      java.util.function.ObjIntConsumer<ObjectKey> changes) {
     this.sessionId = sessionId;
     this.namespace = namespace;
     this.objects = objects;
+    this.changes = changes;
   }
 
   public String sessionId() {
@@ -41,6 +45,7 @@ public final class SessionHolds {
       return;
     }
     held.merge(key, 1, Integer::sum);
+    changes.accept(key, 1);
   }
 
   /** Drops one of this session's references; unknown ids are ignored (already released). */
@@ -50,6 +55,7 @@ public final class SessionHolds {
     }
     held.computeIfPresent(key, (k, count) -> count == 1 ? null : count - 1);
     objects.release(key);
+    changes.accept(key, -1);
   }
 
   int count() {

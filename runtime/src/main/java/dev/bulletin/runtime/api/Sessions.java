@@ -18,9 +18,19 @@ final class Sessions {
 
   private final ObjectDirectory objects;
   private final Map<String, SessionHolds> holds = new HashMap<>();
+  /** Hears each hold taken or dropped (the journal). */
+  private final HoldListener listener;
 
-  Sessions(ObjectDirectory objects) {
+  /** Hears a session's holds change: {@code delta} +1 taken, -1 dropped. */
+  @FunctionalInterface
+  public interface HoldListener {
+    void changed(String sessionId, Identity identity, ObjectKey key, boolean function,
+        int delta);
+  }
+
+  Sessions(ObjectDirectory objects, HoldListener listener) {
     this.objects = objects;
+    this.listener = listener;
   }
 
   /** @throws IllegalArgumentException if the id is malformed or belongs to another user */
@@ -31,7 +41,8 @@ final class Sessions {
     }
     String namespace = ObjectKey.namespaceOf(identity.user());
     SessionHolds found = holds.computeIfAbsent(sessionId,
-        id -> new SessionHolds(id, namespace, objects));
+        id -> new SessionHolds(id, namespace, objects,
+            (key, delta) -> listener.changed(id, identity, key, false, delta)));
     if (!found.namespace().equals(namespace)) {
       throw new IllegalArgumentException("session " + sessionId + " belongs to another user");
     }

@@ -66,14 +66,17 @@ public final class ControlPlane {
   private final Map<String, String> runAs;
   private int runningCount;
   private java.util.function.BiConsumer<String, Double> creditsEarned = (group, credits) -> { };
+  /** The journal's hook points (docs/durability.md): records go out before acknowledgements. */
+  private final Journaling journaling;
 
   /**
    * @param drainMarginSeconds a worker whose allocation ends sooner than this takes no call
    *     without a timeout (a call with one goes there only if it can finish in time)
    */
   public ControlPlane(Context context, ObjectStore store, PolicyPass policy, long inlineLimit,
-      double drainMarginSeconds, Map<String, String> runAs) {
+      double drainMarginSeconds, Map<String, String> runAs, Journaling journaling) {
     this.runAs = Map.copyOf(runAs);
+    this.journaling = journaling;
     this.context = context;
     this.store = store;
     this.policy = policy;
@@ -83,6 +86,12 @@ public final class ControlPlane {
         id -> Optional.ofNullable(workers.get(id)).map(AttachedWorker::link));
     this.inlineLimit = inlineLimit;
     this.drainMarginSeconds = drainMarginSeconds;
+    tasks.listen(journaling);
+    policy.ledger().onChange(() -> journaling.ledger(policy.ledger().image()));
+  }
+
+  public Journaling journaling() {
+    return journaling;
   }
 
   PolicyPass policy() {
@@ -218,8 +227,18 @@ public final class ControlPlane {
           "a submitted call needs a task_id", RuntimeTimings.getDefaultInstance()));
       return;
     }
-    if (tasks.get(taskId).isPresent()) {
+    var known = tasks.get(taskId);
+    if (known.isPresent() && known.get().sink() == session) {
+      return; // sent again by a reconnecting client whose SubmitReply was lost: accepted already
+    }
+    if (known.isPresent()) {
       reject(session, taskId, "task id " + taskId + " is already in use; ids must be unique");
+      return;
+    }
+    String unjournaled = journaling.failure(); // read once: the writer thread may clear it
+    if (unjournaled != null) {
+      session.send(TaskEvents.failed(taskId, FailureCode.INTERNAL, unjournaled,
+          RuntimeTimings.getDefaultInstance()));
       return;
     }
     if (spec.getTimeoutSeconds() < 0) {
@@ -265,6 +284,7 @@ public final class ControlPlane {
             ? java.time.Duration.ofMillis((long) (spec.getTimeoutSeconds() * 1000))
             : qos.get().maxWalltime());
     tasks.add(task);
+    journaling.accepted(task, session, spec.getRetries());
     session.callAccepted(taskId);
     // "Never" is answered at once, even when the scheduling pass below stops early.
     if (feasibility(demand) instanceof Feasibility.Infeasible infeasible) {
@@ -291,6 +311,7 @@ public final class ControlPlane {
     // Inline bytes, or an object the client uploaded (or found) before this submit.
     TaskObjects.retain(objects, id, ref, "function");
     session.holdFunction(id); // the session holds one reference per function, not one per call
+    journaling.hold(session.id(), session.identity(), id, true, 1);
     return id;
   }
 
@@ -342,6 +363,20 @@ public final class ControlPlane {
     }
     session.close().forEach(objects::release);
     session.holds().releaseAll();
+    journaling.sessionClosed(session);
+  }
+
+  /**
+   * Calls accepted in a Submit whose records could not be journaled: they are stopped, as their
+   * caller is told the Submit failed (the runtime refuses what it cannot keep).
+   */
+  public void unjournaled(ClientSession session, List<String> taskIds, String why) {
+    for (String taskId : taskIds) {
+      Task task = tasks.get(taskId).orElse(null);
+      if (task != null && task.sink() == session) {
+        stop(task, new StopReason.Cancelled("refused, as the runtime could not journal it: " + why));
+      }
+    }
   }
 
   // ---- placing and running ---------------------------------------------------------------

@@ -193,6 +193,10 @@ final class Passes {
       return;
     }
     victim.preempting(preemption.forCallId());
+    java.util.logging.Logger.getLogger(dev.bulletin.protocol.LogSetup.CALLS).info("call "
+        + victim.id() + " (" + victim.name() + " of " + victim.owner().user() + ") preempted on "
+        + worker.id() + " for call " + preemption.forCallId() + "; it keeps its place in the"
+        + " queue");
     worker.link().preempt(victim.id(), "preempted for " + preemption.forCallId(),
         policy.policy().preemptionGrace());
   }

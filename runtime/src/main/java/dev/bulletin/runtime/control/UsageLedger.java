@@ -1,5 +1,9 @@
 package dev.bulletin.runtime.control;
 
+import dev.bulletin.runtime.journal.JournalRecord;
+import java.util.ArrayList;
+import java.util.List;
+
 import dev.bulletin.runtime.scheduler.policy.GroupQuota;
 import dev.bulletin.runtime.scheduler.policy.PolicyConfig;
 import dev.bulletin.runtime.scheduler.snapshot.Usage;
@@ -11,7 +15,8 @@ import java.util.Map;
 /**
  * What groups and users have used, for fair share, GPU-hour quotas and credits. Recent use decays
  * with the policy's fair-share horizon as half-life; GPU-hours count per quota period; credits
- * follow the policy's {@code CreditRule}. Kept in memory (the journal will persist it).
+ * follow the policy's {@code CreditRule}. Every change is told to a listener: the journal keeps
+ * the ledger's image ({@link #image}), and a restart restores it ({@link #restore}).
  * Owned by the control plane's event loop.
  */
 final class UsageLedger {
@@ -32,8 +37,58 @@ final class UsageLedger {
   private final Map<String, GroupBook> groups = new HashMap<>();
   private final Map<String, Decayed> users = new HashMap<>();
 
+  private Runnable changed = () -> { };
+
   UsageLedger(PolicyConfig policy) {
     this.policy = policy;
+  }
+
+  /** Runs after every change (the journal writes the new image). */
+  void onChange(Runnable listener) {
+    this.changed = listener;
+  }
+
+  /** Everything the ledger holds, as the journal keeps it. */
+  JournalRecord.Ledger image() {
+    List<JournalRecord.GroupUsage> groupRows = new ArrayList<>();
+    groups.forEach((name, book) -> groupRows.add(new JournalRecord.GroupUsage(name,
+        book.recent.value, millis(book.recent.at), book.gpuHours, millis(book.periodEnds),
+        book.credits)));
+    List<JournalRecord.UserUsage> userRows = new ArrayList<>();
+    users.forEach((name, recent) -> userRows.add(new JournalRecord.UserUsage(name, recent.value,
+        millis(recent.at))));
+    return new JournalRecord.Ledger(groupRows.toArray(JournalRecord.GroupUsage[]::new),
+        userRows.toArray(JournalRecord.UserUsage[]::new));
+  }
+
+  /** Takes the books a journal kept (on a restart, before any call is charged). */
+  void restore(JournalRecord.Ledger image) {
+    for (JournalRecord.GroupUsage row : image.groups()) {
+      GroupBook book = groups.computeIfAbsent(row.group(), g -> new GroupBook());
+      book.recent.value = row.recent();
+      book.recent.at = instant(row.recentAtMillis());
+      book.gpuHours = row.gpuHours();
+      book.periodEnds = row.periodEndsMillis() == Long.MAX_VALUE ? Instant.MAX
+          : instant(row.periodEndsMillis());
+      book.credits = row.credits();
+    }
+    for (JournalRecord.UserUsage row : image.users()) {
+      Decayed recent = users.computeIfAbsent(row.user(), u -> new Decayed());
+      recent.value = row.recent();
+      recent.at = instant(row.recentAtMillis());
+    }
+  }
+
+  /** Epoch millis; Long.MIN_VALUE for "never", Long.MAX_VALUE for Instant.MAX (no period). */
+  private static long millis(Instant at) {
+    if (at == null) {
+      return Long.MIN_VALUE;
+    }
+    return at.equals(Instant.MAX) ? Long.MAX_VALUE : at.toEpochMilli();
+  }
+
+  private static Instant instant(long millis) {
+    return millis == Long.MIN_VALUE ? null : Instant.ofEpochMilli(millis);
   }
 
   /** A call held {@code gpus} GPUs for {@code seconds}, ending at {@code now}. */
@@ -46,12 +101,14 @@ final class UsageLedger {
     add(book.recent, gpuSeconds, now);
     book.gpuHours += gpuSeconds / 3600;
     add(users.computeIfAbsent(user, u -> new Decayed()), gpuSeconds, now);
+    changed.run();
   }
 
   /** A placement paid credits for its place in the queue. */
   void spend(String group, double credits, Instant now) {
     GroupBook book = book(group, now);
     book.credits = Math.max(0, book.credits - credits);
+    changed.run();
   }
 
   /**
@@ -69,6 +126,9 @@ final class UsageLedger {
       if (book.credits > before) {
         earned.put(quota.name(), book.credits - before);
       }
+    }
+    if (!policy.groups().isEmpty()) {
+      changed.run();
     }
     return earned;
   }

@@ -3,8 +3,12 @@ package dev.bulletin.runtime.impl;
 import dev.bulletin.protocol.WireLimits;
 import dev.bulletin.runtime.api.Authenticator;
 import dev.bulletin.runtime.api.GrpcApi;
+import dev.bulletin.runtime.api.SessionRegistry;
 import dev.bulletin.runtime.api.StatusReport;
 import dev.bulletin.runtime.control.ControlPlane;
+import dev.bulletin.runtime.control.JournalRestore;
+import dev.bulletin.runtime.control.Journaling;
+import dev.bulletin.runtime.journal.Journals;
 import dev.bulletin.runtime.control.PolicyPass;
 import dev.bulletin.runtime.dataport.BulkServer;
 import dev.bulletin.runtime.dataport.BulkTickets;
@@ -63,6 +67,8 @@ public final class RuntimeVerticle extends VerticleBase {
   /** TLS of both ports (the gRPC API and the data port), or plaintext. */
   private final TlsOptions tls;
   private final WorkerAgent agent;
+  private final Journals.Opened journal;
+  private ControlPlane plane;
   private final String clusterId;
   private final String version;
   private final Runnable shutdown;
@@ -84,9 +90,11 @@ public final class RuntimeVerticle extends VerticleBase {
   private UsageRecorder usage;
   /** Set when the owner stops the cluster: pool workers stop too (a crash leaves them). */
   private volatile boolean stopPoolWorkers;
+  private SessionRegistry sessions;
 
   public RuntimeVerticle(RuntimeOptions options, TlsOptions tls, WorkerAgent agent,
-      String clusterId, String version, Runnable shutdown) {
+      Journals.Opened journal, String clusterId, String version, Runnable shutdown) {
+    this.journal = journal;
     this.options = options;
     this.tls = tls;
     this.agent = agent;
@@ -104,18 +112,18 @@ public final class RuntimeVerticle extends VerticleBase {
     // Logged so a run can be replayed: the seed decides how ties between equal workers break.
     LOG.info("scheduler seed " + options.schedulerSeed() + " (--scheduler-seed "
         + options.schedulerSeed() + " replays its choices)");
-    ControlPlane plane = new ControlPlane(context, agent.store(),
+    plane = new ControlPlane(context, agent.store(),
         new PolicyPass(options.config().policy(), java.time.Clock.systemUTC(),
             java.time.Duration.ofMillis((long) (options.drainMarginSeconds() * 1000)),
             options.schedulerSeed()),
         options.inlineLimitBytes(), options.drainMarginSeconds(),
-        options.config().runAsAccounts());
+        options.config().runAsAccounts(), new Journaling(journal.journal()));
     WorkerOptions worker = options.worker();
     WorkerSlots slots = new WorkerSlots(worker.workerId(), worker.gpus().count(),
         worker.gpus().simulated(), worker.cpus(), worker.memoryBytes());
     plane.attach(new AttachedWorker(worker.workerId(), HostName.get(), "", worker.gpus().names(),
         false, 0, "", slots, WorkerLink.embedded(agent), worker.gpus().topology()));
-    usage = new UsageRecorder(plane, UsageStore.open(options.home(), options.usageRetention()),
+    usage = new UsageRecorder(plane, UsageStore.open(options.stateRoot(), options.usageRetention()),
         meterRegistry);
     vertx.setPeriodic(UsageRecorder.REFRESH_MILLIS, id -> usage.refresh());
     PoolsConfig pools = options.config().pools();
@@ -147,12 +155,14 @@ public final class RuntimeVerticle extends VerticleBase {
       return Future.failedFuture(e);
     }
     objects.dataPort(bulk.port());
-    GrpcApi api = new GrpcApi(plane, objects, bulk.port(), status, clusterId, version,
+    sessions = new SessionRegistry(vertx, plane, options.reconnect().sessionWindow());
+    JournalRestore.restore(journal.restored(), plane, sessions);
+    GrpcApi api = new GrpcApi(plane, sessions, objects, bulk.port(), status, clusterId, version,
         options.inlineLimitBytes(), WireLimits.MAX_MESSAGE_BYTES, stopCluster);
     api.mount(grpc, auth);
     new UsageApi(usage.store()).mount(grpc, auth);
     new WorkerAttachApi(vertx, plane, clusterId, version, options.inlineLimitBytes(),
-        WireLimits.MAX_MESSAGE_BYTES).mount(grpc, auth);
+        WireLimits.MAX_MESSAGE_BYTES, options.reconnect().workerGrace()).mount(grpc, auth);
     server = vertx.createHttpServer(TlsSetup.serve(new HttpServerOptions()
         .setInitialSettings(new Http2Settings().setInitialWindowSize(OBJECT_WINDOW_BYTES))
         .setHttp2ConnectionWindowSize(4 * OBJECT_WINDOW_BYTES).setHost(options.host())
@@ -259,6 +269,9 @@ public final class RuntimeVerticle extends VerticleBase {
 
   @Override
   public Future<?> stop() {
+    if (plane != null) {
+      plane.journaling().stopped(); // a clean stop ends every session: nothing to resume
+    }
     if (bulk != null) {
       bulk.close();
     }
@@ -278,6 +291,11 @@ public final class RuntimeVerticle extends VerticleBase {
 
   public int actualPort() {
     return server.actualPort();
+  }
+
+  /** The client sessions, attached and detached (the journal restores them here). */
+  public SessionRegistry sessions() {
+    return sessions;
   }
 
   public int dataPort() {

@@ -34,7 +34,8 @@ public final class Task {
   private StopReason stopReason;
   private int retriesLeft;
   private int requeues;
-  private final Instant submittedAt = Instant.now();
+  private int attempts;
+  private Instant submittedAt = Instant.now();
   private Instant startedAt;
   private String qos = "";
   private int priority;
@@ -87,9 +88,23 @@ public final class Task {
     this.placedNanos = nanos;
   }
 
+  /** It started running: a new attempt. */
   public void startedAt(long nanos) {
     this.startedNanos = nanos;
     this.startedAt = Instant.now();
+    attempts++;
+  }
+
+  /** Runs started so far (the current one included): 1 on its first run. */
+  public int attempts() { return attempts; }
+
+  /**
+   * A call restored from the journal: when it was first submitted, and how many times it ran
+   * before the runtime restarted.
+   */
+  public void restored(Instant submittedAt, int attempts) {
+    this.submittedAt = submittedAt;
+    this.attempts = attempts;
   }
 
   /** Records why the call is being stopped (cancel, timeout), before its executor is killed. */

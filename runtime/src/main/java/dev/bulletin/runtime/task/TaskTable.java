@@ -9,6 +9,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.function.Predicate;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 
 /**
  * Every call the runtime knows, and the one place their state changes: each change is checked
@@ -16,6 +18,7 @@ import java.util.function.Predicate;
  * Not thread-safe: owned by the control plane's event loop.
  */
 public final class TaskTable {
+  private static final Logger CALLS = Logger.getLogger(dev.bulletin.protocol.LogSetup.CALLS);
   private final Map<String, Task> tasks = new HashMap<>();
   /** Queued tasks in arrival order, kept apart so a scheduling pass does not walk running ones. */
   private final Map<String, Task> queue = new LinkedHashMap<>();
@@ -27,14 +30,29 @@ public final class TaskTable {
   private final Map<String, LinkedHashMap<String, Task>> queueByUser = new HashMap<>();
   private final Map<String, Task> queuedAhead = new LinkedHashMap<>();
   private final Predicate<Task> goesAhead;
-  private java.util.function.BiConsumer<Task, TaskEvent> ended = (task, event) -> { };
-  /** Told every state change (metrics count calls by state); none by default. */
-  private Listener listener = (task, from, to) -> { };
+  private final java.util.List<Listener> listeners = new java.util.ArrayList<>();
 
-  /** Told each call's state changes, on the table's event loop, after the change. */
+  /**
+   * Hears the table's tasks change, on the table's event loop, after the change: the metrics
+   * (every state), the journal (what the session was told) and the usage ledger (each end).
+   */
   public interface Listener {
-    /** @param from null when the call was just added (queued) */
-    void moved(Task task, TaskState from, TaskState to);
+    /** The task moved from {@code from} (null: it was just added, queued) to {@code to}. */
+    default void moved(Task task, TaskState from, TaskState to) { }
+
+    /** The task moved to {@code to}; {@code event} went to its session (null: quietly). */
+    default void told(Task task, TaskState to, TaskEvent event) { }
+
+    /** An event that changes no state (output) went to the task's session. */
+    default void announced(Task task) { }
+
+    /** The task ended; {@code event} is the last its session was told. */
+    default void ended(Task task, TaskEvent event) { }
+  }
+
+  /** Adds a listener of every task's changes. */
+  public void listen(Listener listener) {
+    listeners.add(java.util.Objects.requireNonNull(listener, "listener"));
   }
 
   /** A table in which no call passes the others' queue positions. */
@@ -53,13 +71,10 @@ public final class TaskTable {
       return false;
     }
     enqueue(task);
-    listener.moved(task, null, TaskState.QUEUED);
+    for (Listener listener : listeners) {
+      listener.moved(task, null, TaskState.QUEUED);
+    }
     return true;
-  }
-
-  /** Sets the one listener of state changes (the runtime's metrics). */
-  public void listen(Listener listener) {
-    this.listener = java.util.Objects.requireNonNull(listener, "listener");
   }
 
   public Optional<Task> get(String id) {
@@ -128,21 +143,29 @@ public final class TaskTable {
    */
   public void transition(Task task, TaskState to, TaskEvent event) {
     move(task, to);
-    task.sink().send(event);
-    if (to.isTerminal()) {
-      ended.accept(task, event);
+    if (task.attempts() > 0 && (to == TaskState.RUNNING || to.isTerminal())) {
+      event = event.toBuilder().setAttempt(task.attempts()).build();
     }
-  }
-
-  /** Told of every call that ends, with its last event (the usage ledger records it). */
-  public void onEnded(java.util.function.BiConsumer<Task, TaskEvent> listener) {
-    this.ended = listener;
+    task.sink().send(event);
+    for (Listener listener : listeners) {
+      listener.told(task, to, event);
+      if (to.isTerminal()) {
+        listener.ended(task, event);
+      }
+    }
   }
 
   private void move(Task task, TaskState to) {
     if (!task.state.next().contains(to)) {
       throw new IllegalStateException("task " + task.id() + " cannot go from " + task.state
           + " to " + to);
+    }
+    if (CALLS.isLoggable(Level.INFO)) { // every state change, for the operator (LogSetup)
+      CALLS.info("call " + task.id() + " (" + task.name() + " of " + task.owner().user() + ") "
+          + task.state + " -> " + to + (task.workerId() != null && to != TaskState.QUEUED
+              ? " on " + task.workerId() : "")
+          + (task.stopReason() != null && to.isTerminal() ? ": " + task.stopReason().describe()
+              : ""));
     }
     if (task.state == TaskState.QUEUED) {
       dequeue(task);
@@ -154,7 +177,9 @@ public final class TaskTable {
     if (to.isTerminal()) {
       tasks.remove(task.id());
     }
-    listener.moved(task, from, to);
+    for (Listener listener : listeners) {
+      listener.moved(task, from, to);
+    }
   }
 
   /**
@@ -163,6 +188,9 @@ public final class TaskTable {
    */
   public void transitionQuietly(Task task, TaskState to) {
     move(task, to);
+    for (Listener listener : listeners) {
+      listener.told(task, to, null);
+    }
   }
 
   private void enqueue(Task task) {
@@ -186,5 +214,8 @@ public final class TaskTable {
   /** Sends an event that does not change state (output). */
   public void announce(Task task, TaskEvent event) {
     task.sink().send(event);
+    for (Listener listener : listeners) {
+      listener.announced(task);
+    }
   }
 }

@@ -4,6 +4,7 @@ import dev.bulletin.protocol.TaskEvent;
 import dev.bulletin.runtime.control.ControlPlane;
 import dev.bulletin.runtime.task.CallUsage;
 import dev.bulletin.runtime.task.Task;
+import dev.bulletin.runtime.task.TaskTable;
 import dev.bulletin.runtime.workers.AttachedWorker;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
@@ -36,7 +37,12 @@ public final class UsageRecorder {
     this.plane = plane;
     this.store = store;
     this.registry = registry;
-    plane.tasks().onEnded(this::ended);
+    plane.tasks().listen(new TaskTable.Listener() {
+      @Override
+      public void ended(Task task, TaskEvent event) {
+        UsageRecorder.this.ended(task, event);
+      }
+    });
     plane.onCreditsEarned((group, credits) -> store.creditsEarned(group, credits, Instant.now()));
   }
 

@@ -42,8 +42,11 @@ public final class RemoteWorkerLink implements WorkerLink {
   private record Pending(CompletableFuture<CallOutcome> outcome, CallListener listener,
       String namespace) {}
 
+  /** Messages kept for a worker whose link broke, sent when it reattaches. */
+  private static final int OWED_LIMIT = 100_000;
+
   private final String workerId;
-  private final GrpcServerResponse<WorkerMessage, HeadMessage> stream;
+  private GrpcServerResponse<WorkerMessage, HeadMessage> stream;
   private final ObjectDirectory objects;
   private final ObjectStore store;
   private final long inlineLimit;
@@ -51,10 +54,13 @@ public final class RemoteWorkerLink implements WorkerLink {
   /** Functions this worker already holds: later calls send their id only. */
   private final Set<ObjectKey> functionsSent = new HashSet<>();
   /** Told (once, later on the loop) when a write finds the stream broken. */
-  private final Consumer<String> broken;
+  private Consumer<String> broken;
   private int storeReferenced;
   private boolean closed;
   private final ReportedGpuUsage usage = new ReportedGpuUsage();
+  /** The link broke and the worker may reattach: messages wait in owed, calls keep pending. */
+  private boolean suspended;
+  private final java.util.ArrayDeque<HeadMessage> owed = new java.util.ArrayDeque<>();
 
   /** @param broken detaches the worker when a write finds its stream broken */
   RemoteWorkerLink(String workerId, GrpcServerResponse<WorkerMessage, HeadMessage> stream,
@@ -80,8 +86,9 @@ public final class RemoteWorkerLink implements WorkerLink {
   @Override
   public CompletableFuture<CallOutcome> run(CallRequest request, CallListener listener) {
     CompletableFuture<CallOutcome> outcome = new CompletableFuture<>();
-    if (closed) {
-      outcome.complete(new CallOutcome.Undelivered("the worker had already gone away"));
+    if (closed || suspended) {
+      outcome.complete(new CallOutcome.Undelivered(closed ? "the worker had already gone away"
+          : "the worker's link is broken"));
       return outcome;
     }
     boolean functionKnown = !functionsSent.add(request.function());
@@ -117,7 +124,7 @@ public final class RemoteWorkerLink implements WorkerLink {
   @Override
   public void stop(String taskId, String reason) {
     if (pending.containsKey(taskId)) {
-      write(HeadMessage.newBuilder().setStop(StopCall.newBuilder().setTaskId(taskId)
+      send(HeadMessage.newBuilder().setStop(StopCall.newBuilder().setTaskId(taskId)
           .setReason(reason)).build());
     }
   }
@@ -125,14 +132,14 @@ public final class RemoteWorkerLink implements WorkerLink {
   @Override
   public void preempt(String taskId, String reason, java.time.Duration grace) {
     if (pending.containsKey(taskId)) {
-      write(HeadMessage.newBuilder().setStop(StopCall.newBuilder().setTaskId(taskId)
+      send(HeadMessage.newBuilder().setStop(StopCall.newBuilder().setTaskId(taskId)
           .setReason(reason).setGraceSeconds(Math.max(0.001, grace.toMillis() / 1000.0))).build());
     }
   }
 
   @Override
   public void sendObject(ObjectKey key) {
-    write(HeadMessage.newBuilder().setSend(SendObject.newBuilder()
+    send(HeadMessage.newBuilder().setSend(SendObject.newBuilder()
         .setNamespace(key.namespace()).setId(key.id().hex())).build());
   }
 
@@ -140,7 +147,7 @@ public final class RemoteWorkerLink implements WorkerLink {
   public void dropObjects(String namespace, List<ObjectKey> keys) {
     DropObjects.Builder drop = DropObjects.newBuilder().setNamespace(namespace);
     keys.forEach(key -> drop.addIds(key.id().hex()));
-    write(HeadMessage.newBuilder().setDrop(drop).build());
+    send(HeadMessage.newBuilder().setDrop(drop).build());
   }
 
   @Override
@@ -260,25 +267,75 @@ public final class RemoteWorkerLink implements WorkerLink {
       return;
     }
     closed = true;
+    owed.clear();
     Map<String, Pending> lost = new HashMap<>(pending);
     pending.clear();
     lost.values().forEach(call -> call.outcome().complete(new CallOutcome.WorkerLost(cause)));
   }
 
   /**
-   * Writes to the worker; false if its stream is broken. Then the calls it had end as lost, and
-   * the worker is detached (the stream's own error may come later, or not at all).
+   * Writes to the worker; false if its stream is broken (then the attachment hears of it, later
+   * on the loop, and parks the worker for its grace period or detaches it).
    */
   private boolean write(HeadMessage message) {
+    if (suspended || closed) {
+      return false;
+    }
     try {
       stream.write(message);
       return true;
     } catch (IllegalStateException streamGone) {
-      if (!closed) {
-        close("its connection broke");
-        broken.accept("lost its connection: " + streamGone.getMessage());
-      }
+      suspended = true;
+      broken.accept("lost its connection: " + streamGone.getMessage());
       return false;
+    }
+  }
+
+  /** A message that may wait for a reattach (stops, object requests), unlike a call. */
+  private void send(HeadMessage message) {
+    if (!write(message) && !closed && owed.size() < OWED_LIMIT) {
+      owed.addLast(message);
+    }
+  }
+
+  /** Who hears that a write found the stream broken (the worker's current attachment). */
+  void onBroken(Consumer<String> broken) {
+    this.broken = broken;
+  }
+
+  // ---- a worker whose link broke, and its reattach ------------------------------------------
+
+  /** The link broke: calls stay pending (their worker may still run them), messages wait. */
+  void suspend() {
+    suspended = true;
+  }
+
+  int pendingCalls() {
+    return pending.size();
+  }
+
+  /**
+   * The worker reattached on a new stream and reported the calls it still has: those pending
+   * here that it does not report are lost (their end never came); those it reports that are not
+   * pending here were given up meanwhile, and are returned for the worker to stop.
+   */
+  List<String> resume(GrpcServerResponse<WorkerMessage, HeadMessage> newStream,
+      Set<String> reported) {
+    stream = newStream;
+    suspended = false;
+    for (String taskId : List.copyOf(pending.keySet())) {
+      if (!reported.contains(taskId)) {
+        pending.remove(taskId).outcome().complete(new CallOutcome.WorkerLost("worker "
+            + workerId + " reattached without it (its executor or its report was lost)"));
+      }
+    }
+    return reported.stream().filter(id -> !pending.containsKey(id)).toList();
+  }
+
+  /** Sends what waited while the link was broken; after the reattach's acceptance. */
+  void flushOwed() {
+    while (!owed.isEmpty() && write(owed.peekFirst())) {
+      owed.removeFirst();
     }
   }
 }

@@ -14,6 +14,11 @@ import io.vertx.grpc.common.ServiceName;
 import io.vertx.grpc.server.GrpcServer;
 import io.vertx.grpc.server.GrpcServerRequest;
 import io.vertx.grpc.server.GrpcServerResponse;
+import dev.bulletin.bridge.ObjectKey;
+import dev.bulletin.protocol.HeldObject;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.logging.Logger;
 
 /**
@@ -34,9 +39,14 @@ public final class WorkerAttachApi {
   private final String version;
   private final long inlineLimit;
   private final long maxMessage;
+  /** How long a worker whose link broke keeps its calls, waiting for it to reattach. */
+  private final java.time.Duration grace;
+  /** Workers whose link broke, by id, within their grace period. */
+  private final Map<String, Attachment> parked = new HashMap<>();
 
   public WorkerAttachApi(Vertx vertx, ControlPlane plane, String clusterId, String version,
-      long inlineLimit, long maxMessage) {
+      long inlineLimit, long maxMessage, java.time.Duration grace) {
+    this.grace = grace;
     this.vertx = vertx;
     this.plane = plane;
     this.clusterId = clusterId;
@@ -57,6 +67,9 @@ public final class WorkerAttachApi {
     AttachedWorker worker;
     long lastHeard = System.nanoTime();
     long watchdog = -1;
+    long graceTimer = -1;
+    /** Why the worker took no new calls before its link broke (its pool's drain), or null. */
+    String drainedBefore;
     boolean ended;
 
     Attachment(GrpcServerResponse<WorkerMessage, HeadMessage> response) {
@@ -80,15 +93,24 @@ public final class WorkerAttachApi {
         refuse(GrpcStatus.INVALID_ARGUMENT, problem);
         return;
       }
+      Attachment before = parked.remove(registration.getWorkerId());
+      if (before != null) {
+        vertx.cancelTimer(before.graceTimer);
+        if (registration.getReattach()) {
+          takeOver(before, registration);
+          return;
+        }
+        before.gone("registered anew (it restarted): the calls it ran are lost");
+      }
       if (plane.isAttached(registration.getWorkerId())) {
         refuse(GrpcStatus.ALREADY_EXISTS, "a worker named " + registration.getWorkerId()
             + " is already attached; give each worker its own --worker-id");
         return;
       }
-      // A write that finds the stream broken detaches the worker on the next loop turn: never
-      // in the middle of the scheduling pass that was placing a call on it.
+      // A write that finds the stream broken parks or detaches the worker on the next loop
+      // turn: never in the middle of the scheduling pass that was placing a call on it.
       link = new RemoteWorkerLink(registration.getWorkerId(), response, plane.objects(),
-          inlineLimit, cause -> vertx.runOnContext(ignored -> gone(cause)));
+          inlineLimit, cause -> vertx.runOnContext(ignored -> lost(cause)));
       WorkerSlots slots = new WorkerSlots(registration.getWorkerId(),
           registration.getGpuNamesCount(), registration.getSimulatedGpus(),
           registration.getCpus(), registration.getMemoryBytes());
@@ -96,20 +118,92 @@ public final class WorkerAttachApi {
           registration.getPool(), registration.getGpuNamesList(), true,
           registration.getExpiresAt(), registration.getProviderHandle(), slots, link,
           registration.getGpuTopology());
-      response.write(HeadMessage.newBuilder().setAccepted(WorkerAccepted.newBuilder()
-          .setWorkerId(worker.id()).setClusterId(clusterId).setInlineLimitBytes(inlineLimit)
-          .setMaxMessageBytes(maxMessage).setHeartbeatSeconds(HEARTBEAT_MILLIS / 1000.0))
-          .build());
+      // A worker that reattaches after its grace (or to a restarted runtime) runs calls this
+      // runtime gave up: it stops them. What its store holds is still worth knowing.
+      accept(registration.getRunningTaskIdsList());
+      reregisterHeld(registration);
       plane.attach(worker);
-      watchdog = vertx.setPeriodic(HEARTBEAT_MILLIS, id -> {
-        if ((System.nanoTime() - lastHeard) / 1_000_000 > SILENCE_LIMIT_MILLIS) {
-          gone("sent no heartbeat for " + SILENCE_LIMIT_MILLIS / 1000 + " s");
-          end(GrpcStatus.UNAVAILABLE, "no heartbeat for " + SILENCE_LIMIT_MILLIS / 1000 + " s");
-        }
-      });
       LOG.info(() -> "worker " + worker.id() + " attached from " + registration.getHost() + ": "
           + slots.capacity() + (registration.getPool().isEmpty() ? ""
           : ", pool " + registration.getPool()));
+    }
+
+    /** The worker came back within its grace: this stream takes over its link and calls. */
+    void takeOver(Attachment before, RegisterWorker registration) {
+      worker = before.worker;
+      link = before.link;
+      before.worker = null; // the old stream's late handlers find nothing to detach
+      before.link = null;
+      link.onBroken(cause -> vertx.runOnContext(ignored -> lost(cause)));
+      int pendingBefore = link.pendingCalls();
+      List<String> stop = link.resume(response,
+          new java.util.HashSet<>(registration.getRunningTaskIdsList()));
+      worker.drain(before.drainedBefore);
+      accept(stop);
+      reregisterHeld(registration);
+      link.flushOwed();
+      LOG.info(() -> "worker " + worker.id() + " reattached from " + registration.getHost()
+          + ": " + link.pendingCalls() + " of its " + pendingBefore + " calls still running"
+          + (stop.isEmpty() ? "" : ", " + stop.size() + " given up here (it stops them)") + ", "
+          + registration.getHeldObjectsCount() + " objects held");
+    }
+
+    private void accept(List<String> stopTaskIds) {
+      response.write(HeadMessage.newBuilder().setAccepted(WorkerAccepted.newBuilder()
+          .setWorkerId(worker.id()).setClusterId(clusterId).setInlineLimitBytes(inlineLimit)
+          .setMaxMessageBytes(maxMessage).setHeartbeatSeconds(HEARTBEAT_MILLIS / 1000.0)
+          .addAllStopTaskIds(stopTaskIds))
+          .build());
+      watchdog = vertx.setPeriodic(HEARTBEAT_MILLIS, id -> {
+        if ((System.nanoTime() - lastHeard) / 1_000_000 > SILENCE_LIMIT_MILLIS) {
+          lost("sent no heartbeat for " + SILENCE_LIMIT_MILLIS / 1000 + " s");
+          end(GrpcStatus.UNAVAILABLE, "no heartbeat for " + SILENCE_LIMIT_MILLIS / 1000 + " s");
+        }
+      });
+    }
+
+    private void reregisterHeld(RegisterWorker registration) {
+      for (HeldObject held : registration.getHeldObjectsList()) {
+        try {
+          plane.objects().held(worker.id(), ObjectKey.of(held.getNamespace(), held.getId()),
+              held.getSize());
+        } catch (IllegalArgumentException malformed) {
+          // Names no object: ignored, as in a call's report.
+        }
+      }
+    }
+
+    /**
+     * The link broke (connection lost, no heartbeat): the worker keeps its calls for the grace
+     * period, taking no new ones, in case it reattaches; then it is gone.
+     */
+    void lost(String cause) {
+      if (worker == null || link == null || parked.get(worker.id()) == this) {
+        return;
+      }
+      cancelWatchdog();
+      if (grace.isZero()) {
+        gone(cause);
+        return;
+      }
+      link.suspend();
+      drainedBefore = worker.drainReason();
+      worker.drain("its link broke; waiting " + grace.toSeconds() + " s for it to reattach");
+      parked.put(worker.id(), this);
+      graceTimer = vertx.setTimer(Math.max(1, grace.toMillis()), id -> {
+        if (worker != null && parked.remove(worker.id(), this)) {
+          gone(cause + ", and did not reattach within " + grace.toSeconds() + " s");
+        }
+      });
+      LOG.info("worker " + worker.id() + " " + cause + "; its " + link.pendingCalls()
+          + " calls wait up to " + grace.toSeconds() + " s for it to reattach");
+    }
+
+    private void cancelWatchdog() {
+      if (watchdog >= 0) {
+        vertx.cancelTimer(watchdog);
+        watchdog = -1;
+      }
     }
 
     void refuse(GrpcStatus status, String message) {
@@ -125,13 +219,11 @@ public final class WorkerAttachApi {
 
     /** The worker is gone: its calls end as lost and it takes no more. Idempotent. */
     void gone(String cause) {
-      if (watchdog >= 0) {
-        vertx.cancelTimer(watchdog);
-        watchdog = -1;
-      }
+      cancelWatchdog();
       if (worker == null || link == null) {
         return;
       }
+      parked.remove(worker.id(), this);
       AttachedWorker leaving = worker;
       worker = null;
       String why = "worker " + leaving.id() + " (" + leaving.host() + ") " + cause;
@@ -168,7 +260,7 @@ public final class WorkerAttachApi {
       attachment.gone("ended its stream");
       attachment.end(GrpcStatus.OK, "");
     });
-    request.exceptionHandler(error -> attachment.gone("lost its connection: " + error));
-    request.response().exceptionHandler(error -> attachment.gone("lost its connection: " + error));
+    request.exceptionHandler(error -> attachment.lost("lost its connection: " + error));
+    request.response().exceptionHandler(error -> attachment.lost("lost its connection: " + error));
   }
 }

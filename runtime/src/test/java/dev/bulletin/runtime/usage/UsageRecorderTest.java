@@ -82,7 +82,8 @@ class UsageRecorderTest {
         try {
           ControlPlane plane = new ControlPlane(context, store, new PolicyPass(
               PolicyConfig.defaults(), Clock.systemUTC(), Duration.ofSeconds(60), 1), 1 << 20,
-              60, Map.of());
+              60, Map.of(), new dev.bulletin.runtime.control.Journaling(
+                  dev.bulletin.runtime.journal.StateJournal.disabled()));
           plane.attach(new AttachedWorker("w1", "w1.lab", "", List.of("GPU", "GPU"), true, 0,
               "", new WorkerSlots("w1", 2, true, 4, 0), new SampledLink(), ""));
           UsageRecorder recorder = new UsageRecorder(plane, ledger, registry);

@@ -85,7 +85,7 @@ class RemoteWorkerLinkTest {
   }
 
   @Test
-  void aCallWrittenToABrokenStreamIsUndeliveredAndTheWorkerIsDetachedOnce() {
+  void aCallWrittenToABrokenStreamIsUndeliveredAndTheBreakIsReportedOnce() {
     RemoteWorkerLink link = new RemoteWorkerLink("w1", stream(), objects, 1024, detached::add);
     CompletableFuture<CallOutcome> running = run(link, "t1");
     assertEquals(1, written.size());
@@ -94,13 +94,36 @@ class RemoteWorkerLinkTest {
     streamBroken.set(true);
     CallOutcome second = run(link, "t2").join();
     assertInstanceOf(CallOutcome.Undelivered.class, second);
-    // The call that had reached the worker is lost with it (it may have run).
-    assertInstanceOf(CallOutcome.WorkerLost.class, running.join());
     assertEquals(1, detached.size());
     assertTrue(detached.get(0).contains("CANCELLED"), detached.get(0));
+    // The call that had reached the worker waits: the worker may reattach and report it.
+    assertTrue(!running.isDone());
 
-    // Placed again before the detach took effect: still undelivered, nothing more to detach.
+    // Placed again before the break took effect: still undelivered, nothing more reported.
     assertInstanceOf(CallOutcome.Undelivered.class, run(link, "t3").join());
     assertEquals(1, detached.size());
+
+    // The grace period passed: the worker is gone, and its call with it (it may have run).
+    link.close("did not reattach");
+    assertInstanceOf(CallOutcome.WorkerLost.class, running.join());
+  }
+
+  @Test
+  void aReattachKeepsTheCallsTheWorkerReportsAndSendsWhatWaited() {
+    RemoteWorkerLink link = new RemoteWorkerLink("w1", stream(), objects, 1024, detached::add);
+    CompletableFuture<CallOutcome> kept = run(link, "t1");
+    CompletableFuture<CallOutcome> forgotten = run(link, "t2");
+    link.suspend();
+    link.stop("t1", "cancelled by its caller"); // owed until the worker is back
+    assertEquals(2, written.size());
+
+    List<String> toStop = link.resume(stream(), java.util.Set.of("t1", "t9"));
+    assertEquals(List.of("t9"), toStop, "a call the runtime does not know there is stopped");
+    assertInstanceOf(CallOutcome.WorkerLost.class, forgotten.join());
+    assertTrue(!kept.isDone(), "a call the worker still runs keeps running");
+    link.flushOwed();
+    assertEquals(3, written.size());
+    assertEquals("t1", written.get(2).getStop().getTaskId());
+    assertEquals(0, detached.size());
   }
 }

@@ -43,6 +43,11 @@ final class StoreReport {
     }
   }
 
+  /** The results kept for the runtime, for a reattach to report. */
+  List<HeldObject> keptObjects() {
+    return held(List.copyOf(kept.keySet()));
+  }
+
   /** What the store holds of these objects, to report with a call's end. */
   List<HeldObject> held(List<ObjectKey> keys) {
     List<HeldObject> held = new ArrayList<>(keys.size());

@@ -54,6 +54,13 @@ public final class WorkerMain implements Callable<Integer> {
           + " Default: BULLETIN_DATA_PATH, else auto.")
   String dataPath;
 
+  @Option(names = "--reconnect-timeout",
+      defaultValue = "${env:BULLETIN_RECONNECT_TIMEOUT:-120}",
+      description = "Seconds the worker tries to reattach when its link to the runtime breaks;"
+          + " its calls run on meanwhile (default: ${DEFAULT-VALUE}; env"
+          + " BULLETIN_RECONNECT_TIMEOUT; 0: stop at once).")
+  double reconnectTimeout;
+
   @Option(names = "--tls",
       description = "Dial the runtime over TLS (both its gRPC API and its data port), checking"
           + " its certificate against --tls-ca and the --head host name.")
@@ -98,7 +105,7 @@ public final class WorkerMain implements Callable<Integer> {
         // The pid keeps two workers of one id (a restart racing its predecessor's exit) apart.
         storeDir != null ? storeDir
             : ObjectStores.defaultFolder(STORE_PREFIX + id + "-" + ProcessHandle.current().pid()),
-        BulletinVersion.get(), !dataPath.equals("grpc"));
+        BulletinVersion.get(), !dataPath.equals("grpc"), reconnectTimeout());
     WorkerNode node;
     try {
       node = WorkerNode.start(options,
@@ -117,6 +124,14 @@ public final class WorkerMain implements Callable<Integer> {
     return 0;
   }
 
+
+  private java.time.Duration reconnectTimeout() {
+    if (!(reconnectTimeout >= 0) || Double.isInfinite(reconnectTimeout)) {
+      throw new IllegalArgumentException("--reconnect-timeout (or BULLETIN_RECONNECT_TIMEOUT)"
+          + " must be seconds >= 0, got " + reconnectTimeout);
+    }
+    return java.time.Duration.ofMillis(Math.round(reconnectTimeout * 1000));
+  }
 
   public static int run(String[] args) {
     CommandLine commandLine = new CommandLine(new WorkerMain());

@@ -17,7 +17,6 @@ import dev.bulletin.protocol.Output;
 import dev.bulletin.protocol.OutputStream;
 import dev.bulletin.protocol.RegisterWorker;
 import dev.bulletin.protocol.RunCall;
-import dev.bulletin.protocol.WorkerAccepted;
 import dev.bulletin.protocol.WorkerHeartbeat;
 import dev.bulletin.protocol.WorkerMessage;
 import dev.bulletin.protocol.WireLimits;
@@ -34,12 +33,6 @@ import io.vertx.core.Vertx;
 import io.vertx.core.net.SocketAddress;
 import io.vertx.grpc.client.GrpcClient;
 import io.vertx.grpc.client.GrpcClientOptions;
-import io.vertx.grpc.client.GrpcClientRequest;
-import io.vertx.grpc.common.GrpcMessageDecoder;
-import io.vertx.grpc.common.GrpcMessageEncoder;
-import io.vertx.grpc.common.GrpcStatus;
-import io.vertx.grpc.common.ServiceMethod;
-import io.vertx.grpc.common.ServiceName;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -50,8 +43,9 @@ import java.util.logging.Logger;
 
 /**
  * A worker agent attached to a runtime on another host (or in a Slurm allocation): its own object
- * store and warm executors, driven over the runtime's {@code Workers.Attach} stream. It lives as
- * long as that stream: when the runtime goes away, the node stops its executors and ends.
+ * store and warm executors, driven over the runtime's {@code Workers.Attach} stream
+ * ({@link HeadLink}). When the link breaks, its calls run on while it reattaches; when the
+ * runtime stays away past the reconnect timeout, the node stops its executors and ends.
  *
  * <p>A large result stays in this store, held for the runtime, until it sends DropObjects; when
  * a client or another worker needs it, the runtime sends SendObject and the node uploads it
@@ -61,10 +55,6 @@ import java.util.logging.Logger;
 public final class WorkerNode implements AutoCloseable {
 
   private static final Logger LOG = Logger.getLogger(WorkerNode.class.getName());
-  private static final ServiceMethod<HeadMessage, WorkerMessage> ATTACH = ServiceMethod.client(
-      ServiceName.create("bulletin.v1.Workers"), "Attach", GrpcMessageEncoder.encoder(),
-      GrpcMessageDecoder.decoder(HeadMessage.newBuilder()));
-
   private static final long SIGTERM_GRACE_MILLIS = 500;
 
   private final WorkerNodeOptions options;
@@ -76,17 +66,21 @@ public final class WorkerNode implements AutoCloseable {
   private final WorkerAgent agent;
   private final GrpcClient client;
   private final HeadObjects objects;
-  private final CompletableFuture<WorkerAccepted> accepted = new CompletableFuture<>();
   private final CompletableFuture<String> ended = new CompletableFuture<>();
+  /** The Attach stream, kept up across a broken link. */
+  private final HeadLink link;
   /** Functions held in the local store for the node's lifetime (calls send them once). */
   private final Set<ObjectKey> functions = new HashSet<>();
   /** Calls the runtime stopped before they reached an executor. */
   private final Set<String> stoppedEarly = new HashSet<>();
   /** Results kept for the runtime, and what the runtime was told the store holds. */
   private final StoreReport storeReport;
-  private GrpcClientRequest<WorkerMessage, HeadMessage> stream;
   private long inlineLimit;
-  private int running;
+  /** Calls given to the agent and not ended: reported when the worker reattaches. */
+  private final Set<String> running = new HashSet<>();
+  private long heartbeats = -1;
+  private final java.util.concurrent.atomic.AtomicBoolean closing =
+      new java.util.concurrent.atomic.AtomicBoolean();
 
   private WorkerNode(WorkerNodeOptions options, TlsOptions tls) throws Exception {
     this.options = options;
@@ -100,6 +94,8 @@ public final class WorkerNode implements AutoCloseable {
     SocketAddress head = SocketAddress.inetSocketAddress(options.headPort(), options.headHost());
     this.objects = new HeadObjects(vertx, client, head, options.token(), store,
         options.bulkData(), tls.enabled() ? TlsSetup.clientContext(vertx, tls) : null);
+    this.link = new HeadLink(vertx, client, options, tls, this::registration, this::onHead,
+        this::stop);
   }
 
   /**
@@ -125,8 +121,8 @@ public final class WorkerNode implements AutoCloseable {
     try {
       node.agent.start().get(options.worker().executorStartTimeoutMillis() * 2,
           TimeUnit.MILLISECONDS);
-      node.context.runOnContext(ignored -> node.attach());
-      node.accepted.get(30, TimeUnit.SECONDS);
+      node.context.runOnContext(ignored -> node.link.attach());
+      node.link.accepted().get(30, TimeUnit.SECONDS);
       return node;
     } catch (java.util.concurrent.ExecutionException e) {
       node.close();
@@ -142,55 +138,12 @@ public final class WorkerNode implements AutoCloseable {
     return ended;
   }
 
-  private void attach() {
-    SocketAddress head = SocketAddress.inetSocketAddress(options.headPort(), options.headHost());
-    client.request(head, ATTACH).onFailure(this::unreachable).onSuccess(request -> {
-      stream = request;
-      request.headers().set("authorization", "Bearer " + options.token());
-      request.write(WorkerMessage.newBuilder().setRegister(registration()).build());
-      request.response().onFailure(this::unreachable).onSuccess(response -> {
-        response.handler(this::onHead);
-        response.exceptionHandler(error -> stop("lost the runtime: " + error.getMessage()));
-        response.endHandler(ignored -> {
-          String why = response.status() == GrpcStatus.OK ? "the runtime ended the stream"
-              : response.status() + ": " + response.statusMessage();
-          if (!accepted.isDone()) {
-            accepted.completeExceptionally(new WorkerRefusedException("the runtime at "
-                + options.headAddress() + " refused this worker: " + why));
-          }
-          stop(why);
-        });
-      });
-    });
-  }
-
-  private void unreachable(Throwable error) {
-    accepted.completeExceptionally(new WorkerRefusedException("cannot reach the runtime at "
-        + options.headAddress() + ": " + error.getMessage() + tlsAdvice(error)));
-    stop("the runtime is unreachable");
-  }
-
-  /** What to do when the failure was TLS: which CA the worker trusted, and where to get it. */
-  private String tlsAdvice(Throwable error) {
-    Throwable handshake = null; // the innermost TLS failure says most (e.g. "PKIX path ...")
-    for (Throwable cause = error; cause != null; cause = cause.getCause()) {
-      handshake = cause instanceof javax.net.ssl.SSLException ? cause : handshake;
+  /** The registration; a reattach also names the calls it runs and the results it keeps. */
+  private RegisterWorker registration(RegisterWorker.Builder register) {
+    if (register.getReattach()) {
+      register.addAllRunningTaskIds(running).addAllHeldObjects(storeReport.keptObjects());
     }
-    if (!tls.enabled()) {
-      return ". If the runtime speaks TLS (`bulletin up --tls`, or --host not loopback), give"
-          + " the worker its CA: BULLETIN_CA=<copy of the head's $BULLETIN_HOME/ca.pem>";
-    }
-    if (handshake == null) {
-      return "";
-    }
-    return ". The TLS handshake failed (" + handshake.getMessage() + "): the worker checked the runtime's certificate against "
-        + (tls.ca() != null ? "the CA " + tls.ca() : "the JDK's trusted CAs") + " and the name "
-        + options.headHost() + ". Use the cluster's CA: copy $BULLETIN_HOME/ca.pem from the head"
-        + " and set BULLETIN_CA to it (or give --tls-ca)";
-  }
-
-  private RegisterWorker registration() {
-    return RegisterWorker.newBuilder().setWorkerId(options.worker().workerId())
+    return register.setWorkerId(options.worker().workerId())
         .setHost(options.hostName()).setPool(options.pool())
         .addAllGpuNames(options.worker().gpus().names())
         .setSimulatedGpus(options.worker().gpus().simulated()).setCpus(options.worker().cpus())
@@ -203,9 +156,16 @@ public final class WorkerNode implements AutoCloseable {
     if (message.hasAccepted()) {
       inlineLimit = message.getAccepted().getInlineLimitBytes();
       long every = Math.max(100, (long) (message.getAccepted().getHeartbeatSeconds() * 1000));
-      vertx.setPeriodic(every, id -> send(WorkerMessage.newBuilder().setHeartbeat(
+      if (heartbeats >= 0) {
+        vertx.cancelTimer(heartbeats); // a reattach: the runtime may ask for another pace
+      }
+      heartbeats = vertx.setPeriodic(every, id -> send(WorkerMessage.newBuilder().setHeartbeat(
           heartbeat()).build()));
-      accepted.complete(message.getAccepted());
+      // Calls the runtime gave up while the link was down (a reattach after its grace).
+      for (String taskId : message.getAccepted().getStopTaskIdsList()) {
+        stoppedEarly.add(taskId);
+        agent.stop(taskId, "the runtime gave it up while this worker was away");
+      }
     } else if (message.hasRun()) {
       run(message.getRun());
     } else if (message.hasStop()) {
@@ -228,7 +188,7 @@ public final class WorkerNode implements AutoCloseable {
   }
 
   private WorkerHeartbeat heartbeat() {
-    WorkerHeartbeat.Builder beat = WorkerHeartbeat.newBuilder().setRunningCalls(running)
+    WorkerHeartbeat.Builder beat = WorkerHeartbeat.newBuilder().setRunningCalls(running.size())
         .setStoreReferenced(store.stats().referenced() - functions.size())
         .addAllDropped(storeReport.evicted());
     agent.usage().current().forEach((gpu, utilisation) -> beat.addGpuUtilisation(
@@ -273,7 +233,7 @@ public final class WorkerNode implements AutoCloseable {
 
   private void run(RunCall call) {
     String taskId = call.getTaskId();
-    running++;
+    running.add(taskId);
     String namespace = call.getNamespace().isEmpty() ? "head" : call.getNamespace();
     Future<ObjectKey> function = holdFunction(namespace, call.getFunction());
     Future<ObjectKey> args = function.compose(ignored -> localCopy(namespace, call.getArgs()));
@@ -409,35 +369,31 @@ public final class WorkerNode implements AutoCloseable {
   }
 
   private void ended(String taskId, CallEnded.Builder ending) {
-    running = Math.max(0, running - 1);
+    running.remove(taskId);
     ending.setGpuSecondsBusy(agent.usage().takeBusyGpuSeconds(taskId));
     send(WorkerMessage.newBuilder().setEnded(ending.setTaskId(taskId)).build());
   }
 
   private void send(WorkerMessage message) {
-    if (stream == null || ended.isDone()) {
-      return;
-    }
-    try {
-      stream.write(message);
-    } catch (IllegalStateException streamGone) {
-      stop("lost the runtime");
+    if (!ended.isDone()) {
+      link.send(message);
     }
   }
 
   private void stop(String why) {
-    if (ended.complete(why)) {
-      LOG.info(() -> "worker " + options.worker().workerId() + " stops: " + why);
+    if (ended.complete(why)) { // `bulletin worker` says it on its own line
+      LOG.fine(() -> "worker " + options.worker().workerId() + " stops: " + why);
     }
   }
 
   /** Detaches from the runtime, stops every executor and removes the local store. */
   @Override
   public void close() {
-    stop("closed");
-    if (stream != null) {
-      context.runOnContext(ignored -> stream.cancel());
+    if (!closing.compareAndSet(false, true)) {
+      return; // once: after the head went away, and again from the JVM's shutdown hook
     }
+    stop("closed");
+    context.runOnContext(ignored -> link.close());
     agent.close();
     objects.close();
     try {

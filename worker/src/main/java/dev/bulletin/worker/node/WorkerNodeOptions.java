@@ -19,6 +19,8 @@ import java.nio.file.Path;
  * @param version the bulletin version, which must match the runtime's
  * @param bulkData whether objects move over the runtime's bulk data port when it has one
  *     (else as gRPC chunks)
+ * @param reconnectTimeout how long the worker tries to reattach when its link to the runtime
+ *     breaks, its calls running on meanwhile; zero: it stops at once
  */
 public record WorkerNodeOptions(
     String headHost,
@@ -31,7 +33,8 @@ public record WorkerNodeOptions(
     String providerHandle,
     Path storeFolder,
     String version,
-    boolean bulkData) {
+    boolean bulkData,
+    java.time.Duration reconnectTimeout) {
 
   public WorkerNodeOptions {
     if (headHost == null || headHost.isBlank()) {
@@ -47,6 +50,10 @@ public record WorkerNodeOptions(
     if (!(expiresAt >= 0)) {
       throw new IllegalArgumentException("--expires-at must be epoch seconds >= 0, got "
           + expiresAt);
+    }
+    if (reconnectTimeout == null || reconnectTimeout.isNegative()) {
+      throw new IllegalArgumentException("--reconnect-timeout must be seconds >= 0, got "
+          + reconnectTimeout);
     }
     pool = pool == null ? "" : pool;
     providerHandle = providerHandle == null ? "" : providerHandle;

@@ -1,0 +1,47 @@
+package dev.bulletin.bridge.impl;
+
+import dev.bulletin.bridge.ObjectId;
+import dev.bulletin.bridge.ObjectKey;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.function.ObjLongConsumer;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+/**
+ * The objects an earlier run of a store left in its folder (a runtime restarted from its
+ * journal keeps them). Objects appear only by rename once complete, so every {@code ns/id}
+ * file is a whole object; the dot-files beside them (temporaries, staged uploads, results an
+ * executor had not committed) belonged to writes the crash cut short and are deleted.
+ */
+final class KeptObjects {
+  private static final Pattern ID = Pattern.compile("[0-9a-f]{32}|[0-9a-f]{64}");
+
+  private KeptObjects() { }
+
+  /** Reports each object file of {@code folder} (namespace folders of id files). */
+  static void scan(Path folder, ObjLongConsumer<ObjectKey> found) throws IOException {
+    if (!Files.isDirectory(folder)) {
+      return;
+    }
+    try (Stream<Path> namespaces = Files.list(folder)) {
+      for (Path namespace : (Iterable<Path>) namespaces::iterator) {
+        if (!Files.isDirectory(namespace) || namespace.getFileName().toString().startsWith(".")) {
+          continue;
+        }
+        try (Stream<Path> files = Files.list(namespace)) {
+          for (Path file : (Iterable<Path>) files::iterator) {
+            String name = file.getFileName().toString();
+            if (ID.matcher(name).matches() && Files.isRegularFile(file)) {
+              found.accept(new ObjectKey(namespace.getFileName().toString(),
+                  ObjectId.parse(name)), Files.size(file));
+            } else if (name.startsWith(".")) {
+              Files2.deleteQuietly(file);
+            }
+          }
+        }
+      }
+    }
+  }
+}
