@@ -222,4 +222,23 @@ public final class SessionRegistry {
   int open() {
     return sessions.size();
   }
+
+  /**
+   * The runtime is being stopped on purpose (Shutdown): every attached stream ends cleanly, so
+   * clients fail their pending calls at once instead of waiting to reconnect to a runtime
+   * that is not coming back.
+   */
+  public void endStreams() {
+    for (ClientSession session : sessions.values()) {
+      GrpcServerResponse<?, ServerMessage> stream = session.response();
+      if (stream != null) {
+        session.detach();
+        try {
+          stream.end();
+        } catch (IllegalStateException alreadyGone) {
+          // its client went away first
+        }
+      }
+    }
+  }
 }
