@@ -106,6 +106,7 @@ public final class ClientSession implements TaskEventSink {
       double windowSeconds) {
     response = stream;
     held = new ArrayList<>(); // kept in the log: the replay below carries them
+    log.catchUp(afterSeq);
     log.acknowledge(afterSeq);
     write(ServerMessage.newBuilder().setOpened(SessionOpened.newBuilder().setSessionId(id)
         .setResumed(resumed).setLastSeq(log.lastSeq()).setClientMessages(clientMessages)

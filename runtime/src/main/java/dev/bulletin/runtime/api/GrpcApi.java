@@ -261,6 +261,7 @@ public final class GrpcApi {
             + "the user who started the cluster may stop it; you are " + identity.user()).end();
         return;
       }
+      sessions.endStreams();
       request.response().end(ShutdownReply.getDefaultInstance())
           .onComplete(done -> shutdown.run());
     });

@@ -54,7 +54,18 @@ final class SessionEventLog {
 
   /** Whether a client that saw up to seq can still get every later event. */
   boolean canReplayAfter(long seq) {
-    return seq >= droppedThrough && seq <= lastSeq;
+    return seq >= droppedThrough;
+  }
+
+  /**
+   * The client saw events up to seq, more than this log numbered: a session restored after a
+   * restart (its events were not journaled). Numbering goes on after the client's.
+   */
+  void catchUp(long seq) {
+    if (seq > lastSeq) {
+      acknowledge(lastSeq);
+      lastSeq = seq;
+    }
   }
 
   /** The kept events after seq, in order. */

@@ -75,9 +75,11 @@ public final class SessionRegistry {
   /**
    * Recreates a session the journal knew before a restart, detached: its client resumes it
    * within the window, or it ends. {@code lastSeq} is the seq of the last event the session
-   * had (the next event is lastSeq + 1; a client that saw up to it resumes with nothing to
-   * replay); events the client did not see before the crash are not replayed, the restored
-   * tasks' current state is sent again instead.
+   * had (the next event is lastSeq + 1; a client that resumes after it, having seen events the
+   * journal did not number, resumes too, and numbering goes on after its seq); events the client
+   * did not see before the crash are not replayed: send the restored tasks' current state to
+   * the session instead. Call it on the control plane's event loop (the session batches its
+   * events on the loop it was created on).
    *
    * @throws IllegalArgumentException if the id is malformed or is open for another user
    */
@@ -138,8 +140,8 @@ public final class SessionRegistry {
           + " belongs to another user");
     }
     if (!session.canResumeAfter(afterSeq)) {
-      end(session, "its client asked for events after " + afterSeq + " but the runtime kept "
-          + "only up to " + session.lastSeq() + " or dropped older ones");
+      end(session, "its client asked for events after " + afterSeq + " but the runtime had"
+          + " dropped some of them (more than " + SessionEventLog.MAX_EVENTS + " unacknowledged)");
       throw new Refused(GrpcStatus.FAILED_PRECONDITION, "session " + sessionId + " cannot be"
           + " resumed after event " + afterSeq + ": events it needs are gone (more than "
           + SessionEventLog.MAX_EVENTS + " unacknowledged); it was ended. Create a new"
@@ -219,5 +221,24 @@ public final class SessionRegistry {
 
   int open() {
     return sessions.size();
+  }
+
+  /**
+   * The runtime is being stopped on purpose (Shutdown): every attached stream ends cleanly, so
+   * clients fail their pending calls at once instead of waiting to reconnect to a runtime
+   * that is not coming back.
+   */
+  public void endStreams() {
+    for (ClientSession session : sessions.values()) {
+      GrpcServerResponse<?, ServerMessage> stream = session.response();
+      if (stream != null) {
+        session.detach();
+        try {
+          stream.end();
+        } catch (IllegalStateException alreadyGone) {
+          // its client went away first
+        }
+      }
+    }
   }
 }

@@ -139,6 +139,8 @@ final class HeadLink {
       return; // a stream the link left already
     } else if (linkTrouble) {
       lost("the runtime ended its stream (" + why + ")");
+    } else if (status == GrpcStatus.OK) {
+      end("the runtime at " + options.headAddress() + " ended the stream");
     } else {
       end("the runtime at " + options.headAddress() + " refused it: " + why);
     }
