@@ -268,7 +268,8 @@ final class Pass implements PassView {
     Plan plan = new Plan(placements, preemptions,
         stages.explainer().explain(this, waiting, holdings), infeasible,
         new PassStats(rows.length, placements.size(), preemptions.size(),
-            ticker.getAsLong() - start, decisionLatency, placementLatency, selector.filtered()));
+            ticker.getAsLong() - start, decisionLatency, placementLatency, selector.filtered()),
+        stages.explainer().revisitAt(this, waiting));
     return plan;
   }
 

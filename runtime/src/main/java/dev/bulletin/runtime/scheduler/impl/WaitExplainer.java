@@ -43,6 +43,25 @@ final class WaitExplainer {
     return infos;
   }
 
+  /**
+   * When a later pass would tell a waiting call something this one could not: the first
+   * unexplained call turns {@link #EXPLAIN_AFTER_MILLIS} old, or a planned reclaim's patience
+   * runs out. Empty if neither.
+   */
+  Optional<Instant> revisitAt(PassView pass, List<CallRow> waiting) {
+    long youngest = pass.nowMillis() - EXPLAIN_AFTER_MILLIS;
+    long first = Long.MAX_VALUE;
+    for (CallRow row : waiting) {
+      if (row.submittedMillis > youngest) {
+        first = Math.min(first, row.submittedMillis + EXPLAIN_AFTER_MILLIS);
+      }
+      if (row.reclaimAt != null) {
+        first = Math.min(first, row.reclaimAt.toEpochMilli());
+      }
+    }
+    return first == Long.MAX_VALUE ? Optional.empty() : Optional.of(Instant.ofEpochMilli(first));
+  }
+
   private static Optional<Instant> eta(CallRow row, PassView pass, EtaEstimator eta) {
     Optional<Instant> estimate = estimate(row, pass, eta);
     if (row.reclaimAt != null) {
