@@ -27,6 +27,12 @@ final class ClusterBench {
 
   static String staticPasses(int[] sizes, long seed) {
     PolicyConfig policy = ClusterTrace.policy();
+    String variant = System.getProperty("bulletin.bench.backfill");
+    if (variant != null) { // "after-minutes,min_gpus,max_reservations", to try other settings
+      String[] v = variant.split(",");
+      policy = policy.withBackfill(new Backfill(Duration.ofMinutes(Long.parseLong(v[0])),
+          Integer.parseInt(v[1]), Integer.parseInt(v[2])));
+    }
     StringBuilder out = new StringBuilder();
     out.append(String.format(Locale.ROOT,
         "%-7s %-7s %8s %8s %11s %8s | %8s %8s %9s %9s | %9s %9s%n", "queue", "cluster",
