@@ -421,7 +421,7 @@ class _PythonExecutor:
 
     def run(self, call: str) -> str:
         parsed = Call.from_wire(call)
-        _preempt._begin_call()
+        _preempt._begin_call(parsed.task_id)
         try:
             return to_wire(self._executor.run(parsed))
         except BaseException as exc:  # e.g. the store is full: still end the call's output

@@ -2,9 +2,10 @@
 
 A preemptible call (QoS class ``scavenger``, or work borrowing another group's idle GPUs) can be
 stopped to give its GPUs back. Before that, its executor gets SIGUSR1 and runs the hooks the
-call registered, then has the cluster's ``preemption_grace`` (default 30 s) before it is stopped;
-the call is then requeued and runs again from the start, so a hook that saves a checkpoint lets
-the next run resume. The hooks run on the executor's main thread while the call's own thread
+call registered; once they have returned (at once when there are none) it tells the agent, which
+stops it then. The cluster's ``preemption_grace`` (default 30 s) is the longest the hooks may
+take: past it the call is stopped anyway. The call is then requeued and runs again from the
+start, so a hook that saves a checkpoint lets the next run resume. The hooks run on the executor's main thread while the call's own thread
 keeps running: keep them short, and make what they read safe to read concurrently.
 
 Hooks belong to the call that registered them: each call starts with none. Outside an executor
@@ -13,6 +14,7 @@ Hooks belong to the call that registered them: each call starts with none. Outsi
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -21,6 +23,7 @@ from typing import Callable
 
 _hooks: list[Callable[[], object]] = []
 _lock = threading.Lock()
+_task_id = ""
 
 
 def on_preempt(hook: Callable[[], object]) -> Callable[[], object]:
@@ -32,15 +35,18 @@ def on_preempt(hook: Callable[[], object]) -> Callable[[], object]:
     return hook
 
 
-def _begin_call() -> None:
+def _begin_call(task_id: str = "") -> None:
     """A new call starts with no hooks (the previous call's must not run for it)."""
+    global _task_id
     with _lock:
         _hooks.clear()
+        _task_id = task_id
 
 
 def _run_hooks(signum=None, frame=None) -> None:
     with _lock:
         hooks = list(_hooks)
+        task_id = _task_id
     print(f"[bulletin] preempted: running {len(hooks)} checkpoint hook(s)", file=sys.stderr,
           flush=True)
     for hook in hooks:
@@ -49,6 +55,9 @@ def _run_hooks(signum=None, frame=None) -> None:
         except BaseException:  # noqa: BLE001 - a failing hook must not kill the executor
             traceback.print_exc()
             sys.stderr.flush()
+    # The call is safe to stop now: the agent stops it on this line instead of waiting out the
+    # grace (OutputPump recognises it; the agent honours it only for a call it preempts).
+    os.write(2, f"\x1eBULLETIN-PREEMPT-SAFE {task_id}\n".encode())
 
 
 def _install() -> None:

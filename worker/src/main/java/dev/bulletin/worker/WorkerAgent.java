@@ -28,8 +28,9 @@ public interface WorkerAgent extends AutoCloseable {
 
   /**
    * Preempts a running call: its executor gets SIGUSR1 (the call's {@code bulletin.on_preempt}
-   * hooks run, e.g. to save a checkpoint), and after {@code grace} it is stopped as by
-   * {@link #stop}, unless the call has ended by then. A call not running yet is stopped at once.
+   * hooks run, e.g. to save a checkpoint), and it is stopped as by {@link #stop} as soon as they
+   * have returned (at once if it registered none), or after {@code grace} at the latest, unless
+   * the call has ended by then. A call not running yet is stopped at once.
    */
   void preempt(String taskId, String reason, java.time.Duration grace);
 

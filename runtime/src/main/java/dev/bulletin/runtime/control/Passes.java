@@ -47,6 +47,9 @@ final class Passes {
   private long lastPassNanos;
   /** Told each run's duration (metrics); nothing by default. */
   private java.util.function.LongConsumer observer = nanos -> { };
+  /** The one-shot timer of the pass a plan asked for (Plan#revisitAt), or -1; and its moment. */
+  private long revisitTimer = -1;
+  private long revisitAtMillis = Long.MAX_VALUE;
 
   Passes(ControlPlane plane, PolicyPass policy, Context context) {
     this.plane = plane;
@@ -137,6 +140,30 @@ final class Passes {
     for (Plan.Waiting waiting : plan.waiting()) {
       plane.tasks().get(waiting.callId()).ifPresent(task -> tellWaiting(task, waiting.info()));
     }
+    plan.revisitAt().ifPresent(this::revisitAt);
+  }
+
+  /**
+   * Runs a pass at the moment a plan named (a call waiting long enough to be explained, a reclaim
+   * due): the 5 s timer would leave a waiting call unexplained, or an entitled call waiting for
+   * its GPUs, for seconds. One timer at a time, moved earlier when a plan asks an earlier moment;
+   * a pass that runs in between for another reason simply asks again.
+   */
+  private void revisitAt(java.time.Instant at) {
+    long atMillis = at.toEpochMilli();
+    if (revisitTimer >= 0 && revisitAtMillis <= atMillis) {
+      return;
+    }
+    if (revisitTimer >= 0) {
+      context.owner().cancelTimer(revisitTimer);
+    }
+    long delay = Math.max(1, atMillis - policy.now().toEpochMilli());
+    revisitAtMillis = atMillis;
+    revisitTimer = context.owner().setTimer(delay, id -> {
+      revisitTimer = -1;
+      revisitAtMillis = Long.MAX_VALUE;
+      request();
+    });
   }
 
   /**

@@ -215,6 +215,12 @@ final class ExecutorLauncher {
             }
           }
         },
+        taskId -> {
+          ExecutorProcess executor = holder.executor;
+          if (stderr && executor != null) {
+            executor.preemptSafe(taskId);
+          }
+        },
         () -> {
           ExecutorProcess executor = holder.executor;
           if (executor != null) {

@@ -36,6 +36,8 @@ final class ExecutorProcess {
 
   private volatile Running current;
   private volatile String stopReason;
+  /** What to do once the preempted call's hooks returned: the call it is for, and the stop. */
+  private volatile PendingPreemption preemption;
   /** The user whose calls this executor runs; null until it is first handed out (then fixed). */
   private volatile String owner;
   /** Its interpreter, memory limit and the environment fingerprint it serves. */
@@ -46,6 +48,8 @@ final class ExecutorProcess {
   private volatile String retireReason;
   private volatile long idleSinceNanos = System.nanoTime();
   private int calls;
+
+  private record PendingPreemption(String taskId, Runnable stop) {}
 
   /** The call in progress, and the latch its two sentinel lines (stdout, stderr) count down. */
   private record Running(String taskId, CallListener listener, CountDownLatch drained) {}
@@ -225,12 +229,14 @@ final class ExecutorProcess {
   }
 
   /**
-   * Sends SIGUSR1, which runs the call's checkpoint hooks in the executor. Java has no API for
-   * signals other than TERM and KILL, hence {@code kill(1)}.
+   * Sends SIGUSR1, which runs the call's checkpoint hooks in the executor; {@code safe} runs when
+   * the executor says they returned (at once when it has none), on the output pump's thread.
+   * Java has no API for signals other than TERM and KILL, hence {@code kill(1)}.
    *
    * @return false if the signal could not be sent (the caller then stops the call at once)
    */
-  boolean signalPreemption() {
+  boolean signalPreemption(String taskId, Runnable safe) {
+    preemption = new PendingPreemption(taskId, safe);
     try {
       Process signal = new ProcessBuilder("kill", "-USR1", Long.toString(process.pid()))
           .redirectErrorStream(true).start();
@@ -240,6 +246,21 @@ final class ExecutorProcess {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return false;
+    }
+  }
+
+  /**
+   * The executor's hooks for {@code taskId} returned. Honoured only for the call being preempted
+   * and only once: the line is on the call's stderr, which its own code could also write, but
+   * then it only stops itself sooner, and only after the agent chose to stop it.
+   */
+  void preemptSafe(String taskId) {
+    PendingPreemption pending = preemption;
+    Running running = current;
+    if (pending != null && pending.taskId().equals(taskId) && running != null
+        && running.taskId().equals(taskId)) {
+      preemption = null;
+      pending.stop().run();
     }
   }
 

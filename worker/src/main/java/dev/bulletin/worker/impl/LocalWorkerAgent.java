@@ -87,8 +87,14 @@ public final class LocalWorkerAgent implements WorkerAgent {
     // Signalling runs kill(1) and waits for it: on the agent's threads, never the caller's
     // (the control plane's event loop).
     threads.execute(() -> {
+      // The victim is stopped as soon as its hooks have returned (the executor says so; at once
+      // when it registered none), and after the grace at the latest.
       ExecutorProcess executor = running.get(taskId);
-      if (executor == null || !executor.signalPreemption()) {
+      if (executor == null || !executor.signalPreemption(taskId, () -> {
+        if (running.get(taskId) == executor) {
+          executor.kill(reason);
+        }
+      })) {
         stop(taskId, reason);
         return;
       }

@@ -12,13 +12,16 @@ import java.util.function.Consumer;
  * live), and recognises the sentinel line {@code "\x1eBULLETIN-END <taskId>\n"} the executor
  * writes after each call: once it is seen, all of that call's output has been forwarded. On
  * stdout it also recognises {@code "\x1eBULLETIN-READY <port> <objectId>\n"}, the executor's
- * announcement of its Py4J callback server, written once before any user code runs.
+ * announcement of its Py4J callback server, written once before any user code runs; on stderr
+ * {@code "\x1eBULLETIN-PREEMPT-SAFE <taskId>\n"}, written once a preempted call's checkpoint
+ * hooks have returned.
  */
 final class OutputPump implements Runnable {
 
   static final byte RECORD_SEPARATOR = 0x1e;
   static final String SENTINEL_WORD = "BULLETIN-END ";
   static final String READY_WORD = "BULLETIN-READY ";
+  static final String PREEMPT_SAFE_WORD = "BULLETIN-PREEMPT-SAFE ";
   /** A 0x1e followed by this many bytes with no newline is user output, not a sentinel. */
   private static final int MAX_SENTINEL_LENGTH = 512;
 
@@ -26,6 +29,7 @@ final class OutputPump implements Runnable {
   private final Consumer<byte[]> sink;
   private final Consumer<String> sentinel;
   private final Consumer<String> ready;
+  private final Consumer<String> preemptSafe;
   private final Runnable closed;
   private byte[] carry = new byte[0];
 
@@ -33,14 +37,16 @@ final class OutputPump implements Runnable {
    * @param sink receives output bytes
    * @param sentinel receives the task id of each sentinel line
    * @param ready receives what follows the word of each announcement line
+   * @param preemptSafe receives the task id of each preempt-safe line
    * @param closed runs once the stream ends (the process exited)
    */
   OutputPump(InputStream in, Consumer<byte[]> sink, Consumer<String> sentinel,
-      Consumer<String> ready, Runnable closed) {
+      Consumer<String> ready, Consumer<String> preemptSafe, Runnable closed) {
     this.in = in;
     this.sink = sink;
     this.sentinel = sentinel;
     this.ready = ready;
+    this.preemptSafe = preemptSafe;
     this.closed = closed;
   }
 
@@ -90,6 +96,10 @@ final class OutputPump implements Runnable {
       } else if (line.startsWith(READY_WORD)) {
         flush(plain);
         ready.accept(line.substring(READY_WORD.length()));
+        i = newline + 1;
+      } else if (line.startsWith(PREEMPT_SAFE_WORD)) {
+        flush(plain);
+        preemptSafe.accept(line.substring(PREEMPT_SAFE_WORD.length()));
         i = newline + 1;
       } else {
         plain.write(data[i++]);

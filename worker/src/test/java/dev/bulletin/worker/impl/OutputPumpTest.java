@@ -14,8 +14,9 @@ class OutputPumpTest {
   private final ByteArrayOutputStream forwarded = new ByteArrayOutputStream();
   private final List<String> sentinels = new ArrayList<>();
   private final List<String> announcements = new ArrayList<>();
+  private final List<String> safe = new ArrayList<>();
   private final OutputPump pump = new OutputPump(new ByteArrayInputStream(new byte[0]),
-      forwarded::writeBytes, sentinels::add, announcements::add, () -> { });
+      forwarded::writeBytes, sentinels::add, announcements::add, safe::add, () -> { });
 
   private void feed(String text) {
     pump.accept(text.getBytes(StandardCharsets.UTF_8));
@@ -49,6 +50,13 @@ class OutputPumpTest {
   }
 
   @Test
+  void thePreemptSafeLineIsRecognisedAndNotForwarded() {
+    feed("saving\n\u001eBULLETIN-PREEMPT-SAFE t7\nmore\n");
+    assertEquals(List.of("t7"), safe);
+    assertEquals("saving\nmore\n", output());
+  }
+
+  @Test
   void aRecordSeparatorInUserOutputIsKept() {
     feed("a\u001eb\n");
     assertEquals("a\u001eb\n", output());
@@ -59,7 +67,7 @@ class OutputPumpTest {
   void pendingBytesAreFlushedWhenTheStreamEnds() {
     OutputPump ending = new OutputPump(
         new ByteArrayInputStream("tail\u001eno newline".getBytes(StandardCharsets.UTF_8)),
-        forwarded::writeBytes, sentinels::add, announcements::add, () -> { });
+        forwarded::writeBytes, sentinels::add, announcements::add, safe::add, () -> { });
     ending.run();
     assertEquals("tail\u001eno newline", output());
   }

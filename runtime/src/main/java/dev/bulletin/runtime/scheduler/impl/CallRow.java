@@ -40,6 +40,11 @@ final class CallRow {
   String waitReason;
   /** When its patience runs out and it will reclaim lent GPUs (null: no reclaim planned). */
   java.time.Instant reclaimAt;
+  /** When and where its backfill reservation starts (null: it holds none). */
+  java.time.Instant reservedFrom;
+  String reservedWorker;
+  /** Decided ahead of the queue order (it holds a reservation): the order skips it. */
+  boolean decidedEarly;
 
   CallRow(QueuedCall call, int index, int user, int group, int qosId, QosClass qos,
       GroupQuota quota, UserLimit limit) {

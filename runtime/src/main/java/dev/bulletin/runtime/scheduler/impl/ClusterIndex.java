@@ -36,6 +36,8 @@ final class ClusterIndex {
   private final IntBag[] buckets;
   private final int[] bucketSlot;
   private final Map<String, int[]> holders = new HashMap<>();
+  /** GPUs promised to older big calls from a later time (backfill); the pass adds them. */
+  final Reservations reservations;
 
   ClusterIndex(List<WorkerState> snapshotWorkers, long seed) {
     List<WorkerState> shuffled = new ArrayList<>(snapshotWorkers);
@@ -57,6 +59,7 @@ final class ClusterIndex {
     usable = new boolean[size];
     distances = new byte[size][];
     bucketSlot = new int[size];
+    reservations = new Reservations(size);
     Map<GpuTopology, byte[]> shared = new HashMap<>();
     int largest = 0;
     for (int w = 0; w < size; w++) {

@@ -256,9 +256,12 @@ final class Pass implements PassView {
 
   Plan run() {
     long start = ticker.getAsLong();
+    reserveForBigCalls();
     QueueOrder order = new QueueOrder(rows, users.size(), counters);
     for (CallRow row = order.next(); row != null; row = order.next()) {
-      decide(row, false);
+      if (!row.decidedEarly) {
+        decide(row, false);
+      }
     }
     lending = true;
     lendable = lendableGpus(policy, counters, groups, index);
@@ -268,8 +271,32 @@ final class Pass implements PassView {
     Plan plan = new Plan(placements, preemptions,
         stages.explainer().explain(this, waiting, holdings), infeasible,
         new PassStats(rows.length, placements.size(), preemptions.size(),
-            ticker.getAsLong() - start, decisionLatency, placementLatency, selector.filtered()));
+            ticker.getAsLong() - start, decisionLatency, placementLatency, selector.filtered()),
+        stages.explainer().revisitAt(this, waiting));
     return plan;
+  }
+
+  /**
+   * Backfill: the oldest big calls that waited too long are decided first, and each that still
+   * finds no room (and is not already reclaiming preemptible GPUs) reserves the worker where its
+   * GPUs free soonest; the rest of the pass uses that worker only for calls that end before.
+   */
+  private void reserveForBigCalls() {
+    for (CallRow row : Reservations.candidates(rows, policy.backfill(), nowMillis)) {
+      row.decidedEarly = true;
+      int waitingBefore = waiting.size();
+      decide(row, false);
+      if (waiting.size() == waitingBefore || row.preemptible
+          || row.waitCode != WaitCode.CAPACITY
+          || !index.reservations.reserve(row, index, holdings, nowMillis)) {
+        continue;
+      }
+      long in = Math.max(0, row.reservedFrom.toEpochMilli() - nowMillis);
+      row.waitWith(WaitCode.CAPACITY, row.waitReason + "; " + Text.count(row.gpus, "GPU")
+          + " on worker " + row.reservedWorker + " are reserved for it (free "
+          + (in == 0 ? "now" : "in " + Text.duration(java.time.Duration.ofMillis(in))
+          + " at the latest") + "; only calls that end before then may use them)");
+    }
   }
 
   /** Runs the chain for one call; in the lending phase only preemptible calls come here. */
@@ -307,6 +334,7 @@ final class Pass implements PassView {
   }
 
   private void place(CallRow row, int w, long gpus) {
+    index.reservations.placed(row, w, nowMillis);
     index.take(w, gpus, row.cpus, row.memory);
     if (row.preemptible) {
       lent += row.gpus;

@@ -65,7 +65,10 @@ public final class PolicyScheduler implements ClusterScheduler {
             WorkerFilter.STAYS_UP,
             // Then the resources the buckets do not index.
             WorkerFilter.CPUS,
-            WorkerFilter.MEMORY},
+            WorkerFilter.MEMORY,
+            // Last: a worker reserved for an older big call is turned down only for a call
+            // that could otherwise run there, so the wait names the reservation, not capacity.
+            WorkerFilter.BACKFILL},
         // Weighted scores (policy weights) pick one of the candidates that passed.
         new WorkerScore[] {
             // A multi-GPU call's GPUs close together: the largest effect on its speed.

@@ -48,7 +48,8 @@ final class Selector {
   int chosenWorker;
   long chosenGpus;
 
-  private record Failed(int gpus, double cpus, long memory, long walltime, boolean expiry) {}
+  private record Failed(int gpus, double cpus, long memory, long walltime, boolean expiry,
+      boolean reserved) {}
 
   /** One per pass: the remembered shapes hold only while capacity only shrinks. */
   Selector(WorkerFilter[] filters, WorkerScore[] scores, ClusterIndex index, PolicyConfig policy,
@@ -71,7 +72,7 @@ final class Selector {
     for (Failed f : failed) {
       if (row.gpus >= f.gpus && row.cpus >= f.cpus && row.memory >= f.memory
           && row.walltimeMillis >= f.walltime) {
-        explain(row, f.expiry);
+        explain(row, f.expiry, f.reserved);
         return false;
       }
     }
@@ -113,8 +114,10 @@ final class Selector {
     }
     if (found == 0) {
       boolean expiry = onlyExpiryFiltered();
-      failed.add(new Failed(row.gpus, row.cpus, row.memory, row.walltimeMillis, expiry));
-      explain(row, expiry);
+      boolean reserved = filteredNow[FilterReason.RESERVED.ordinal()] > 0;
+      failed.add(new Failed(row.gpus, row.cpus, row.memory, row.walltimeMillis, expiry,
+          reserved));
+      explain(row, expiry, reserved);
       return false;
     }
     double best = Double.NEGATIVE_INFINITY;
@@ -154,7 +157,8 @@ final class Selector {
   private boolean onlyExpiryFiltered() {
     return filteredNow[FilterReason.WORKER_EXPIRY.ordinal()] > 0
         && filteredNow[FilterReason.CPUS.ordinal()] == 0
-        && filteredNow[FilterReason.MEMORY.ordinal()] == 0;
+        && filteredNow[FilterReason.MEMORY.ordinal()] == 0
+        && filteredNow[FilterReason.RESERVED.ordinal()] == 0;
   }
 
   /** True if every filter accepts the worker; else {@link #rejectedBy} is the one that refused. */
@@ -185,24 +189,24 @@ final class Selector {
 
   /** What a capacity wait's words depend on. */
   private record Wording(int gpus, double cpus, long memory, long walltime, boolean expiry,
-      int mostFree, String borrowReason) {}
+      boolean reserved, int mostFree, String borrowReason) {}
 
   private final Map<Wording, Verdict> wordings = new java.util.HashMap<>();
 
   /** Names what is missing, in the caller's words (built once per distinct wording). */
-  private void explain(CallRow row, boolean expiry) {
+  private void explain(CallRow row, boolean expiry, boolean reserved) {
     int mostFree = index.maxFree();
-    Wording key = new Wording(row.gpus, row.cpus, row.memory, expiry ? row.walltimeMillis : 0,
-        expiry, mostFree, row.borrowReason);
+    Wording key = new Wording(row.gpus, row.cpus, row.memory,
+        expiry || reserved ? row.walltimeMillis : 0, expiry, reserved, mostFree, row.borrowReason);
     Verdict verdict = wordings.get(key);
     if (verdict == null) {
-      verdict = wording(row, expiry, mostFree);
+      verdict = wording(row, expiry, reserved, mostFree);
       wordings.put(key, verdict);
     }
     row.waitWith(verdict.code, verdict.reason);
   }
 
-  private Verdict wording(CallRow row, boolean expiry, int mostFree) {
+  private Verdict wording(CallRow row, boolean expiry, boolean reserved, int mostFree) {
     WaitCode code;
     String reason;
     if (index.usableWorkers() == 0) {
@@ -215,6 +219,12 @@ final class Selector {
         code = WaitCode.CAPACITY;
         reason = "no worker has " + gpus + " free (most free on one worker: "
             + mostFree + ")";
+      } else if (reserved) {
+        code = WaitCode.RESERVED;
+        reason = "the workers with " + gpus + " free are reserved for older calls of "
+            + Text.count(index.reservations.minGpus(), "GPU") + " or more (backfill), and"
+            + " its walltime of " + Text.duration(Duration.ofMillis(row.walltimeMillis))
+            + " runs past the reservations' start";
       } else if (expiry) {
         code = WaitCode.WORKER_EXPIRY;
         reason = "no worker" + (row.gpus > 0 ? " with " + gpus + " free" : "")

@@ -43,8 +43,31 @@ final class WaitExplainer {
     return infos;
   }
 
+  /**
+   * When a later pass would tell a waiting call something this one could not: the first
+   * unexplained call turns {@link #EXPLAIN_AFTER_MILLIS} old, or a planned reclaim's patience
+   * runs out. Empty if neither.
+   */
+  Optional<Instant> revisitAt(PassView pass, List<CallRow> waiting) {
+    long youngest = pass.nowMillis() - EXPLAIN_AFTER_MILLIS;
+    long first = Long.MAX_VALUE;
+    for (CallRow row : waiting) {
+      if (row.submittedMillis > youngest) {
+        first = Math.min(first, row.submittedMillis + EXPLAIN_AFTER_MILLIS);
+      }
+      if (row.reclaimAt != null) {
+        first = Math.min(first, row.reclaimAt.toEpochMilli());
+      }
+    }
+    return first == Long.MAX_VALUE ? Optional.empty() : Optional.of(Instant.ofEpochMilli(first));
+  }
+
   private static Optional<Instant> eta(CallRow row, PassView pass, EtaEstimator eta) {
     Optional<Instant> estimate = estimate(row, pass, eta);
+    if (row.reservedFrom != null) {
+      return Optional.of(estimate.filter(e -> e.isBefore(row.reservedFrom))
+          .orElse(row.reservedFrom));
+    }
     if (row.reclaimAt != null) {
       Instant reclaimed = row.reclaimAt.plus(pass.policy().preemptionGrace());
       return Optional.of(estimate.filter(e -> e.isBefore(reclaimed)).orElse(reclaimed));
@@ -54,7 +77,7 @@ final class WaitExplainer {
 
   private static Optional<Instant> estimate(CallRow row, PassView pass, EtaEstimator eta) {
     return switch (row.waitCode) {
-      case CAPACITY, NO_IDLE_CAPACITY -> eta.capacity(row);
+      case CAPACITY, NO_IDLE_CAPACITY, RESERVED -> eta.capacity(row);
       case GROUP_QUOTA -> eta.groupQuota(row);
       case GROUP_GPU_HOURS -> {
         Instant resets = pass.usage().group(row.call.group()).periodEndsAt();
@@ -70,6 +93,13 @@ final class WaitExplainer {
   private static List<String> suggestions(CallRow row, PassView pass, int position) {
     List<String> out = new ArrayList<>(2);
     WaitCode code = row.waitCode;
+    if (code == WaitCode.RESERVED) {
+      long before = latestStartOfReservation(pass) - pass.nowMillis();
+      if (before > 0) {
+        out.add("with a walltime of at most " + Text.duration(Duration.ofMillis(before))
+            + " it could use reserved GPUs now");
+      }
+    }
     if ((code == WaitCode.CAPACITY || code == WaitCode.NO_IDLE_CAPACITY) && row.gpus > 1) {
       int mostFree = pass.index().maxFree();
       if (mostFree >= 1 && mostFree < row.gpus) {
@@ -114,6 +144,19 @@ final class WaitExplainer {
           + " none (group %s has %.0f)", row.qos.name(), row.call.group(), credits));
     }
     return out;
+  }
+
+  /** The latest start of a reservation on a worker with free GPUs; 0 if none. */
+  private static long latestStartOfReservation(PassView pass) {
+    ClusterIndex index = pass.index();
+    long latest = 0;
+    for (int w = 0; w < index.size; w++) {
+      Reservations.Reservation reservation = index.reservations.on(w);
+      if (reservation != null && index.freeCount[w] > 0) {
+        latest = Math.max(latest, reservation.startMillis);
+      }
+    }
+    return latest;
   }
 
   /** The longest a worker with the call's GPUs free stays up from now; 0 if none. */

@@ -28,6 +28,13 @@ enum WorkerFilter {
     boolean accepts(CallRow row, int w, ClusterIndex index, long nowMillis) {
       return index.freeMemory[w] >= row.memory;
     }
+  },
+  /** A worker reserved for an older big call takes only calls that end before it starts. */
+  BACKFILL(FilterReason.RESERVED) {
+    @Override
+    boolean accepts(CallRow row, int w, ClusterIndex index, long nowMillis) {
+      return index.reservations.admits(row, w, nowMillis);
+    }
   };
 
   /** What a worker this filter turns down is counted under. */

@@ -12,5 +12,10 @@ public enum FilterReason {
   /** Too few CPUs free. */
   CPUS,
   /** Too little memory free. */
-  MEMORY
+  MEMORY,
+  /**
+   * The worker's GPUs are reserved for an older big call (backfill) and this call would still
+   * run when the reservation starts.
+   */
+  RESERVED
 }

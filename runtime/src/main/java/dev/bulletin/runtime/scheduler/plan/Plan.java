@@ -10,19 +10,28 @@ import java.util.Optional;
  *
  * @param waiting every call left waiting ("not now"), in position order
  * @param infeasible calls that can never run as asked ("never")
+ * @param revisitAt when a pass would say something this one could not, with nothing else
+ *     changing: a waiting call old enough to be explained, a reclaim whose patience ran out; the
+ *     runtime runs a pass then (its periodic timer is too slow for either)
  */
 public record Plan(
     List<Placement> placements,
     List<Preemption> preemptions,
     List<Waiting> waiting,
     List<Rejection> infeasible,
-    PassStats stats) {
+    PassStats stats,
+    Optional<java.time.Instant> revisitAt) {
 
   public Plan {
     placements = List.copyOf(placements);
     preemptions = List.copyOf(preemptions);
     waiting = List.copyOf(waiting);
     infeasible = List.copyOf(infeasible);
+  }
+
+  public Plan(List<Placement> placements, List<Preemption> preemptions, List<Waiting> waiting,
+      List<Rejection> infeasible, PassStats stats) {
+    this(placements, preemptions, waiting, infeasible, stats, Optional.empty());
   }
 
   public Optional<Placement> placement(String callId) {

@@ -19,5 +19,10 @@ public enum WaitCode {
   /** The user is at their own limit (GPUs or calls). */
   USER_LIMIT,
   /** Preemptible calls are being stopped to make room for it. */
-  PREEMPTING
+  PREEMPTING,
+  /**
+   * GPUs that are free are reserved for older big calls (backfill), and it would run past the
+   * reservation's start; a shorter walltime would let it use them.
+   */
+  RESERVED
 }

@@ -23,6 +23,7 @@ import java.util.Optional;
  * @param candidateLimit workers scored per call, best-fit first (like Nomad's limit iterator):
  *     bounds a decision's cost on a large cluster
  * @param maxPreemptorsPerPass calls that may plan preemptions in one pass (bounds churn)
+ * @param backfill reservations for big calls that waited too long
  */
 public record PolicyConfig(
     Map<String, QosClass> qos,
@@ -36,7 +37,8 @@ public record PolicyConfig(
     Duration preemptionGrace,
     double reclaimPatience,
     int candidateLimit,
-    int maxPreemptorsPerPass) {
+    int maxPreemptorsPerPass,
+    Backfill backfill) {
 
   public PolicyConfig {
     qos = Map.copyOf(qos);
@@ -59,8 +61,8 @@ public record PolicyConfig(
         }
       }
     }
-    if (defaultLimit == null || credits == null || weights == null) {
-      throw new IllegalArgumentException("defaultLimit, credits and weights are required");
+    if (defaultLimit == null || credits == null || weights == null || backfill == null) {
+      throw new IllegalArgumentException("defaultLimit, credits, weights and backfill are required");
     }
     if (fairShareHorizon == null || fairShareHorizon.isNegative()) {
       throw new IllegalArgumentException("scheduler.fair_share_horizon must be >= 0");
@@ -86,7 +88,14 @@ public record PolicyConfig(
   public static PolicyConfig defaults() {
     return new PolicyConfig(defaultQosClasses(), "interactive", Map.of(), List.of(),
         UserLimit.none(), CreditRule.defaults(), Weights.defaults(), Duration.ofHours(1),
-        Duration.ofSeconds(30), 0.1, 8, 64);
+        Duration.ofSeconds(30), 0.1, 8, 64, Backfill.defaults());
+  }
+
+  /** The same policy with other backfill settings. */
+  public PolicyConfig withBackfill(Backfill other) {
+    return new PolicyConfig(qos, defaultQos, groups, limits, defaultLimit, credits, weights,
+        fairShareHorizon, preemptionGrace, reclaimPatience, candidateLimit, maxPreemptorsPerPass,
+        other);
   }
 
   public static Map<String, QosClass> defaultQosClasses() {

@@ -51,6 +51,12 @@ public final class PolicyYaml {
     double perIdleGpuHour = credits.number("per_idle_gpu_hour", defaults.credits().perIdleGpuHour());
     double maxBalance = credits.numberOrUnlimited("max_balance", defaults.credits().maxBalance());
     credits.rejectUnknown();
+    ConfigNode backfill = scheduler.section("backfill");
+    Backfill b = defaults.backfill();
+    Duration backfillAfter = backfill.durationOrUnlimited("after", b.after());
+    int backfillMinGpus = backfill.integer("min_gpus", b.minGpus());
+    int reservations = backfill.integer("max_reservations", b.maxReservations());
+    backfill.rejectUnknown();
     ConfigNode weights = scheduler.section("weights");
     Weights w = defaults.weights();
     double topology = weights.number("topology", w.topology());
@@ -61,7 +67,8 @@ public final class PolicyYaml {
     return root.build(() -> new PolicyConfig(qos, defaultQos, groups, limits, defaultLimit,
         new CreditRule(perIdleGpuHour, maxBalance),
         new Weights(topology, locality, packing, (long) localityMinBytes),
-        horizon, grace, patience, candidates, preemptors));
+        horizon, grace, patience, candidates, preemptors,
+        new Backfill(backfillAfter, backfillMinGpus, reservations)));
   }
 
   /** Classes named like a default one change only the fields given; new names are added. */

@@ -2,11 +2,13 @@ package dev.bulletin.runtime.scheduler.sim;
 
 import dev.bulletin.runtime.scheduler.ClusterScheduler;
 import dev.bulletin.runtime.scheduler.plan.Plan;
+import dev.bulletin.runtime.scheduler.policy.Backfill;
 import dev.bulletin.runtime.scheduler.policy.PolicyConfig;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 
 /**
  * Simulation 1: 1,000 workers x 8 GPUs and up to 100,000 calls. Part A times single passes over
@@ -25,6 +27,12 @@ final class ClusterBench {
 
   static String staticPasses(int[] sizes, long seed) {
     PolicyConfig policy = ClusterTrace.policy();
+    String variant = System.getProperty("bulletin.bench.backfill");
+    if (variant != null) { // "after-minutes,min_gpus,max_reservations", to try other settings
+      String[] v = variant.split(",");
+      policy = policy.withBackfill(new Backfill(Duration.ofMinutes(Long.parseLong(v[0])),
+          Integer.parseInt(v[1]), Integer.parseInt(v[2])));
+    }
     StringBuilder out = new StringBuilder();
     out.append(String.format(Locale.ROOT,
         "%-7s %-7s %8s %8s %11s %8s | %8s %8s %9s %9s | %9s %9s%n", "queue", "cluster",
@@ -106,20 +114,25 @@ final class ClusterBench {
     return rows;
   }
 
-  /** Part B: the same trace through the policy scheduler and through FIFO first-fit. */
+  /**
+   * Part B: the same trace through the policy scheduler (with backfill reservations, the
+   * default), the policy without them (as before backfill) and FIFO first-fit; ends with the
+   * backfill goals as ratios.
+   */
   static String dynamic(int size, double load, long seed, double passInterval) {
     int capacity = ClusterTrace.WORKERS * ClusterTrace.GPUS_PER_WORKER;
     List<SimCall> trace = ClusterTrace.calls(size, seed, load, capacity);
     PolicyConfig policy = ClusterTrace.policy();
     StringBuilder out = new StringBuilder();
     List<String[]> columns = new ArrayList<>();
-    for (String name : new String[] {"policy", "fifo"}) {
+    Map<String, double[]> goals = new java.util.LinkedHashMap<>();
+    for (String name : new String[] {"policy", "no backfill", "fifo"}) {
       List<SimCall> calls = trace.stream().map(SimCall::copy).toList();
       Des des = new Des(1_000_000_000_000L);
       List<SimWorker> workers = ClusterTrace.workers(ClusterTrace.WORKERS);
-      BaseDriver driver = name.equals("policy")
-          ? new PolicyDriver(des, workers, policy, seed, passInterval, Duration.ofDays(1), CPU)
-          : new FifoDriver(des, workers, passInterval);
+      BaseDriver driver = name.equals("fifo") ? new FifoDriver(des, workers, passInterval)
+          : new PolicyDriver(des, workers, name.equals("policy") ? policy
+              : policy.withBackfill(Backfill.off()), seed, passInterval, Duration.ofDays(1), CPU);
       long start = des.now();
       long lastArrival = start;
       for (SimCall call : calls) {
@@ -133,11 +146,17 @@ final class ClusterBench {
       long wallStart = System.nanoTime();
       des.run(Long.MAX_VALUE);
       double wallSeconds = (System.nanoTime() - wallStart) / 1e9;
-      columns.add(summarize(name, calls, driver, capacity, start, wallSeconds,
-          heldWhileArriving[0] / (capacity * arrivalWindow / 1000.0)));
+      double arriving = heldWhileArriving[0] / (capacity * arrivalWindow / 1000.0);
+      columns.add(summarize(name, calls, driver, capacity, start, wallSeconds, arriving));
+      List<SimCall> done = calls.stream().filter(SimCall::done).toList();
+      goals.put(name, new double[] {
+          Stats.percentile(Stats.of(done.stream().filter(c -> c.gpus == 8).toList(),
+              SimCall::waitSeconds), 95),
+          arriving,
+          Stats.percentile(Stats.of(done, SimCall::waitSeconds), 50)});
       if (driver instanceof PolicyDriver policyDriver) {
-        out.append("policy: waiting calls x passes by reason: ").append(policyDriver.waitsByCode)
-            .append('\n');
+        out.append(name).append(": waiting calls x passes by reason: ")
+            .append(policyDriver.waitsByCode).append('\n');
       }
     }
     String[] labels = {"scheduler", "calls finished", "makespan", "GPU utilisation while calls arrive",
@@ -149,9 +168,20 @@ final class ClusterBench {
         "p99 per placement (cpu)", "max placement (cpu)", "max pass (cpu)",
         "simulation wall time"};
     for (int row = 0; row < labels.length; row++) {
-      out.append(String.format(Locale.ROOT, "%-34s %-14s %-14s%n", labels[row],
-          columns.get(0)[row], columns.get(1)[row]));
+      out.append(String.format(Locale.ROOT, "%-34s %-14s %-14s %-14s%n", labels[row],
+          columns.get(0)[row], columns.get(1)[row], columns.get(2)[row]));
     }
+    double[] now = goals.get("policy");
+    double[] before = goals.get("no backfill");
+    double[] fifo = goals.get("fifo");
+    out.append(String.format(Locale.ROOT, "goal: 8-GPU p95 wait at or below FIFO's: %s vs %s,"
+        + " ratio %.2f (<= 1)%n", Stats.minutes(now[0]), Stats.minutes(fifo[0]),
+        now[0] / fifo[0]));
+    out.append(String.format(Locale.ROOT, "goal: utilisation within 2 points of no backfill:"
+        + " %s vs %s, %+.1f points%n", pct(now[1]), pct(before[1]), 100 * (now[1] - before[1])));
+    out.append(String.format(Locale.ROOT, "goal: median wait no worse than no backfill: %s vs %s,"
+        + " ratio %.2f (<= 1)%n", Stats.minutes(now[2]), Stats.minutes(before[2]),
+        now[2] / Math.max(1e-9, before[2])));
     return out.toString();
   }
 

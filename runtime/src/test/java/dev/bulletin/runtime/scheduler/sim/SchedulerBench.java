@@ -6,7 +6,8 @@ import org.junit.jupiter.api.Test;
 /**
  * The benchmark entry point ({@code make bench-scheduler}): runs only with
  * {@code -Dbulletin.bench=true} and prints tables; it asserts nothing about time.
- * {@code -Dbulletin.bench.calls=N} shrinks the dynamic run for a quick look.
+ * {@code -Dbulletin.bench.calls=N} shrinks the dynamic run for a quick look;
+ * {@code -Dbulletin.bench.loads=1.05} runs only that load.
  */
 class SchedulerBench {
 
@@ -14,11 +15,15 @@ class SchedulerBench {
   void clusterAtScale() {
     Assumptions.assumeTrue(Boolean.getBoolean("bulletin.bench"), "set -Dbulletin.bench=true");
     int calls = Integer.getInteger("bulletin.bench.calls", 100_000);
-    System.out.println("\n== Simulation 1a: one pass, 1,000 workers x 8 GPUs ==");
-    System.out.println(ClusterBench.staticPasses(new int[] {10_000, 50_000, 100_000}, 7));
+    if (!Boolean.getBoolean("bulletin.bench.skipStatic")) {
+      System.out.println("\n== Simulation 1a: one pass, 1,000 workers x 8 GPUs ==");
+      System.out.println(ClusterBench.staticPasses(new int[] {10_000, 50_000, 100_000}, 7));
+    }
     // A short run first so the measured runs see compiled code, as a long-running runtime does.
     ClusterBench.dynamic(Math.min(calls, 5_000), 0.97, 8, 10);
-    for (double load : new double[] {0.97, 1.05}) {
+    String loads = System.getProperty("bulletin.bench.loads", "0.97,1.05");
+    for (double load : java.util.Arrays.stream(loads.split(",")).mapToDouble(Double::parseDouble)
+        .toArray()) {
       System.out.println("== Simulation 1b: " + calls + " calls arriving at " + load + " x"
           + " capacity, policy vs FIFO first-fit (passes coalesced to one per 10 s) ==");
       System.out.println(ClusterBench.dynamic(calls, load, 7, 10));
