@@ -130,6 +130,7 @@ class UpOptions:
     config: Path | None = None
     host: str = "127.0.0.1"
     store_capacity: int = 0  # 0: half of the store's file system
+    store_arena_share: float | None = None  # None: the runtime's default (docs/data-plane.md)
     spill_dir: Path | None = None
     store_dir: Path | None = None
     executors: ExecutorOptions = ExecutorOptions()
@@ -175,6 +176,8 @@ def runtime_command(java: str, jar: Path, state_dir: Path, opts: UpOptions,
         cmd += ["--config", str(opts.config)]
     if opts.store_capacity:
         cmd += ["--store-capacity", str(opts.store_capacity)]
+    if opts.store_arena_share is not None:
+        cmd += ["--store-arena-share", repr(float(opts.store_arena_share))]
     if opts.spill_dir is not None:
         cmd += ["--spill-dir", str(opts.spill_dir)]
     if opts.store_dir is not None:

@@ -28,6 +28,8 @@ import java.nio.file.Path;
  * @param ticketSeconds how long a bulk transfer ticket stays valid
  * @param schedulerSeed the scheduler's randomness (how ties between equal workers break); logged
  *     at start, so a run can be replayed with the same seed
+ * @param storeArenaShare the share of the store's capacity a same-host writer keeps pre-faulted
+ *     for its next large writes (0: none; see docs/data-plane.md)
  */
 public record RuntimeOptions(
     Path home,
@@ -45,7 +47,8 @@ public record RuntimeOptions(
     Path spillFolder,
     int dataPort,
     double ticketSeconds,
-    long schedulerSeed) {
+    long schedulerSeed,
+    double storeArenaShare) {
 
 
   public RuntimeOptions {
@@ -73,6 +76,10 @@ public record RuntimeOptions(
     if (!(drainMarginSeconds >= 0)) {
       throw new IllegalArgumentException("drainMarginSeconds must be >= 0, got "
           + drainMarginSeconds);
+    }
+    if (!(storeArenaShare >= 0 && storeArenaShare <= 0.5)) {
+      throw new IllegalArgumentException("storeArenaShare must be 0..0.5 (a share of the store's"
+          + " capacity), got " + storeArenaShare);
     }
     if (storeCapacityBytes < 0) {
       throw new IllegalArgumentException("storeCapacityBytes must be >= 0 (0 = default), got "
@@ -108,6 +115,7 @@ public record RuntimeOptions(
     private long inlineLimitBytes = 1 << 20;
     private double drainMarginSeconds = 60;
     private long storeCapacityBytes;
+    private double storeArenaShare = 0.125;
     private Path spillFolder;
     private int dataPort;
     private double ticketSeconds = 60;
@@ -165,6 +173,11 @@ public record RuntimeOptions(
       return this;
     }
 
+    public Builder storeArenaShare(double storeArenaShare) {
+      this.storeArenaShare = storeArenaShare;
+      return this;
+    }
+
     public Builder spillFolder(Path spillFolder) {
       this.spillFolder = spillFolder;
       return this;
@@ -190,7 +203,7 @@ public record RuntimeOptions(
     public RuntimeOptions build() {
       return new RuntimeOptions(home, host, port, ownerToken, ownerUser, workerToken, config,
           worker, storeFolder, inlineLimitBytes, drainMarginSeconds, storeCapacityBytes,
-          spillFolder, dataPort, ticketSeconds, schedulerSeed);
+          spillFolder, dataPort, ticketSeconds, schedulerSeed, storeArenaShare);
     }
   }
 }

@@ -60,6 +60,8 @@ public final class GrpcApi {
   /** The bulk data port clients are told about in Hello; 0: none. */
   private final int dataPort;
 
+  private double arenaShare;
+
   public GrpcApi(ControlPlane plane, ObjectApi objects, int dataPort, StatusReport status,
       String clusterId, String version, long inlineLimit, long maxMessage, Runnable shutdown) {
     this.plane = plane;
@@ -72,6 +74,12 @@ public final class GrpcApi {
     this.objectSessions = new Sessions(plane.objects());
     this.objects = objects;
     this.dataPort = dataPort;
+  }
+
+  /** The share of the store a same-host client keeps pre-faulted (HelloReply.arena_bytes). */
+  public GrpcApi arenaShare(double share) {
+    this.arenaShare = share;
+    return this;
   }
 
   public void mount(GrpcServer server, Authenticator auth) {
@@ -130,7 +138,8 @@ public final class GrpcApi {
         .setMaxMessageBytes(maxMessage)
         .setStoreDir(plane.store().folderOf(ObjectKey.namespaceOf(identity.user())).toString())
         .setHostId(hostId).setStoreCapacityBytes(plane.store().capacityBytes())
-        .setDataPort(dataPort).build()));
+        .setDataPort(dataPort)
+        .setArenaBytes((long) (arenaShare * plane.store().capacityBytes())).build()));
   }
 
   private void session(Identity identity, GrpcServerRequest<ClientMessage, ServerMessage> request) {

@@ -122,7 +122,7 @@ public final class RuntimeVerticle extends VerticleBase {
     objects.dataPort(bulk.port());
     new GrpcApi(plane, objects, bulk.port(), status, clusterId, version,
         options.inlineLimitBytes(), WireLimits.MAX_MESSAGE_BYTES, stopCluster)
-        .mount(grpc, auth);
+        .arenaShare(options.storeArenaShare()).mount(grpc, auth);
     new WorkerAttachApi(vertx, plane, clusterId, version, options.inlineLimitBytes(),
         WireLimits.MAX_MESSAGE_BYTES).mount(grpc, auth);
     server = vertx.createHttpServer(TlsSetup.serve(new HttpServerOptions()

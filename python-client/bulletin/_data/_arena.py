@@ -1,0 +1,233 @@
+"""Pre-faulted spare memory for large writes into the same-host store: the first one too.
+
+On /dev/shm with 4 KiB pages a write into a fresh file pays a page fault, a zeroed page and a
+page-table entry per 4 KiB: several times the copy. A released object's file (``_write_maps``)
+helps only once something was released. So a writer keeps a few *spare files*, allocated and
+mapped ahead of need by a background thread: a large write takes one, copies into the mapping it
+already has (a plain memory copy), gives the file its name and truncates it to the object's size.
+
+A spare is an anonymous file (``O_TMPFILE``) in the writer's own store folder: it has no name
+until it holds an object, so no other process can open it, and a writer that dies leaves nothing
+behind (its memory goes with its last mapping). Its pages are fresh from the kernel (zeroed) and
+are only ever handed to this process: no bytes of anyone cross to anyone else.
+
+The memory is taken from the machine while it waits. The budget: ``initial`` bytes filled at
+start, grown on demand (a write larger than every spare makes the next spare that large) up to
+``limit``; spares are dropped, and none made, while the machine runs short of memory (less than
+``_LOW_MEMORY_SHARE`` of its memory available) or the store's file system is nearly full.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import threading
+from pathlib import Path
+
+_MAP_FLAGS = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+_O_TMPFILE = getattr(os, "O_TMPFILE", 0)
+_GRANULE = 2 << 20  # spare sizes are rounded up to this: a write a few bytes larger still fits
+_LOW_MEMORY_SHARE = 0.10  # below this share of the machine's memory available: give spares back
+_CHECK_SECONDS = 5.0
+
+
+class Spare:
+    """One pre-faulted anonymous file and this process's mapping of it."""
+
+    __slots__ = ("fd", "map")
+
+    def __init__(self, fd: int, mapped: mmap.mmap):
+        self.fd, self.map = fd, mapped
+
+    @property
+    def size(self) -> int:
+        return len(self.map)
+
+    def name(self, path: Path) -> None:
+        """Gives the spare a name in its folder (fails if ``path`` exists)."""
+        # linkat(AT_SYMLINK_FOLLOW) through /proc: the one way to name an O_TMPFILE file
+        # without CAP_DAC_READ_SEARCH (os.link takes linkat only when given a dir fd).
+        fds = os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.link(str(self.fd), path, src_dir_fd=fds, follow_symlinks=True)
+        finally:
+            os.close(fds)
+
+    def close(self) -> None:
+        try:
+            self.map.close()
+        except BufferError:  # a view is still exported; unmapped when collected
+            pass
+        os.close(self.fd)
+
+
+def supported(folder: Path) -> bool:
+    """Whether anonymous files can be made (and later named) in ``folder``."""
+    if not _O_TMPFILE or not os.path.isdir("/proc/self/fd"):
+        return False
+    try:
+        os.close(os.open(folder, _O_TMPFILE | os.O_RDWR, 0o600))
+    except OSError:
+        return False
+    return True
+
+
+class SpareFiles:
+    """Spare files of one folder, filled in the background; ``take`` hands one out."""
+
+    def __init__(self, folder: Path, initial_bytes: int, limit_bytes: int):
+        self.folder = Path(folder)
+        self._limit = _round_up(limit_bytes)
+        self._target = min(_round_up(initial_bytes), self._limit)
+        self._next_size = _round_up(self._target)
+        self._spares: list[Spare] = []
+        self._cond = threading.Condition()
+        self._closed = False
+        self._filling = False
+        # Counters for tests and benchmarks.
+        self.taken = 0
+        self.given_back = 0
+        self.fill_seconds = 0.0
+        self._thread = threading.Thread(target=self._run, name="bulletin-arena", daemon=True)
+        self._thread.start()
+
+    # -- what writers use -----------------------------------------------------------------------
+
+    def take(self, size: int) -> Spare | None:
+        """The smallest spare of at least ``size`` bytes, or None (the writer then writes a fresh
+        file, and the next spare is made at least this large, within the limit)."""
+        with self._cond:
+            fits = [s for s in self._spares if s.size >= size]
+            if not fits:
+                self._grow_for(_round_up(size))
+                return None
+            spare = min(fits, key=lambda s: s.size)
+            self._spares.remove(spare)
+            self.taken += 1
+            # Made again in the background, the size of what was taken: a loop writing
+            # same-sized objects finds one ready each time.
+            self._next_size = _round_up(size)
+            self._cond.notify_all()
+            return spare
+
+    def _grow_for(self, size: int) -> None:
+        """After a write no spare fitted: the next spare is made that large, within the limit,
+        giving back smaller spares where they stand in its way."""
+        if size > self._limit:
+            return
+        self._spares.sort(key=lambda s: s.size)
+        while self._spares and sum(s.size for s in self._spares) + size > self._limit:
+            self._spares.pop(0).close()
+            self.given_back += 1
+        self._target = max(self._target, sum(s.size for s in self._spares) + size)
+        self._next_size = size
+        self._cond.notify_all()
+
+    def largest(self) -> int:
+        with self._cond:
+            return max((s.size for s in self._spares), default=0)
+
+    def spare_bytes(self) -> int:
+        with self._cond:
+            return sum(s.size for s in self._spares)
+
+    def wait_filled(self, timeout: float) -> bool:
+        """Waits until the background thread has made what the budget asks (benchmarks, tests)."""
+        with self._cond:
+            return self._cond.wait_for(
+                lambda: self._closed or not self._filling and not self._wants_more(), timeout)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            spares, self._spares = self._spares, []
+            self._cond.notify_all()
+        for spare in spares:
+            spare.close()
+
+    # -- the background thread ------------------------------------------------------------------
+
+    def _wants_more(self) -> bool:
+        held = sum(s.size for s in self._spares)
+        return self._next_size > 0 and held + self._next_size <= max(self._target, 0)
+
+    def _run(self) -> None:
+        import time
+
+        while True:
+            with self._cond:
+                while not self._closed and not self._wants_more():
+                    self._cond.wait(_CHECK_SECONDS)
+                    if self._pressed():
+                        self._give_back_locked()
+                if self._closed:
+                    return
+                if self._pressed():
+                    self._give_back_locked()
+                    self._cond.wait(_CHECK_SECONDS)
+                    continue
+                size, self._filling = self._next_size, True
+            start = time.perf_counter()
+            try:
+                spare = _make(self.folder, size)
+            except OSError:
+                spare = None
+            with self._cond:
+                self._filling = False
+                self.fill_seconds += time.perf_counter() - start
+                if spare is None or self._closed:
+                    if spare is not None:
+                        spare.close()
+                    self._target = 0  # the folder cannot take more: stop trying
+                    self._cond.notify_all()
+                    continue
+                self._spares.append(spare)
+                self._cond.notify_all()
+
+    def _pressed(self) -> bool:
+        """Whether the machine, or the store's file system, runs short of memory."""
+        try:
+            fs = os.statvfs(self.folder)
+        except OSError:
+            return True
+        if fs.f_bavail * fs.f_frsize < 2 * max(self._next_size, _GRANULE):
+            return True
+        available, total = _meminfo()
+        return total > 0 and available < total * _LOW_MEMORY_SHARE
+
+    def _give_back_locked(self) -> None:
+        spares, self._spares = self._spares, []
+        self.given_back += len(spares)
+        for spare in spares:
+            spare.close()
+
+
+def _make(folder: Path, size: int) -> Spare:
+    """An anonymous file of ``size`` bytes in ``folder``, its pages allocated and mapped here."""
+    fd = os.open(folder, _O_TMPFILE | os.O_RDWR, 0o600)
+    try:
+        os.ftruncate(fd, size)
+        # MAP_POPULATE allocates (zeroed) pages and fills the page table in one call: exactly
+        # the work a first write would otherwise do a page at a time.
+        return Spare(fd, mmap.mmap(fd, size, flags=_MAP_FLAGS))
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _round_up(size: int) -> int:
+    return -(-size // _GRANULE) * _GRANULE
+
+
+def _meminfo() -> tuple[int, int]:
+    """(MemAvailable, MemTotal) in bytes; (0, 0) when unknown."""
+    values = {}
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                if key in ("MemAvailable", "MemTotal"):
+                    values[key] = int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        return 0, 0
+    return values.get("MemAvailable", 0), values.get("MemTotal", 0)
