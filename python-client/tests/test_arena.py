@@ -38,7 +38,11 @@ def test_spares_are_filled_in_the_background_and_invisible_until_named(folder):
         # Fresh pages from the kernel: zeros, never bytes another writer left.
         assert not np.frombuffer(spare.map, dtype=np.uint8).any()
         spare.close()
-        # Taken: made again in the background, the size of what was taken (rounded up).
+        # Taken: made again in the background, the size of what was taken (rounded up), but
+        # only once the write into it is done (a fill would compete with the copy).
+        __import__("time").sleep(0.3)
+        assert spares.spare_bytes() == 0
+        spares.written()
         assert spares.wait_filled(10)
         assert spares.largest() == 4 * MIB
     finally:

@@ -24,7 +24,6 @@ import os
 import threading
 from pathlib import Path
 
-_MAP_FLAGS = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
 _O_TMPFILE = getattr(os, "O_TMPFILE", 0)
 _GRANULE = 2 << 20  # spare sizes are rounded up to this: a write a few bytes larger still fits
 _LOW_MEMORY_SHARE = 0.10  # below this share of the machine's memory available: give spares back
@@ -84,6 +83,7 @@ class SpareFiles:
         self._cond = threading.Condition()
         self._closed = False
         self._filling = False
+        self._writing = 0  # spares taken whose write has not ended yet
         # Counters for tests and benchmarks.
         self.taken = 0
         self.given_back = 0
@@ -104,11 +104,19 @@ class SpareFiles:
             spare = min(fits, key=lambda s: s.size)
             self._spares.remove(spare)
             self.taken += 1
-            # Made again in the background, the size of what was taken: a loop writing
-            # same-sized objects finds one ready each time.
+            # Made again in the background, the size of what was taken (a loop writing
+            # same-sized objects finds one ready each time), once the write is done: filling
+            # while the writer copies would take the memory bandwidth (and, on a small
+            # machine, the core) the copy needs.
             self._next_size = _round_up(size)
-            self._cond.notify_all()
+            self._writing += 1
             return spare
+
+    def written(self) -> None:
+        """The write into a taken spare is done: the background thread may fill again."""
+        with self._cond:
+            self._writing -= 1
+            self._cond.notify_all()
 
     def _grow_for(self, size: int) -> None:
         """After a write no spare fitted: the next spare is made that large, within the limit,
@@ -148,6 +156,8 @@ class SpareFiles:
     # -- the background thread ------------------------------------------------------------------
 
     def _wants_more(self) -> bool:
+        if self._writing:
+            return False
         held = sum(s.size for s in self._spares)
         return self._next_size > 0 and held + self._next_size <= max(self._target, 0)
 
@@ -207,12 +217,29 @@ def _make(folder: Path, size: int) -> Spare:
     fd = os.open(folder, _O_TMPFILE | os.O_RDWR, 0o600)
     try:
         os.ftruncate(fd, size)
-        # MAP_POPULATE allocates (zeroed) pages and fills the page table in one call: exactly
-        # the work a first write would otherwise do a page at a time.
-        return Spare(fd, mmap.mmap(fd, size, flags=_MAP_FLAGS))
+        mapped = mmap.mmap(fd, size, flags=mmap.MAP_SHARED)
     except BaseException:
         os.close(fd)
         raise
+    _prefault_for_writing(mapped)
+    return Spare(fd, mapped)
+
+
+_MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)  # Linux 5.14
+
+
+def _prefault_for_writing(mapped: mmap.mmap) -> None:
+    """Allocates (zeroed) pages and writable page-table entries: all the work a first write
+    would otherwise do a page at a time. MAP_POPULATE is not enough: on a shared mapping it
+    faults pages in for reading, and the first write to each still takes a fault."""
+    try:
+        mapped.madvise(_MADV_POPULATE_WRITE)
+        return
+    except (OSError, ValueError):
+        pass  # an older kernel: touch one byte of every page
+    import numpy as np
+
+    np.frombuffer(mapped, dtype=np.uint8)[::mmap.PAGESIZE] = 0
 
 
 def _round_up(size: int) -> int:

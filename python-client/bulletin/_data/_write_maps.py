@@ -74,7 +74,10 @@ class WriteMappings:
             return
         spare = self._take_spare(path, size)
         if spare is not None:
-            self._write_and_keep(_Mapping(spare.fd, spare.map, oid), encoded)
+            try:
+                self._write_and_keep(_Mapping(spare.fd, spare.map, oid), encoded)
+            finally:
+                self.spares.written()
             self.spare_writes += 1
             return
         self._map_and_write(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600), encoded,
@@ -126,6 +129,7 @@ class WriteMappings:
             os.ftruncate(spare.fd, size)
         except BaseException:
             spare.close()
+            self.spares.written()
             raise
         return spare
 
