@@ -31,10 +31,10 @@ def test_spares_are_filled_in_the_background_and_invisible_until_named(folder):
     spares = _arena.SpareFiles(folder, 8 * MIB, 16 * MIB)
     try:
         assert spares.wait_filled(10)
-        assert spares.spare_bytes() == 8 * MIB
+        assert spares.spare_bytes() == 6 * MIB  # a ladder: 4 MiB + a granule
         assert os.listdir(folder) == [], "a spare has no name: nobody else can open it"
         spare = spares.take(3 * MIB)
-        assert spare is not None and spare.size == 8 * MIB
+        assert spare is not None and spare.size == 6 * MIB
         # Fresh pages from the kernel: zeros, never bytes another writer left.
         assert not np.frombuffer(spare.map, dtype=np.uint8).any()
         spare.close()
@@ -64,12 +64,12 @@ def test_a_write_larger_than_every_spare_grows_the_next_one_within_the_limit(fol
 
 
 def test_spares_are_given_back_when_the_machine_runs_short_of_memory(folder, monkeypatch):
-    spares = _arena.SpareFiles(folder, 4 * MIB, 4 * MIB)
+    spares = _arena.SpareFiles(folder, 8 * MIB, 8 * MIB)
     try:
-        assert spares.wait_filled(10)
+        assert spares.wait_filled(10) and spares.spare_bytes() == 6 * MIB
         monkeypatch.setattr(_arena, "_meminfo", lambda: (1, 100))  # 1 % available
         monkeypatch.setattr(_arena, "_CHECK_SECONDS", 0.05)
-        spares.take(8 * MIB)  # wakes the thread (no spare fits)
+        spares.take(7 * MIB)  # wakes the thread (no spare fits)
         deadline = __import__("time").monotonic() + 10
         while spares.spare_bytes() and __import__("time").monotonic() < deadline:
             __import__("time").sleep(0.05)
@@ -115,3 +115,10 @@ def test_a_budget_off_the_granule_still_fills(folder):
         assert spares.spare_bytes() == 6 * MIB
     finally:
         spares.close()
+
+
+def test_the_first_fill_is_a_ladder_so_a_write_cuts_little_off_its_spare():
+    granule = 2 * MIB
+    assert _arena._ladder(3 << 29) == [size * MIB + granule
+                                        for size in (1024, 256, 128, 64, 32, 16)]
+    assert _arena._ladder(3 * MIB) == []

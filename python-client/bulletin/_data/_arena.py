@@ -78,7 +78,10 @@ class SpareFiles:
         self.folder = Path(folder)
         self._limit = _round_up(limit_bytes)
         self._target = min(_round_up(initial_bytes), self._limit)
-        self._next_size = _round_up(self._target)
+        # Sizes of the spares to make next, in order: at start a ladder that fills the budget
+        # (a write takes the smallest spare that fits, and cutting a much larger one to size
+        # costs time freeing its tail), then one of each size taken.
+        self._plan: list[int] = _ladder(self._target)
         self._spares: list[Spare] = []
         self._cond = threading.Condition()
         self._closed = False
@@ -108,7 +111,7 @@ class SpareFiles:
             # same-sized objects finds one ready each time), once the write is done: filling
             # while the writer copies would take the memory bandwidth (and, on a small
             # machine, the core) the copy needs.
-            self._next_size = _round_up(size)
+            self._plan.append(_round_up(size))
             self._writing += 1
             return spare
 
@@ -128,7 +131,7 @@ class SpareFiles:
             self._spares.pop(0).close()
             self.given_back += 1
         self._target = max(self._target, sum(s.size for s in self._spares) + size)
-        self._next_size = size
+        self._plan.insert(0, size)
         self._cond.notify_all()
 
     def largest(self) -> int:
@@ -159,7 +162,9 @@ class SpareFiles:
         if self._writing:
             return False
         held = sum(s.size for s in self._spares)
-        return self._next_size > 0 and held + self._next_size <= max(self._target, 0)
+        while self._plan and held + self._plan[0] > self._target:
+            self._plan.pop(0)  # no longer fits the budget (smaller ones may)
+        return bool(self._plan)
 
     def _run(self) -> None:
         import time
@@ -176,7 +181,7 @@ class SpareFiles:
                     self._give_back_locked()
                     self._cond.wait(_CHECK_SECONDS)
                     continue
-                size, self._filling = self._next_size, True
+                size, self._filling = self._plan.pop(0), True
             start = time.perf_counter()
             try:
                 spare = _make(self.folder, size)
@@ -200,7 +205,7 @@ class SpareFiles:
             fs = os.statvfs(self.folder)
         except OSError:
             return True
-        if fs.f_bavail * fs.f_frsize < 2 * max(self._next_size, _GRANULE):
+        if fs.f_bavail * fs.f_frsize < 2 * max(self._plan[:1] + [_GRANULE]):
             return True
         available, total = _meminfo()
         return total > 0 and available < total * _LOW_MEMORY_SHARE
@@ -240,6 +245,19 @@ def _prefault_for_writing(mapped: mmap.mmap) -> None:
     import numpy as np
 
     np.frombuffer(mapped, dtype=np.uint8)[::mmap.PAGESIZE] = 0
+
+
+def _ladder(budget: int) -> list[int]:
+    """Spare sizes that fill ``budget``: powers of two (plus one granule, for an object's
+    header), largest first, none below 4 MiB."""
+    sizes, left, power = [], budget, 1 << 40
+    while power >= 4 << 20:
+        if power + _GRANULE <= left:
+            sizes.append(power + _GRANULE)
+            left -= power + _GRANULE
+        else:
+            power >>= 1
+    return sizes
 
 
 def _round_up(size: int) -> int:

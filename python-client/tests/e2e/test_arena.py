@@ -28,7 +28,7 @@ def two_users(tmp_path_factory):
     home = tmp_path_factory.mktemp("arena")
     config = home / "cluster.yaml"
     config.write_text(USERS)
-    # 256 MiB store, a quarter of it pre-faulted per client: 64 MiB spares.
+    # 256 MiB store, a quarter of it pre-faulted per client: up to 64 MiB of spares.
     cluster = start_cluster(home / "home", "--store-capacity", str(256 * MIB),
                             "--store-arena-share", "0.25", "--config", str(config))
     try:
@@ -47,7 +47,7 @@ def test_the_first_large_write_after_connecting_lands_in_a_spare(two_users):
         transfer = ada._transfer
         assert transfer.same_host and transfer.spares is not None
         assert transfer.spares.wait_filled(30)
-        assert transfer.spares.spare_bytes() == 64 * MIB
+        assert transfer.spares.spare_bytes() >= 32 * MIB  # a ladder within the 64 MiB
         a = np.random.default_rng(3).random(4 * MIB, dtype=np.float32)  # 16 MiB
         ref = ada.scatter(a)
         assert transfer._maps.spare_writes == 1, "the first write did not take a spare"
