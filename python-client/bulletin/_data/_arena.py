@@ -28,6 +28,7 @@ _O_TMPFILE = getattr(os, "O_TMPFILE", 0)
 _GRANULE = 2 << 20  # spare sizes are rounded up to this: a write a few bytes larger still fits
 _LOW_MEMORY_SHARE = 0.10  # below this share of the machine's memory available: give spares back
 _CHECK_SECONDS = 5.0
+_WAIT_FOR_FILL = 60.0  # at most this long for a spare being made (a fresh write is slower)
 
 
 class Spare:
@@ -85,7 +86,7 @@ class SpareFiles:
         self._spares: list[Spare] = []
         self._cond = threading.Condition()
         self._closed = False
-        self._filling = False
+        self._filling = 0  # the size of the spare being made, 0 when none
         self._writing = 0  # spares taken whose write has not ended yet
         # Counters for tests and benchmarks.
         self.taken = 0
@@ -100,6 +101,11 @@ class SpareFiles:
         """The smallest spare of at least ``size`` bytes, or None (the writer then writes a fresh
         file, and the next spare is made at least this large, within the limit)."""
         with self._cond:
+            # A spare that fits is being made: waiting for it costs less than writing a fresh
+            # file (which would pay the same faults, competing with the fill for the memory).
+            self._cond.wait_for(lambda: self._closed or not self._filling
+                                or self._filling < size
+                                or any(s.size >= size for s in self._spares), _WAIT_FOR_FILL)
             fits = [s for s in self._spares if s.size >= size]
             if not fits:
                 self._grow_for(_round_up(size))
@@ -181,14 +187,14 @@ class SpareFiles:
                     self._give_back_locked()
                     self._cond.wait(_CHECK_SECONDS)
                     continue
-                size, self._filling = self._plan.pop(0), True
+                size = self._filling = self._plan.pop(0)
             start = time.perf_counter()
             try:
                 spare = _make(self.folder, size)
             except OSError:
                 spare = None
             with self._cond:
-                self._filling = False
+                self._filling = 0
                 self.fill_seconds += time.perf_counter() - start
                 if spare is None or self._closed:
                     if spare is not None:
@@ -236,15 +242,35 @@ _MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)  # Linux 5.14
 def _prefault_for_writing(mapped: mmap.mmap) -> None:
     """Allocates (zeroed) pages and writable page-table entries: all the work a first write
     would otherwise do a page at a time. MAP_POPULATE is not enough: on a shared mapping it
-    faults pages in for reading, and the first write to each still takes a fault."""
-    try:
-        mapped.madvise(_MADV_POPULATE_WRITE)
-        return
-    except (OSError, ValueError):
-        pass  # an older kernel: touch one byte of every page
+    faults pages in for reading, and the first write to each still takes a fault.
+
+    Through ctypes, not ``mmap.madvise``: a ctypes call lets go of the GIL, and filling 1 GiB
+    takes a second or more during which the writer's own threads (its gRPC calls) must run."""
     import numpy as np
 
-    np.frombuffer(mapped, dtype=np.uint8)[::mmap.PAGESIZE] = 0
+    pages = np.frombuffer(mapped, dtype=np.uint8)
+    try:
+        if _libc_madvise(pages.ctypes.data, len(pages), _MADV_POPULATE_WRITE) == 0:
+            return
+        # An older kernel: touch one byte of every page (numpy lets go of the GIL too).
+        pages[::mmap.PAGESIZE] = 0
+    finally:
+        del pages
+
+
+def _libc_madvise(address: int, length: int, advice: int) -> int:
+    import ctypes
+
+    global _MADVISE
+    if _MADVISE is None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        _MADVISE = libc.madvise
+        _MADVISE.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+        _MADVISE.restype = ctypes.c_int
+    return _MADVISE(address, length, advice)
+
+
+_MADVISE = None
 
 
 def _ladder(budget: int) -> list[int]:
