@@ -77,6 +77,11 @@ def _parser() -> argparse.ArgumentParser:
                          "several times faster)")
     up.add_argument("--store-capacity", type=int, default=0, metavar="BYTES",
                     help="object store memory limit (default: half of /dev/shm)")
+    up.add_argument("--store-arena-share", type=float, metavar="SHARE",
+                    help="share of the store capacity (0..0.5, default 0: off) a client on this "
+                         "host keeps pre-faulted for its next large writes, so that even a "
+                         "first write runs at memory speed: memory taken from the machine while "
+                         "it waits (0: none; see docs/data-plane.md)")
     up.add_argument("--spill-dir", type=Path, metavar="DIR",
                     help="local-disk folder for objects pushed out of memory (default: temp dir)")
     up.add_argument("--state-dir", type=Path, metavar="DIR",
@@ -267,6 +272,7 @@ def _up(args) -> int:
                              port=args.port, data_port=args.data_port, config=args.config,
                              host=args.host,
                              store_capacity=args.store_capacity, spill_dir=args.spill_dir,
+                             store_arena_share=args.store_arena_share,
                              store_dir=args.store_dir, executors=_executor_options(args),
                              tls=args.tls, tls_cert=args.tls_cert, tls_key=args.tls_key,
                              tls_ca=args.tls_ca, usage_retention=retention,

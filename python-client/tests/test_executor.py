@@ -255,6 +255,27 @@ def test_a_large_result_waits_for_the_agent_to_stage_its_file_then_commit_writes
         executor.commit(True)
 
 
+def test_an_executor_grows_a_spare_after_its_first_large_result_and_writes_the_next_into_it(
+        store):
+    import numpy as np
+    from bulletin._data import _arena
+    if not _arena.supported(store.path):
+        pytest.skip("no O_TMPFILE in this file system")
+    executor = Executor(store.path, keep_mapped_bytes=64 << 20)
+    big = np.ones(1 << 20, dtype=np.float32)
+    executor.run(call(store, store.put(lambda: big), store.put(((), {}))))
+    first = executor.commit(False)
+    spares = executor._maps.spares
+    assert spares is not None and spares.folder == store.path
+    assert spares.wait_filled(10) and spares.largest() >= first.size
+    os.replace(store.path / ".result-t-1", store.path / first.result)
+    executor.run(call(store, store.put(lambda: big * 3), store.put(((), {})), task="t-2"))
+    second = executor.commit(False)
+    assert executor._maps.spare_writes == 1
+    assert np.array_equal(open_object(store.path / ".result-t-2"), big * 3)
+    assert os.path.getsize(store.path / ".result-t-2") == second.size
+
+
 def test_a_call_an_earlier_call_may_have_broken_is_not_run_and_the_executor_asks_to_go(store):
     from bulletin._runtime._executor import Unfit
     executor = Executor(store.path)

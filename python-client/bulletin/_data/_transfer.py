@@ -24,7 +24,7 @@ from time import perf_counter
 import grpc
 import pyarrow as pa
 
-from . import _bulk
+from . import _arena, _bulk
 from .._reconnect import retry_lost
 from .._errors import (BulletinError, RuntimeFailure, RuntimeUnreachableError, StoreFullError,
                        TlsError)
@@ -37,6 +37,8 @@ _PATHS = ("auto", "bulk", "grpc")
 # How long a data connection may take to open before the client uses gRPC instead.
 _CONNECT_SECONDS = 3.0
 _RPC_SECONDS = 30.0
+# What a client pre-faults at start, at most (more only on demand, up to HelloReply.arena_bytes).
+_ARENA_FIRST_FILL = 2 << 30
 
 
 class Transfer:
@@ -63,7 +65,7 @@ class Transfer:
         self._held: dict[str, int] = {}
         # Mappings of this client's large same-host writes, for the runtime to recycle.
         keep = self.capacity // 4 if self.capacity > 0 else 1 << 30
-        self._maps = WriteMappings(keep)
+        self._maps = WriteMappings(keep, spares=self._spares(hello.arena_bytes))
         # Memory of this client's downloads, reused for the next ones once it is let go.
         self.receive_buffers = _bulk.ReceiveBuffers(keep)
         # Counters for benchmarks and tests: what crossed the wire or the store folder.
@@ -236,6 +238,17 @@ class Transfer:
             _unlink_quietly(path)
             raise
         return name
+
+    def _spares(self, arena_bytes: int) -> _arena.SpareFiles | None:
+        """Pre-faulted files for this client's large writes, filled in the background from now
+        (same host only: elsewhere nothing is written into the store folder)."""
+        if not self.same_host or arena_bytes < RECYCLE_MIN or not _arena.supported(self.folder):
+            return None
+        return _arena.SpareFiles(self.folder, min(arena_bytes, _ARENA_FIRST_FILL), arena_bytes)
+
+    @property
+    def spares(self) -> _arena.SpareFiles | None:
+        return self._maps.spares
 
     def close(self) -> None:
         self._maps.close()

@@ -21,6 +21,7 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
+from ._arena import Spare, SpareFiles
 from ._objects import write_file
 
 RECYCLE_MIN = 1 << 20  # smaller writes are cheap to fault in: not worth a kept mapping
@@ -46,12 +47,19 @@ class WriteMappings:
     (least recently written dropped first). A file the runtime deleted is let go at the next
     write: until then the mapping alone keeps its memory."""
 
-    def __init__(self, limit_bytes: int, max_files: int = 16):
+    def __init__(self, limit_bytes: int, max_files: int = 16, spares: SpareFiles | None = None):
         self._limit = limit_bytes
+        # Pre-faulted files for writes no released object's file serves (``_arena``).
+        self.spares = spares
         self._max_files = max_files
         self._maps: OrderedDict[tuple[int, int], _Mapping] = OrderedDict()  # (dev, inode)
         self._lock = threading.Lock()
         self.recycled_writes = 0  # writes through a kept mapping: for tests and benchmarks
+        self.spare_writes = 0  # writes into a pre-faulted spare file
+
+    @property
+    def limit(self) -> int:
+        return self._limit
 
     def ids(self) -> list[str]:
         """Objects whose files are still mapped here: the runtime gives these back first."""
@@ -63,6 +71,14 @@ class WriteMappings:
         size = encoded.nbytes
         if size < RECYCLE_MIN or size > self._limit:
             write_file(path, encoded)
+            return
+        spare = self._take_spare(path, size)
+        if spare is not None:
+            try:
+                self._write_and_keep(_Mapping(spare.fd, spare.map, oid), encoded)
+            finally:
+                self.spares.written()
+            self.spare_writes += 1
             return
         self._map_and_write(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600), encoded,
                             oid)
@@ -88,6 +104,8 @@ class WriteMappings:
             return True
         if kept is not None:
             kept.close()
+        if self.has_spare(size):
+            return False  # a spare is mapped here already: cheaper than mapping this file
         fd = os.open(path, os.O_RDWR)
         if not _exclusive(fd):
             os.close(fd)
@@ -95,7 +113,29 @@ class WriteMappings:
         self._map_and_write(fd, encoded, oid)
         return True
 
+    def has_spare(self, size: int) -> bool:
+        return self.spares is not None and self.spares.largest() >= size
+
+    def _take_spare(self, path: Path, size: int) -> Spare | None:
+        """A pre-faulted spare named ``path`` and cut to ``size``, or None."""
+        if self.spares is None or Path(path).parent != self.spares.folder:
+            return None
+        spare = self.spares.take(size)
+        if spare is None:
+            return None
+        try:
+            spare.name(path)
+            # Nobody else maps an anonymous file: cutting its tail cannot fault a reader.
+            os.ftruncate(spare.fd, size)
+        except BaseException:
+            spare.close()
+            self.spares.written()
+            raise
+        return spare
+
     def close(self) -> None:
+        if self.spares is not None:
+            self.spares.close()
         with self._lock:
             maps, self._maps = list(self._maps.values()), OrderedDict()
         for kept in maps:

@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 from .._envelope import make_envelope as envelope
 from .._data._objects import encode, open_object, write_file
+from .._data import _arena
 from .._data._write_maps import RECYCLE_MIN, WriteMappings
 from . import _preempt
 from ._arguments import load_arguments
@@ -328,11 +329,18 @@ class Executor:
         if pending is None:
             raise BulletinError("commit without a staged result (the agent's protocol is broken)")
         path, oid = Path(pending.path), pending.encoded.digest()
+        self._spares_for(path.parent)
         if not (staged and self._maps.write_recycled(path, pending.encoded, oid)):
             if staged:
                 os.unlink(path)  # another process still maps it: theirs to keep
             self._maps.write_new(path, pending.encoded, oid)
         return _finished(pending)
+
+    def _spares_for(self, folder: Path) -> None:
+        """Spare files for this executor's large results, grown on demand from the first one
+        (an executor serves one user, so one folder, for its life)."""
+        if self._maps.spares is None and _arena.supported(folder):
+            self._maps.spares = _arena.SpareFiles(folder, 0, self._maps.limit)
 
     @staticmethod
     def _link_stored(result_path: str, encoded) -> bool:

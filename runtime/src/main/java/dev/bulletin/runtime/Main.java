@@ -92,6 +92,11 @@ public final class Main implements Callable<Integer> {
       description = "Object store memory limit in bytes (default: half of the store's file system).")
   long storeCapacity;
 
+  @Option(names = "--store-arena-share", defaultValue = "0",
+      description = "Share of the store capacity a same-host writer keeps pre-faulted for its"
+          + " next large writes (memory taken from the machine while it waits; 0: none).")
+  double storeArenaShare;
+
   @Option(names = "--spill-dir",
       description = "Local-disk folder for objects pushed out of memory (default: the temp dir).")
   Path spillDir;
@@ -151,6 +156,7 @@ public final class Main implements Callable<Integer> {
     RuntimeOptions.Builder builder = RuntimeOptions.builder(home, worker).host(host).port(port)
         .owner(ownerToken, ownerUser).workerToken(workerToken).config(runtimeConfig)
         .storeFolder(storeDir).storeCapacityBytes(storeCapacity).spillFolder(spillDir)
+        .storeArenaShare(storeArenaShare)
         .inlineLimitBytes(inlineLimit).drainMarginSeconds(drainMargin).dataPort(dataPort)
         .ticketSeconds(ticketSeconds).httpPort(httpPort(httpPort))
         .metricsToken(System.getenv("BULLETIN_METRICS_TOKEN"))

@@ -36,6 +36,8 @@ import java.nio.file.Path;
  * @param reconnect how long sessions and workers whose link broke are waited for
  * @param stateFolder where the journal lives (null: {@code home}); see docs/durability.md
  * @param journal whether the control plane's state is journaled (false: a restart loses it)
+ * @param storeArenaShare the share of the store's capacity a same-host writer keeps pre-faulted
+ *     for its next large writes (0: none; see docs/data-plane.md)
  */
 public record RuntimeOptions(
     Path home,
@@ -59,7 +61,8 @@ public record RuntimeOptions(
     String metricsToken,
     ReconnectOptions reconnect,
     Path stateFolder,
-    boolean journal) {
+    boolean journal,
+    double storeArenaShare) {
 
   /** {@link #httpPort} when the runtime serves no HTTP port and keeps no metrics. */
   public static final int HTTP_OFF = -1;
@@ -100,6 +103,10 @@ public record RuntimeOptions(
     if (!(drainMarginSeconds >= 0)) {
       throw new IllegalArgumentException("drainMarginSeconds must be >= 0, got "
           + drainMarginSeconds);
+    }
+    if (!(storeArenaShare >= 0 && storeArenaShare <= 0.5)) {
+      throw new IllegalArgumentException("storeArenaShare must be 0..0.5 (a share of the store's"
+          + " capacity), got " + storeArenaShare);
     }
     if (storeCapacityBytes < 0) {
       throw new IllegalArgumentException("storeCapacityBytes must be >= 0 (0 = default), got "
@@ -145,6 +152,7 @@ public record RuntimeOptions(
     private long inlineLimitBytes = 1 << 20;
     private double drainMarginSeconds = 60;
     private long storeCapacityBytes;
+    private double storeArenaShare = 0;
     private Path spillFolder;
     private int dataPort;
     private double ticketSeconds = 60;
@@ -208,6 +216,11 @@ public record RuntimeOptions(
       return this;
     }
 
+    public Builder storeArenaShare(double storeArenaShare) {
+      this.storeArenaShare = storeArenaShare;
+      return this;
+    }
+
     public Builder spillFolder(Path spillFolder) {
       this.spillFolder = spillFolder;
       return this;
@@ -267,7 +280,7 @@ public record RuntimeOptions(
       return new RuntimeOptions(home, host, port, ownerToken, ownerUser, workerToken, config,
           worker, storeFolder, inlineLimitBytes, drainMarginSeconds, storeCapacityBytes,
           spillFolder, dataPort, ticketSeconds, schedulerSeed, usageRetention, httpPort,
-          metricsToken, reconnect, stateFolder, journal);
+          metricsToken, reconnect, stateFolder, journal, storeArenaShare);
     }
   }
 }

@@ -58,6 +58,7 @@ public final class GrpcApi {
   private final int dataPort;
   /** The web dashboard's address told in Hello; empty: the runtime serves none. */
   private String dashboardUrl = "";
+  private double arenaShare;
 
   public GrpcApi(ControlPlane plane, SessionRegistry sessions, ObjectApi objects, int dataPort,
       StatusReport status,
@@ -72,6 +73,12 @@ public final class GrpcApi {
     this.sessions = sessions;
     this.objects = objects;
     this.dataPort = dataPort;
+  }
+
+  /** The share of the store a same-host client keeps pre-faulted (HelloReply.arena_bytes). */
+  public GrpcApi arenaShare(double share) {
+    this.arenaShare = share;
+    return this;
   }
 
   /** Names the web dashboard in Hello (set before the API serves). */
@@ -136,7 +143,8 @@ public final class GrpcApi {
         .setMaxMessageBytes(maxMessage)
         .setStoreDir(plane.store().folderOf(ObjectKey.namespaceOf(identity.user())).toString())
         .setHostId(hostId).setStoreCapacityBytes(plane.store().capacityBytes())
-        .setDataPort(dataPort).setDashboardUrl(dashboardUrl).build()));
+        .setDataPort(dataPort).setDashboardUrl(dashboardUrl)
+        .setArenaBytes((long) (arenaShare * plane.store().capacityBytes())).build()));
   }
 
   private void session(Identity identity, GrpcServerRequest<ClientMessage, ServerMessage> request) {

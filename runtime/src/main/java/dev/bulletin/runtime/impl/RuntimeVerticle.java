@@ -159,7 +159,7 @@ public final class RuntimeVerticle extends VerticleBase {
     JournalRestore.restore(journal.restored(), plane, sessions);
     GrpcApi api = new GrpcApi(plane, sessions, objects, bulk.port(), status, clusterId, version,
         options.inlineLimitBytes(), WireLimits.MAX_MESSAGE_BYTES, stopCluster);
-    api.mount(grpc, auth);
+    api.arenaShare(options.storeArenaShare()).mount(grpc, auth);
     new UsageApi(usage.store()).mount(grpc, auth);
     new WorkerAttachApi(vertx, plane, clusterId, version, options.inlineLimitBytes(),
         WireLimits.MAX_MESSAGE_BYTES, options.reconnect().workerGrace()).mount(grpc, auth);

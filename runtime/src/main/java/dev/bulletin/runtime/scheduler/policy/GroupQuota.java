@@ -43,9 +43,14 @@ public record GroupQuota(
 
   /** A group not named in the config: no quota, may not earn credits. */
   public static GroupQuota unlimited(String name) {
-    return new GroupQuota(name, UNLIMITED_GPUS, Double.POSITIVE_INFINITY, Duration.ofDays(7),
-        true, 1, UNLIMITED_GPUS);
+    // Asked for every call of every scheduling pass: one immutable instance per group name
+    // (names come from the config and the users' groups, a bounded set).
+    return UNLIMITED.computeIfAbsent(name, n -> new GroupQuota(n, UNLIMITED_GPUS,
+        Double.POSITIVE_INFINITY, Duration.ofDays(7), true, 1, UNLIMITED_GPUS));
   }
+
+  private static final java.util.concurrent.ConcurrentMap<String, GroupQuota> UNLIMITED =
+      new java.util.concurrent.ConcurrentHashMap<>();
 
   public boolean limitsGpus() {
     return maxGpus != UNLIMITED_GPUS;

@@ -1,0 +1,124 @@
+"""Pre-faulted spare files (bulletin._data._arena) and their use by WriteMappings."""
+
+import os
+import stat
+
+import numpy as np
+import pytest
+
+from bulletin._data import _arena
+from bulletin._data._objects import encode, open_object
+from bulletin._data._write_maps import WriteMappings
+
+MIB = 1 << 20
+
+pytestmark = pytest.mark.skipif(not _arena.supported(__import__("pathlib").Path("/dev/shm")),
+                                reason="no O_TMPFILE on /dev/shm")
+
+
+@pytest.fixture
+def folder(tmp_path_factory):
+    path = tmp_path_factory.mktemp("arena", numbered=True)
+    shm = __import__("pathlib").Path("/dev/shm") / f"bulletin-arena-test-{os.getpid()}-{path.name}"
+    shm.mkdir(mode=0o700)
+    yield shm
+    for name in os.listdir(shm):
+        os.unlink(shm / name)
+    shm.rmdir()
+
+
+def test_spares_are_filled_in_the_background_and_invisible_until_named(folder):
+    spares = _arena.SpareFiles(folder, 8 * MIB, 16 * MIB)
+    try:
+        assert spares.wait_filled(10)
+        assert spares.spare_bytes() == 6 * MIB  # a ladder: 4 MiB + a granule
+        assert os.listdir(folder) == [], "a spare has no name: nobody else can open it"
+        spare = spares.take(3 * MIB)
+        assert spare is not None and spare.size == 6 * MIB
+        # Fresh pages from the kernel: zeros, never bytes another writer left.
+        assert not np.frombuffer(spare.map, dtype=np.uint8).any()
+        spare.close()
+        # Taken: made again in the background, the size of what was taken (rounded up), but
+        # only once the write into it is done (a fill would compete with the copy).
+        __import__("time").sleep(0.3)
+        assert spares.spare_bytes() == 0
+        spares.written()
+        assert spares.wait_filled(10)
+        assert spares.largest() == 4 * MIB
+    finally:
+        spares.close()
+
+
+def test_a_write_larger_than_every_spare_grows_the_next_one_within_the_limit(folder):
+    spares = _arena.SpareFiles(folder, 2 * MIB, 12 * MIB)
+    try:
+        assert spares.wait_filled(10)
+        assert spares.take(10 * MIB) is None
+        assert spares.wait_filled(10)
+        assert spares.largest() == 10 * MIB
+        assert spares.take(20 * MIB) is None  # beyond the limit: never made
+        assert spares.wait_filled(10)
+        assert spares.largest() == 10 * MIB
+    finally:
+        spares.close()
+
+
+def test_spares_are_given_back_when_the_machine_runs_short_of_memory(folder, monkeypatch):
+    spares = _arena.SpareFiles(folder, 8 * MIB, 8 * MIB)
+    try:
+        assert spares.wait_filled(10) and spares.spare_bytes() == 6 * MIB
+        monkeypatch.setattr(_arena, "_meminfo", lambda: (1, 100))  # 1 % available
+        monkeypatch.setattr(_arena, "_CHECK_SECONDS", 0.05)
+        spares.take(7 * MIB)  # wakes the thread (no spare fits)
+        deadline = __import__("time").monotonic() + 10
+        while spares.spare_bytes() and __import__("time").monotonic() < deadline:
+            __import__("time").sleep(0.05)
+        assert spares.spare_bytes() == 0 and spares.given_back >= 1
+    finally:
+        spares.close()
+
+
+def test_a_large_write_lands_in_a_spare_named_and_cut_to_the_objects_size(folder):
+    maps = WriteMappings(64 * MIB, spares=_arena.SpareFiles(folder, 8 * MIB, 8 * MIB))
+    try:
+        assert maps.spares.wait_filled(10)
+        value = np.arange(3 * MIB // 4, dtype=np.float32)
+        encoded = encode(value)
+        path = folder / ".stage-test-1"
+        maps.write_new(path, encoded, encoded.digest())
+        assert maps.spare_writes == 1
+        st = os.stat(path)
+        assert st.st_size == encoded.nbytes and st.st_nlink == 1
+        assert stat.S_IMODE(st.st_mode) == 0o600
+        np.testing.assert_array_equal(open_object(path), value)
+        # The file is now an ordinary kept mapping: overwriting it later reuses it.
+        assert encoded.digest() in maps.ids()
+    finally:
+        maps.close()
+
+
+def test_a_write_into_another_folder_never_takes_a_spare(folder, tmp_path):
+    maps = WriteMappings(64 * MIB, spares=_arena.SpareFiles(folder, 8 * MIB, 8 * MIB))
+    try:
+        assert maps.spares.wait_filled(10)
+        encoded = encode(np.ones(MIB, dtype=np.uint8))
+        maps.write_new(tmp_path / ".other", encoded, encoded.digest())
+        assert maps.spare_writes == 0
+    finally:
+        maps.close()
+
+
+def test_a_budget_off_the_granule_still_fills(folder):
+    spares = _arena.SpareFiles(folder, 5 * MIB + 3, 5 * MIB + 3)
+    try:
+        assert spares.wait_filled(10)
+        assert spares.spare_bytes() == 6 * MIB
+    finally:
+        spares.close()
+
+
+def test_the_first_fill_is_a_ladder_so_a_write_cuts_little_off_its_spare():
+    granule = 2 * MIB
+    assert _arena._ladder(3 << 29) == [size * MIB + granule
+                                        for size in (1024, 256, 128, 64, 32, 16)]
+    assert _arena._ladder(3 * MIB) == []
