@@ -29,6 +29,7 @@ from ._errors import (BulletinError, InvalidArgumentError, RuntimeFailure,
 from ._future import Future, WaitInfo
 from ._gather import gather, gather_async
 from ._nested import futures_in
+from ._output import checked_prefix
 from ._proto import bulletin_pb2 as pb
 from ._ref import Ref
 from ._status import ClusterStatus
@@ -50,12 +51,16 @@ class Client:
     TLS runtime with; defaults to $BULLETIN_CA, then runtime.json (on the head's host), then
     $BULLETIN_HOME/ca.pem; without one the client speaks plaintext. ``ca=False``: plaintext. An
     asynchronous client (Dask's ``asynchronous=True``) returns awaitables from gather, scatter
-    and cancel; Futures are awaitable with either.
+    and cancel; Futures are awaitable with either. A call's output is printed a whole line at
+    a time (in Jupyter, under the cell that started the call); while calls overlap each line
+    starts with a label naming its call, which ``output_prefix=False`` (or setting the
+    attribute later) leaves out.
     """
 
     def __init__(self, address: str | None = None, *, token: str | None = None,
                  connect_timeout: float = 3.0, ca=None, set_as_default: bool = True,
-                 asynchronous: bool = False):
+                 asynchronous: bool = False, output_prefix: bool = True):
+        checked_prefix(output_prefix)  # before anything connects
         self.asynchronous = asynchronous
         self._conn = Connection(address, token, connect_timeout, ca=ca)
         hello = self._conn.hello
@@ -73,6 +78,7 @@ class Client:
         self._submitter = Submitter(self._conn, self._session, self._transfer, self._calls,
                                     inline_limit=hello.inline_limit_bytes,
                                     batch_bytes=max(1, max_message // 2))
+        self.output_prefix = output_prefix
         self._submitter.start()
         wait = max(connect_timeout, 1.0)
         if self._session.wait_opened(wait) is None:
@@ -194,6 +200,15 @@ class Client:
 
     def _asynchronous(self, asynchronous: bool | None) -> bool:
         return self.asynchronous if asynchronous is None else bool(asynchronous)
+
+    @property
+    def output_prefix(self) -> bool:
+        """Whether lines of overlapping calls' output start with a label naming the call."""
+        return self._submitter.output.prefix
+
+    @output_prefix.setter
+    def output_prefix(self, value: bool) -> None:
+        self._submitter.output.prefix = checked_prefix(value)
 
     @property
     def futures(self) -> dict[str, Future]:
