@@ -16,6 +16,7 @@ notebook (outputs and plots included) over the original. The pytest suite
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import os
 import sys
@@ -65,12 +66,26 @@ def execute(path: Path, parameters: dict, *, timeout: float = 1800, write: bool 
     return nb
 
 
+def parse_param(text: str) -> tuple[str, object]:
+    name, eq, value = text.partition("=")
+    if not eq or not name.isidentifier():
+        raise SystemExit(f"--param {text!r}: expected NAME=VALUE, e.g. --param repeats=1")
+    try:
+        return name, ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        raise SystemExit(f"--param {text!r}: the value must be a Python literal "
+                         f"(a number, a quoted string, a tuple, None)") from None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("notebooks", nargs="*", help=f"default: {' '.join(NOTEBOOKS)}")
     parser.add_argument("--size", choices=("ci", "real"), default="real")
     parser.add_argument("--write", action="store_true",
                         help="save the executed notebooks (with outputs) over the originals")
+    parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                        help="another parameter, a Python literal (--param repeats=1); "
+                             "a notebook that does not have it ignores it")
     parser.add_argument("--cpus", type=int, default=0,
                         help="the CPU slots of the cluster started for them (default: all)")
     args = parser.parse_args()
@@ -79,7 +94,7 @@ def main() -> None:
 
     # The kernels find the cluster as any client does: local_cluster sets $BULLETIN_HOME.
     with local_cluster(cpus=args.cpus, reuse=False):
-        parameters = {"size": args.size}
+        parameters = {"size": args.size, **dict(parse_param(p) for p in args.param)}
         for path in notebook_paths(args.notebooks):
             start = time.monotonic()
             print(f"{path.name} ({args.size} size) ...", flush=True)
