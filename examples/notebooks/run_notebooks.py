@@ -48,7 +48,6 @@ def with_parameters(nb, parameters: dict):
     source = "# Injected by run_notebooks.py\n" + "".join(
         f"{name} = {value!r}\n" for name, value in parameters.items())
     cell = nbformat.v4.new_code_cell(source, metadata={"tags": [INJECTED]})
-    cell.pop("id", None)  # nbformat gives one when the notebook's version wants it
     nb.cells.insert(marked[0] + 1, cell)
     return nb
 
