@@ -2,7 +2,8 @@
 #   make demo   builds everything, starts a local cluster, runs examples/quickstart.py, stops it
 #   make test   builds everything and runs the Java and Python test suites
 # Also: make build, make bench (offload overhead against Dask and Ray), make bench-data (data
-# plane: 1 GiB handoff, cross-host, Dask, Ray), make clean,
+# plane: 1 GiB handoff, cross-host, Dask, Ray), make bench-notebooks (the notebooks of
+# examples/notebooks at real size, executed copies written back), make clean,
 #       make slurm-up / slurm-down (the one-node test Slurm of .ci/slurm; make test brings it up).
 
 PYTHON_BOOT ?= python3
@@ -18,7 +19,7 @@ export BULLETIN_JAR := $(CURDIR)/$(JAR)
 # Java tests that start real Python executors use the project's interpreter.
 export BULLETIN_TEST_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: all build demo test test-java test-python bench bench-data bench-scheduler bench-usage clean slurm-up slurm-down toolchain chromium
+.PHONY: all build demo test test-java test-python bench bench-data bench-notebooks bench-scheduler bench-usage clean slurm-up slurm-down toolchain chromium
 
 all: build
 
@@ -89,6 +90,10 @@ bench: build $(STAMPS)/bench
 
 bench-data: build $(STAMPS)/bench
 	$(PY) examples/data_plane_benchmark.py
+
+# `make test` runs them at their CI size (python-client/tests/e2e/test_notebooks.py).
+bench-notebooks: build $(STAMPS)/bench
+	$(PY) examples/notebooks/run_notebooks.py --size real --write
 
 # The scheduler simulations (docs/scheduler.md): 1,000 workers x 8 GPUs with up to 100,000 calls
 # against FIFO first-fit, and a lab week against notebooks that hold a GPU per session.

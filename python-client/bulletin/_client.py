@@ -30,6 +30,7 @@ from ._errors import (BulletinError, InvalidArgumentError, RuntimeFailure,
 from ._future import Future, WaitInfo
 from ._gather import gather, gather_async
 from ._nested import futures_in
+from ._output import checked_prefix
 from ._proto import bulletin_pb2 as pb
 from ._ref import Ref
 from ._status import ClusterStatus
@@ -56,13 +57,17 @@ class Client:
     $BULLETIN_RECONNECT_TIMEOUT, else 120 s; 0: fail at once): the session resumes and every
     Future still completes; past it, pending calls fail with RuntimeUnreachableError. An
     asynchronous client (Dask's ``asynchronous=True``) returns awaitables from gather, scatter
-    and cancel; Futures are awaitable with either.
+    and cancel; Futures are awaitable with either. A call's output is printed a whole line at
+    a time (in Jupyter, under the cell that started the call); while calls overlap each line
+    starts with a label naming its call, which ``output_prefix=False`` (or setting the
+    attribute later) leaves out.
     """
 
     def __init__(self, address: str | None = None, *, token: str | None = None,
                  connect_timeout: float = 3.0, ca=None, set_as_default: bool = True,
                  asynchronous: bool = False, pip: list[str] | None = None,
-                 reconnect_timeout=None):
+                 reconnect_timeout=None, output_prefix: bool = True):
+        checked_prefix(output_prefix)  # before anything connects
         self.asynchronous = asynchronous
         self.reconnect_timeout = resolve_reconnect_timeout(reconnect_timeout)
         self._conn = Connection(address, token, connect_timeout, ca=ca,
@@ -88,6 +93,7 @@ class Client:
                                     inline_limit=hello.inline_limit_bytes,
                                     batch_bytes=max(1, max_message // 2),
                                     pip=parse_pip(pip) if pip else ())
+        self.output_prefix = output_prefix
         self._submitter.start()
         wait = max(connect_timeout, 1.0)
         if self._session.wait_opened(wait) is None:
@@ -217,6 +223,15 @@ class Client:
         ``submit``, and ``max_workers``), as Dask's ``Client.get_executor``."""
         from ._cf_executor import Executor
         return Executor(self, **options)
+
+    @property
+    def output_prefix(self) -> bool:
+        """Whether lines of overlapping calls' output start with a label naming the call."""
+        return self._submitter.output.prefix
+
+    @output_prefix.setter
+    def output_prefix(self, value: bool) -> None:
+        self._submitter.output.prefix = checked_prefix(value)
 
     @property
     def futures(self) -> dict[str, Future]:

@@ -11,7 +11,6 @@ import codecs
 import concurrent.futures as cf
 import concurrent.futures._base as cf_base
 import queue
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from typing import Callable
 
 from ._config import parse_wait
 from ._errors import BulletinError
+from ._output import CallOutput, write_output
 from ._placeholders import reduce_future
 from ._ref import Ref
 
@@ -27,14 +27,6 @@ FIRST_COMPLETED = cf.FIRST_COMPLETED
 FIRST_EXCEPTION = cf.FIRST_EXCEPTION
 
 _TERMINAL = ("finished", "error", "cancelled")
-
-
-def write_output(stream: str, text: str) -> None:
-    # Looked up per write so that redirect_stdout, pytest capture and Jupyter cells all work.
-    target = sys.stderr if stream == "stderr" else sys.stdout
-    if target is not None:
-        target.write(text)
-        target.flush()
 
 
 @dataclass(frozen=True)
@@ -86,6 +78,9 @@ class Future(cf.Future):
         self._timings: dict[str, float] = {}
         self._output: list[str] = []
         self._decoders: dict[str, codecs.IncrementalDecoder] = {}
+        # Whole lines, labelled while calls overlap, to the cell that submitted the call
+        # (the submitter replaces this with one from its client's OutputPolicy).
+        self._lines = CallOutput(name)
         # Set while a caller blocks on this call and prints its output from its own thread.
         self._sink: queue.SimpleQueue | None = None
         # Set when the runtime has said its last word about the call (or the session died).
@@ -318,11 +313,21 @@ class Future(cf.Future):
         if not text:
             return
         self._output.append(text)
+        self._emit(stream, self._lines.lines(stream, text))
+
+    def _emit(self, stream: str, text: str) -> None:
+        if not text:
+            return
         sink = self._sink
         if sink is not None:
             sink.put((stream, text))
         else:
-            write_output(stream, text)
+            self._lines.write(stream, text)
+
+    def _end_output(self) -> None:
+        """The call ended: an unfinished last line is written as a line of its own."""
+        for stream, text in self._lines.rest():
+            self._emit(stream, text)
 
     def _wake_sink(self) -> None:
         sink = self._sink
@@ -354,6 +359,7 @@ class Future(cf.Future):
         super()._invoke_callbacks()
 
     def _settle(self, status: str, apply: Callable[[], None]) -> None:
+        self._end_output()  # before anyone waiting on the result wakes
         try:
             apply()
         except cf.InvalidStateError:
@@ -379,6 +385,7 @@ class Future(cf.Future):
         self._settle("error", fail)
 
     def _set_cancelled(self) -> None:
+        self._end_output()
         self._cancel_locally()
         self._settled.set()
 

@@ -26,6 +26,7 @@ from ._data._transfer import Transfer
 from ._decorators import RemoteFunction
 from ._errors import BulletinError, RuntimeUnreachableError
 from ._future import Future
+from ._output import OutputPolicy
 from ._proto import bulletin_pb2 as pb
 from ._serialize import FunctionPickles, callable_name
 from ._submit_queue import SubmitQueue
@@ -64,6 +65,9 @@ class CallTable:
 
     def has_pending(self) -> bool:
         return bool(self._futures)
+
+    def in_flight(self) -> int:
+        return len(self._futures)
 
     def get(self, key: str) -> Future | None:
         return self._futures.get(key)
@@ -146,6 +150,9 @@ class Submitter:
                                   self.sent_functions)
         # Large arguments stay in the store while the caller's object lives: id(obj) -> ids.
         self._kept: dict[int, tuple[weakref.ref, dict[str, weakref.finalize]]] = {}
+        # Whole lines, labelled while calls overlap, under the cell that submitted each call.
+        self.output = OutputPolicy(calls.in_flight)
+
     def start(self) -> None:
         self._queue.start()
 
@@ -190,6 +197,7 @@ class Submitter:
         spec.task_id = f"{_slug(key or spec.name)}-{uuid.uuid4().hex}"
         spec.function.id, spec.function.size = fn_id, fn_encoded.nbytes
         future = Future(spec.task_id, spec.name, self.cancel)
+        future._lines = self.output.open(spec.task_id)
         future._timings.update(serialize=t1 - t0 - arguments.upload_seconds,
                                upload=arguments.upload_seconds)
         if blocking:

@@ -60,6 +60,12 @@ class FeasibilityTest {
             cluster(new WorkerCapacity(1, true, 2, 16 * GIB)),
             "no worker can run a call that asks for 4 GPUs, 1 CPU: the largest worker has 1 GPU"
                 + " (simulated), 2 CPUs, 16.0 GiB memory (1 worker in the cluster)"),
+        Arguments.of("a GPU call on a cluster without GPUs names --simulate-gpus",
+            new Demand(1, 1, 0), cluster(CPU_ONLY),
+            "no worker can run a call that asks for 1 GPU, 1 CPU: the largest worker has 0"
+                + " GPUs, 128 CPUs, 1.0 TiB memory (1 worker in the cluster); this cluster has no"
+                + " GPUs: on a machine without GPUs, start it with `bulletin up --simulate-gpus N`"
+                + " to run GPU calls on N simulated GPUs"),
         Arguments.of("no worker at all", new Demand(0, 1, 0), ClusterCapacity.EMPTY,
             "no worker has joined the cluster"));
   }

@@ -40,6 +40,13 @@ final class CapacityCheck implements CallCheck {
     int workers = cluster.workers();
     return new Feasibility.Infeasible("no worker can run a call that asks for " + demand
         + ": the largest worker has " + largest + " (" + Text.count(workers, "worker")
-        + " in the cluster)");
+        + " in the cluster)" + (demand.gpus() > 0 && largest.gpus() == 0 ? NO_GPUS_HINT : ""));
   }
+
+  /**
+   * Said when a GPU call meets a cluster with no GPU at all: most often a first try on a laptop
+   * or a CPU VM, where simulated GPUs let the researcher's {@code @bulletin.gpu} code run as is.
+   */
+  static final String NO_GPUS_HINT = "; this cluster has no GPUs: on a machine without GPUs,"
+      + " start it with `bulletin up --simulate-gpus N` to run GPU calls on N simulated GPUs";
 }

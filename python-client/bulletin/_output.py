@@ -1,0 +1,142 @@
+"""Where a call's printed output goes, a whole line at a time.
+
+The runtime streams a call's stdout and stderr in chunks cut wherever the pipe was read, so two
+calls printing at once could come out merged in the middle of a line ("call 27 line 0call 28
+line 0"). Each call's output is therefore held here until a line ends, and written one whole
+line at a time; while other calls of the same client are in flight, each line starts with a
+short label naming its call (the start of its key, as ``repr(future)`` shows it), which
+``Client(output_prefix=False)`` turns off.
+
+In a Jupyter kernel (ipykernel), a call's output belongs under the cell that started it, but the
+thread that receives it writes under whichever cell runs at the time. The cell that submits a
+call is known only at submit time: its parent header is captured then, and every line of the
+call is published on the kernel's IOPub channel with that parent, so the front end (Notebook,
+JupyterLab, nbclient) puts it under that cell. Outside a kernel the lines go to ``sys.stdout``
+and ``sys.stderr`` as before.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Callable
+
+from ._errors import InvalidArgumentError
+
+_LABEL_HEX = 6  # hex digits of the key's random part kept in the label
+
+
+def write_output(stream: str, text: str) -> None:
+    # Looked up per write so that redirect_stdout, pytest capture and Jupyter cells all work.
+    target = sys.stderr if stream == "stderr" else sys.stdout
+    if target is not None:
+        target.write(text)
+        target.flush()
+
+
+def call_label(key: str) -> str:
+    """``train-3f2a1c`` for the key ``train-3f2a1c...`` (name, dash, 32 hex digits)."""
+    name, dash, tail = key.rpartition("-")
+    return f"{name}-{tail[:_LABEL_HEX]}" if dash and name else key[:24]
+
+
+def checked_prefix(value) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidArgumentError(f"output_prefix={value!r}: expected True or False")
+    return value
+
+
+class KernelRoute:
+    """Publishes text on a Jupyter kernel's IOPub channel under one cell (a parent header)."""
+
+    def __init__(self, streams: dict, parent: dict):
+        self._streams = streams  # "stdout"/"stderr" -> ipykernel OutStream
+        self._parent = parent
+
+    def write(self, stream: str, text: str) -> None:
+        out = self._streams[stream]
+        if out.pub_thread is None:  # the kernel closed its streams (it is shutting down)
+            write_output(stream, text)
+            return
+        # The message OutStream's flush sends, with the submitting cell as its parent; the
+        # IOPub thread takes messages from any thread.
+        out.session.send(out.pub_thread, "stream", content={"name": stream, "text": text},
+                         parent=self._parent, ident=out.topic)
+
+
+def kernel_route() -> KernelRoute | None:
+    """The route to the cell running now, when this runs in an ipykernel cell; else None."""
+    streams = {"stdout": sys.stdout, "stderr": sys.stderr}
+    for out in streams.values():
+        if not type(out).__module__.startswith("ipykernel.") or not all(
+                hasattr(out, name) for name in ("session", "pub_thread", "topic",
+                                                "parent_header")):
+            return None
+    try:
+        parent = dict(sys.stdout.parent_header or {})
+    except Exception:  # an ipykernel whose streams work otherwise: leave them as they are
+        return None
+    if not parent.get("msg_id"):  # no cell runs (the kernel is starting)
+        return None
+    return KernelRoute(streams, parent)
+
+
+class OutputPolicy:
+    """A client's rules for its calls' output: whether lines get labels, when calls overlap."""
+
+    def __init__(self, in_flight: Callable[[], int], prefix: bool = True):
+        self._in_flight = in_flight
+        self.prefix = prefix
+
+    def open(self, key: str) -> CallOutput:
+        """The output of one new call, routed to the cell (if any) submitting it now."""
+        return CallOutput(call_label(key), self, kernel_route())
+
+    def overlapping(self) -> bool:
+        return self.prefix and self._in_flight() > 1
+
+
+class CallOutput:
+    """One call's output on its way to the caller: whole lines, labelled while calls overlap."""
+
+    def __init__(self, label: str, policy: OutputPolicy | None = None,
+                 route: KernelRoute | None = None):
+        self._label = label
+        self._policy = policy
+        self._route = route
+        self._partial = {"stdout": "", "stderr": ""}
+        self._labelled = False  # once a call's lines carry its label, all later ones do
+        self._lock = threading.Lock()
+
+    def lines(self, stream: str, text: str) -> str:
+        """The whole lines that ``text`` completes (labelled if need be); keeps the rest."""
+        with self._lock:
+            text = self._partial[stream] + text
+            end = max(text.rfind("\n"), text.rfind("\r")) + 1
+            self._partial[stream] = text[end:]
+            return self._labelled_lines(text[:end])
+
+    def rest(self) -> list[tuple[str, str]]:
+        """What is left of unfinished lines once the call ended, each as a line of its own."""
+        with self._lock:
+            left = [(stream, self._labelled_lines(text + "\n"))
+                    for stream, text in self._partial.items() if text]
+            self._partial = {"stdout": "", "stderr": ""}
+            return left
+
+    def _labelled_lines(self, text: str) -> str:
+        if not text:
+            return ""
+        if not self._labelled and self._policy is not None and self._policy.overlapping():
+            self._labelled = True
+        if not self._labelled or not self._policy.prefix:
+            return text
+        tag = f"[{self._label}] "
+        return "".join(tag + line for line in text.splitlines(keepends=True))
+
+    def write(self, stream: str, text: str) -> None:
+        """Writes finished lines where this call's output belongs (its cell, or sys.stdout)."""
+        if self._route is not None:
+            self._route.write(stream, text)
+        else:
+            write_output(stream, text)
