@@ -64,6 +64,12 @@ class KernelRoute:
                          parent=self._parent, ident=out.topic)
 
 
+def in_kernel() -> bool:
+    """Whether this runs in a Jupyter kernel: its streams are ipykernel's (ipykernel being
+    imported is not enough; a test or a tool may import it)."""
+    return type(sys.stderr).__module__.startswith("ipykernel.")
+
+
 def kernel_route() -> KernelRoute | None:
     """The route to the cell running now, when this runs in an ipykernel cell; else None."""
     streams = {"stdout": sys.stdout, "stderr": sys.stderr}

@@ -9,6 +9,8 @@ import os
 import sys
 import time
 
+from ._output import in_kernel
+
 # Uploads from this size get a bar.
 UPLOAD_THRESHOLD = 64 << 20
 # A call queued for longer than this gets a bar.
@@ -18,7 +20,7 @@ QUEUE_GRACE_SECONDS = 1.0
 def enabled() -> bool:
     if os.environ.get("BULLETIN_PROGRESS", "1").strip().lower() in ("0", "false", "no", "off"):
         return False
-    if "ipykernel" in sys.modules:
+    if in_kernel():
         return True  # a notebook: the widget
     return sys.stderr is not None and sys.stderr.isatty()
 

@@ -26,6 +26,8 @@ import org.junit.jupiter.api.Test;
  * use that worker's GPUs; the reserved call starts when they free, ahead of the queue order.
  */
 class BackfillTest {
+  /** Backfill is off unless the config has a scheduler.backfill section. */
+  private static final String BACKFILL_ON = "scheduler: {backfill: {}}";
 
   /** An 8-GPU worker, half held by a batch call that ends within 50 minutes by its walltime. */
   private static Builders.SnapshotBuilder halfBusy() {
@@ -45,7 +47,7 @@ class BackfillTest {
 
   @Test
   void aShortCallThatEndsBeforeTheReservationUsesTheReservedGpus() {
-    Plan plan = scheduler().plan(halfBusy()
+    Plan plan = scheduler().plan(halfBusy().policy(BACKFILL_ON)
         .queue(aCall().id("big").qos("batch").gpus(8).submittedAt(secondsAgo(7200)),
             aCall().id("short").gpus(2).walltime(Duration.ofMinutes(30)))
         .build());
@@ -59,7 +61,7 @@ class BackfillTest {
 
   @Test
   void aLongCallDoesNotTakeReservedGpusAndIsToldWhy() {
-    Plan plan = scheduler().plan(halfBusy()
+    Plan plan = scheduler().plan(halfBusy().policy(BACKFILL_ON)
         .queue(aCall().id("big").qos("batch").gpus(8).submittedAt(secondsAgo(7200)),
             aCall().id("long").gpus(2).walltime(Duration.ofHours(2)))
         .build());
@@ -86,7 +88,7 @@ class BackfillTest {
 
   @Test
   void aBigCallThatHasNotWaitedLongGetsNoReservation() {
-    Plan plan = scheduler().plan(halfBusy()
+    Plan plan = scheduler().plan(halfBusy().policy(BACKFILL_ON)
         .queue(aCall().id("big").qos("batch").gpus(8).submittedAt(secondsAgo(600)),
             aCall().id("long").gpus(2).walltime(Duration.ofHours(2)))
         .build());
@@ -95,7 +97,7 @@ class BackfillTest {
 
   @Test
   void theReservedCallStartsWhenTheGpusFreeAheadOfHigherPriorityCalls() {
-    Plan plan = scheduler().plan(aSnapshot()
+    Plan plan = scheduler().plan(aSnapshot().policy(BACKFILL_ON)
         .workers(aWorker().id("w1").gpus(8))
         .queue(aCall().id("urgent").qos("interactive").gpus(2).submittedAt(secondsAgo(60)),
             aCall().id("big").qos("batch").gpus(8).submittedAt(secondsAgo(7200)))

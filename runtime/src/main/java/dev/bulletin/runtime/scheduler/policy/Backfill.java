@@ -30,6 +30,11 @@ public record Backfill(Duration after, int minGpus, int maxReservations) {
     }
   }
 
+  /**
+   * What a {@code scheduler.backfill} section starts from. Backfill is off unless the config has
+   * that section: in the 1.05-load simulation it brings the 8-GPU calls' p95 wait down to FIFO's
+   * but multiplies everyone's p95 wait by ten and preemptions by seven (docs/scheduler.md).
+   */
   public static Backfill defaults() {
     return new Backfill(Duration.ofMinutes(30), 4, 16);
   }

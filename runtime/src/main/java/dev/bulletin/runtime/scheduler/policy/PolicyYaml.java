@@ -55,7 +55,9 @@ public final class PolicyYaml {
     Backfill b = defaults.backfill();
     Duration backfillAfter = backfill.durationOrUnlimited("after", b.after());
     int backfillMinGpus = backfill.integer("min_gpus", b.minGpus());
-    int reservations = backfill.integer("max_reservations", b.maxReservations());
+    // A backfill section turns it on with the usual reservations; without one it stays off.
+    int reservations = backfill.integer("max_reservations", scheduler.has("backfill")
+        ? Backfill.defaults().maxReservations() : b.maxReservations());
     backfill.rejectUnknown();
     ConfigNode weights = scheduler.section("weights");
     Weights w = defaults.weights();

@@ -31,6 +31,7 @@ final class ClusterTrace {
       yaml.append(g == 0 ? "" : ", ").append(String.format("u%02d9", g));
     }
     yaml.append("]}\n");
+    yaml.append("scheduler: {backfill: {}}\n"); // the simulation measures backfill (off by default)
     return PolicyYaml.parse(yaml.toString());
   }
 
