@@ -44,6 +44,21 @@ def expected(kind: str, x: int):
             "result": bytes([x % 256]) * BIG}[kind]
 
 
+def wait_for_every_end(submitted, timeout: float) -> None:
+    """Waits, for at most ``timeout`` seconds in all, until every call ended; fails naming
+    the calls that never did (a lost call must fail the test, not hang it)."""
+    deadline = time.monotonic() + timeout
+    for _, _, future in submitted:
+        try:
+            future.exception(timeout=max(0.01, deadline - time.monotonic()))
+        except Exception:  # noqa: BLE001 - a timeout here is reported below, with the others
+            pass
+    never = [f"{kind}({i}) {future.key} status={future.status}"
+             for kind, i, future in submitted if not future.done()]
+    assert not never, (f"{len(never)} of {len(submitted)} calls never ended within "
+                       f"{timeout:g} s:\n  " + "\n  ".join(never))
+
+
 def test_calls_survive_repeated_sigkills_of_the_runtime(tmp_path):
     rng = random.Random(1313)
     cluster = start_cluster(tmp_path / "home", gpus=0, cpus=2)
@@ -91,8 +106,9 @@ def test_calls_survive_repeated_sigkills_of_the_runtime(tmp_path):
         for thread in threads:
             thread.join(timeout=30)
         assert len(submitted) > 20, f"only {len(submitted)} calls were submitted"
+        wait_for_every_end(submitted, timeout=CALL_SECONDS * 4)
         for kind, i, future in submitted:
-            assert future.result(timeout=CALL_SECONDS * 2) == expected(kind, i), (kind, i)
+            assert future.result(timeout=1) == expected(kind, i), (kind, i)
         wait_until(lambda: len(ends) == len(submitted), timeout=5, what="every done callback")
         assert all(count == 1 for count in ends.values()), "a call ended twice for its caller"
         for client in clients:
