@@ -71,7 +71,16 @@ def test_calls_survive_repeated_sigkills_of_the_runtime(tmp_path):
         with ends_lock:
             ends[future.key] = ends.get(future.key, 0) + 1
 
+    thread_errors: list[BaseException] = []
+
     def submit_mix(client, seed: int):
+        try:
+            submit_calls(client, seed)
+        except BaseException as exc:  # a submit that raised must fail the test, not end quietly
+            thread_errors.append(exc)
+            raise
+
+    def submit_calls(client, seed: int):
         local = random.Random(seed)
         i = 0
         while not stop.is_set():
@@ -105,6 +114,7 @@ def test_calls_survive_repeated_sigkills_of_the_runtime(tmp_path):
         stop.set()
         for thread in threads:
             thread.join(timeout=30)
+        assert not thread_errors, f"submitting raised: {thread_errors!r}"
         assert len(submitted) > 20, f"only {len(submitted)} calls were submitted"
         wait_for_every_end(submitted, timeout=CALL_SECONDS * 4)
         for kind, i, future in submitted:
