@@ -120,6 +120,9 @@ class Connection:
         # How long a lost runtime is waited for once connected (Hello itself is not retried:
         # a runtime that never answered is a wrong address, not an outage).
         self.reconnect_timeout = reconnect_timeout
+        # Outages ridden out (a unary call tried again, a session resumed): a restart may have
+        # happened between a caller's steps, and what it staged there may be gone.
+        self.outages = 0
         token, self._token_source = resolve_token(token)
         self.tls = _tls.resolve_ca(ca, self.address)
         self._data_tls = None
@@ -193,6 +196,7 @@ class Connection:
         except grpc.RpcError as exc:
             if not (self.reconnect_timeout > 0 and _reconnect.link_lost(exc)):
                 raise self.error(exc, what) from None
+        self.outages += 1
         backoff = _reconnect.Backoff(self.reconnect_timeout)
         while backoff.wait():
             try:
@@ -376,6 +380,7 @@ class SessionStream:
                 old, self._requests = self._requests, requests
                 old.put(None)  # ends the broken stream's request thread
             self._responses = responses
+            self._conn.outages += 1
             self._handle(opened)
             self._outage.end(True, timeout)
             return responses, None

@@ -123,14 +123,22 @@ class Transfer:
         """Puts an object the store lacks; ``staged_name``: a recycled file to overwrite."""
         if self.same_host:
             start = perf_counter()
+            outages = self._conn.outages
             try:
                 name = self._write_same_host(oid, encoded, staged_name)
             except OSError:
                 self.same_host = False  # e.g. the folder went away: fall back to the network
             else:
                 self.write_seconds += perf_counter() - start
-                self._conn.call(self._conn.stub.AdoptObject, pb.AdoptObjectRequest(
-                    id=oid, size=encoded.nbytes, staged_name=name), "AdoptObject")
+                try:
+                    self._adopt(oid, encoded, name)
+                except BulletinError:
+                    if self._conn.outages == outages:
+                        raise
+                    # The runtime restarted between the write and the adopt, and deleted the
+                    # staged file with every other file its journal does not name: write
+                    # it again, into a new file.
+                    self._adopt(oid, encoded, self._write_same_host(oid, encoded, ""))
                 self.uploads += 1
                 self.uploaded_bytes += encoded.nbytes
                 self.last_path = "same-host"
@@ -143,6 +151,10 @@ class Transfer:
         finally:
             if bar is not None:
                 bar.close()
+
+    def _adopt(self, oid: str, encoded, staged_name: str) -> None:
+        self._conn.call(self._conn.stub.AdoptObject, pb.AdoptObjectRequest(
+            id=oid, size=encoded.nbytes, staged_name=staged_name), "AdoptObject")
 
     def _upload_remote(self, oid: str, encoded, what: str, bar) -> None:
         for attempt in range(_RETRIES):

@@ -44,6 +44,21 @@ def expected(kind: str, x: int):
             "result": bytes([x % 256]) * BIG}[kind]
 
 
+def wait_for_every_end(submitted, timeout: float) -> None:
+    """Waits, for at most ``timeout`` seconds in all, until every call ended; fails naming
+    the calls that never did (a lost call must fail the test, not hang it)."""
+    deadline = time.monotonic() + timeout
+    for _, _, future in submitted:
+        try:
+            future.exception(timeout=max(0.01, deadline - time.monotonic()))
+        except Exception:  # noqa: BLE001 - a timeout here is reported below, with the others
+            pass
+    never = [f"{kind}({i}) {future.key} status={future.status}"
+             for kind, i, future in submitted if not future.done()]
+    assert not never, (f"{len(never)} of {len(submitted)} calls never ended within "
+                       f"{timeout:g} s:\n  " + "\n  ".join(never))
+
+
 def test_calls_survive_repeated_sigkills_of_the_runtime(tmp_path):
     rng = random.Random(1313)
     cluster = start_cluster(tmp_path / "home", gpus=0, cpus=2)
@@ -56,7 +71,16 @@ def test_calls_survive_repeated_sigkills_of_the_runtime(tmp_path):
         with ends_lock:
             ends[future.key] = ends.get(future.key, 0) + 1
 
+    thread_errors: list[BaseException] = []
+
     def submit_mix(client, seed: int):
+        try:
+            submit_calls(client, seed)
+        except BaseException as exc:  # a submit that raised must fail the test, not end quietly
+            thread_errors.append(exc)
+            raise
+
+    def submit_calls(client, seed: int):
         local = random.Random(seed)
         i = 0
         while not stop.is_set():
@@ -90,9 +114,11 @@ def test_calls_survive_repeated_sigkills_of_the_runtime(tmp_path):
         stop.set()
         for thread in threads:
             thread.join(timeout=30)
+        assert not thread_errors, f"submitting raised: {thread_errors!r}"
         assert len(submitted) > 20, f"only {len(submitted)} calls were submitted"
+        wait_for_every_end(submitted, timeout=CALL_SECONDS * 4)
         for kind, i, future in submitted:
-            assert future.result(timeout=CALL_SECONDS * 2) == expected(kind, i), (kind, i)
+            assert future.result(timeout=1) == expected(kind, i), (kind, i)
         wait_until(lambda: len(ends) == len(submitted), timeout=5, what="every done callback")
         assert all(count == 1 for count in ends.values()), "a call ended twice for its caller"
         for client in clients:

@@ -54,6 +54,25 @@ def test_a_crash_loses_no_accepted_call_and_running_ones_run_again(tmp_path):
         cluster.stop()
 
 
+def test_a_submit_lost_with_the_runtime_is_sent_again_to_a_session_with_nothing_to_replay(
+        tmp_path):
+    # The session is in the journal (it holds an upload) but has no call: the restored runtime
+    # has no event to replay to it. The Submit made while the runtime is down waits for the
+    # session to resume and catch up, then goes again; the runtime must not name as the seq to
+    # catch up to one that no event carries (the client would wait for it for good).
+    cluster = start_cluster(tmp_path / "home", gpus=0, cpus=2)
+    try:
+        with cluster.client(set_as_default=False, reconnect_timeout=90) as client:
+            ref = client.scatter(bytes(range(256)) * 8192)  # 2 MiB: an object of its own
+            time.sleep(0.5)  # its hold reaches the journal (an upload does not wait for it)
+            crash(cluster)
+            future = client.submit(len, ref)
+            cluster = restart(cluster, gpus=0, cpus=2)
+            assert future.result(timeout=CALL_SECONDS) == 256 * 8192
+    finally:
+        cluster.stop()
+
+
 def test_the_store_is_kept_and_reconciled_with_the_journal(tmp_path):
     cluster = start_cluster(tmp_path / "home", gpus=0, cpus=2)
     gate, started, lost_started = tmp_path / "gate", tmp_path / "started", tmp_path / "lost"

@@ -108,10 +108,15 @@ public final class ClientSession implements TaskEventSink {
     held = new ArrayList<>(); // kept in the log: the replay below carries them
     log.catchUp(afterSeq);
     log.acknowledge(afterSeq);
-    write(ServerMessage.newBuilder().setOpened(SessionOpened.newBuilder().setSessionId(id)
-        .setResumed(resumed).setLastSeq(log.lastSeq()).setClientMessages(clientMessages)
-        .setReconnectWindowSeconds(windowSeconds)).build());
     List<TaskEvent> replay = log.after(afterSeq);
+    // last_seq is what the client waits to see before it counts itself caught up (and sends
+    // its unanswered Submits again): the last replayed event's seq. A restored session's
+    // numbering starts past its reservation, so with nothing to replay lastSeq is a seq no
+    // event will ever carry, and the client would wait for it forever.
+    long caughtUp = replay.isEmpty() ? afterSeq : log.lastSeq();
+    write(ServerMessage.newBuilder().setOpened(SessionOpened.newBuilder().setSessionId(id)
+        .setResumed(resumed).setLastSeq(caughtUp).setClientMessages(clientMessages)
+        .setReconnectWindowSeconds(windowSeconds)).build());
     // The kept events end at lastSeq without a gap; a restored session's numbering jumps past
     // its journaled reservation, so they need not start right after afterSeq.
     long seq = log.lastSeq() - replay.size();

@@ -68,9 +68,18 @@ public final class Journaling implements TaskTable.Listener {
     this.restoring = restoring;
   }
 
-  /** A restored session: open in the journal already, with this seq reserved. */
+  /**
+   * A restored session: open in the journal already, with this seq reserved. Its events now
+   * are numbered after {@code reservedSeq}, so the next block is reserved at once (the runtime
+   * waits for it to be on disk before it serves): were this run killed before a reservation of
+   * its own reached the disk, the next one would number its events from {@code reservedSeq}
+   * again, reusing seqs the client has seen, and the client would skip those events (a call
+   * whose end it never hears).
+   */
   void restoredSession(String sessionId, long reservedSeq) {
-    sessions.put(sessionId, reservedSeq);
+    long next = reservedSeq + SEQ_BLOCK;
+    sessions.put(sessionId, next);
+    journal.append(new JournalRecord.SessionSeq(sessionId, next));
   }
 
   private void ensureSession(String sessionId, Identity identity) {

@@ -156,7 +156,11 @@ public final class RuntimeVerticle extends VerticleBase {
     }
     objects.dataPort(bulk.port());
     sessions = new SessionRegistry(vertx, plane, options.reconnect().sessionWindow());
+    long restoreMark = plane.journaling().mark();
     JournalRestore.restore(journal.restored(), plane, sessions);
+    // The restored sessions' new seq reservations are on disk before a client can resume.
+    Future<Void> restoreKept = Future.fromCompletionStage(
+        plane.journaling().durable(restoreMark), context);
     GrpcApi api = new GrpcApi(plane, sessions, objects, bulk.port(), status, clusterId, version,
         options.inlineLimitBytes(), WireLimits.MAX_MESSAGE_BYTES, stopCluster);
     api.arenaShare(options.storeArenaShare()).mount(grpc, auth);
@@ -175,7 +179,7 @@ public final class RuntimeVerticle extends VerticleBase {
       return Future.failedFuture(e);
     }
     // The HTTP port listens first: Hello names the dashboard from the first call on.
-    return webStarted.compose(started -> {
+    return webStarted.compose(started -> restoreKept).compose(started -> {
           api.dashboardUrl(dashboardUrl);
           return server.requestHandler(grpc).listen()
               .recover(error -> Future.failedFuture(PortInUseException.explain(error,
