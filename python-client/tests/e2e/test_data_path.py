@@ -42,7 +42,41 @@ def test_large_array_round_trip_maps_the_result_from_the_store(client):
     a = np.random.default_rng(1).random(1 << 20, dtype=np.float32)
     value = client.submit(double, a).result(timeout=CALL_SECONDS)
     np.testing.assert_array_equal(value, a * 2)
-    assert value.dtype == np.float32 and not value.flags.writeable  # a view on the mapped file
+    # A view on the file, mapped copy-on-write: writable, as a downloaded result is.
+    assert value.dtype == np.float32 and value.flags.writeable
+    assert _in_store_mapping(client, value.__array_interface__["data"][0])
+
+
+def _in_store_mapping(client, address: int) -> bool:
+    """Whether ``address`` lies in this process's mapping of a file of the store."""
+    folder = str(client._transfer.folder)
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split(maxsplit=5)
+            if len(fields) == 6 and fields[5].strip().startswith(folder):
+                low, high = (int(x, 16) for x in fields[0].split("-"))
+                if low <= address < high:
+                    return True
+    return False
+
+
+def same(x):
+    return x
+
+
+def test_a_tensor_result_shares_the_mapped_file_and_its_writes_stay_here(client):
+    """torch has no read-only tensors: from a read-only mapping each tensor of a result was
+    copied. Mapped copy-on-write, it is a view on the store's file, and writing it changes
+    neither the file nor what the cluster computes with the object."""
+    torch = pytest.importorskip("torch")
+    t = torch.arange(1 << 20, dtype=torch.float32)
+    ref = client.scatter(t)
+    value = client.submit(same, ref).result(timeout=CALL_SECONDS)  # the stored object itself
+    assert torch.equal(value, t)
+    assert _in_store_mapping(client, value.data_ptr()), "the tensor is a copy, not the mapping"
+    value.fill_(-1.0)
+    assert client.submit(total, ref).result(timeout=CALL_SECONDS) == float(t.sum())
+    assert torch.equal(client.submit(same, ref).result(timeout=CALL_SECONDS), t)
 
 
 def test_same_array_to_ten_calls_is_uploaded_once(client):
