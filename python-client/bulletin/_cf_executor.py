@@ -17,6 +17,7 @@ import threading
 from typing import Callable
 
 from ._config import Options
+from ._future import cancel_and_notify
 
 
 class Executor(cf.Executor):
@@ -157,7 +158,4 @@ class _WaitingCall(cf.Future):
     CANCELLED, which ``wait`` and ``as_completed`` do not count as done, until its turn."""
 
     def cancel(self) -> bool:
-        cancelled = super().cancel()
-        if cancelled and self._state == cf._base.CANCELLED:
-            self.set_running_or_notify_cancel()
-        return cancelled
+        return cancel_and_notify(self, super().cancel)

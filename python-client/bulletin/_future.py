@@ -335,13 +335,7 @@ class Future(cf.Future):
             sink.put(None)
 
     def _cancel_locally(self) -> bool:
-        cancelled = super().cancel()
-        if cancelled:
-            # The base class's cancel() leaves the state CANCELLED, which wait() and
-            # as_completed() do not count as done until set_running_or_notify_cancel() moves it
-            # to CANCELLED_AND_NOTIFIED and wakes their waiters; without this a cancelled
-            # future hung gather() for good.
-            self.set_running_or_notify_cancel()
+        cancelled = cancel_and_notify(self, super().cancel)
         self._wake_sink()
         return cancelled
 
@@ -412,6 +406,22 @@ class Future(cf.Future):
         finally:
             waiting.close()
         self._sink = None
+
+
+def cancel_and_notify(future: cf.Future, cancel: Callable[[], bool]) -> bool:
+    """Cancels ``future`` with ``cancel`` (the base class's) and tells its waiters at once.
+
+    The base class's cancel() leaves the state CANCELLED, which wait() and as_completed() do not
+    count as done until set_running_or_notify_cancel() moves it to CANCELLED_AND_NOTIFIED;
+    without that a cancelled future hung gather() for good. Both steps run under the future's
+    lock (re-entrant), so a second cancel (the user's, then the runtime's confirmation) finds
+    it notified already instead of tripping the base class's "unexpected state" error.
+    """
+    with future._condition:
+        cancelled = cancel()
+        if cancelled and future._state == cf._base.CANCELLED:
+            future.set_running_or_notify_cancel()
+    return cancelled
 
 
 def _wake(waiter) -> None:

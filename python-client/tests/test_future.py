@@ -188,3 +188,12 @@ def test_retry_runs_a_failed_call_again_under_the_same_future(future):
     assert other.key == "t-2" and other._task_id == "t-2-again"
     other._set_finished(3)
     assert other.result(timeout=1) == 3 and seen == ["error", "finished"]
+
+
+def test_a_second_cancel_finds_the_future_notified(caplog):
+    # The user's cancel, then the runtime's confirmation: no "unexpected state" error.
+    from bulletin._future import Future
+    future = Future("k", "f", lambda f: None)
+    assert future.cancel()
+    assert future._cancel_locally()
+    assert future.cancelled() and "unexpected state" not in caplog.text
