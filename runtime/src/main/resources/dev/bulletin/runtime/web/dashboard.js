@@ -136,7 +136,7 @@ function renderStatus(status) {
     + g.reserved + " reserved, " + g.running + " running a call";
   fill("workers", status.workers, (w) => [w.id, w.host, w.pool || "-", w.state,
     w.gpus.total + (w.simulated_gpus ? " (simulated)" : ""), w.gpus.total - w.gpus.reserved,
-    w.gpus.reserved, w.gpus.running, w.gpus.busy === null ? "no samples" : w.gpus.busy,
+    w.gpus.reserved, w.gpus.running, typeof w.gpus.busy === "number" ? w.gpus.busy.toFixed(2) : "no samples",
     w.idle_executors + " idle of " + w.executors]);
   fill("running", status.running, (c) => [c.name, c.task_id, c.user, c.worker, c.gpus, c.qos,
     c.started_at ? seconds(Math.max(0, status.now - c.started_at)) : "starting"]);
