@@ -29,25 +29,12 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(__file__))
 
 import bulletin  # noqa: E402
-from overhead_benchmark import measure  # noqa: E402
+from overhead_benchmark import bench_bulletin  # noqa: E402
 
 
 def noop(x=None):
     # Defined here, not imported: the executor unpickles it by value (this script is __main__).
     return x
-
-
-def bench(up_args: tuple[str, ...], args) -> dict:
-    from _local_cluster import local_cluster
-
-    with local_cluster(cpus=args.workers, up_args=up_args) as client:
-        def sync():
-            client.submit(noop).result()
-
-        def pipelined(n):
-            client.gather(client.map(noop, range(n)))
-
-        return measure(sync, pipelined, args.calls, args.pipelined, args.warmup)
 
 
 def up(home: Path, *extra: str) -> float:
@@ -117,8 +104,8 @@ def main() -> int:
     if not args.skip_throughput:
         results = {"on": [], "off": []}
         for _ in range(args.rounds):
-            results["on"].append(bench(("--journal",), args))
-            results["off"].append(bench(("--no-journal",), args))
+            results["on"].append(bench_bulletin(args, ("--journal",), noop))
+            results["off"].append(bench_bulletin(args, ("--no-journal",), noop))
         print(f"{'journal':8} {'pipelined/s':>12} {'p50 ms':>8} {'p99 ms':>8}")
         med = {}
         for name, runs in results.items():

@@ -56,7 +56,9 @@ def measure(call_sync, run_pipelined, calls: int, pipelined: int, warmup: int) -
     }
 
 
-def bench_bulletin(args, up_args: tuple[str, ...] = ()) -> dict:
+def bench_bulletin(args, up_args: tuple[str, ...] = (), noop=noop) -> dict:
+    """``noop``: a script importing this one passes its own (a function of this module is
+    pickled by reference there, and the executors cannot import it)."""
     from _local_cluster import local_cluster
 
     with local_cluster(cpus=args.workers, up_args=up_args) as client:

@@ -202,3 +202,24 @@ def wait_for_file(path: str, timeout: float = 30.0) -> bool:
 def nothing_running(client: bulletin.Client):
     status = client.status()
     return status if status.running == 0 and status.gpus.reserved == 0 and not status.queue else None
+
+
+ALICE = "alice-token-0123456789abcdef"
+BOB = "bob-token-0123456789abcdefgh"
+
+
+def start_configured_cluster(home: Path, config_yaml: str, *extra: str, **kwargs) -> Cluster:
+    """start_cluster with ``config_yaml`` written to ``home/cluster.yaml`` as its --config."""
+    config = home / "cluster.yaml"
+    config.write_text(config_yaml)
+    return start_cluster(home, "--config", str(config), *extra, **kwargs)
+
+
+def start_two_user_cluster(home: Path, cpus: int = 1) -> Cluster:
+    """A cluster with two users of two groups, alice (vision) and bob (nlp), and one
+    (simulated) GPU: the tests of what one user can see or do to another's calls."""
+    return start_configured_cluster(home, f"""
+users:
+  - {{name: alice, group: vision, token: "{ALICE}"}}
+  - {{name: bob, group: nlp, token: "{BOB}"}}
+""", gpus=1, cpus=cpus)

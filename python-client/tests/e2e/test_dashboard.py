@@ -17,10 +17,9 @@ from pathlib import Path
 import pytest
 
 import bulletin
-from cluster_support import CALL_SECONDS, run_cli, start_cluster, wait_for_file, wait_until
+from cluster_support import (ALICE, BOB, CALL_SECONDS, run_cli, start_two_user_cluster,
+                             wait_for_file, wait_until)
 
-ALICE = "alice-token-0123456789abcdef"
-BOB = "bob-token-0123456789abcdefgh"
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
@@ -34,13 +33,7 @@ def alice_secret_queued(x: int) -> int:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     home = tmp_path_factory.mktemp("bulletin-dashboard")
-    config = home / "cluster.yaml"
-    config.write_text(f"""
-users:
-  - {{name: alice, group: vision, token: "{ALICE}"}}
-  - {{name: bob, group: nlp, token: "{BOB}"}}
-""")
-    c = start_cluster(home, "--config", str(config), gpus=1, cpus=1)
+    c = start_two_user_cluster(home)
     try:
         yield c
     finally:

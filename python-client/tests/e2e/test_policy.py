@@ -11,7 +11,8 @@ import time
 import pytest
 
 import bulletin
-from cluster_support import CALL_SECONDS, start_cluster, wait_for_file, wait_until
+from cluster_support import (CALL_SECONDS, start_cluster, start_configured_cluster, wait_for_file,
+                             wait_until)
 
 INTERN_TOKEN = "intern-token-0123456789abcdef"
 
@@ -41,9 +42,7 @@ scheduler:
 @pytest.fixture(scope="module")
 def policy_cluster(tmp_path_factory):
     home = tmp_path_factory.mktemp("bulletin-policy")
-    config = home / "cluster.yaml"
-    config.write_text(CONFIG)
-    c = start_cluster(home, "--config", str(config), gpus=2, cpus=2)
+    c = start_configured_cluster(home, CONFIG, gpus=2, cpus=2)
     try:
         yield c
     finally:

@@ -17,11 +17,10 @@ import pytest
 import bulletin
 from bulletin._proto import bulletin_pb2 as pb
 from bulletin._proto import bulletin_pb2_grpc as pb_grpc
-from cluster_support import CALL_SECONDS, cli_env, start_cluster, wait_for_file, wait_until
+from cluster_support import (ALICE, BOB, CALL_SECONDS, cli_env, start_cluster,
+                             start_two_user_cluster, wait_for_file, wait_until)
 from link_proxy import LinkProxy
 
-ALICE = "alice-token-0123456789abcdef"
-BOB = "bob-token-0123456789abcdefgh"
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -45,13 +44,7 @@ def square(x: int) -> int:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     home = tmp_path_factory.mktemp("bulletin-reconnect")
-    config = home / "cluster.yaml"
-    config.write_text(f"""
-users:
-  - {{name: alice, group: vision, token: "{ALICE}"}}
-  - {{name: bob, group: nlp, token: "{BOB}"}}
-""")
-    c = start_cluster(home, "--config", str(config), gpus=1, cpus=2)
+    c = start_two_user_cluster(home, cpus=2)
     try:
         yield c
     finally:

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from cluster_support import CALL_SECONDS, start_cluster, wait_until
+from cluster_support import CALL_SECONDS, start_configured_cluster, wait_until
 
 CONFIG = """
 scheduler:
@@ -22,9 +22,7 @@ scheduler:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     home = tmp_path_factory.mktemp("bulletin-reactions")
-    config = home / "cluster.yaml"
-    config.write_text(CONFIG)
-    c = start_cluster(home, "--config", str(config), gpus=2, cpus=2)
+    c = start_configured_cluster(home, CONFIG, gpus=2, cpus=2)
     try:
         yield c
     finally:

@@ -14,10 +14,9 @@ import pytest
 
 import bulletin
 from bulletin._proto import bulletin_pb2 as pb
-from cluster_support import CALL_SECONDS, start_cluster, wait_for_file, wait_until
+from cluster_support import (ALICE, BOB, CALL_SECONDS, start_two_user_cluster, wait_for_file,
+                             wait_until)
 
-ALICE = "alice-token-0123456789abcdef"
-BOB = "bob-token-0123456789abcdefgh"
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -29,13 +28,7 @@ def number(text: str) -> int:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     home = tmp_path_factory.mktemp("bulletin-tenancy")
-    config = home / "cluster.yaml"
-    config.write_text(f"""
-users:
-  - {{name: alice, group: vision, token: "{ALICE}"}}
-  - {{name: bob, group: nlp, token: "{BOB}"}}
-""")
-    c = start_cluster(home, "--config", str(config), gpus=1, cpus=1)
+    c = start_two_user_cluster(home)
     try:
         yield c
     finally:

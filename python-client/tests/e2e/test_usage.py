@@ -18,11 +18,9 @@ import time
 import pytest
 
 import bulletin
-from cluster_support import (CALL_SECONDS, cli_env, remove_dead_worker_stores, run_cli,
-                             start_cluster, wait_until)
+from cluster_support import (ALICE, BOB, CALL_SECONDS, cli_env, remove_dead_worker_stores, run_cli,
+                             start_cluster, start_two_user_cluster, wait_until)
 
-ALICE = "alice-token-0123456789abcdef"
-BOB = "bob-token-0123456789abcdefgh"
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -45,13 +43,7 @@ def nap(seconds: float) -> bool:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     home = tmp_path_factory.mktemp("bulletin-usage")
-    config = home / "cluster.yaml"
-    config.write_text(f"""
-users:
-  - {{name: alice, group: vision, token: "{ALICE}"}}
-  - {{name: bob, group: nlp, token: "{BOB}"}}
-""")
-    c = start_cluster(home, "--config", str(config), gpus=1, cpus=1)
+    c = start_two_user_cluster(home)
     try:
         yield c
     finally:

@@ -23,7 +23,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * user and group, and {@code bulletin.credits{group}}. Called on the control plane's loop; the
  * gauges read maps a scrape may read from any thread.
  */
-public final class UsageRecorder {
+public final class UsageRecorder implements TaskTable.Listener {
   /** How often the gauges read the workers' utilisation and the groups' credits. */
   public static final long REFRESH_MILLIS = 1000;
   private final UsageStore store;
@@ -37,12 +37,7 @@ public final class UsageRecorder {
     this.plane = plane;
     this.store = store;
     this.registry = registry;
-    plane.tasks().listen(new TaskTable.Listener() {
-      @Override
-      public void ended(Task task, TaskEvent event) {
-        UsageRecorder.this.ended(task, event);
-      }
-    });
+    plane.tasks().listen(this);
     plane.onCreditsEarned((group, credits) -> store.creditsEarned(group, credits, Instant.now()));
   }
 
@@ -51,7 +46,8 @@ public final class UsageRecorder {
   }
 
   /** A call ended: its record goes to the ledger, its GPU-seconds to the counters. */
-  void ended(Task task, TaskEvent event) {
+  @Override
+  public void ended(Task task, TaskEvent event) {
     CallUsage usage = task.usage();
     String outcome = event.getState().name().toLowerCase(Locale.ROOT)
         + (event.hasFailure() ? ":" + event.getFailure().getCode().name() : "");
