@@ -13,6 +13,7 @@ import dev.bulletin.protocol.HeadMessage;
 import dev.bulletin.protocol.HeldObject;
 import dev.bulletin.protocol.ObjectRef;
 import dev.bulletin.protocol.OutputStream;
+import dev.bulletin.protocol.ReportsReceived;
 import dev.bulletin.protocol.RunCall;
 import dev.bulletin.protocol.SendObject;
 import dev.bulletin.protocol.StopCall;
@@ -61,6 +62,7 @@ public final class RemoteWorkerLink implements WorkerLink {
   /** The link broke and the worker may reattach: messages wait in owed, calls keep pending. */
   private boolean suspended;
   private final java.util.ArrayDeque<HeadMessage> owed = new java.util.ArrayDeque<>();
+  private long receivedSeq;
 
   /** @param broken detaches the worker when a write finds its stream broken */
   RemoteWorkerLink(String workerId, GrpcServerResponse<WorkerMessage, HeadMessage> stream,
@@ -156,8 +158,20 @@ public final class RemoteWorkerLink implements WorkerLink {
     return new WorkerStatusView(pending.size(), 0, 0);
   }
 
+  /** The last report of the worker that arrived here (WorkerMessage.seq): for its reattach. */
+  long receivedSeq() {
+    return receivedSeq;
+  }
+
   /** A progress message from the worker. */
   void onMessage(WorkerMessage message) {
+    long seq = message.getSeq();
+    if (seq != 0) {
+      if (seq <= receivedSeq) {
+        return; // sent again after a reattach, and had arrived before the link broke
+      }
+      receivedSeq = seq;
+    }
     if (message.hasStarted()) {
       Pending call = pending.get(message.getStarted().getTaskId());
       if (call != null) {
@@ -172,6 +186,9 @@ public final class RemoteWorkerLink implements WorkerLink {
     } else if (message.hasEnded()) {
       ended(message.getEnded());
     } else if (message.hasHeartbeat()) {
+      // What arrived is acknowledged once a heartbeat: the worker's copy stays bounded.
+      write(HeadMessage.newBuilder().setReceived(ReportsReceived.newBuilder()
+          .setSeq(receivedSeq)).build());
       storeReferenced = message.getHeartbeat().getStoreReferenced();
       usage.heartbeat(message.getHeartbeat());
       for (HeldObject gone : message.getHeartbeat().getDroppedList()) {

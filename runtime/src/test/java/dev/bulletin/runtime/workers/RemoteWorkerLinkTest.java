@@ -126,4 +126,42 @@ class RemoteWorkerLinkTest {
     assertEquals("t1", written.get(2).getStop().getTaskId());
     assertEquals(0, detached.size());
   }
+
+  @Test
+  void aReportSentAgainAfterAReattachIsTakenOnceAndHeartbeatsAcknowledgeWhatArrived() {
+    RemoteWorkerLink link = new RemoteWorkerLink("w1", stream(), objects, 1024, detached::add);
+    List<String> lines = new ArrayList<>();
+    link.run(new CallRequest("t1", FUNCTION, ARGS, List.of()), new CallListener() {
+      @Override
+      public void started(String executorId) {}
+
+      @Override
+      public void output(boolean stderr, byte[] data) {
+        lines.add(new String(data, java.nio.charset.StandardCharsets.UTF_8));
+      }
+    });
+    WorkerMessage first = output("t1", "one\n", 1);
+    link.onMessage(first);
+    link.onMessage(output("t1", "two\n", 2));
+    // The worker did not hear that 1 and 2 arrived, its link broke, and it sends them again.
+    link.suspend();
+    link.resume(stream(), java.util.Set.of("t1"));
+    link.onMessage(first);
+    link.onMessage(output("t1", "two\n", 2));
+    link.onMessage(output("t1", "three\n", 3));
+    assertEquals(List.of("one\n", "two\n", "three\n"), lines);
+    assertEquals(3, link.receivedSeq());
+
+    link.onMessage(WorkerMessage.newBuilder().setHeartbeat(
+        dev.bulletin.protocol.WorkerHeartbeat.getDefaultInstance()).build());
+    HeadMessage ack = written.get(written.size() - 1);
+    assertTrue(ack.hasReceived(), ack.toString());
+    assertEquals(3, ack.getReceived().getSeq());
+  }
+
+  private static WorkerMessage output(String taskId, String text, long seq) {
+    return WorkerMessage.newBuilder().setSeq(seq).setOutput(dev.bulletin.protocol.CallOutput
+        .newBuilder().setTaskId(taskId).setOutput(dev.bulletin.protocol.Output.newBuilder()
+            .setData(com.google.protobuf.ByteString.copyFromUtf8(text)))).build();
+  }
 }
