@@ -1,6 +1,7 @@
 package dev.bulletin.runtime.dataport;
 
 import dev.bulletin.bridge.dataport.BulkIo;
+import dev.bulletin.bridge.dataport.BulkServe;
 import dev.bulletin.bridge.dataport.BulkWire;
 import dev.bulletin.runtime.objects.ObjectApi;
 import dev.bulletin.bridge.ObjectKey;
@@ -9,11 +10,7 @@ import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.ByteChannel;
-import java.nio.channels.FileChannel;
 import java.nio.channels.SocketChannel;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.StandardOpenOption;
-import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
@@ -123,20 +120,8 @@ final class BulkConnection implements Runnable {
   }
 
   private void get(BulkTickets.Ticket ticket) throws IOException {
-    ObjectKey key = ticket.key();
-    ObjectStore.Lease lease;
-    try {
-      lease = store.lease(List.of(key)); // read back if spilled; kept in memory while sent
-    } catch (RuntimeException e) {
-      reply(BulkWire.FAILED, e.getMessage());
-      return;
-    }
-    try (lease; FileChannel file = FileChannel.open(lease.path(key), StandardOpenOption.READ)) {
-      long size = file.size();
-      CompletableFuture<Integer> crc = io.crcAsync(file, size);
-      channel.write(ByteBuffer.allocate(9).put(BulkWire.OK).putLong(size).flip());
-      io.send(file, size, channel, this::progressed);
-      writeFully(ByteBuffer.allocate(4).putInt(crc.join()).flip());
+    long size = BulkServe.get(store, ticket.key(), channel, io, this::progressed);
+    if (size >= 0) {
       loop.execute(() -> objects.movedOverDataPort(ticket.caller(), true, size));
     }
   }
@@ -146,9 +131,7 @@ final class BulkConnection implements Runnable {
   }
 
   private void reply(byte status, String message) throws IOException {
-    byte[] text = message.getBytes(StandardCharsets.UTF_8);
-    writeFully(ByteBuffer.allocate(5 + text.length).put(status).putInt(text.length).put(text)
-        .flip());
+    BulkServe.reply(channel, status, message);
   }
 
   private ByteBuffer readFully(ByteBuffer buffer) throws IOException {
@@ -159,11 +142,5 @@ final class BulkConnection implements Runnable {
       progressed();
     }
     return buffer;
-  }
-
-  private void writeFully(ByteBuffer buffer) throws IOException {
-    while (buffer.hasRemaining()) {
-      channel.write(buffer);
-    }
   }
 }

@@ -3,6 +3,7 @@ package dev.bulletin.runtime.dataport;
 import dev.bulletin.bridge.dataport.BulkIo;
 import dev.bulletin.runtime.PortInUseException;
 import dev.bulletin.bridge.dataport.DaemonThreads;
+import dev.bulletin.bridge.dataport.HeaderGate;
 import dev.bulletin.runtime.objects.ObjectApi;
 import dev.bulletin.bridge.ObjectStore;
 import java.io.IOException;
@@ -40,7 +41,7 @@ public final class BulkServer implements AutoCloseable {
   private final ScheduledExecutorService sweeper;
   private final Set<BulkConnection> live = ConcurrentHashMap.newKeySet();
   private final BulkTickets tickets;
-  private final HeaderGate gate;
+  private final HeaderGate<BulkTickets.Ticket> gate;
   private final Thread acceptor;
 
   private BulkServer(ServerSocketChannel server, SSLContext tls, BulkTickets tickets,
@@ -51,7 +52,7 @@ public final class BulkServer implements AutoCloseable {
     this.helpers = Executors.newCachedThreadPool(DaemonThreads.named("bulletin-data-crc"));
     this.sweeper = Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("bulletin-data-sweep"));
     BulkIo io = new BulkIo(helpers);
-    this.gate = new HeaderGate(server, tls, tickets, HEADER_NANOS, System::nanoTime,
+    this.gate = new HeaderGate<>(server, tls, tickets, HEADER_NANOS, System::nanoTime,
         (socket, stream, ticket) -> admit(new BulkConnection(socket, stream, ticket, store, io,
             loop, objects, live::remove)));
     this.acceptor = new Thread(gate, "bulletin-data-accept");

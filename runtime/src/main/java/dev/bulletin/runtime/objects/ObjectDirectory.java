@@ -51,6 +51,8 @@ public final class ObjectDirectory {
   private final Map<ObjectKey, Entry> entries = new HashMap<>();
   /** Per worker: objects it reported holding, id to size (the scheduler's locality hints). */
   private final Map<String, Map<String, Long>> hints = new HashMap<>();
+  /** Workers' own data ports: a kept object goes from its keeper to a reader directly. */
+  private final DirectPorts direct = new DirectPorts();
   private int pulledObjects;
   private long pulledBytes;
   private long sentToWorkersBytes;
@@ -64,6 +66,10 @@ public final class ObjectDirectory {
 
   public ObjectStore store() {
     return store;
+  }
+
+  public DirectPorts direct() {
+    return direct;
   }
 
   // ---- references --------------------------------------------------------------------------
@@ -175,11 +181,59 @@ public final class ObjectDirectory {
     for (ObjectKey key : keys) {
       Entry entry = entries.get(key);
       if (entry != null && !entry.atHead
-          && (workerId == null || !entry.keepers.contains(workerId))) {
+          && (workerId == null || !entry.keepers.contains(workerId))
+          && directKeeper(entry, workerId) == null) {
         missing.add(key);
       }
     }
     return missing;
+  }
+
+  /**
+   * Where a call on worker {@code reader} fetches the object straight from the worker that keeps
+   * it, with a fresh ticket: empty when the head's store has it, the reader keeps it itself, or
+   * no keeper and reader serve data ports (then it comes through the head, see toMoveFor).
+   */
+  public Optional<dev.bulletin.protocol.DirectSource> directSource(ObjectKey key,
+      String reader) {
+    Entry entry = entries.get(key);
+    if (entry == null || entry.atHead || entry.keepers.contains(reader)) {
+      return Optional.empty();
+    }
+    String keeper = directKeeper(entry, reader);
+    return keeper == null ? Optional.empty() : direct.ticket(keeper, key, reader);
+  }
+
+  /**
+   * For a client's OpenTransfer: a ticket for its session to fetch an object kept only on a
+   * worker that serves its own port; empty when the head's store has it (or the keeper serves
+   * none).
+   */
+  public Optional<dev.bulletin.protocol.DirectSource> directForClient(ObjectKey key,
+      String session) {
+    Entry entry = entries.get(key);
+    if (entry == null || entry.atHead || entry.lost != null) {
+      return Optional.empty();
+    }
+    for (String keeper : entry.keepers) {
+      if (direct.serves(keeper)) {
+        return direct.ticket(keeper, key, session);
+      }
+    }
+    return Optional.empty();
+  }
+
+  /** A keeper that can send the object to {@code reader} directly, or null. */
+  private String directKeeper(Entry entry, String reader) {
+    if (!direct.serves(reader) || entry.lost != null) {
+      return null;
+    }
+    for (String keeper : entry.keepers) {
+      if (direct.serves(keeper) && links.apply(keeper).isPresent()) {
+        return keeper;
+      }
+    }
+    return null;
   }
 
   // ---- pulling to the runtime's store ------------------------------------------------------
@@ -267,6 +321,7 @@ public final class ObjectDirectory {
    */
   public void workerLost(String workerId, String how) {
     hints.remove(workerId);
+    direct.detach(workerId);
     for (Map.Entry<ObjectKey, Entry> each : List.copyOf(entries.entrySet())) {
       Entry entry = each.getValue();
       if (entry.keepers.remove(workerId)) {
