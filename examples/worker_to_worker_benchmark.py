@@ -54,7 +54,7 @@ def driver(address: str, token: str, nbytes: int, gates: str) -> dict:
 
     client = bulletin.Client(address, token=token, connect_timeout=10)
     deadline = time.monotonic() + 90
-    while {w.worker_id for w in client.status().workers} < set(WORKERS):
+    while not set(WORKERS) <= {w.worker_id for w in client.status().workers}:
         if time.monotonic() > deadline:
             raise RuntimeError("the two workers did not attach within 90 s")
         time.sleep(0.2)
