@@ -58,8 +58,13 @@ final class PeerObjects implements AutoCloseable {
       return new PeerObjects(vertx, workerId, head, null, store, "");
     }
     String host = towards(options.headHost());
+    // Behind NAT, or with several interfaces, the address others reach this host by may not be
+    // the one that routes to the head: BULLETIN_DIRECT_HOST names it (the port stays bound to
+    // the interface towards the head).
+    String announced = System.getenv().getOrDefault("BULLETIN_DIRECT_HOST", "").trim();
     try {
-      return new PeerObjects(vertx, workerId, head, DirectPort.start(host, store), store, host);
+      return new PeerObjects(vertx, workerId, head, DirectPort.start(host, store), store,
+          announced.isEmpty() ? host : announced);
     } catch (IOException e) {
       LOG.warning(e.getMessage() + "; objects this worker keeps go through the head");
       return new PeerObjects(vertx, workerId, head, null, store, "");
