@@ -9,10 +9,12 @@ log; and another user cannot get a ticket for someone's object. Real runtimes, t
 
 from __future__ import annotations
 
+import grpc
 import numpy as np
 import pytest
 
 import bulletin
+from bulletin._proto import bulletin_pb2 as pb
 from bulletin._ref import Ref
 from cluster_support import (ALICE, BOB, CALL_SECONDS, cli_env, start_configured_cluster,
                              wait_until)
@@ -166,3 +168,56 @@ def test_bob_cannot_get_a_ticket_for_alices_object(cluster, alice, two_workers, 
     gate.touch()
     assert holder.result(timeout=CALL_SECONDS) is True
     assert holder.placement.worker_id == keeper
+
+
+@pytest.fixture
+def remote_alice(cluster, monkeypatch):
+    """Alice as a client on another host sees her: no store folder to map, the data ports."""
+    monkeypatch.setenv("BULLETIN_DATA_PATH", "bulk")
+    with bulletin.Client(cluster.address, token=ALICE, set_as_default=False) as client:
+        assert not client._transfer.same_host
+        yield client
+
+
+def test_a_client_elsewhere_fetches_a_kept_result_from_its_worker(remote_alice, two_workers):
+    two_workers("cli")
+    made = remote_alice.submit(arange, EIGHT_MIB + 7, gpus=1)
+    made.exception(timeout=CALL_SECONDS)
+    before = remote_alice.status().store
+    np.testing.assert_array_equal(made.result(timeout=CALL_SECONDS),
+                                  np.arange(EIGHT_MIB + 7, dtype=np.float32))
+    assert remote_alice._transfer.last_path == "direct"
+    after = remote_alice.status().store
+    assert after["direct_tickets"] - before["direct_tickets"] == 1
+    for counter in ("data_port_bytes", "pulled_bytes", "sent_to_workers_bytes"):
+        assert after[counter] - before[counter] < PAYLOAD, counter
+
+
+def test_a_client_that_cannot_reach_the_worker_fetches_through_the_head(remote_alice,
+                                                                        two_workers):
+    two_workers("hid", BULLETIN_DIRECT_HOST="127.0.0.2")
+    made = remote_alice.submit(arange, EIGHT_MIB + 9, gpus=1)
+    made.exception(timeout=CALL_SECONDS)
+    before = remote_alice.status().store
+    np.testing.assert_array_equal(made.result(timeout=CALL_SECONDS),
+                                  np.arange(EIGHT_MIB + 9, dtype=np.float32))
+    assert remote_alice._transfer.last_path == "bulk"
+    assert "cannot be reached" in remote_alice._transfer.direct_unreachable
+    after = remote_alice.status().store
+    assert after["pulled_bytes"] - before["pulled_bytes"] >= PAYLOAD
+    assert after["data_port_bytes"] - before["data_port_bytes"] >= 2 * PAYLOAD
+
+
+def test_bob_cannot_open_a_direct_transfer_of_alices_object(cluster, alice, two_workers):
+    two_workers("peek")
+    made = alice.submit(arange, EIGHT_MIB + 11, gpus=1)
+    made.exception(timeout=CALL_SECONDS)
+    with bulletin.Client(cluster.address, token=BOB, set_as_default=False) as bob:
+        before = bob.status().store["direct_tickets"]
+        with pytest.raises(grpc.RpcError) as refused:
+            bob._conn.stub.OpenTransfer(pb.OpenTransferRequest(
+                direction=pb.TRANSFER_GET, id=made.remote_id, direct=True),
+                metadata=bob._conn.metadata, timeout=10)
+        assert refused.value.code() == grpc.StatusCode.NOT_FOUND
+        assert bob.status().store["direct_tickets"] == before
+    assert made.result(timeout=CALL_SECONDS)[3] == 3

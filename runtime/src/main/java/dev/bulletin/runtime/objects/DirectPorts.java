@@ -68,7 +68,7 @@ public final class DirectPorts {
     byte[] ticket = DirectTicket.sign(port.key(), key, reader,
         System.currentTimeMillis() + lifetime.toMillis());
     return Optional.of(DirectSource.newBuilder().setAddress(port.address())
-        .setTicket(ByteString.copyFrom(ticket)).setKeeper(keeper).setReader(reader).build());
+        .setTicket(ByteString.copyFrom(ticket)).setKeeper(keeper).setReader(reader).setNamespace(key.namespace()).build());
   }
 
   public long ticketsIssued() {
