@@ -5,6 +5,7 @@ import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.bridge.dataport.DirectTicket;
 import dev.bulletin.protocol.DirectSource;
 import java.time.Duration;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
@@ -56,11 +57,28 @@ public final class DirectPorts {
   }
 
   /**
+   * A keeper that can send to {@code readerWorker} directly (both serve a port: a worker
+   * without one moves objects through the head only), or null; for a client (null reader),
+   * any keeper that serves one.
+   */
+  String keeperFor(Collection<String> keepers, String readerWorker) {
+    if (readerWorker != null && !serves(readerWorker)) {
+      return null;
+    }
+    for (String keeper : keepers) {
+      if (serves(keeper)) {
+        return keeper;
+      }
+    }
+    return null;
+  }
+
+  /**
    * A ticket for {@code reader} to fetch {@code key} from {@code keeper}'s port; empty when the
-   * keeper serves none.
+   * keeper (null: none) serves none.
    */
   public Optional<DirectSource> ticket(String keeper, ObjectKey key, String reader) {
-    Port port = ports.get(keeper);
+    Port port = keeper == null ? null : ports.get(keeper);
     if (port == null) {
       return Optional.empty();
     }

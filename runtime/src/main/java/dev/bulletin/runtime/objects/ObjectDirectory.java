@@ -174,7 +174,8 @@ public final class ObjectDirectory {
 
   /**
    * The objects a call placed on {@code workerId} (null: the embedded worker, which reads the
-   * runtime's store) needs in the runtime's store first.
+   * runtime's store) needs in the runtime's store first: not those its worker keeps, nor those
+   * it can fetch straight from their keeper ({@link #directSource}).
    */
   public List<ObjectKey> toMoveFor(String workerId, Collection<ObjectKey> keys) {
     List<ObjectKey> missing = new ArrayList<>();
@@ -182,7 +183,7 @@ public final class ObjectDirectory {
       Entry entry = entries.get(key);
       if (entry != null && !entry.atHead
           && (workerId == null || !entry.keepers.contains(workerId))
-          && directKeeper(entry, workerId) == null) {
+          && (entry.lost != null || direct.keeperFor(entry.keepers, workerId) == null)) {
         missing.add(key);
       }
     }
@@ -197,17 +198,15 @@ public final class ObjectDirectory {
   public Optional<dev.bulletin.protocol.DirectSource> directSource(ObjectKey key,
       String reader) {
     Entry entry = entries.get(key);
-    if (entry == null || entry.atHead || entry.keepers.contains(reader)) {
+    if (entry == null || entry.atHead || entry.lost != null || entry.keepers.contains(reader)) {
       return Optional.empty();
     }
-    String keeper = directKeeper(entry, reader);
-    return keeper == null ? Optional.empty() : direct.ticket(keeper, key, reader);
+    return direct.ticket(direct.keeperFor(entry.keepers, reader), key, reader);
   }
 
   /**
    * For a client's OpenTransfer: a ticket for its session to fetch an object kept only on a
-   * worker that serves its own port; empty when the head's store has it (or the keeper serves
-   * none).
+   * worker that serves its own port; empty when the head's store has it (or no keeper serves).
    */
   public Optional<dev.bulletin.protocol.DirectSource> directForClient(ObjectKey key,
       String session) {
@@ -215,25 +214,7 @@ public final class ObjectDirectory {
     if (entry == null || entry.atHead || entry.lost != null) {
       return Optional.empty();
     }
-    for (String keeper : entry.keepers) {
-      if (direct.serves(keeper)) {
-        return direct.ticket(keeper, key, session);
-      }
-    }
-    return Optional.empty();
-  }
-
-  /** A keeper that can send the object to {@code reader} directly, or null. */
-  private String directKeeper(Entry entry, String reader) {
-    if (!direct.serves(reader) || entry.lost != null) {
-      return null;
-    }
-    for (String keeper : entry.keepers) {
-      if (direct.serves(keeper) && links.apply(keeper).isPresent()) {
-        return keeper;
-      }
-    }
-    return null;
+    return direct.ticket(direct.keeperFor(entry.keepers, null), key, session);
   }
 
   // ---- pulling to the runtime's store ------------------------------------------------------
