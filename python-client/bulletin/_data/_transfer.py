@@ -67,7 +67,8 @@ class Transfer:
         self._direct = self._data_port != 0 and conn.data_tls() is None
         self._direct_unreachable: set[str] = set()
         self.direct_unreachable: str | None = None
-        self.last_path: str | None = None  # "same-host", "bulk" or "grpc": the latest transfer
+        # "same-host", "bulk", "direct" (a worker's own port) or "grpc": the latest transfer
+        self.last_path: str | None = None
         self._lock = threading.Lock()
         self._held: dict[str, int] = {}
         # Mappings of this client's large same-host writes, for the runtime to recycle.
