@@ -18,7 +18,7 @@ from bulletin._proto import bulletin_pb2 as pb
 from bulletin._ref import Ref
 from cluster_support import (ALICE, BOB, CALL_SECONDS, cli_env, start_configured_cluster,
                              wait_until)
-from test_workers import Worker, attached, detached
+from test_workers import workers  # noqa: F401 (the fixture: start, wait, kill, wait gone)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -47,7 +47,7 @@ def hold(x, gate):
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def head(tmp_path_factory):
     """Alice and bob, and no GPU of the head's own: GPU calls run on the attached workers."""
     home = tmp_path_factory.mktemp("bulletin-direct")
     c = start_configured_cluster(home, f"""
@@ -62,31 +62,29 @@ users:
 
 
 @pytest.fixture
-def alice(cluster):
-    with bulletin.Client(cluster.address, token=ALICE, set_as_default=False) as client:
+def cluster(head):
+    return head
+
+
+@pytest.fixture
+def head_client(head):
+    """Alice on the head's host (test_workers' `workers` fixture watches attachment with it)."""
+    with bulletin.Client(head.address, token=ALICE, set_as_default=False) as client:
         yield client
 
 
 @pytest.fixture
-def two_workers(cluster, alice):
-    started: list[Worker] = []
+def alice(head_client):
+    return head_client
 
-    def start(prefix: str, **env: str) -> list[Worker]:
-        for name in ("a", "b"):
-            worker = Worker(cluster, f"{prefix}-{name}", "--simulate-gpus", "1",
-                            env={**cli_env(cluster.home), **env})
-            started.append(worker)
-        for worker in started:
-            wait_until(lambda: attached(alice, worker.worker_id) or worker.proc.poll() is not None,
-                       timeout=60, what=f"worker {worker.worker_id} to attach")
-            assert worker.proc.poll() is None, worker.output()
-        return started
 
-    yield start
-    for worker in started:
-        worker.kill()
-    for worker in started:
-        wait_until(lambda: detached(alice, worker.worker_id), timeout=30, what="detach")
+@pytest.fixture
+def two_workers(head, workers):
+    """Starts `PREFIX-a` and `PREFIX-b`, one simulated GPU each, with extra environment."""
+    def start(prefix: str, **env: str) -> list:
+        return [workers(f"{prefix}-{name}", "--simulate-gpus", "1",
+                        env={**cli_env(head.home), **env}) for name in ("a", "b")]
+    return start
 
 
 def read_away_from_keeper(client, made, tmp_path, tag: str):
