@@ -21,6 +21,9 @@ Sections (each prints its numbers and ratios; --only picks some):
              fetching a call's 1 GiB input and uploading a 1 GiB result (pulled by result()),
              over the data port and over gRPC chunks (--data-path grpc), against raw TCP
              (plaintext, as cross-host).
+  worker-to-worker  a result kept on worker A moved straight to a call on worker B (each in its
+             own network namespace) against raw TCP, and the head's payload bytes for it
+             (examples/worker_to_worker_benchmark.py).
   dask, ray  the same round trip (argument in, result out) through each peer, if installed.
   dataset    a CIFAR-10-sized uint8 dataset (50,000 x 3 x 32 x 32) passed to 5 consecutive
              calls: the bytes uploaded on calls 2 to 5 (must be 0).
@@ -567,7 +570,7 @@ def main() -> None:
     parser.add_argument("--gib", type=float, default=1.0, help="array size in GiB (default 1)")
     parser.add_argument("--only",
                         default="same-host,same-host-huge,cross-host,cross-host-tls,"
-                                "worker-host,dask,ray,dataset")
+                                "worker-host,worker-to-worker,dask,ray,dataset")
     parser.add_argument("--_tcp-server", dest="tcp_server", type=int)
     parser.add_argument("--_tcp-client", dest="tcp_client", nargs=2)
     parser.add_argument("--_cross-client", dest="cross_client", nargs=2)
@@ -584,6 +587,8 @@ def main() -> None:
         return print(json.dumps(worker_driver(args.worker_driver[0], os.environ["BULLETIN_TOKEN"],
                                               int(args.worker_driver[1]),
                                               args.worker_driver[2])))
+
+    import worker_to_worker_benchmark
 
     nbytes = int(args.gib * GIB) // 4 * 4
     only = set(args.only.split(","))
@@ -606,6 +611,7 @@ def main() -> None:
                 "cross-host": lambda: cross_host(nbytes),
                 "cross-host-tls": lambda: cross_host(nbytes, tls=True),
                 "worker-host": lambda: worker_host(nbytes),
+                "worker-to-worker": lambda: worker_to_worker_benchmark.run(nbytes),
                 "dask": lambda: dask_round_trip(a), "ray": lambda: ray_round_trip(a)}
     for name, run in sections.items():
         if name in only:
@@ -696,6 +702,8 @@ def main() -> None:
               f"{far['grpc_pull_vs_tcp']:.2f}x")
     elif far:
         print(f"  worker-host skipped: {far['skipped']}")
+    if "worker-to-worker" in results:
+        print("  " + worker_to_worker_benchmark.goal_line(results["worker-to-worker"]))
     if "dataset" in results:
         print(f"  dataset to 5 calls: {results['dataset']['uploaded_calls_2_to_5']} bytes "
               "uploaded on calls 2-5; must be 0")

@@ -92,7 +92,8 @@ class ClusterStatus:
     # worker_objects (results kept only on remote workers), pulled_objects and pulled_bytes
     # (moved from a worker's store to the runtime's), sent_to_workers_bytes (workers fetched);
     # recycled_files (writes that reused a released object's memory); data_port_bytes (moved
-    # over the bulk data port, both ways, by clients and workers).
+    # over the bulk data port, both ways, by clients and workers); direct_tickets (tickets the
+    # head signed for a worker-to-worker or worker-to-client move that bypasses it).
     store: dict = field(default_factory=dict)
     # Queued calls of other users: counted, not listed (only the owner and admins see them).
     others_queued: int = 0
@@ -117,7 +118,7 @@ class ClusterStatus:
         store = {name: getattr(msg.store, name) for name in (
             "objects", "referenced", "spilled", "memory_bytes", "spilled_bytes", "capacity_bytes",
             "worker_objects", "pulled_objects", "pulled_bytes", "sent_to_workers_bytes",
-            "recycled_files", "data_port_bytes")}
+            "recycled_files", "data_port_bytes", "direct_tickets")}
         pools = tuple(PoolInfo(p.name, p.provider, p.starting, p.idle, p.busy, p.draining,
                                p.max_workers, p.backoff_until) for p in msg.pools)
         return cls(msg.cluster_id, workers, Slots._from_proto(msg.gpus),

@@ -19,6 +19,8 @@ from ._objects import crc32c_extend
 
 MAGIC = 0x424C4B44  # "BLKD"
 VERSION = 1
+# A worker's own data port: a request carrying a ticket the head signed (docs/data-plane.md).
+VERSION_DIRECT = 2
 OK, REFUSED, CORRUPT, FAILED = 0, 1, 2, 3
 # Bytes per send/recv call: large enough that the per-call cost vanishes, small enough that the
 # CRC of one piece runs while the kernel still holds the previous one in the socket buffer.
@@ -136,14 +138,16 @@ def _exported(buffer: mmap.mmap) -> bool:
     return False
 
 
-def get(sock: socket.socket, ticket: bytes, size: int, buffers: ReceiveBuffers | None = None):
+def get(sock: socket.socket, ticket: bytes, size: int, buffers: ReceiveBuffers | None = None,
+        direct: bool = False):
     """Receives an object under a GET ticket into memory of ``buffers`` (or fresh memory);
-    returns a buffer of exactly ``size`` bytes.
+    returns a buffer of exactly ``size`` bytes. ``direct``: ``ticket`` is a request for a
+    worker's own port (``direct_request``).
 
     Raises BulkError(CORRUPT) when the bytes fail their CRC32C check.
     """
     with sock:
-        _hello(sock, ticket)
+        _hello(sock, ticket, direct)
         (sent_size,) = struct.unpack(">Q", _recv_exact(sock, 8))
         if sent_size != size:
             raise BulkError(FAILED, f"the runtime sends {sent_size} bytes, {size} were announced")
@@ -236,8 +240,20 @@ class _Background:
         return self._value
 
 
-def _hello(sock: socket.socket, ticket: bytes) -> None:
-    sock.sendall(struct.pack(">II", MAGIC, VERSION) + ticket)
+def direct_request(reader: str, namespace: str, oid: str, ticket: bytes) -> bytes:
+    """What a worker's port reads (Java's DirectTicket.request): who asks, for which object,
+    and the head's ticket; strings as Java's writeUTF (u16 length, then the ASCII bytes)."""
+    def utf(text: str) -> bytes:
+        data = text.encode("ascii")
+        return struct.pack(">H", len(data)) + data
+    return utf(reader) + utf(namespace) + utf(oid) + struct.pack(">I", len(ticket)) + ticket
+
+
+def _hello(sock: socket.socket, ticket: bytes, direct: bool = False) -> None:
+    if direct:
+        sock.sendall(struct.pack(">III", MAGIC, VERSION_DIRECT, len(ticket)) + ticket)
+    else:
+        sock.sendall(struct.pack(">II", MAGIC, VERSION) + ticket)
     status = _recv_exact(sock, 1)[0]
     if status != OK:
         raise BulkError(status, _message(sock))

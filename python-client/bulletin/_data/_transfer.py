@@ -61,7 +61,14 @@ class Transfer:
         self._data_port = 0 if path == "grpc" else hello.data_port
         self._data_host = conn.address.rpartition(":")[0].strip("[]")
         self.bulk_unreachable: str | None = None  # why the data port was given up, if it was
-        self.last_path: str | None = None  # "same-host", "bulk" or "grpc": the latest transfer
+        # Results kept on a worker come from that worker's own data port (plaintext clusters:
+        # those ports have no certificate); an address that could not be reached is not tried
+        # again, and the latest reason is kept here.
+        self._direct = self._data_port != 0 and conn.data_tls() is None
+        self._direct_unreachable: set[str] = set()
+        self.direct_unreachable: str | None = None
+        # "same-host", "bulk", "direct" (a worker's own port) or "grpc": the latest transfer
+        self.last_path: str | None = None
         self._lock = threading.Lock()
         self._held: dict[str, int] = {}
         # Mappings of this client's large same-host writes, for the runtime to recycle.
@@ -312,26 +319,60 @@ class Transfer:
 
     def _download(self, oid: str, size: int):
         what = f"the download of object {oid[:12]}"
-        for attempt in range(_RETRIES):
+        direct, failures = self._direct, 0
+        while True:
+            if not self._data_port:
+                return self._grpc_download(oid, size)
+            try:
+                reply = self._conn.stub.OpenTransfer(pb.OpenTransferRequest(
+                    direction=pb.TRANSFER_GET, id=oid, direct=direct),
+                    metadata=self._conn.metadata, timeout=_RPC_SECONDS)
+            except grpc.RpcError as exc:
+                raise self._conn.error(exc, what) from None
+            if reply.HasField("direct"):
+                out = self._direct_get(reply.direct, oid, reply.size)
+                if out is not None:
+                    return out
+                direct = False  # through the head this time: it pulls from the keeper
+                continue
             sock = self._data_connection()
             if sock is None:
                 return self._grpc_download(oid, size)
             with sock:
                 try:
-                    reply = self._conn.stub.OpenTransfer(pb.OpenTransferRequest(
-                        direction=pb.TRANSFER_GET, id=oid), metadata=self._conn.metadata,
-                        timeout=_RPC_SECONDS)
                     out = _bulk.get(sock, reply.ticket, reply.size, self.receive_buffers)
-                except grpc.RpcError as exc:
-                    raise self._conn.error(exc, what) from None
                 except _bulk.BulkError as exc:
-                    if exc.status != _bulk.CORRUPT or attempt == _RETRIES - 1:
-                        raise self._bulk_failure(exc, what, attempt + 1) from None
+                    failures += 1
+                    if exc.status != _bulk.CORRUPT or failures == _RETRIES:
+                        raise self._bulk_failure(exc, what, failures) from None
                     continue
                 except OSError as exc:
                     raise self._cut(exc, what) from None
             self.last_path = "bulk"
             return pa.py_buffer(out)
+
+    def _direct_get(self, source, oid: str, size: int):
+        """The bytes straight from the worker that keeps them, or None: then the head's path."""
+        if source.address in self._direct_unreachable:
+            return None
+        host, _, port = source.address.rpartition(":")
+        try:
+            sock = _bulk.connect(host.strip("[]"), int(port), _CONNECT_SECONDS)
+        except OSError as exc:
+            self._direct_unreachable.add(source.address)
+            self.direct_unreachable = (f"worker {source.keeper}'s data port {source.address} "
+                                       f"cannot be reached ({exc}); its objects come through "
+                                       "the head")
+            return None
+        request = _bulk.direct_request(source.reader, source.namespace, oid, source.ticket)
+        try:
+            out = _bulk.get(sock, request, size, self.receive_buffers, direct=True)
+        except (_bulk.BulkError, OSError) as exc:
+            self.direct_unreachable = (f"worker {source.keeper} did not send {oid[:12]} "
+                                       f"({exc}); it came through the head")
+            return None
+        self.last_path = "direct"
+        return pa.py_buffer(out)
 
     def _grpc_download(self, oid: str, size: int) -> bytearray:
         self.last_path = "grpc"

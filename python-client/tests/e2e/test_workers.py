@@ -333,14 +333,15 @@ def test_a_large_result_stays_on_its_worker_and_the_next_call_runs_there_with_no
     assert moved["sent_to_workers_bytes"] == before["sent_to_workers_bytes"]
     assert not (head_client._transfer.folder / oid).exists()
 
-    # Fetched by the client: only now does it cross, once, and then it is mapped as usual.
+    # Fetched by the client: only now does it cross, once, straight from the keeper's own data
+    # port (the head's store has no file to map; docs/data-plane.md), not through the head.
     value = first.result(timeout=CALL_SECONDS)
     np.testing.assert_array_equal(value, np.arange(EIGHT_MIB, dtype=np.float32))
+    assert head_client._transfer.last_path == "direct"
     fetched = head_client.status().store
-    assert fetched["pulled_objects"] == before["pulled_objects"] + 1
-    assert fetched["pulled_bytes"] - before["pulled_bytes"] >= EIGHT_MIB * 4
-    # The worker sent it over the runtime's bulk data port, not as gRPC chunks.
-    assert fetched["data_port_bytes"] - before["data_port_bytes"] >= EIGHT_MIB * 4
+    assert fetched["direct_tickets"] == before["direct_tickets"] + 1
+    assert fetched["pulled_objects"] == before["pulled_objects"]
+    assert fetched["data_port_bytes"] - before["data_port_bytes"] < EIGHT_MIB * 4
     del value
     assert_nothing_held(head_client, before, functions, ["keep-a", "keep-b"])
 
@@ -361,19 +362,25 @@ def test_a_call_placed_away_from_the_keeper_still_gets_the_value(head_client, wo
     holder = head_client.submit(total, first, str(gate), gpus=1)
     wait_until(lambda: holder.status == "running", timeout=CALL_SECONDS, what="holder to run")
     assert holder.placement.worker_id == keeper
-    # ... so the next one must run on the other worker: the head pulls the value from the
-    # keeper and the other worker fetches it; the call waits for that, it does not fail.
+    # ... so the next one must run on the other worker, which gets the value: straight from
+    # the keeper's own data port (a ticket the head signed; no byte crosses the head), or, with
+    # gRPC only, pulled by the head from the keeper and fetched from there.
     elsewhere = head_client.submit(total, first, gpus=1)
     expected = float(np.arange(EIGHT_MIB, dtype=np.float32).astype(np.float64).sum())
     assert elsewhere.result(timeout=CALL_SECONDS) == expected
     assert elsewhere.placement.worker_id == other
     moved = head_client.status().store
-    assert moved["pulled_objects"] == before["pulled_objects"] + 1
-    assert moved["sent_to_workers_bytes"] - before["sent_to_workers_bytes"] >= EIGHT_MIB * 4
-    # Up from the keeper and down to the other worker: over the bulk data port unless the
-    # workers were told to use gRPC chunks only.
     over_port = moved["data_port_bytes"] - before["data_port_bytes"]
-    assert over_port >= 2 * EIGHT_MIB * 4 if data_path == "auto" else over_port == 0
+    if data_path == "auto":
+        assert moved["direct_tickets"] == before["direct_tickets"] + 1
+        assert moved["pulled_objects"] == before["pulled_objects"]
+        assert moved["sent_to_workers_bytes"] == before["sent_to_workers_bytes"]
+        assert over_port < EIGHT_MIB * 4, "the head's data port carried the payload"
+    else:
+        assert moved["direct_tickets"] == before["direct_tickets"]
+        assert moved["pulled_objects"] == before["pulled_objects"] + 1
+        assert moved["sent_to_workers_bytes"] - before["sent_to_workers_bytes"] >= EIGHT_MIB * 4
+        assert over_port == 0
     gate.touch()
     assert holder.result(timeout=CALL_SECONDS) == expected
     del first

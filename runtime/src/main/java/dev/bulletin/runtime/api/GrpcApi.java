@@ -257,7 +257,8 @@ public final class GrpcApi {
           .setPulledBytes(objects.pulledBytes())
           .setSentToWorkersBytes(objects.sentToWorkersBytes())
           .setRecycledFiles(store.recycledFiles())
-          .setDataPortBytes(objects.dataPortBytes()))
+          .setDataPortBytes(objects.dataPortBytes())
+          .setDirectTickets(objects.direct().ticketsIssued()))
           .build());
     });
   }

@@ -1,6 +1,7 @@
 package dev.bulletin.runtime.dataport;
 
 import dev.bulletin.bridge.dataport.BulkIo;
+import dev.bulletin.bridge.dataport.BulkServe;
 import dev.bulletin.bridge.dataport.BulkWire;
 import dev.bulletin.runtime.objects.ObjectApi;
 import dev.bulletin.bridge.ObjectKey;
@@ -9,26 +10,17 @@ import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.ByteChannel;
-import java.nio.channels.FileChannel;
-import java.nio.channels.SocketChannel;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.StandardOpenOption;
-import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 /**
  * One admitted data connection of the bulk port (its ticket already redeemed by the
- * {@link HeaderGate}), served with blocking I/O on a data thread (never on an event loop).
- * Wire format: {@link BulkWire}; docs/internals.md.
+ * {@link dev.bulletin.bridge.dataport.HeaderGate}), served with blocking I/O on a data thread
+ * of the {@link dev.bulletin.bridge.dataport.DataPortServer} (never on an event loop), which
+ * closes it after. Wire format: {@link BulkWire}; docs/internals.md.
  */
-final class BulkConnection implements Runnable {
-  private static final Logger LOG = Logger.getLogger(BulkConnection.class.getName());
-
-  private final SocketChannel socket;
+final class BulkConnection {
   /** What the transfer reads and writes: the socket itself, or TLS over it. */
   private final ByteChannel channel;
   private final ObjectStore store;
@@ -36,53 +28,25 @@ final class BulkConnection implements Runnable {
   /** Runs a stored object's hand-over to its holder on the control plane's loop. */
   private final Executor loop;
   private final ObjectApi objects;
-  private final java.util.function.Consumer<BulkConnection> onClose;
   private final BulkTickets.Ticket ticket;
-  private volatile long lastProgressNanos = System.nanoTime();
+  private final Runnable progressed;
 
-  BulkConnection(SocketChannel socket, ByteChannel channel, BulkTickets.Ticket ticket,
-      ObjectStore store, BulkIo io, Executor loop, ObjectApi objects,
-      java.util.function.Consumer<BulkConnection> onClose) {
-    this.socket = socket;
+  BulkConnection(ByteChannel channel, BulkTickets.Ticket ticket, ObjectStore store, BulkIo io,
+      Executor loop, ObjectApi objects, Runnable progressed) {
     this.channel = channel;
     this.ticket = ticket;
     this.store = store;
     this.io = io;
     this.loop = loop;
     this.objects = objects;
-    this.onClose = onClose;
+    this.progressed = progressed;
   }
 
-  /**
-   * Whether the connection moved nothing for {@code stallNanos} (counted from its admission:
-   * only connections with a redeemed ticket get here, see {@link HeaderGate}).
-   */
-  boolean stalled(long now, long stallNanos) {
-    return now - lastProgressNanos > stallNanos;
-  }
-
-  /** Cuts a stalled connection; its data thread sees the close and cleans up. */
-  void abort() {
-    try {
-      socket.close();
-    } catch (IOException ignored) {
-      // Closing anyway.
-    }
-  }
-
-  @Override
-  public void run() {
-    try (socket) {
-      socket.socket().setTcpNoDelay(true);
-      if (ticket.direction() == BulkTickets.Direction.PUT) {
-        put(ticket);
-      } else {
-        get(ticket);
-      }
-    } catch (IOException | RuntimeException e) {
-      LOG.log(Level.FINE, "bulk connection ended: " + e, e);
-    } finally {
-      onClose.accept(this);
+  void serve() throws IOException {
+    if (ticket.direction() == BulkTickets.Direction.PUT) {
+      put(ticket);
+    } else {
+      get(ticket);
     }
   }
 
@@ -123,32 +87,18 @@ final class BulkConnection implements Runnable {
   }
 
   private void get(BulkTickets.Ticket ticket) throws IOException {
-    ObjectKey key = ticket.key();
-    ObjectStore.Lease lease;
-    try {
-      lease = store.lease(List.of(key)); // read back if spilled; kept in memory while sent
-    } catch (RuntimeException e) {
-      reply(BulkWire.FAILED, e.getMessage());
-      return;
-    }
-    try (lease; FileChannel file = FileChannel.open(lease.path(key), StandardOpenOption.READ)) {
-      long size = file.size();
-      CompletableFuture<Integer> crc = io.crcAsync(file, size);
-      channel.write(ByteBuffer.allocate(9).put(BulkWire.OK).putLong(size).flip());
-      io.send(file, size, channel, this::progressed);
-      writeFully(ByteBuffer.allocate(4).putInt(crc.join()).flip());
+    long size = BulkServe.get(store, ticket.key(), channel, io, this::progressed);
+    if (size >= 0) {
       loop.execute(() -> objects.movedOverDataPort(ticket.caller(), true, size));
     }
   }
 
   private void progressed() {
-    lastProgressNanos = System.nanoTime();
+    progressed.run();
   }
 
   private void reply(byte status, String message) throws IOException {
-    byte[] text = message.getBytes(StandardCharsets.UTF_8);
-    writeFully(ByteBuffer.allocate(5 + text.length).put(status).putInt(text.length).put(text)
-        .flip());
+    BulkServe.reply(channel, status, message);
   }
 
   private ByteBuffer readFully(ByteBuffer buffer) throws IOException {
@@ -159,11 +109,5 @@ final class BulkConnection implements Runnable {
       progressed();
     }
     return buffer;
-  }
-
-  private void writeFully(ByteBuffer buffer) throws IOException {
-    while (buffer.hasRemaining()) {
-      channel.write(buffer);
-    }
   }
 }

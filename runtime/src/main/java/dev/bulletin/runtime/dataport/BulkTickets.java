@@ -1,5 +1,7 @@
 package dev.bulletin.runtime.dataport;
 
+import dev.bulletin.bridge.dataport.BulkWire;
+import dev.bulletin.bridge.dataport.HeaderGate;
 import dev.bulletin.runtime.objects.ObjectApi;
 import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.bridge.ObjectStore;
@@ -17,13 +19,13 @@ import java.util.function.LongSupplier;
  * whoever takes the ticket out of the table (the connection, or the sweep when it expires)
  * finishes or closes that upload, so the room is freed exactly once. Thread-safe.
  */
-public final class BulkTickets {
+public final class BulkTickets implements HeaderGate.Redeemer<BulkTickets.Ticket> {
   static final int TICKET_BYTES = 32;
 
   public enum Direction { PUT, GET }
 
   /** What a ticket allows; {@code upload} is the reserved room of a PUT, null for a GET. */
-  record Ticket(Direction direction, ObjectApi.Caller caller, ObjectKey key, long size,
+  public record Ticket(Direction direction, ObjectApi.Caller caller, ObjectKey key, long size,
       ObjectStore.Upload upload, long expiresAtNanos) {}
 
   /** A ticket that can no longer be used, kept a while to say why. */
@@ -54,6 +56,20 @@ public final class BulkTickets {
     open.put(HexFormat.of().formatHex(ticket), new Ticket(direction, caller, key, size, upload,
         nanoTime.getAsLong() + ttl.toNanos()));
     return ticket;
+  }
+
+  @Override
+  public int ticketBytes(int version) {
+    if (version != BulkWire.VERSION) {
+      throw new IllegalArgumentException("not a bulletin data connection of version "
+          + BulkWire.VERSION + " (upgrade the client)");
+    }
+    return TICKET_BYTES;
+  }
+
+  @Override
+  public Ticket redeem(int version, byte[] ticket) {
+    return redeem(ticket);
   }
 
   /**

@@ -140,6 +140,7 @@ public final class RuntimeVerticle extends VerticleBase {
     BulkTickets tickets = new BulkTickets(java.time.Duration.ofMillis(
         (long) (options.ticketSeconds() * 1000)), System::nanoTime);
     ObjectApi objects = new ObjectApi(plane, tickets);
+    plane.objects().direct().lifetime(tickets.ttl());
     javax.net.ssl.SSLContext dataTls;
     try {
       dataTls = tls.enabled() ? TlsSetup.serverContext(vertx, tls) : null;

@@ -192,7 +192,9 @@ public final class ObjectApi {
           endTransfer(request, tickets.issue(BulkTickets.Direction.PUT, caller, key, size,
               upload), size);
         } else if (message.getDirection() == TransferDirection.TRANSFER_GET) {
-          openGet(caller, request, key);
+          if (!(message.getDirect() && openDirect(caller, request, key))) {
+            openGet(caller, request, key);
+          }
         } else {
           throw new IllegalArgumentException("OpenTransfer needs a direction (PUT or GET)");
         }
@@ -200,6 +202,25 @@ public final class ObjectApi {
         request.response().status(statusOf(e)).statusMessage(e.getMessage()).end();
       }
     });
+  }
+
+  /**
+   * A client that can reach workers' own data ports fetches a result kept only on a worker
+   * from there, with a ticket for its session (docs/data-plane.md); false when no keeper
+   * serves one (or the caller is a worker: its inputs come with RunCall).
+   */
+  private boolean openDirect(Caller caller,
+      GrpcServerRequest<OpenTransferRequest, OpenTransferReply> request, ObjectKey key) {
+    if (caller.worker() || caller.holds() == null) {
+      return false;
+    }
+    return plane.objects().directForClient(key, "session:" + caller.holds().sessionId())
+        .map(direct -> {
+          request.response().end(OpenTransferReply.newBuilder().setDirect(direct)
+              .setSize(plane.objects().size(key))
+              .setExpiresInSeconds(tickets.ttl().toMillis() / 1000.0).build());
+          return true;
+        }).orElse(false);
   }
 
   /** A result kept on a remote worker comes to this store first, as for GetObject. */

@@ -51,6 +51,8 @@ public final class ObjectDirectory {
   private final Map<ObjectKey, Entry> entries = new HashMap<>();
   /** Per worker: objects it reported holding, id to size (the scheduler's locality hints). */
   private final Map<String, Map<String, Long>> hints = new HashMap<>();
+  /** Workers' own data ports: a kept object goes from its keeper to a reader directly. */
+  private final DirectPorts direct = new DirectPorts();
   private int pulledObjects;
   private long pulledBytes;
   private long sentToWorkersBytes;
@@ -64,6 +66,10 @@ public final class ObjectDirectory {
 
   public ObjectStore store() {
     return store;
+  }
+
+  public DirectPorts direct() {
+    return direct;
   }
 
   // ---- references --------------------------------------------------------------------------
@@ -168,18 +174,47 @@ public final class ObjectDirectory {
 
   /**
    * The objects a call placed on {@code workerId} (null: the embedded worker, which reads the
-   * runtime's store) needs in the runtime's store first.
+   * runtime's store) needs in the runtime's store first: not those its worker keeps, nor those
+   * it can fetch straight from their keeper ({@link #directSource}).
    */
   public List<ObjectKey> toMoveFor(String workerId, Collection<ObjectKey> keys) {
     List<ObjectKey> missing = new ArrayList<>();
     for (ObjectKey key : keys) {
       Entry entry = entries.get(key);
       if (entry != null && !entry.atHead
-          && (workerId == null || !entry.keepers.contains(workerId))) {
+          && (workerId == null || !entry.keepers.contains(workerId))
+          && (entry.lost != null || direct.keeperFor(entry.keepers, workerId) == null)) {
         missing.add(key);
       }
     }
     return missing;
+  }
+
+  /**
+   * Where a call on worker {@code reader} fetches the object straight from the worker that keeps
+   * it, with a fresh ticket: empty when the head's store has it, the reader keeps it itself, or
+   * no keeper and reader serve data ports (then it comes through the head, see toMoveFor).
+   */
+  public Optional<dev.bulletin.protocol.DirectSource> directSource(ObjectKey key,
+      String reader) {
+    Entry entry = entries.get(key);
+    if (entry == null || entry.atHead || entry.lost != null || entry.keepers.contains(reader)) {
+      return Optional.empty();
+    }
+    return direct.ticket(direct.keeperFor(entry.keepers, reader), key, reader);
+  }
+
+  /**
+   * For a client's OpenTransfer: a ticket for its session to fetch an object kept only on a
+   * worker that serves its own port; empty when the head's store has it (or no keeper serves).
+   */
+  public Optional<dev.bulletin.protocol.DirectSource> directForClient(ObjectKey key,
+      String session) {
+    Entry entry = entries.get(key);
+    if (entry == null || entry.atHead || entry.lost != null) {
+      return Optional.empty();
+    }
+    return direct.ticket(direct.keeperFor(entry.keepers, null), key, session);
   }
 
   // ---- pulling to the runtime's store ------------------------------------------------------
@@ -267,6 +302,7 @@ public final class ObjectDirectory {
    */
   public void workerLost(String workerId, String how) {
     hints.remove(workerId);
+    direct.detach(workerId);
     for (Map.Entry<ObjectKey, Entry> each : List.copyOf(entries.entrySet())) {
       Entry entry = each.getValue();
       if (entry.keepers.remove(workerId)) {

@@ -100,7 +100,10 @@ public final class RemoteWorkerLink implements WorkerLink {
         .setNamespace(request.args().namespace()).setRunAs(request.runAs().orElse(""))
         .setMemoryBytes(request.executor().memoryBytes())
         .setEnvironment(request.executor().toProto());
-    request.refs().forEach(key -> run.addRefs(ref(key, false)));
+    // An input another worker keeps comes from there directly when both serve data ports.
+    request.refs().forEach(key -> run.addRefs(objects.directSource(key, workerId)
+        .map(direct -> ref(key, false).toBuilder().setDirect(direct).build())
+        .orElseGet(() -> ref(key, false))));
     if (!write(HeadMessage.newBuilder().setRun(run).build())) {
       outcome.complete(new CallOutcome.Undelivered("its connection broke before the call"
           + " reached it"));

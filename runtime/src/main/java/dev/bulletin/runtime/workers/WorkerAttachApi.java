@@ -120,7 +120,7 @@ public final class WorkerAttachApi {
           registration.getGpuTopology());
       // A worker that reattaches after its grace (or to a restarted runtime) runs calls this
       // runtime gave up: it stops them. What its store holds is still worth knowing.
-      accept(registration.getRunningTaskIdsList(), 0);
+      accept(registration, registration.getRunningTaskIdsList(), 0);
       reregisterHeld(registration);
       plane.attach(worker);
       LOG.info(() -> "worker " + worker.id() + " attached from " + registration.getHost() + ": "
@@ -139,7 +139,7 @@ public final class WorkerAttachApi {
       List<String> stop = link.resume(response,
           new java.util.HashSet<>(registration.getRunningTaskIdsList()));
       worker.drain(before.drainedBefore);
-      accept(stop, link.receivedSeq());
+      accept(registration, stop, link.receivedSeq());
       reregisterHeld(registration);
       link.flushOwed();
       LOG.info(() -> "worker " + worker.id() + " reattached from " + registration.getHost()
@@ -148,11 +148,16 @@ public final class WorkerAttachApi {
           + registration.getHeldObjectsCount() + " objects held");
     }
 
-    private void accept(List<String> stopTaskIds, long receivedSeq) {
+    private void accept(RegisterWorker registration, List<String> stopTaskIds,
+        long receivedSeq) {
+      // A fresh key for the worker's own data port at every (re)attach (docs/data-plane.md).
+      byte[] directKey = plane.objects().direct().attach(worker.id(),
+          registration.getDirectHost(), registration.getDirectPort());
       response.write(HeadMessage.newBuilder().setAccepted(WorkerAccepted.newBuilder()
           .setWorkerId(worker.id()).setClusterId(clusterId).setInlineLimitBytes(inlineLimit)
           .setMaxMessageBytes(maxMessage).setHeartbeatSeconds(HEARTBEAT_MILLIS / 1000.0)
-          .addAllStopTaskIds(stopTaskIds).setReceivedSeq(receivedSeq))
+          .addAllStopTaskIds(stopTaskIds).setReceivedSeq(receivedSeq)
+          .setDirectTicketKey(com.google.protobuf.ByteString.copyFrom(directKey)))
           .build());
       watchdog = vertx.setPeriodic(HEARTBEAT_MILLIS, id -> {
         if ((System.nanoTime() - lastHeard) / 1_000_000 > SILENCE_LIMIT_MILLIS) {

@@ -8,6 +8,7 @@ import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.bridge.ObjectStores;
 import dev.bulletin.bridge.StoreOptions;
 import dev.bulletin.bridge.dataport.BulkWire;
+import dev.bulletin.bridge.dataport.HeaderGate;
 import dev.bulletin.runtime.objects.ObjectApi;
 import java.io.IOException;
 import java.io.InputStream;
@@ -42,7 +43,7 @@ class HeaderGateTest {
   private ObjectStore store;
   private BulkTickets tickets;
   private ServerSocketChannel server;
-  private HeaderGate gate;
+  private HeaderGate<BulkTickets.Ticket> gate;
   private final List<Socket> clients = new ArrayList<>();
 
   @BeforeEach
@@ -50,7 +51,7 @@ class HeaderGateTest {
     store = ObjectStores.open(new StoreOptions(folder.resolve("mem"), 1 << 20, null));
     tickets = new BulkTickets(Duration.ofSeconds(60), now::get);
     server = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
-    gate = new HeaderGate(server, null, tickets, TimeUnit.SECONDS.toNanos(5), now::get,
+    gate = new HeaderGate<>(server, null, tickets, TimeUnit.SECONDS.toNanos(5), now::get,
         (channel, stream, ticket) -> {
           assertTrue(channel.isBlocking(), "an admitted connection is handed over blocking");
           admitted.add(ticket);

@@ -12,6 +12,7 @@ import dev.bulletin.bridge.ObjectStores;
 import dev.bulletin.bridge.StoreOptions;
 import dev.bulletin.bridge.dataport.BulkIo;
 import dev.bulletin.bridge.dataport.BulkWire;
+import dev.bulletin.bridge.dataport.HeaderGate;
 import dev.bulletin.bridge.dataport.TlsChannel;
 import dev.bulletin.runtime.objects.ObjectApi;
 import dev.bulletin.worker.tls.TlsOptions;
@@ -78,7 +79,7 @@ class TlsGateTest {
   private ObjectStore clientStore;
   private BulkTickets tickets;
   private ServerSocketChannel server;
-  private HeaderGate gate;
+  private HeaderGate<BulkTickets.Ticket> gate;
   private BulkIo io;
   private SSLContext trustsCluster;
   private SSLContext trustsOtherCa;
@@ -100,7 +101,7 @@ class TlsGateTest {
     io = new BulkIo(threads);
     tickets = new BulkTickets(Duration.ofSeconds(60), now::get);
     server = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0));
-    gate = new HeaderGate(server, serverContext, tickets, TimeUnit.SECONDS.toNanos(5), now::get,
+    gate = new HeaderGate<>(server, serverContext, tickets, TimeUnit.SECONDS.toNanos(5), now::get,
         (socket, stream, ticket) -> {
           assertTrue(socket.isBlocking(), "an admitted connection is handed over blocking");
           admitted.add(new Admitted(socket, stream, ticket));

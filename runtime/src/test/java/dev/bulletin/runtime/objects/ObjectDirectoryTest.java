@@ -77,6 +77,34 @@ class ObjectDirectoryTest {
   }
 
   @Test
+  void aResultGoesDirectOnlyBetweenWorkersThatServeAPortAndWhileOnlyWorkersKeepIt() {
+    objects.kept("w1", RESULT, SIZE, "tensor");
+    // Neither serves a port (TLS, or gRPC only): the call on w2 waits for a pull, as before.
+    assertEquals(List.of(RESULT), objects.toMoveFor("w2", List.of(RESULT)));
+    assertTrue(objects.directSource(RESULT, "w2").isEmpty());
+    objects.direct().attach("w1", "10.0.0.1", 7001);
+    assertEquals(List.of(RESULT), objects.toMoveFor("w2", List.of(RESULT)),
+        "a reader without a port of its own fetches through the head");
+    objects.direct().attach("w2", "10.0.0.2", 7002);
+    assertEquals(List.of(), objects.toMoveFor("w2", List.of(RESULT)));
+    var source = objects.directSource(RESULT, "w2").orElseThrow();
+    assertEquals("10.0.0.1:7001", source.getAddress());
+    assertEquals("w2", source.getReader());
+    assertEquals("ada", source.getNamespace());
+    assertTrue(objects.directSource(RESULT, "w1").isEmpty(), "the keeper reads its own copy");
+    assertEquals("session:s1", objects.directForClient(RESULT, "session:s1").orElseThrow()
+        .getReader());
+    assertEquals(2, objects.direct().ticketsIssued());
+    // Another user's object of the same id is another key: no entry, no ticket.
+    assertTrue(objects.directForClient(ObjectKey.of("bob", RESULT.id().hex()), "session:s2")
+        .isEmpty());
+    // Once the head has a copy, it serves it; once the keeper is gone, nothing goes direct.
+    objects.workerLost("w1", "lost its connection");
+    assertTrue(objects.directSource(RESULT, "w2").isEmpty());
+    assertEquals(List.of(RESULT), objects.toMoveFor("w2", List.of(RESULT)));
+  }
+
+  @Test
   void aPullAsksTheKeeperOnceAndTheUploadBecomesTheRuntimesCopy() {
     objects.kept("w1", RESULT, SIZE, "tensor");
     Future<Void> first = objects.toHead(RESULT);

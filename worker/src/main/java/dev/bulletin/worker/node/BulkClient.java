@@ -36,6 +36,8 @@ import javax.net.ssl.SSLContext;
 public final class BulkClient implements AutoCloseable {
   static final long STALL_MILLIS = TimeUnit.SECONDS.toMillis(60);
   private static final int CONNECT_TIMEOUT_MILLIS = 10_000;
+  /** A keeper that does not answer within this is taken as unreachable (the head path then). */
+  static final int DIRECT_CONNECT_MILLIS = 3_000;
 
   /** The runtime answered a status other than "go on" / "stored"; see BulkWire. */
   public static final class RefusedException extends IOException {
@@ -83,7 +85,24 @@ public final class BulkClient implements AutoCloseable {
    */
   public ObjectKey get(InetSocketAddress address, byte[] ticket, ObjectKey key)
       throws IOException {
-    try (Transfer transfer = open(address, ticket)) {
+    return receive(open(address, header(BulkWire.VERSION, ticket, false),
+        CONNECT_TIMEOUT_MILLIS), key);
+  }
+
+  /**
+   * Receives an object straight from the worker that keeps it, on a request carrying the
+   * ticket the head signed ({@link dev.bulletin.bridge.dataport.DirectTicket#request}); as
+   * {@link #get} otherwise. A keeper that cannot be reached fails with
+   * {@link UnreachableException} within {@link #DIRECT_CONNECT_MILLIS}.
+   */
+  public ObjectKey getDirect(InetSocketAddress address, byte[] request, ObjectKey key)
+      throws IOException {
+    return receive(open(address, header(BulkWire.VERSION_DIRECT, request, true),
+        DIRECT_CONNECT_MILLIS), key);
+  }
+
+  private ObjectKey receive(Transfer opened, ObjectKey key) throws IOException {
+    try (Transfer transfer = opened) {
       long size = transfer.read(8).getLong();
       try (ObjectStore.Upload upload = store.beginUpload(key, size)) {
         int crc = io.receive(transfer.channel, upload, size, transfer::progressed);
@@ -96,11 +115,21 @@ public final class BulkClient implements AutoCloseable {
     }
   }
 
+  private static ByteBuffer header(int version, byte[] ticket, boolean lengthPrefixed) {
+    ByteBuffer header = ByteBuffer.allocate(8 + (lengthPrefixed ? 4 : 0) + ticket.length)
+        .putInt(BulkWire.MAGIC).putInt(version);
+    if (lengthPrefixed) {
+      header.putInt(ticket.length);
+    }
+    return header.put(ticket).flip();
+  }
+
   /** Sends a local object on a PUT ticket; returns once the runtime stored it. */
   public void put(InetSocketAddress address, byte[] ticket, ObjectKey key) throws IOException {
     try (ObjectStore.Lease lease = store.lease(List.of(key)); // kept in memory while sent
         FileChannel file = FileChannel.open(lease.path(key), StandardOpenOption.READ);
-        Transfer transfer = open(address, ticket)) {
+        Transfer transfer = open(address, header(BulkWire.VERSION, ticket, false),
+            CONNECT_TIMEOUT_MILLIS)) {
       long size = file.size();
       CompletableFuture<Integer> crc = io.crcAsync(file, size);
       io.send(file, size, transfer.channel, transfer::progressed);
@@ -109,10 +138,11 @@ public final class BulkClient implements AutoCloseable {
     }
   }
 
-  private Transfer open(InetSocketAddress address, byte[] ticket) throws IOException {
+  private Transfer open(InetSocketAddress address, ByteBuffer header, int connectMillis)
+      throws IOException {
     SocketChannel channel = SocketChannel.open();
     try {
-      channel.socket().connect(address, CONNECT_TIMEOUT_MILLIS);
+      channel.socket().connect(address, connectMillis);
     } catch (IOException e) {
       channel.close();
       throw new UnreachableException(address, e);
@@ -121,8 +151,7 @@ public final class BulkClient implements AutoCloseable {
         : TlsChannel.client(channel, tls, address.getHostString(), address.getPort()));
     try {
       channel.socket().setTcpNoDelay(true);
-      transfer.write(ByteBuffer.allocate(8 + ticket.length).putInt(BulkWire.MAGIC)
-          .putInt(BulkWire.VERSION).put(ticket).flip());
+      transfer.write(header);
       byte status = transfer.read(1).get();
       if (status != BulkWire.OK) {
         throw transfer.refusal(status);

@@ -66,6 +66,8 @@ public final class WorkerNode implements AutoCloseable {
   private final WorkerAgent agent;
   private final GrpcClient client;
   private final HeadObjects objects;
+  /** This node's own data port, and fetches from other workers' (docs/data-plane.md). */
+  private final PeerObjects peers;
   private final CompletableFuture<String> ended = new CompletableFuture<>();
   /** The Attach stream, kept up across a broken link. */
   private final HeadLink link;
@@ -94,6 +96,8 @@ public final class WorkerNode implements AutoCloseable {
     SocketAddress head = SocketAddress.inetSocketAddress(options.headPort(), options.headHost());
     this.objects = new HeadObjects(vertx, client, head, options.token(), store,
         options.bulkData(), tls.enabled() ? TlsSetup.clientContext(vertx, tls) : null);
+    this.peers = PeerObjects.start(vertx, options, objects, store,
+        options.bulkData() && !tls.enabled());
     this.link = new HeadLink(vertx, client, options, tls, this::registration, this::onHead,
         this::stop);
   }
@@ -143,7 +147,7 @@ public final class WorkerNode implements AutoCloseable {
     if (register.getReattach()) {
       register.addAllRunningTaskIds(running).addAllHeldObjects(storeReport.keptObjects());
     }
-    return register.setWorkerId(options.worker().workerId())
+    return peers.announce(register).setWorkerId(options.worker().workerId())
         .setHost(options.hostName()).setPool(options.pool())
         .addAllGpuNames(options.worker().gpus().names())
         .setSimulatedGpus(options.worker().gpus().simulated()).setCpus(options.worker().cpus())
@@ -155,6 +159,7 @@ public final class WorkerNode implements AutoCloseable {
   private void onHead(HeadMessage message) {
     if (message.hasAccepted()) {
       inlineLimit = message.getAccepted().getInlineLimitBytes();
+      peers.accepted(message.getAccepted());
       long every = Math.max(100, (long) (message.getAccepted().getHeartbeatSeconds() * 1000));
       if (heartbeats >= 0) {
         vertx.cancelTimer(heartbeats); // a reattach: the runtime may ask for another pace
@@ -316,7 +321,8 @@ public final class WorkerNode implements AutoCloseable {
       if (store.retainIfPresent(id)) {
         return Future.succeededFuture(id);
       }
-      return objects.fetch(id, ref.getSize());
+      return ref.hasDirect() ? peers.fetch(id, ref.getSize(), ref.getDirect())
+          : objects.fetch(id, ref.getSize());
     } catch (RuntimeException e) {
       return Future.failedFuture(e);
     }
@@ -396,6 +402,7 @@ public final class WorkerNode implements AutoCloseable {
     context.runOnContext(ignored -> link.close());
     agent.close();
     objects.close();
+    peers.close();
     try {
       vertx.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
     } catch (Exception ignored) {

@@ -1,7 +1,5 @@
-package dev.bulletin.runtime.dataport;
+package dev.bulletin.bridge.dataport;
 
-import dev.bulletin.bridge.dataport.BulkWire;
-import dev.bulletin.bridge.dataport.TlsChannel;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -36,23 +34,49 @@ import javax.net.ssl.SSLContext;
  * handshake counts against it). The handshake's CPU work (a key exchange and a signature,
  * about a millisecond) runs on the gate thread: simple, and a connection that has not shown a
  * ticket still costs no data thread.
+ *
+ * <p>The same gate serves the runtime's data port (random single-use tickets of version 1) and
+ * each worker's own port (tickets the head signed, version 2, length-prefixed): what a ticket
+ * is, and whether it is good, is the {@link Redeemer}'s business.
+ *
+ * @param <T> what a redeemed ticket allows
  */
-final class HeaderGate implements Runnable {
+public final class HeaderGate<T> implements Runnable {
   /** Pending (header not yet read) connections one address may hold; the oldest goes first. */
-  static final int PENDING_PER_ADDRESS = 64;
+  public static final int PENDING_PER_ADDRESS = 64;
   /** Pending connections in all. */
-  static final int PENDING_TOTAL = 2048;
-  private static final int HEADER_BYTES = 8 + BulkTickets.TICKET_BYTES;
+  public static final int PENDING_TOTAL = 2048;
+  /** The longest length-prefixed ticket a client may send. */
+  public static final int MAX_TICKET_BYTES = 4096;
+  /** Magic and version, before the ticket. */
+  private static final int PREFIX_BYTES = 8;
   private static final Logger LOG = Logger.getLogger(HeaderGate.class.getName());
 
   /** Takes a connection whose ticket was redeemed, in blocking mode, off the gate's thread. */
-  interface Admission {
+  public interface Admission<T> {
     /**
      * @param socket the connection (its options; closing it cuts the transfer)
      * @param stream what to read and write: the socket itself, or TLS over it
      */
-    void admit(SocketChannel socket, ByteChannel stream, BulkTickets.Ticket ticket);
+    void admit(SocketChannel socket, ByteChannel stream, T ticket);
   }
+
+  /** Knows this port's tickets: their length per header version, and whether one is good. */
+  public interface Redeemer<T> {
+    /**
+     * How many ticket bytes follow magic and version; {@link #LENGTH_PREFIXED} when a u32
+     * length comes first.
+     *
+     * @throws IllegalArgumentException saying why this port does not take that version
+     */
+    int ticketBytes(int version);
+
+    /** @throws IllegalArgumentException saying why the ticket is refused */
+    T redeem(int version, byte[] ticket);
+  }
+
+  /** {@link Redeemer#ticketBytes}: the ticket's length travels before it, as a u32. */
+  public static final int LENGTH_PREFIXED = -1;
 
   /** A connection whose header is still arriving. */
   private static final class Pending {
@@ -60,7 +84,10 @@ final class HeaderGate implements Runnable {
     /** The socket itself, or TLS over it. */
     final ByteChannel stream;
     final InetAddress address;
-    final ByteBuffer header = ByteBuffer.allocate(HEADER_BYTES);
+    /** What is being read now: magic and version, then a length (maybe), then the ticket. */
+    ByteBuffer header = ByteBuffer.allocate(PREFIX_BYTES);
+    int version = -1;
+    boolean lengthRead;
     final long deadlineNanos;
 
     Pending(SocketChannel channel, ByteChannel stream, InetAddress address, long deadlineNanos) {
@@ -73,10 +100,10 @@ final class HeaderGate implements Runnable {
 
   private final ServerSocketChannel server;
   private final Selector selector;
-  private final BulkTickets tickets;
+  private final Redeemer<T> tickets;
   /** Null: plaintext connections. */
   private final SSLContext tls;
-  private final Admission admit;
+  private final Admission<T> admit;
   private final long headerNanos;
   private final LongSupplier nanoTime;
   private final Map<InetAddress, ArrayDeque<Pending>> pendingByAddress = new HashMap<>();
@@ -86,8 +113,8 @@ final class HeaderGate implements Runnable {
    * @param tls the server's TLS context; null for plaintext connections
    * @param admit takes a connection whose ticket was redeemed (it must not block the gate)
    */
-  HeaderGate(ServerSocketChannel server, SSLContext tls, BulkTickets tickets, long headerNanos,
-      LongSupplier nanoTime, Admission admit) throws IOException {
+  public HeaderGate(ServerSocketChannel server, SSLContext tls, Redeemer<T> tickets,
+      long headerNanos, LongSupplier nanoTime, Admission<T> admit) throws IOException {
     this.server = server;
     this.tls = tls;
     this.tickets = tickets;
@@ -134,12 +161,12 @@ final class HeaderGate implements Runnable {
   }
 
   /** Stops the gate (the server channel is closed by its owner). */
-  void wakeup() {
+  public void wakeup() {
     selector.wakeup();
   }
 
   /** Connections waiting for their header now (for tests and status). */
-  int pendingCount() {
+  public int pendingCount() {
     return pendingInOrder.size();
   }
 
@@ -185,19 +212,24 @@ final class HeaderGate implements Runnable {
     if (pending.header.hasRemaining()) {
       return;
     }
-    forget(pending);
-    key.cancel();
-    ByteBuffer header = pending.header.flip();
-    if (header.getInt() != BulkWire.MAGIC || header.getInt() != BulkWire.VERSION) {
-      refuse(pending, "not a bulletin data connection of version " + BulkWire.VERSION
-          + " (upgrade the client)");
+    byte[] ticketBytes;
+    try {
+      ticketBytes = nextPart(pending);
+    } catch (IllegalArgumentException refused) {
+      forget(pending);
+      key.cancel();
+      refuse(pending, refused.getMessage());
       return;
     }
-    byte[] id = new byte[BulkTickets.TICKET_BYTES];
-    header.get(id);
-    BulkTickets.Ticket ticket;
+    if (ticketBytes == null) {
+      read(key, pending); // the next part may have arrived with this one
+      return;
+    }
+    forget(pending);
+    key.cancel();
+    T ticket;
     try {
-      ticket = tickets.redeem(id);
+      ticket = tickets.redeem(pending.version, ticketBytes);
     } catch (IllegalArgumentException refused) {
       refuse(pending, refused.getMessage());
       return;
@@ -210,6 +242,38 @@ final class HeaderGate implements Runnable {
       return;
     }
     admit.admit(pending.channel, pending.stream, ticket);
+  }
+
+  /**
+   * A part of the header is complete: moves on to the next one (null), or returns the ticket.
+   *
+   * @throws IllegalArgumentException when the header is not one this port takes
+   */
+  private byte[] nextPart(Pending pending) {
+    ByteBuffer part = pending.header.flip();
+    if (pending.version < 0) {
+      if (part.getInt() != BulkWire.MAGIC) {
+        throw new IllegalArgumentException("not a bulletin data connection (upgrade the client)");
+      }
+      pending.version = part.getInt();
+      int bytes = tickets.ticketBytes(pending.version);
+      pending.lengthRead = bytes != LENGTH_PREFIXED;
+      pending.header = ByteBuffer.allocate(pending.lengthRead ? bytes : 4);
+      return null;
+    }
+    if (!pending.lengthRead) {
+      int bytes = part.getInt();
+      if (bytes <= 0 || bytes > MAX_TICKET_BYTES) {
+        throw new IllegalArgumentException("a ticket of " + bytes + " bytes; at most "
+            + MAX_TICKET_BYTES + " are taken");
+      }
+      pending.lengthRead = true;
+      pending.header = ByteBuffer.allocate(bytes);
+      return null;
+    }
+    byte[] ticket = new byte[part.remaining()];
+    part.get(ticket);
+    return ticket;
   }
 
   /** Says why, best effort (a short reply fits the socket buffer), and closes. */
