@@ -263,7 +263,7 @@ public final class ControlPlane {
       executorSpec = dev.bulletin.worker.ExecutorSpec.of(spec.getResources().getMemoryBytes(),
           spec.getEnvironment());
       demand = new Demand(spec.getResources().getGpus(), spec.getResources().getCpus(),
-          spec.getResources().getMemoryBytes());
+          spec.getResources().getMemoryBytes(), spec.getResources().getGpuEighths());
       function = acceptFunction(session, spec.getFunction());
       accepted = TaskObjects.accept(objects, session.namespace(), spec);
     } catch (ObjectDirectory.ObjectLostException e) {
@@ -479,7 +479,8 @@ public final class ControlPlane {
   private void run(Task task, AttachedWorker worker, Placement placed) {
     CallRequest request = new CallRequest(task.id(), task.function(), task.args(), task.refs(),
         placed.gpuIds(), Optional.ofNullable(runAs.get(task.owner().user())),
-        task.executorSpec());
+        task.executorSpec().withGpuFraction(task.demand().fractional()
+            ? task.demand().gpuShare() : 0));
     worker.link().run(request, new CallListener() {
       @Override
       public void started(String executorId) {

@@ -97,6 +97,7 @@ public final class RemoteWorkerLink implements WorkerLink {
         .setArgs(ref(request.args(), true)).addAllGpuIds(request.gpuIds())
         .setNamespace(request.args().namespace()).setRunAs(request.runAs().orElse(""))
         .setMemoryBytes(request.executor().memoryBytes())
+        .setGpuFraction(request.executor().gpuFraction())
         .setEnvironment(request.executor().toProto());
     request.refs().forEach(key -> run.addRefs(ref(key, false)));
     if (!write(HeadMessage.newBuilder().setRun(run).build())) {
