@@ -525,7 +525,7 @@ public final class ControlPlane {
     unplace(task);
     if (task.startedAt() != null) {
       java.time.Instant now = policy.now();
-      policy.ledger().charge(task.owner().user(), task.owner().group(), task.demand().gpus(),
+      policy.ledger().charge(task.owner().user(), task.owner().group(), task.demand().gpuShare(),
           java.time.Duration.between(task.startedAt(), now).toMillis() / 1000.0, now);
     }
     boolean died = outcome instanceof CallOutcome.WorkerLost
@@ -557,7 +557,7 @@ public final class ControlPlane {
     }
     AttachedWorker worker = placements.remove(task.id());
     if (worker != null) {
-      task.usage().released(task.demand().gpus(),
+      task.usage().released(task.demand().gpuShare(),
           worker.link().usage().takeBusyGpuSeconds(task.id()), System.nanoTime());
       worker.release(task.id());
     }

@@ -68,16 +68,21 @@ final class DashboardJson {
           .put("state", worker.getState()).put("simulated_gpus", worker.getSimulatedGpus())
           .put("executors", worker.getExecutors())
           .put("idle_executors", worker.getIdleExecutors());
-      row.putObject("gpus").put("total", worker.getGpus().getTotal())
+      ObjectNode gpus = row.putObject("gpus").put("total", worker.getGpus().getTotal())
           .put("reserved", worker.getGpus().getReserved())
-          .put("running", worker.getGpus().getBusy())
-          .set("busy", number(busyGpus(worker.getWorkerId())));
+          .put("reserved_share", worker.getGpus().getReservedShare())
+          .put("running", worker.getGpus().getBusy());
+      gpus.set("busy", number(busyGpus(worker.getWorkerId())));
+      // GPUs fractional calls share: index to the share held, e.g. {"0": 0.75}.
+      ObjectNode shares = gpus.putObject("shared");
+      worker.getGpuSharesMap().forEach((gpu, share) -> shares.put(Integer.toString(gpu), share));
       row.putObject("cpus").put("total", worker.getCpus().getTotal())
           .put("reserved", worker.getCpus().getReserved());
       worker.getGpuNamesList().forEach(row.withArray("gpu_names")::add);
     }
     root.putObject("gpus").put("total", report.getGpus().getTotal())
         .put("reserved", report.getGpus().getReserved())
+        .put("reserved_share", report.getGpus().getReservedShare())
         .put("running", report.getGpus().getBusy());
     ArrayNode running = root.putArray("running");
     int othersRunning = 0;

@@ -1,0 +1,87 @@
+"""Fractional GPUs end to end (issue 16.6) on the session cluster's one simulated GPU: two
+``gpus=0.5`` calls run at the same time on it and see their share; a whole-GPU call waits
+while they share it; bad fractions are refused before anything is sent."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import bulletin
+from cluster_support import CALL_SECONDS, nothing_running, wait_for_file, wait_until
+
+
+def meet_and_wait(here: str, other: str, release: str):
+    """Runs remotely: says it runs, waits until the other call runs too (so both held the GPU
+    at once), then until the test releases it; returns what its executor was given."""
+    import os
+
+    open(here, "w").close()
+    met = wait_for_file(other, 60)
+    released = wait_for_file(release, 60)
+    return {"met": met, "released": released, "pid": os.getpid(),
+            "cuda": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "fraction": os.environ.get("BULLETIN_GPU_FRACTION")}
+
+
+def gpu_fraction():
+    """Runs remotely: the share its executor was started with (None for whole GPUs)."""
+    import os
+    return os.environ.get("BULLETIN_GPU_FRACTION")
+
+
+def test_two_halves_run_at_once_on_one_gpu_and_see_their_share(client, tmp_path):
+    a, b, release = (str(tmp_path / name) for name in ("a", "b", "release"))
+    first = client.submit(meet_and_wait, a, b, release, gpus=0.5)
+    second = client.submit(meet_and_wait, b, a, release, gpus=0.5)
+    try:
+        assert wait_until(lambda: os.path.exists(a) and os.path.exists(b), timeout=CALL_SECONDS,
+                          what="both halves running")
+        status = client.status()
+        worker = status.workers[0]
+        assert worker.gpu_shares == {0: 1.0}, worker
+        assert status.gpus.reserved == 1 and status.gpus.reserved_share == 1.0, status.gpus
+        assert "gpu0=1" in str(status)
+
+        whole = client.submit(os.getpid, gpus=1)
+        wait_until(lambda: whole.wait_info is not None, timeout=CALL_SECONDS,
+                   what="the whole-GPU call explained")
+        assert whole.status == "queued", "a whole GPU call must not join a shared GPU"
+    finally:
+        open(release, "w").close()
+    one, two = first.result(timeout=CALL_SECONDS), second.result(timeout=CALL_SECONDS)
+    assert one["met"] and two["met"], "the two halves did not run at the same time"
+    assert one["pid"] != two["pid"], "each share runs in an executor of its own"
+    assert one["cuda"] == two["cuda"] == "0"
+    assert one["fraction"] == two["fraction"] == "0.5"
+    assert whole.result(timeout=CALL_SECONDS) > 0
+    assert wait_until(lambda: nothing_running(client), timeout=CALL_SECONDS,
+                      what="the GPU free again")
+
+
+def test_a_share_waits_while_a_whole_gpu_call_holds_the_gpu(client, tmp_path):
+    started, release = str(tmp_path / "started"), str(tmp_path / "release")
+    holder = client.submit(meet_and_wait, started, started, release, gpus=1)
+    try:
+        assert wait_until(lambda: os.path.exists(started), timeout=CALL_SECONDS,
+                          what="the whole-GPU call running")
+        share = client.submit(gpu_fraction, gpus=0.25)
+        wait_until(lambda: share.wait_info is not None, timeout=CALL_SECONDS,
+                   what="the share explained")
+        assert share.status == "queued"
+        assert "0.25 of a GPU" in share.wait_info.reason, share.wait_info
+    finally:
+        open(release, "w").close()
+    assert holder.result(timeout=CALL_SECONDS)["fraction"] is None
+    assert share.result(timeout=CALL_SECONDS) == "0.25"
+
+
+@pytest.mark.parametrize("gpus, words", [
+    (0.3, "a share of a GPU is a multiple of 1/8"),
+    (1.5, "fractions are for less than one GPU"),
+    (-0.5, "expected a whole number of GPUs"),
+])
+def test_a_fraction_that_is_not_an_eighth_below_one_is_refused(client, gpus, words):
+    with pytest.raises(bulletin.InvalidArgumentError, match=words.replace(".", r"\.")):
+        client.submit(os.getpid, gpus=gpus)
