@@ -101,7 +101,7 @@ final class DashboardJson {
       }
       running.addObject().put("task_id", task.id()).put("name", task.name())
           .put("user", task.owner().user()).put("state", task.state().name().toLowerCase())
-          .put("worker", task.workerId()).put("gpus", task.demand().gpus())
+          .put("worker", task.workerId()).put("gpus", task.demand().gpuShare())
           .put("qos", task.qos()).set("started_at", task.startedAt() == null ? null
               : JSON.getNodeFactory().numberNode(task.startedAt().toEpochMilli() / 1000.0));
     }
@@ -132,10 +132,10 @@ final class DashboardJson {
   /** Groups against their quotas and credits, and users' recent GPU use (fair share). */
   ObjectNode usage(Identity viewer) {
     Usage usage = plane.usage();
-    Map<String, Integer> held = new HashMap<>();
+    Map<String, Double> held = new HashMap<>();
     for (Task task : plane.tasks().all()) {
       if (task.state() == TaskState.RUNNING || task.state() == TaskState.PLACED) {
-        held.merge(task.owner().group(), task.demand().gpus(), Integer::sum);
+        held.merge(task.owner().group(), task.demand().gpuShare(), Double::sum);
       }
     }
     TreeSet<String> groups = new TreeSet<>(plane.policyConfig().groups().keySet());
@@ -149,7 +149,7 @@ final class DashboardJson {
       }
       GroupQuota quota = plane.policyConfig().group(group);
       Usage.GroupUsage used = usage.group(group);
-      groupRows.addObject().put("name", group).put("gpus_held", held.getOrDefault(group, 0))
+      groupRows.addObject().put("name", group).put("gpus_held", held.getOrDefault(group, 0.0))
           .<ObjectNode>set("max_gpus", quota.limitsGpus()
               ? JSON.getNodeFactory().numberNode(quota.maxGpus()) : null)
           .put("gpu_hours", used.gpuHoursThisPeriod())

@@ -17,6 +17,7 @@ import dev.bulletin.runtime.scheduler.plan.Preemption;
 import dev.bulletin.runtime.scheduler.plan.WaitCode;
 import dev.bulletin.runtime.scheduler.plan.WaitInfo;
 import dev.bulletin.runtime.scheduler.snapshot.QueuedCall;
+import dev.bulletin.runtime.scheduler.snapshot.RunningCall;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -33,6 +34,18 @@ class FractionalGpuTest {
   /** A queued call for a share of one GPU: {@code eighths} of 8. */
   private static QueuedCall.Builder aShare(String id, int eighths) {
     return aCall().id(id).gpus(0).gpuEighths(eighths);
+  }
+
+  /** Scavenger work holding {@code eighths} of GPU 0 of w1 (8: the GPU whole). */
+  private static RunningCall.Builder scavenger(String id, int eighths) {
+    return aRunningCall().id(id).qos("scavenger").preemptible(true).on("w1", 0)
+        .gpuEighths(eighths % 8);
+  }
+
+  /** One GPU on w1 and no patience: an entitled call that finds no room reclaims at once. */
+  private static Builders.SnapshotBuilder oneGpuReclaimingAtOnce() {
+    return aSnapshot().policy("scheduler: {reclaim_patience: 0}")
+        .workers(aWorker().id("w1").gpus(1));
   }
 
   private static Placement placed(Plan plan, String id) {
@@ -158,13 +171,8 @@ class FractionalGpuTest {
 
   @Test
   void anInteractiveCallPreemptsFractionalScavengerWork() {
-    Plan plan = plan(aSnapshot()
-        .policy("scheduler: {reclaim_patience: 0}")
-        .workers(aWorker().id("w1").gpus(1))
-        .running(aRunningCall().id("s1").qos("scavenger").preemptible(true).on("w1", 0)
-                .gpuEighths(4),
-            aRunningCall().id("s2").qos("scavenger").preemptible(true).on("w1", 0)
-                .gpuEighths(2))
+    Plan plan = plan(oneGpuReclaimingAtOnce()
+        .running(scavenger("s1", 4), scavenger("s2", 2))
         .queue(aCall().id("interactive").qos("interactive")));
 
     assertEquals(Set.of("s1", "s2"), plan.preemptions().stream().map(Preemption::victimId)
@@ -174,13 +182,9 @@ class FractionalGpuTest {
 
   @Test
   void aFractionalInteractiveCallPreemptsOnlyWhatItNeeds() {
-    Plan plan = plan(aSnapshot()
-        .policy("scheduler: {reclaim_patience: 0}")
-        .workers(aWorker().id("w1").gpus(1))
-        .running(aRunningCall().id("s1").qos("scavenger").preemptible(true).on("w1", 0)
-                .gpuEighths(4),
-            aRunningCall().id("s2").qos("scavenger").preemptible(true).on("w1", 0)
-                .gpuEighths(4).unsavedWork(java.time.Duration.ofMinutes(1)))
+    Plan plan = plan(oneGpuReclaimingAtOnce()
+        .running(scavenger("s1", 4),
+            scavenger("s2", 4).unsavedWork(java.time.Duration.ofMinutes(1)))
         .queue(aShare("quarter", 2).qos("interactive")));
 
     assertEquals(List.of("s2"), plan.preemptions().stream().map(Preemption::victimId).toList(),
@@ -189,10 +193,8 @@ class FractionalGpuTest {
 
   @Test
   void aFractionalCallPreemptsAWholeScavengerGpu() {
-    Plan plan = plan(aSnapshot()
-        .policy("scheduler: {reclaim_patience: 0}")
-        .workers(aWorker().id("w1").gpus(1))
-        .running(aRunningCall().id("s").qos("scavenger").preemptible(true).on("w1", 0))
+    Plan plan = plan(oneGpuReclaimingAtOnce()
+        .running(scavenger("s", 8))
         .queue(aShare("half", 4).qos("interactive")));
 
     assertEquals(List.of("s"), plan.preemptions().stream().map(Preemption::victimId).toList());

@@ -201,6 +201,8 @@ final class Selector {
       boolean reserved, int mostFree, boolean shareRoom, String borrowReason) {}
 
   private final Map<Wording, Verdict> wordings = new java.util.HashMap<>();
+  /** The smallest share (in eighths) no GPU had room for in this pass; 9: none known. */
+  private int noShareRoomFrom = 9;
 
   /** Names what is missing, in the caller's words (built once per distinct wording). */
   private void explain(CallRow row, boolean expiry, boolean reserved) {
@@ -264,12 +266,21 @@ final class Selector {
     return Verdict.waitFor(code, reason);
   }
 
+  /**
+   * Whether some usable worker has a GPU with {@code eighths} free. A "no" holds for the rest
+   * of the pass (capacity only shrinks) and for every larger share: remembered, so a deep queue
+   * of shares that wait scans the workers once.
+   */
   private boolean anyShareRoom(int eighths) {
+    if (eighths >= noShareRoomFrom) {
+      return false;
+    }
     for (int w = 0; w < index.size; w++) {
       if (index.usable[w] && index.mostShareFree(w) >= eighths) {
         return true;
       }
     }
+    noShareRoomFrom = eighths;
     return false;
   }
 }
