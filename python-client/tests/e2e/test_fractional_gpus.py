@@ -164,3 +164,29 @@ def test_shares_do_not_get_a_group_past_its_quota_and_are_shown(two_users, tmp_p
             open(release, "w").close()
         assert [c.result(timeout=CALL_SECONDS)["fraction"] for c in calls] == \
             ["0.5", "0.25", "0.5"]
+
+
+def run_until_preempted(mark: str):
+    """Runs remotely: the first run marks that it started and runs for good (until preempted);
+    a run after that returns at once."""
+    import os
+    import time
+    if os.path.exists(mark):
+        return "rerun"
+    open(mark, "w").close()
+    time.sleep(600)
+    return "ran to the end"
+
+
+def test_an_interactive_call_preempts_scavenger_shares_of_its_gpu(two_users, tmp_path):
+    marks = [str(tmp_path / "s1"), str(tmp_path / "s2")]
+    with bulletin.Client(two_users.address, token=ALICE, set_as_default=False) as alice, \
+            bulletin.Client(two_users.address, token=BOB, set_as_default=False) as bob:
+        shares = [alice.submit(run_until_preempted, mark, gpus=0.5, qos="scavenger")
+                  for mark in marks]
+        wait_until(lambda: all(map(os.path.exists, marks)), timeout=CALL_SECONDS,
+                   what="both scavenger halves running")
+        whole = bob.submit(gpu_fraction, gpus=1, qos="interactive")
+        assert whole.result(timeout=CALL_SECONDS) is None
+        assert [s.result(timeout=CALL_SECONDS) for s in shares] == ["rerun", "rerun"]
+        assert [s.preempted for s in shares] == [1, 1], "a whole GPU frees only with both gone"

@@ -192,6 +192,20 @@ class FractionalGpuTest {
   }
 
   @Test
+  void theRoomAStoppedShareLeavesIsKeptForTheCallItWasStoppedFor() {
+    // s1 has stopped and is queued again; s2 is still stopping for the interactive call: the
+    // half s1 left must not take s1 back (it would be preempted again, and again).
+    Plan plan = plan(oneGpuReclaimingAtOnce()
+        .running(scavenger("s2", 4).preemptedFor("interactive"))
+        .queue(aShare("s1", 4).qos("scavenger"), aCall().id("interactive").qos("interactive")));
+
+    assertTrue(plan.placements().isEmpty(), plan.toString());
+    assertTrue(plan.preemptions().isEmpty(), plan.toString());
+    assertEquals(WaitCode.PREEMPTING, waitOf(plan, "interactive").code());
+    assertEquals(WaitCode.CAPACITY, waitOf(plan, "s1").code());
+  }
+
+  @Test
   void aFractionalCallPreemptsAWholeScavengerGpu() {
     Plan plan = plan(oneGpuReclaimingAtOnce()
         .running(scavenger("s", 8))

@@ -36,6 +36,12 @@ final class ClusterIndex {
    * with any share taken is not in {@link #freeMask}, so no whole-GPU call lands on it.
    */
   final byte[][] shareFree;
+  /**
+   * Per worker, the GPUs a call is being preempted on (bit i = GPU i): they take no new share
+   * until it has stopped, so the room its stop frees goes to the call it is stopped for, not to
+   * a requeued preemptible share that would be preempted again.
+   */
+  final long[] reclaiming;
   final Map<String, Integer> byId = new HashMap<>();
   /** The largest GPU count of any worker: buckets run 0..maxGpus. */
   final int maxGpus;
@@ -72,6 +78,7 @@ final class ClusterIndex {
     usable = new boolean[size];
     distances = new byte[size][];
     shareFree = new byte[size][];
+    reclaiming = new long[size];
     bucketSlot = new int[size];
     reservations = new Reservations(size);
     Map<GpuTopology, byte[]> shared = new HashMap<>();
@@ -123,6 +130,11 @@ final class ClusterIndex {
     int[][] shared = new int[size][];
     for (RunningCall call : running) {
       Integer w = byId.get(call.workerId());
+      if (w != null && call.beingPreempted()) {
+        for (int id : call.gpuIds()) {
+          reclaiming[w] |= id < gpuCount[w] ? 1L << id : 0;
+        }
+      }
       int gpu = call.fractional() ? call.gpuIds().get(0) : -1;
       if (w == null || gpu < 0 || gpu >= gpuCount[w]) {
         continue;
@@ -143,11 +155,13 @@ final class ClusterIndex {
     }
   }
 
-  /** The most eighths a fractional call could take on one GPU of worker {@code w}. */
+  /** The most eighths a new fractional call could take on one GPU of worker {@code w}. */
   int mostShareFree(int w) {
     int most = 0;
-    for (byte free : shareFree[w]) {
-      most = Math.max(most, free);
+    for (int g = 0; g < gpuCount[w]; g++) {
+      if ((reclaiming[w] & (1L << g)) == 0) {
+        most = Math.max(most, shareFree[w][g]);
+      }
     }
     return most;
   }

@@ -126,7 +126,7 @@ final class Selector {
       int w = candidates[i];
       long gpus = row.fractional()
           ? 1L << GpuPicker.pickShare(index.distances[w], index.gpuCount[w], index.freeMask[w],
-              index.shareFree[w], row.eighths)
+              index.shareFree[w], index.reclaiming[w], row.eighths)
           : GpuPicker.pick(index.distances[w], index.gpuCount[w], index.freeMask[w], row.gpus);
       double score = 0;
       for (int s = 0; s < scores.length; s++) {
