@@ -165,6 +165,31 @@ def _int_option(name: str, value, minimum: int) -> int:
     return value
 
 
+def _gpus_option(value) -> int | float:
+    """Whole GPUs (an int >= 0), or a share of one GPU: a multiple of 1/8 below 1 (0.5, 0.25,
+    0.125, ...); several calls then share one GPU (docs/scheduler.md, "Fractional GPUs")."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise InvalidArgumentError(
+            f"gpus={value!r}: expected a whole number of GPUs (an int >= 0) or a share of one "
+            "GPU (0.125, 0.25, 0.5, ...)")
+    if float(value).is_integer():
+        return int(value)
+    if value > 1:
+        raise InvalidArgumentError(
+            f"gpus={value!r}: fractions are for less than one GPU (a share of one GPU: 0.125, "
+            f"0.25, 0.5, ...); ask for {int(value) + 1} whole GPUs instead")
+    if not (value * 8).is_integer():
+        raise InvalidArgumentError(
+            f"gpus={value!r}: a share of a GPU is a multiple of 1/8 (0.125, 0.25, 0.375, 0.5, "
+            "0.625, 0.75, 0.875)")
+    return float(value)
+
+
+def gpu_eighths(gpus: int | float) -> int:
+    """A share of one GPU in eighths (TaskSpec.resources.gpu_eighths); 0 for whole GPUs."""
+    return 0 if float(gpus).is_integer() else round(gpus * 8)
+
+
 @dataclass(frozen=True)
 class Options:
     """The validated resources and policy of a call, as the TaskSpec carries them.
@@ -172,7 +197,7 @@ class Options:
     Zero / empty values mean "not asked": the runtime applies its QoS defaults.
     """
 
-    gpus: int = 0
+    gpus: int | float = 0  # whole GPUs, or a share of one below 1 (a multiple of 1/8)
     cpus: float = 1.0
     memory: int = 0
     qos: str = ""
@@ -190,7 +215,7 @@ class Options:
             if value is None:
                 continue
             if name == "gpus":
-                values[name] = _int_option(name, value, 0)
+                values[name] = _gpus_option(value)
             elif name == "cpus":
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                     raise InvalidArgumentError(f"cpus={value!r}: expected a number > 0, e.g. 1 or 0.5")

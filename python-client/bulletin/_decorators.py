@@ -71,7 +71,7 @@ def _decorator(fn, defaults: Options, given: dict):
     return RemoteFunction(fn, options)
 
 
-def gpu(fn: Callable | None = None, /, *, gpus: int = 1, cpus: float | None = None,
+def gpu(fn: Callable | None = None, /, *, gpus: int | float = 1, cpus: float | None = None,
         memory: int | str | None = None, qos: str | None = None,
         timeout: float | str | None = None, retries: int | None = None,
         priority: int | None = None, credits: float | None = None,

@@ -20,17 +20,22 @@ class Slots:
     total: int
     reserved: int  # held by placed or running calls
     busy: int      # running a call right now
+    # GPUs: reserved with a GPU that fractional calls share counted as their shares (1.5 for a
+    # whole GPU and two quarters); `reserved` counts that GPU as 1.
+    reserved_share: float = 0.0
 
     @property
     def free(self) -> int:
         return self.total - self.reserved
 
     def __str__(self) -> str:
-        return f"{self.total} total, {self.reserved} reserved, {self.busy} busy"
+        shared = (f" ({self.reserved_share:g} in GPU shares)"
+                  if self.reserved_share and self.reserved_share != self.reserved else "")
+        return f"{self.total} total, {self.reserved} reserved{shared}, {self.busy} busy"
 
     @classmethod
     def _from_proto(cls, msg) -> Slots:
-        return cls(msg.total, msg.reserved, msg.busy)
+        return cls(msg.total, msg.reserved, msg.busy, msg.reserved_share)
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,8 @@ class WorkerInfo:
     # keeps for the runtime that were not fetched yet.
     store_referenced: int = 0
     kept_objects: int = 0
+    # GPUs fractional calls share: GPU index to the share held (0.75), e.g. {0: 0.5}.
+    gpu_shares: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -59,7 +66,7 @@ class QueuedCall:
     task_id: str
     name: str
     user: str
-    gpus: int
+    gpus: int | float  # whole GPUs, or a share of one (0.5)
     cpus: float
     memory_bytes: int
     position: int
@@ -109,10 +116,13 @@ class ClusterStatus:
             WorkerInfo(w.worker_id, w.host, Slots._from_proto(w.gpus), Slots._from_proto(w.cpus),
                        w.memory_bytes, w.simulated_gpus, w.executors, w.idle_executors,
                        tuple(w.gpu_names), w.pool, w.state or "ready", w.remote,
-                       w.provider_handle, w.store_referenced, w.kept_objects)
+                       w.provider_handle, w.store_referenced, w.kept_objects,
+                       dict(sorted(w.gpu_shares.items())))
             for w in msg.workers)
         queue = tuple(
-            QueuedCall(q.task_id, q.name, q.user, q.resources.gpus, q.resources.cpus,
+            QueuedCall(q.task_id, q.name, q.user,
+                       q.resources.gpu_eighths / 8 if q.resources.gpu_eighths else q.resources.gpus,
+                       q.resources.cpus,
                        q.resources.memory_bytes, q.position, q.reason)
             for q in msg.queue)
         store = {name: getattr(msg.store, name) for name in (
@@ -140,8 +150,9 @@ class ClusterStatus:
             for w in self.workers:
                 gpu_sim = " sim" if w.simulated_gpus and w.gpus.total else ""
                 executors = f"{w.idle_executors}/{w.executors}" if not w.remote else "-"
+                shared = "".join(f" gpu{gpu}={share:g}" for gpu, share in w.gpu_shares.items())
                 rows.append((w.worker_id, w.host, w.pool or "-", w.state,
-                             f"{w.gpus.reserved}/{w.gpus.busy}/{w.gpus.total}{gpu_sim}",
+                             f"{w.gpus.reserved}/{w.gpus.busy}/{w.gpus.total}{gpu_sim}{shared}",
                              f"{w.cpus.reserved}/{w.cpus.busy}/{w.cpus.total}",
                              format_bytes(w.memory_bytes), executors))
             lines += ["", *_table(rows)]
@@ -153,7 +164,7 @@ class ClusterStatus:
             lines += [f"  {event}" for event in self.pool_events[-5:]]
         if self.queue:
             rows = [("pos", "task", "user", "gpus", "cpus", "reason")]
-            rows += [(str(q.position), q.task_id, q.user, str(q.gpus), f"{q.cpus:g}", q.reason)
+            rows += [(str(q.position), q.task_id, q.user, f"{q.gpus:g}", f"{q.cpus:g}", q.reason)
                      for q in sorted(self.queue, key=lambda q: q.position)]
             lines += ["", "queue:", *_table(rows)]
         return "\n".join(lines)

@@ -20,7 +20,7 @@ from typing import Callable
 
 from ._arguments import CallArguments, InputCancelled, InputFailed
 from ._environment import CallerEnvironment
-from ._config import Options
+from ._config import Options, gpu_eighths
 from ._connection import Connection, SessionStream
 from ._data._transfer import Transfer
 from ._decorators import RemoteFunction
@@ -187,7 +187,8 @@ class Submitter:
         spec = pb.TaskSpec(name=callable_name(fn), qos=options.qos, priority=options.priority,
                            credits=options.credits,
                            timeout_seconds=options.timeout, retries=options.retries)
-        spec.resources.gpus = options.gpus
+        spec.resources.gpu_eighths = gpu_eighths(options.gpus)
+        spec.resources.gpus = 0 if spec.resources.gpu_eighths else options.gpus
         spec.resources.cpus = options.cpus
         spec.resources.memory_bytes = options.memory
         env, caller = spec.environment, self._environment

@@ -3,7 +3,8 @@ import json
 import pytest
 
 import bulletin
-from bulletin._config import Options, parse_memory, parse_timeout, resolve_address, resolve_token
+from bulletin._config import (Options, gpu_eighths, parse_memory, parse_timeout, resolve_address,
+                             resolve_token)
 
 
 @pytest.mark.parametrize("value, expected", [
@@ -47,6 +48,27 @@ def test_options_apply_only_given_values_over_the_base():
     base = Options.make(gpus=2, memory="1GiB", qos="batch")
     merged = Options.make(base, cpus=4, memory=None, qos=None)
     assert (merged.gpus, merged.cpus, merged.memory, merged.qos) == (2, 4.0, 2**30, "batch")
+
+
+@pytest.mark.parametrize("gpus, eighths", [(0.5, 4), (0.25, 2), (0.125, 1), (0.875, 7),
+                                           (2, 0), (3.0, 0)])
+def test_gpus_take_whole_numbers_and_eighths_of_one_gpu(gpus, eighths):
+    options = Options.make(gpus=gpus)
+    assert options.gpus == gpus and gpu_eighths(options.gpus) == eighths
+    assert isinstance(options.gpus, int) == float(gpus).is_integer()
+
+
+@pytest.mark.parametrize("gpus, words", [
+    (0.3, "a share of a GPU is a multiple of 1/8"),
+    (1.5, "fractions are for less than one GPU"),
+    (2.25, "ask for 3 whole GPUs instead"),
+    (-0.5, "expected a whole number of GPUs"),
+    (float("nan"), "expected a whole number of GPUs"),
+    (True, "expected a whole number of GPUs"),
+])
+def test_gpus_refuse_other_fractions_saying_what_to_ask(gpus, words):
+    with pytest.raises(bulletin.InvalidArgumentError, match=words.replace(".", r"\.")):
+        Options.make(gpus=gpus)
 
 
 @pytest.mark.parametrize("kwargs, name", [

@@ -28,6 +28,7 @@ from .._data._objects import encode, open_object, write_file
 from .._data import _arena
 from .._data._write_maps import RECYCLE_MIN, WriteMappings
 from . import _preempt
+from ._gpu_share import apply_gpu_fraction
 from ._arguments import load_arguments
 from .._errors import BulletinError, MemoryLimitError, ResultSerializationError
 from .._status import format_bytes
@@ -520,6 +521,9 @@ def main() -> None:
     memory_limit = int(os.environ.pop("BULLETIN_MEMORY_LIMIT_BYTES", "0") or 0)
     if memory_limit > 0:
         apply_memory_limit(memory_limit)
+    share = apply_gpu_fraction()  # before any call, so the first one is capped too
+    if share:
+        log(share)
     executor = Executor(store, keep_mapped_bytes=_keep_mapped_bytes(), memory_limit=memory_limit)
     object_id = pool.put(_PythonExecutor(executor))
     os.write(1, f"\x1e{_READY_WORD} {server.get_listening_port()} {object_id}\n".encode())

@@ -14,11 +14,18 @@ import java.util.Set;
  * @param fingerprint the caller's environment fingerprint, "" when unknown
  * @param pythonVersion the caller's "major.minor", "" when unknown
  * @param pip requirements and allowed pip options for a cached environment; empty for none
+ * @param gpuFraction a fractional call's share of its one GPU (0 < f < 1), 0 for whole GPUs:
+ *     its executor is started with it (BULLETIN_GPU_FRACTION, a GPU memory cap)
  */
 public record ExecutorSpec(long memoryBytes, String pythonExecutable, String fingerprint,
-    String pythonVersion, List<String> pip) {
+    String pythonVersion, List<String> pip, double gpuFraction) {
 
   public static final ExecutorSpec NONE = new ExecutorSpec(0, "", "", "", List.of());
+
+  public ExecutorSpec(long memoryBytes, String pythonExecutable, String fingerprint,
+      String pythonVersion, List<String> pip) {
+    this(memoryBytes, pythonExecutable, fingerprint, pythonVersion, pip, 0);
+  }
 
   /**
    * pip options a call may give: where packages come from. Others (--target, --prefix, --root,
@@ -43,6 +50,10 @@ public record ExecutorSpec(long memoryBytes, String pythonExecutable, String fin
         || pythonExecutable.contains("\0") || pythonExecutable.length() > 4096)) {
       throw new IllegalArgumentException("environment.python_executable must be an absolute"
           + " path, got '" + pythonExecutable + "'");
+    }
+    if (!(gpuFraction >= 0 && gpuFraction < 1)) {
+      throw new IllegalArgumentException("gpu_fraction must be within 0 (whole GPUs) and 1, got "
+          + gpuFraction);
     }
     pip = List.copyOf(pip == null ? List.of() : pip);
     for (String entry : pip) {
@@ -79,6 +90,12 @@ public record ExecutorSpec(long memoryBytes, String pythonExecutable, String fin
     return new ExecutorSpec(memoryBytes, environment.getPythonExecutable(),
         environment.getFingerprint(), environment.getPythonVersion(),
         environment.getPipList());
+  }
+
+  /** This spec for a share of one GPU ({@code fraction} 0: whole GPUs). */
+  public ExecutorSpec withGpuFraction(double fraction) {
+    return fraction == gpuFraction ? this
+        : new ExecutorSpec(memoryBytes, pythonExecutable, fingerprint, pythonVersion, pip, fraction);
   }
 
   /** The environment part, as the wire carries it. */

@@ -76,11 +76,13 @@ public final class StatusReport {
    * ones of a queue of thousands, and counts the rest in {@code not_listed}).
    */
   public ClusterStatus build(Identity viewer, int listed) {
-    Map<String, int[]> busyGpus = new HashMap<>();
+    Map<String, java.util.Set<Integer>> busyGpus = new HashMap<>();
     Map<String, double[]> busyCpus = new HashMap<>();
     for (Task task : plane.tasks().all()) {
       if (task.state() == TaskState.RUNNING && task.workerId() != null) {
-        busyGpus.computeIfAbsent(task.workerId(), id -> new int[1])[0] += task.demand().gpus();
+        // A GPU shared by several running fractional calls is one busy GPU.
+        busyGpus.computeIfAbsent(task.workerId(), id -> new java.util.TreeSet<>())
+            .addAll(task.gpuIds());
         busyCpus.computeIfAbsent(task.workerId(), id -> new double[1])[0] += task.demand().cpus();
       }
     }
@@ -93,7 +95,8 @@ public final class StatusReport {
       WorkerSlots slots = worker.slots();
       SlotCounts gpus = SlotCounts.newBuilder().setTotal(slots.gpus())
           .setReserved(slots.gpus() - slots.freeGpuCount())
-          .setBusy(busyGpus.getOrDefault(worker.id(), new int[1])[0]).build();
+          .setReservedShare(slots.reservedGpuShare())
+          .setBusy(busyGpus.getOrDefault(worker.id(), java.util.Set.of()).size()).build();
       SlotCounts cpus = SlotCounts.newBuilder().setTotal((int) slots.cpus())
           .setReserved((int) Math.ceil(slots.cpus() - slots.freeCpus() - 1e-9))
           .setBusy((int) Math.ceil(busyCpus.getOrDefault(worker.id(), new double[1])[0] - 1e-9))
@@ -107,6 +110,7 @@ public final class StatusReport {
           .setGpus(gpus).setCpus(cpus).setMemoryBytes(slots.memoryBytes())
           .setSimulatedGpus(slots.simulatedGpus()).setExecutors(executors.executors())
           .setIdleExecutors(executors.idleExecutors()).addAllGpuNames(worker.gpuNames())
+          .putAllGpuShares(slots.sharedGpus())
           .setKeptObjects(plane.objects().keptOn(worker.id()))
           .setStoreReferenced(worker.link() instanceof RemoteWorkerLink remote
               ? remote.storeReferenced() : 0));
@@ -140,7 +144,8 @@ public final class StatusReport {
       QueuedTask.Builder queued = QueuedTask.newBuilder().setTaskId(task.id())
           .setName(task.name()).setUser(task.owner().user()).setPosition(position)
           .setReason(reason(task)).setResources(Resources.newBuilder()
-              .setGpus(task.demand().gpus()).setCpus(task.demand().cpus())
+              .setGpus(task.demand().gpus()).setGpuEighths(task.demand().gpuEighths())
+              .setCpus(task.demand().cpus())
               .setMemoryBytes(task.demand().memoryBytes()));
       if (task.waitInfo() != null) {
         task.waitInfo().eta().ifPresent(eta -> queued.setEstimatedStart(eta.toEpochMilli() / 1000.0));
@@ -161,6 +166,7 @@ public final class StatusReport {
   private static void add(SlotCounts.Builder total, SlotCounts one) {
     total.setTotal(total.getTotal() + one.getTotal())
         .setReserved(total.getReserved() + one.getReserved())
+        .setReservedShare(total.getReservedShare() + one.getReservedShare())
         .setBusy(total.getBusy() + one.getBusy());
   }
 }

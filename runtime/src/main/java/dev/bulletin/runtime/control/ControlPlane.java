@@ -263,7 +263,7 @@ public final class ControlPlane {
       executorSpec = dev.bulletin.worker.ExecutorSpec.of(spec.getResources().getMemoryBytes(),
           spec.getEnvironment());
       demand = new Demand(spec.getResources().getGpus(), spec.getResources().getCpus(),
-          spec.getResources().getMemoryBytes());
+          spec.getResources().getMemoryBytes(), spec.getResources().getGpuEighths());
       function = acceptFunction(session, spec.getFunction());
       accepted = TaskObjects.accept(objects, session.namespace(), spec);
     } catch (ObjectDirectory.ObjectLostException e) {
@@ -479,7 +479,8 @@ public final class ControlPlane {
   private void run(Task task, AttachedWorker worker, Placement placed) {
     CallRequest request = new CallRequest(task.id(), task.function(), task.args(), task.refs(),
         placed.gpuIds(), Optional.ofNullable(runAs.get(task.owner().user())),
-        task.executorSpec());
+        task.executorSpec().withGpuFraction(task.demand().fractional()
+            ? task.demand().gpuShare() : 0));
     worker.link().run(request, new CallListener() {
       @Override
       public void started(String executorId) {
@@ -524,7 +525,7 @@ public final class ControlPlane {
     unplace(task);
     if (task.startedAt() != null) {
       java.time.Instant now = policy.now();
-      policy.ledger().charge(task.owner().user(), task.owner().group(), task.demand().gpus(),
+      policy.ledger().charge(task.owner().user(), task.owner().group(), task.demand().gpuShare(),
           java.time.Duration.between(task.startedAt(), now).toMillis() / 1000.0, now);
     }
     boolean died = outcome instanceof CallOutcome.WorkerLost
@@ -557,7 +558,7 @@ public final class ControlPlane {
     }
     AttachedWorker worker = placements.remove(task.id());
     if (worker != null) {
-      task.usage().released(task.demand().gpus(),
+      task.usage().released(task.demand().gpuShare(),
           worker.link().usage().takeBusyGpuSeconds(task.id()), System.nanoTime());
       worker.release(task.id());
     }

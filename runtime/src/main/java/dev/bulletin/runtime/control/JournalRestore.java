@@ -140,7 +140,8 @@ public final class JournalRestore {
       refs.add(key(ref));
     }
     Task task = new Task(a.taskId(), a.name(), session.identity(),
-        new Demand(a.gpus(), a.cpus(), a.memoryBytes()), key(a.function()), key(a.args()),
+        new Demand(a.gpus(), a.cpus(), a.memoryBytes(), call.gpuEighths()), key(a.function()),
+        key(a.args()),
         refs, a.timeoutSeconds(), session, System.nanoTime());
     task.allowRetries(call.retriesLeft());
     task.scheduling(a.qos(), a.priority(), a.credits(), Duration.ofMillis(a.walltimeMillis()));

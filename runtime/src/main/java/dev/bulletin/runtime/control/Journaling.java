@@ -115,6 +115,9 @@ public final class Journaling implements TaskTable.Listener {
         task.demand().memoryBytes(), task.function().toString(), task.args().toString(), refs,
         task.timeoutSeconds(), task.qos(), task.priority(), task.credits(),
         task.walltime().toMillis(), retries, task.submittedAt().toEpochMilli()));
+    if (task.demand().fractional()) {
+      journal.append(new JournalRecord.CallGpuShare(task.id(), task.demand().gpuEighths()));
+    }
   }
 
   /** A session took or dropped a reference on an object (its holds, or a function). */

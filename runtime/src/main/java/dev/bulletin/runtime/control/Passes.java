@@ -171,10 +171,11 @@ final class Passes {
    * (fair share and reclaim patience change with time alone).
    */
   void tick(java.time.Duration elapsed) {
-    Map<String, Integer> held = new HashMap<>();
+    Map<String, Double> held = new HashMap<>();
     for (String id : plane.placedTaskIds()) {
       plane.tasks().get(id).filter(task -> !task.preemptible())
-          .ifPresent(task -> held.merge(task.owner().group(), task.demand().gpus(), Integer::sum));
+          .ifPresent(task -> held.merge(task.owner().group(), task.demand().gpuShare(),
+              Double::sum));
     }
     policy.ledger().earn(held, elapsed, policy.now()).forEach(plane::creditsEarned);
     request();

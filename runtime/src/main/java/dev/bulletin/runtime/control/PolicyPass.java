@@ -115,7 +115,7 @@ public final class PolicyPass {
       Instant started = task.state() == TaskState.RUNNING ? task.startedAt() : now;
       running.add(RunningCall.builder().id(task.id()).user(task.owner().user())
           .group(task.owner().group()).qos(task.qos()).on(task.workerId(), task.gpuIds())
-          .cpus(task.demand().cpus()).memoryBytes(task.demand().memoryBytes())
+          .gpuEighths(task.demand().gpuEighths()).cpus(task.demand().cpus()).memoryBytes(task.demand().memoryBytes())
           .preemptible(task.preemptible()).startedAt(started).walltime(expectedRun(task))
           .unsavedWork(Duration.between(started, now)).preemptedFor(task.preemptedFor())
           .build());

@@ -91,8 +91,11 @@ final class UsageLedger {
     return millis == Long.MIN_VALUE ? null : Instant.ofEpochMilli(millis);
   }
 
-  /** A call held {@code gpus} GPUs for {@code seconds}, ending at {@code now}. */
-  void charge(String user, String group, int gpus, double seconds, Instant now) {
+  /**
+   * A call held {@code gpus} GPUs for {@code seconds}, ending at {@code now}; a share of a GPU
+   * is charged as its fraction (0.5 GPU for an hour: 0.5 GPU-hours).
+   */
+  void charge(String user, String group, double gpus, double seconds, Instant now) {
     double gpuSeconds = gpus * Math.max(0, seconds);
     if (gpuSeconds == 0) {
       return;
@@ -116,13 +119,13 @@ final class UsageLedger {
    *
    * @return the credits each group earned now (groups that earned none are left out)
    */
-  Map<String, Double> earn(Map<String, Integer> gpusHeldByGroup, Duration elapsed, Instant now) {
+  Map<String, Double> earn(Map<String, Double> gpusHeldByGroup, Duration elapsed, Instant now) {
     Map<String, Double> earned = new HashMap<>();
     for (GroupQuota quota : policy.groups().values()) {
       GroupBook book = book(quota.name(), now);
       double before = book.credits;
       book.credits = policy.credits().earn(quota, book.credits,
-          gpusHeldByGroup.getOrDefault(quota.name(), 0), elapsed);
+          gpusHeldByGroup.getOrDefault(quota.name(), 0.0), elapsed);
       if (book.credits > before) {
         earned.put(quota.name(), book.credits - before);
       }

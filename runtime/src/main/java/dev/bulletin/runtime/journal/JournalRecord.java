@@ -38,6 +38,13 @@ public sealed interface JournalRecord {
       double timeoutSeconds, String qos, int priority, double credits, long walltimeMillis,
       int retries, long submittedMillis) implements JournalRecord { }
 
+  /**
+   * The call just accepted asks for a share of one GPU, {@code gpuEighths} of 8 (its
+   * {@link CallAccepted} says 0 GPUs). A record of its own, so journals written before
+   * fractional GPUs read as they are and {@code CallAccepted} keeps its fields.
+   */
+  record CallGpuShare(String taskId, int gpuEighths) implements JournalRecord { }
+
   /** The call started on a worker; {@code attempt} counts its runs, the first is 1. */
   record CallStarted(String taskId, String workerId, int attempt) implements JournalRecord { }
 

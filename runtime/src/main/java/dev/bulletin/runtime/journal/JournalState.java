@@ -77,6 +77,7 @@ public final class JournalState {
     private String runningOn;
     private int attempts;
     private int retriesLeft;
+    private int gpuEighths;
 
     Call(CallAccepted accepted) {
       this.accepted = accepted;
@@ -99,6 +100,11 @@ public final class JournalState {
 
     public int retriesLeft() {
       return retriesLeft;
+    }
+
+    /** Its share of one GPU in eighths ({@link JournalRecord.CallGpuShare}); 0: whole GPUs. */
+    public int gpuEighths() {
+      return gpuEighths;
     }
   }
 
@@ -131,6 +137,11 @@ public final class JournalState {
       hold(hold);
     } else if (record instanceof CallAccepted accepted) {
       calls.putIfAbsent(accepted.taskId(), new Call(accepted));
+    } else if (record instanceof JournalRecord.CallGpuShare share) {
+      Call call = calls.get(share.taskId());
+      if (call != null) {
+        call.gpuEighths = share.gpuEighths();
+      }
     } else if (record instanceof CallStarted started) {
       Call call = calls.get(started.taskId());
       if (call != null) {
@@ -208,6 +219,9 @@ public final class JournalState {
     }
     for (Call call : calls.values()) {
       out.add(call.accepted);
+      if (call.gpuEighths > 0) {
+        out.add(new JournalRecord.CallGpuShare(call.accepted.taskId(), call.gpuEighths));
+      }
       if (call.retriesLeft != call.accepted.retries()) {
         out.add(new CallRequeued(call.accepted.taskId(), call.retriesLeft));
       }

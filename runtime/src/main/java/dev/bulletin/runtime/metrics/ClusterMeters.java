@@ -47,7 +47,8 @@ public final class ClusterMeters {
   /** One worker's GPU counts and the two gauges that read them. */
   private static final class WorkerGpus {
     volatile int total;
-    volatile int reserved;
+    /** A GPU shared by fractional calls counts as the shares held (0.5 for two quarters). */
+    volatile double reserved;
     final List<Meter> meters;
 
     WorkerGpus(MeterRegistry registry, String workerId) {
@@ -124,7 +125,7 @@ public final class ClusterMeters {
       attached.add(worker.id());
       WorkerGpus gpus = workers.computeIfAbsent(worker.id(), id -> new WorkerGpus(registry, id));
       gpus.total = worker.slots().gpus();
-      gpus.reserved = worker.slots().gpus() - worker.slots().freeGpuCount();
+      gpus.reserved = worker.slots().reservedGpuShare();
     }
     workers.entrySet().removeIf(entry -> {
       if (attached.contains(entry.getKey())) {

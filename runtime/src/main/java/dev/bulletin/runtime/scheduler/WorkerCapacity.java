@@ -15,7 +15,7 @@ public record WorkerCapacity(int gpus, boolean simulatedGpus, double cpus, long 
 
   /** Could this worker run the demand if it were idle? */
   public boolean fits(Demand demand) {
-    return demand.gpus() <= gpus && demand.cpus() <= cpus + 1e-9
+    return demand.gpusTouched() <= gpus && demand.cpus() <= cpus + 1e-9
         && demand.memoryBytes() <= memoryBytes;
   }
 

@@ -15,6 +15,11 @@ public final class WorkerSlots {
   private final String workerId;
   private final WorkerCapacity capacity;
   private final TreeSet<Integer> freeGpus = new TreeSet<>();
+  /**
+   * GPUs fractional calls share: GPU id to the eighths they hold (1..8). Such a GPU is not in
+   * {@link #freeGpus}: a whole-GPU call never gets it, until its last share is freed.
+   */
+  private final java.util.TreeMap<Integer, Integer> sharedEighths = new java.util.TreeMap<>();
   private double freeCpus;
   private long freeMemory;
 
@@ -66,8 +71,25 @@ public final class WorkerSlots {
   }
 
   public boolean fitsNow(Demand demand) {
-    return demand.gpus() <= freeGpus.size() && demand.cpus() <= freeCpus + 1e-9
-        && demand.memoryBytes() <= freeMemory;
+    boolean gpus = demand.fractional()
+        ? !freeGpus.isEmpty() || sharedEighths.values().stream()
+            .anyMatch(held -> held + demand.gpuEighths() <= Demand.EIGHTHS)
+        : demand.gpus() <= freeGpus.size();
+    return gpus && demand.cpus() <= freeCpus + 1e-9 && demand.memoryBytes() <= freeMemory;
+  }
+
+  /** GPUs fractional calls share, GPU id to the share held (0.75: three quarters); a copy. */
+  public java.util.Map<Integer, Double> sharedGpus() {
+    java.util.Map<Integer, Double> shares = new java.util.TreeMap<>();
+    sharedEighths.forEach((gpu, eighths) -> shares.put(gpu, eighths / (double) Demand.EIGHTHS));
+    return shares;
+  }
+
+  /** Reserved GPUs with a shared GPU counted as its shares (1.5: one whole, two quarters). */
+  public double reservedGpuShare() {
+    int shared = sharedEighths.values().stream().mapToInt(Integer::intValue).sum();
+    return capacity.gpus() - freeGpus.size() - sharedEighths.size()
+        + shared / (double) Demand.EIGHTHS;
   }
 
   /** The free GPUs' ids, a copy. */
@@ -82,17 +104,33 @@ public final class WorkerSlots {
 
   /** Takes the named GPUs and the demand's CPUs and memory. */
   public void reserve(Demand demand, List<Integer> gpuIds) {
-    if (!fitsNow(demand) || gpuIds.size() != demand.gpus() || !freeGpus.containsAll(gpuIds)) {
+    boolean gpusFree = demand.fractional() ? gpuIds.size() == 1 && (freeGpus.contains(gpuIds.get(0))
+        || sharedEighths.getOrDefault(gpuIds.get(0), Demand.EIGHTHS) + demand.gpuEighths()
+            <= Demand.EIGHTHS)
+        : gpuIds.size() == demand.gpus() && freeGpus.containsAll(gpuIds);
+    if (!fitsNow(demand) || !gpusFree) {
       throw new IllegalStateException("worker " + workerId + " cannot fit " + demand + " on GPUs "
           + gpuIds + " now");
     }
     freeGpus.removeAll(gpuIds);
+    if (demand.fractional()) {
+      sharedEighths.merge(gpuIds.get(0), demand.gpuEighths(), Integer::sum);
+    }
     freeCpus -= demand.cpus();
     freeMemory -= demand.memoryBytes();
   }
 
   public void free(Demand demand, List<Integer> gpuIds) {
-    freeGpus.addAll(gpuIds);
+    if (demand.fractional()) {
+      int gpu = gpuIds.get(0);
+      Integer left = sharedEighths.computeIfPresent(gpu, (id, held) ->
+          held > demand.gpuEighths() ? held - demand.gpuEighths() : null);
+      if (left == null) {
+        freeGpus.add(gpu); // its last share: whole-GPU calls may have it again
+      }
+    } else {
+      freeGpus.addAll(gpuIds);
+    }
     freeCpus = Math.min(capacity.cpus(), freeCpus + demand.cpus());
     freeMemory = Math.min(capacity.memoryBytes(), freeMemory + demand.memoryBytes());
   }
@@ -103,6 +141,10 @@ public final class WorkerSlots {
    * the scheduler has not explained yet is told, and the FIFO baseline's wait reason.
    */
   public static String whyNoneFitsNow(Demand demand, Collection<WorkerSlots> workers) {
+    if (demand.fractional() && workers.stream().noneMatch(w -> w.fitsNow(
+        new Demand(0, 1e-9, 0, demand.gpuEighths())))) {
+      return "no GPU has " + Text.number(demand.gpuShare()) + " of a GPU free to share";
+    }
     if (demand.gpus() > 0) {
       int mostFree = workers.stream().mapToInt(WorkerSlots::freeGpuCount).max().orElse(0);
       if (mostFree < demand.gpus()) {

@@ -28,7 +28,7 @@ public final class CallUsage {
   }
 
   /** Its slots went back: the attempt's reserved and running time add up. */
-  public void released(int gpus, double busyGpuSeconds, long nanos) {
+  public void released(double gpus, double busyGpuSeconds, long nanos) {
     if (reservedSinceNanos != 0) {
       double reserved = Math.max(0, nanos - reservedSinceNanos) / 1e9;
       reservedSeconds += reserved;

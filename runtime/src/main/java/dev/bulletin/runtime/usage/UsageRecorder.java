@@ -52,7 +52,7 @@ public final class UsageRecorder implements TaskTable.Listener {
     String outcome = event.getState().name().toLowerCase(Locale.ROOT)
         + (event.hasFailure() ? ":" + event.getFailure().getCode().name() : "");
     store.append(new UsageRecord(task.id(), task.name(), task.owner().user(),
-        task.owner().group(), task.qos(), usage.worker(), task.demand().gpus(),
+        task.owner().group(), task.qos(), usage.worker(), task.demand().gpuShare(),
         task.submittedAt(), Instant.now(), task.queueSeconds(System.nanoTime()),
         usage.reservedSeconds(), usage.runningSeconds(), usage.gpuSecondsReserved(),
         usage.gpuSecondsBusy(), usage.creditsSpent(), usage.attempts(), outcome));

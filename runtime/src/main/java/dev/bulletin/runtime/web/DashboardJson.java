@@ -68,16 +68,21 @@ final class DashboardJson {
           .put("state", worker.getState()).put("simulated_gpus", worker.getSimulatedGpus())
           .put("executors", worker.getExecutors())
           .put("idle_executors", worker.getIdleExecutors());
-      row.putObject("gpus").put("total", worker.getGpus().getTotal())
+      ObjectNode gpus = row.putObject("gpus").put("total", worker.getGpus().getTotal())
           .put("reserved", worker.getGpus().getReserved())
-          .put("running", worker.getGpus().getBusy())
-          .set("busy", number(busyGpus(worker.getWorkerId())));
+          .put("reserved_share", worker.getGpus().getReservedShare())
+          .put("running", worker.getGpus().getBusy());
+      gpus.set("busy", number(busyGpus(worker.getWorkerId())));
+      // GPUs fractional calls share: index to the share held, e.g. {"0": 0.75}.
+      ObjectNode shares = gpus.putObject("shared");
+      worker.getGpuSharesMap().forEach((gpu, share) -> shares.put(Integer.toString(gpu), share));
       row.putObject("cpus").put("total", worker.getCpus().getTotal())
           .put("reserved", worker.getCpus().getReserved());
       worker.getGpuNamesList().forEach(row.withArray("gpu_names")::add);
     }
     root.putObject("gpus").put("total", report.getGpus().getTotal())
         .put("reserved", report.getGpus().getReserved())
+        .put("reserved_share", report.getGpus().getReservedShare())
         .put("running", report.getGpus().getBusy());
     ArrayNode running = root.putArray("running");
     int othersRunning = 0;
@@ -96,7 +101,7 @@ final class DashboardJson {
       }
       running.addObject().put("task_id", task.id()).put("name", task.name())
           .put("user", task.owner().user()).put("state", task.state().name().toLowerCase())
-          .put("worker", task.workerId()).put("gpus", task.demand().gpus())
+          .put("worker", task.workerId()).put("gpus", task.demand().gpuShare())
           .put("qos", task.qos()).set("started_at", task.startedAt() == null ? null
               : JSON.getNodeFactory().numberNode(task.startedAt().toEpochMilli() / 1000.0));
     }
@@ -127,10 +132,10 @@ final class DashboardJson {
   /** Groups against their quotas and credits, and users' recent GPU use (fair share). */
   ObjectNode usage(Identity viewer) {
     Usage usage = plane.usage();
-    Map<String, Integer> held = new HashMap<>();
+    Map<String, Double> held = new HashMap<>();
     for (Task task : plane.tasks().all()) {
       if (task.state() == TaskState.RUNNING || task.state() == TaskState.PLACED) {
-        held.merge(task.owner().group(), task.demand().gpus(), Integer::sum);
+        held.merge(task.owner().group(), task.demand().gpuShare(), Double::sum);
       }
     }
     TreeSet<String> groups = new TreeSet<>(plane.policyConfig().groups().keySet());
@@ -144,7 +149,7 @@ final class DashboardJson {
       }
       GroupQuota quota = plane.policyConfig().group(group);
       Usage.GroupUsage used = usage.group(group);
-      groupRows.addObject().put("name", group).put("gpus_held", held.getOrDefault(group, 0))
+      groupRows.addObject().put("name", group).put("gpus_held", held.getOrDefault(group, 0.0))
           .<ObjectNode>set("max_gpus", quota.limitsGpus()
               ? JSON.getNodeFactory().numberNode(quota.maxGpus()) : null)
           .put("gpu_hours", used.gpuHoursThisPeriod())

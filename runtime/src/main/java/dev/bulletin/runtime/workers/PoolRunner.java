@@ -84,7 +84,8 @@ public final class PoolRunner implements PoolListener {
       }
     }
     List<PendingDemand> demand = new ArrayList<>();
-    bySize.forEach((size, count) -> demand.add(new PendingDemand(size.gpus(), size.cpus(),
+    // A share of a GPU asks the autoscaler for a worker with a GPU: a GPU to share.
+    bySize.forEach((size, count) -> demand.add(new PendingDemand(size.gpusTouched(), size.cpus(),
         size.memoryBytes(), count)));
     return demand;
   }

@@ -99,6 +99,7 @@ public final class RemoteWorkerLink implements WorkerLink {
         .setArgs(ref(request.args(), true)).addAllGpuIds(request.gpuIds())
         .setNamespace(request.args().namespace()).setRunAs(request.runAs().orElse(""))
         .setMemoryBytes(request.executor().memoryBytes())
+        .setGpuFraction(request.executor().gpuFraction())
         .setEnvironment(request.executor().toProto());
     // An input another worker keeps comes from there directly when both serve data ports.
     request.refs().forEach(key -> run.addRefs(objects.directSource(key, workerId)

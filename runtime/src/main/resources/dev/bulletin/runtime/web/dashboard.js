@@ -129,6 +129,12 @@ function clock(epochSeconds) {
   return new Date(epochSeconds * 1000).toLocaleTimeString();
 }
 
+// GPUs fractional calls share, after the reserved count: " (GPU 0 shared: 0.75)".
+function sharedGpus(shared) {
+  const parts = Object.entries(shared || {}).map(([gpu, share]) => "GPU " + gpu + " shared: " + share);
+  return parts.length ? " (" + parts.join(", ") + ")" : "";
+}
+
 function renderStatus(status) {
   $("cluster").textContent = "cluster " + status.cluster_id;
   const g = status.gpus;
@@ -136,7 +142,7 @@ function renderStatus(status) {
     + g.reserved + " reserved, " + g.running + " running a call";
   fill("workers", status.workers, (w) => [w.id, w.host, w.pool || "-", w.state,
     w.gpus.total + (w.simulated_gpus ? " (simulated)" : ""), w.gpus.total - w.gpus.reserved,
-    w.gpus.reserved, w.gpus.running, typeof w.gpus.busy === "number" ? w.gpus.busy.toFixed(2) : "no samples",
+    w.gpus.reserved + sharedGpus(w.gpus.shared), w.gpus.running, typeof w.gpus.busy === "number" ? w.gpus.busy.toFixed(2) : "no samples",
     w.idle_executors + " idle of " + w.executors]);
   fill("running", status.running, (c) => [c.name, c.task_id, c.user, c.worker, c.gpus, c.qos,
     c.started_at ? seconds(Math.max(0, status.now - c.started_at)) : "starting"]);

@@ -80,7 +80,8 @@ final class CallEnvironments {
     if (spec.needsPackages()) {
       python = pip.ensure(python, spec.pip(), account, listener);
     }
-    return new ExecutorProfile(python, spec.memoryBytes(), spec.fingerprint());
+    return new ExecutorProfile(python, spec.memoryBytes(), spec.fingerprint(),
+        spec.gpuFraction());
   }
 
   /** The interpreter's "major.minor", asked once. */

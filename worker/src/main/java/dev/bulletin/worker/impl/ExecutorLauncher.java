@@ -64,6 +64,8 @@ final class ExecutorLauncher {
           "CUDA_VISIBLE_DEVICES", gpuIds.stream().map(String::valueOf).collect(Collectors.joining(",")),
           "BULLETIN_SIMULATED_GPUS", options.gpus().simulated() && !gpuIds.isEmpty() ? "1" : "0",
           "PYTHONUNBUFFERED", "1"));
+      own.putAll(GpuShareEnvironment.of(profile.gpuFraction(), gpuIds,
+          options.gpus().simulated(), System.getenv()));
       if (profile.memoryBytes() > 0 && memoryGroup == null) {
         // The executor limits itself once its own imports are done (docs/environments.md).
         own.put("BULLETIN_MEMORY_LIMIT_BYTES", Long.toString(profile.memoryBytes()));

@@ -11,12 +11,19 @@ import java.nio.file.Path;
  *
  * @param memoryBytes the executor's memory limit, 0 for none
  * @param fingerprint the caller's environment fingerprint, "" for an unowned warm executor
+ * @param gpuFraction the share of its GPU it is capped to (0: whole GPUs); fixed at start, as
+ *     an MPS memory limit can only be
  */
-record ExecutorProfile(Path python, long memoryBytes, String fingerprint) {
+record ExecutorProfile(Path python, long memoryBytes, String fingerprint, double gpuFraction) {
+
+  ExecutorProfile(Path python, long memoryBytes, String fingerprint) {
+    this(python, memoryBytes, fingerprint, 0);
+  }
 
   /** Whether an executor of this profile may run a call that needs {@code wanted}. */
   boolean serves(ExecutorProfile wanted, boolean unowned) {
     return python.equals(wanted.python) && memoryBytes == wanted.memoryBytes
+        && gpuFraction == wanted.gpuFraction
         && (fingerprint.equals(wanted.fingerprint) || unowned && fingerprint.isEmpty());
   }
 }

@@ -266,7 +266,8 @@ public final class WorkerNode implements AutoCloseable {
       }
       CallRequest request = new CallRequest(taskId, function.result(), argsId, refs,
           call.getGpuIdsList(), java.util.Optional.of(call.getRunAs()),
-          dev.bulletin.worker.ExecutorSpec.of(call.getMemoryBytes(), call.getEnvironment()));
+          dev.bulletin.worker.ExecutorSpec.of(call.getMemoryBytes(), call.getEnvironment())
+              .withGpuFraction(call.getGpuFraction()));
       agent.run(request, listener(taskId)).whenComplete((outcome, error) ->
           context.runOnContext(ignored -> {
             List<HeldObject> held = storeReport.held(inputKeys);

@@ -34,6 +34,7 @@ final class KryoRegistry {
     kryo.register(JournalRecord.CallStarted.class, 121);
     kryo.register(JournalRecord.CallRequeued.class, 122);
     kryo.register(JournalRecord.CallEnded.class, 123);
+    kryo.register(JournalRecord.CallGpuShare.class, 124);
     kryo.register(JournalRecord.GroupUsage.class, 130);
     kryo.register(JournalRecord.GroupUsage[].class, 131);
     kryo.register(JournalRecord.UserUsage.class, 132);

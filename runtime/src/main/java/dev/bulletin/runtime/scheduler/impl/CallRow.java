@@ -18,7 +18,17 @@ final class CallRow {
   final QosClass qos;
   final GroupQuota quota;
   final UserLimit limit;
+  /** GPUs it runs on: its whole GPUs, or 1 for a share of one GPU. */
   final int gpus;
+  /** A fractional call's share of its GPU in eighths (1..7); 0 for whole GPUs. */
+  final int eighths;
+  /** GPUs as quotas, limits, lending and fair share count them (0.5 for half a GPU). */
+  final double share;
+  /**
+   * Its GPU need in eighths (8 per whole GPU): a larger need never fits where a smaller one
+   * did not (a whole GPU is a GPU with all eighths free), so failed shapes compare by it.
+   */
+  final int units;
   final double cpus;
   final long memory;
   final long submittedMillis;
@@ -56,7 +66,10 @@ final class CallRow {
     this.qos = qos;
     this.quota = quota;
     this.limit = limit;
-    this.gpus = call.demand().gpus();
+    this.gpus = call.demand().gpusTouched();
+    this.eighths = call.demand().gpuEighths();
+    this.share = call.demand().gpuShare();
+    this.units = eighths > 0 ? eighths : gpus * dev.bulletin.runtime.scheduler.Demand.EIGHTHS;
     this.cpus = call.demand().cpus();
     this.memory = call.demand().memoryBytes();
     this.submittedMillis = call.submittedAt().toEpochMilli();
@@ -68,6 +81,10 @@ final class CallRow {
       bytes += size;
     }
     this.inputBytes = bytes;
+  }
+
+  boolean fractional() {
+    return eighths > 0;
   }
 
   int qosPriority() {

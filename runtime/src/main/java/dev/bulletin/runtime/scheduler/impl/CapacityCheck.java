@@ -40,7 +40,7 @@ final class CapacityCheck implements CallCheck {
     int workers = cluster.workers();
     return new Feasibility.Infeasible("no worker can run a call that asks for " + demand
         + ": the largest worker has " + largest + " (" + Text.count(workers, "worker")
-        + " in the cluster)" + (demand.gpus() > 0 && largest.gpus() == 0 ? NO_GPUS_HINT : ""));
+        + " in the cluster)" + (demand.gpusTouched() > 0 && largest.gpus() == 0 ? NO_GPUS_HINT : ""));
   }
 
   /**

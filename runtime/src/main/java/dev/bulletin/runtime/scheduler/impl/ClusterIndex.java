@@ -1,8 +1,10 @@
 package dev.bulletin.runtime.scheduler.impl;
 
 import dev.bulletin.runtime.scheduler.ClusterCapacity;
+import dev.bulletin.runtime.scheduler.Demand;
 import dev.bulletin.runtime.scheduler.WorkerCapacity;
 import dev.bulletin.runtime.scheduler.snapshot.GpuTopology;
+import dev.bulletin.runtime.scheduler.snapshot.RunningCall;
 import dev.bulletin.runtime.scheduler.snapshot.WorkerState;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -28,6 +30,18 @@ final class ClusterIndex {
   final long[] expiresMillis;
   final boolean[] usable;
   final byte[][] distances;
+  /**
+   * Per worker and GPU, the eighths a fractional call could still take there: 8 on a free GPU,
+   * 8 minus the running shares on a GPU only fractional calls hold, 0 on one held whole. A GPU
+   * with any share taken is not in {@link #freeMask}, so no whole-GPU call lands on it.
+   */
+  final byte[][] shareFree;
+  /**
+   * Per worker, the GPUs a call is being preempted on (bit i = GPU i): they take no new share
+   * until it has stopped, so the room its stop frees goes to the call it is stopped for, not to
+   * a requeued preemptible share that would be preempted again.
+   */
+  final long[] reclaiming;
   final Map<String, Integer> byId = new HashMap<>();
   /** The largest GPU count of any worker: buckets run 0..maxGpus. */
   final int maxGpus;
@@ -40,6 +54,11 @@ final class ClusterIndex {
   final Reservations reservations;
 
   ClusterIndex(List<WorkerState> snapshotWorkers, long seed) {
+    this(snapshotWorkers, List.of(), seed);
+  }
+
+  /** {@code running}'s fractional calls say how much of their shared GPUs is taken. */
+  ClusterIndex(List<WorkerState> snapshotWorkers, List<RunningCall> running, long seed) {
     List<WorkerState> shuffled = new ArrayList<>(snapshotWorkers);
     SplittableRandom random = new SplittableRandom(seed);
     for (int i = shuffled.size() - 1; i > 0; i--) {
@@ -58,6 +77,8 @@ final class ClusterIndex {
     expiresMillis = new long[size];
     usable = new boolean[size];
     distances = new byte[size][];
+    shareFree = new byte[size][];
+    reclaiming = new long[size];
     bucketSlot = new int[size];
     reservations = new Reservations(size);
     Map<GpuTopology, byte[]> shared = new HashMap<>();
@@ -78,6 +99,7 @@ final class ClusterIndex {
       distances[w] = shared.computeIfAbsent(worker.topology(), ClusterIndex::matrix);
       largest = Math.max(largest, worker.gpus());
     }
+    shareRoom(running);
     maxGpus = largest;
     buckets = new IntBag[largest + 1];
     for (int f = 0; f <= largest; f++) {
@@ -92,6 +114,56 @@ final class ClusterIndex {
       }
     }
     capacity = ClusterCapacity.of(capacities);
+  }
+
+  /**
+   * Fills {@link #shareFree}. A GPU a fractional call holds is taken out of the free mask even
+   * if the snapshot listed it as free: sharing and whole use of one GPU never mix.
+   */
+  private void shareRoom(List<RunningCall> running) {
+    for (int w = 0; w < size; w++) {
+      shareFree[w] = new byte[gpuCount[w]];
+      for (int g = 0; g < gpuCount[w]; g++) {
+        shareFree[w][g] = (byte) ((freeMask[w] & (1L << g)) != 0 ? Demand.EIGHTHS : 0);
+      }
+    }
+    int[][] shared = new int[size][];
+    for (RunningCall call : running) {
+      Integer w = byId.get(call.workerId());
+      if (w != null && call.beingPreempted()) {
+        for (int id : call.gpuIds()) {
+          reclaiming[w] |= id < gpuCount[w] ? 1L << id : 0;
+        }
+      }
+      int gpu = call.fractional() ? call.gpuIds().get(0) : -1;
+      if (w == null || gpu < 0 || gpu >= gpuCount[w]) {
+        continue;
+      }
+      if (shared[w] == null) {
+        shared[w] = new int[gpuCount[w]];
+      }
+      shared[w][gpu] += call.gpuEighths();
+    }
+    for (int w = 0; w < size; w++) {
+      for (int g = 0; shared[w] != null && g < gpuCount[w]; g++) {
+        if (shared[w][g] > 0) {
+          shareFree[w][g] = (byte) Math.max(0, Demand.EIGHTHS - shared[w][g]);
+          freeMask[w] &= ~(1L << g);
+        }
+      }
+      freeCount[w] = Long.bitCount(freeMask[w]);
+    }
+  }
+
+  /** The most eighths a new fractional call could take on one GPU of worker {@code w}. */
+  int mostShareFree(int w) {
+    int most = 0;
+    for (int g = 0; g < gpuCount[w]; g++) {
+      if ((reclaiming[w] & (1L << g)) == 0) {
+        most = Math.max(most, shareFree[w][g]);
+      }
+    }
+    return most;
   }
 
   /** Usable workers: the pass neither adds nor retires any. */
@@ -131,6 +203,24 @@ final class ClusterIndex {
       buckets[freeCount[w]].remove(bucketSlot[w], this);
     }
     freeMask[w] &= ~gpus;
+    for (long m = gpus; m != 0; m &= m - 1) {
+      shareFree[w][Long.numberOfTrailingZeros(m)] = 0;
+    }
+    freeCount[w] = Long.bitCount(freeMask[w]);
+    freeCpus[w] -= cpus;
+    freeMemory[w] -= memory;
+    if (usable[w]) {
+      bucketSlot[w] = buckets[freeCount[w]].add(w);
+    }
+  }
+
+  /** Takes {@code eighths} of GPU {@code gpu} of worker {@code w} for a placed fractional call. */
+  void takeShare(int w, int gpu, int eighths, double cpus, long memory) {
+    if (usable[w]) {
+      buckets[freeCount[w]].remove(bucketSlot[w], this);
+    }
+    freeMask[w] &= ~(1L << gpu);
+    shareFree[w][gpu] = (byte) (shareFree[w][gpu] - eighths);
     freeCount[w] = Long.bitCount(freeMask[w]);
     freeCpus[w] -= cpus;
     freeMemory[w] -= memory;

@@ -12,11 +12,14 @@ import java.util.List;
  */
 final class Counters {
   private final int qosCount;
-  /** GPUs of non-preemptible calls: what the concurrent-GPU quota limits. */
-  private final int[] groupQuotaGpus;
+  /**
+   * GPUs of non-preemptible calls: what the concurrent-GPU quota limits. GPU counts are
+   * doubles because a share of a GPU counts as its fraction; multiples of 1/8 add up exactly.
+   */
+  private final double[] groupQuotaGpus;
   /** All GPUs a group holds (fair share between groups). */
-  private final int[] groupGpus;
-  private final int[] userGpus;
+  private final double[] groupGpus;
+  private final double[] userGpus;
   private final int[] userCalls;
   private final int[] userQosCalls;
   private final double[] groupRecent;
@@ -31,13 +34,13 @@ final class Counters {
     this.qosCount = Math.max(1, qos.size());
     int groupCount = groups.size();
     int userCount = users.size();
-    groupQuotaGpus = new int[groupCount];
-    groupGpus = new int[groupCount];
+    groupQuotaGpus = new double[groupCount];
+    groupGpus = new double[groupCount];
     groupRecent = new double[groupCount];
     groupHoursThisPeriod = new double[groupCount];
     groupCredits = new double[groupCount];
     groupWeight = new double[groupCount];
-    userGpus = new int[userCount];
+    userGpus = new double[userCount];
     userCalls = new int[userCount];
     userQosCalls = new int[userCount * qosCount];
     userRecent = new double[userCount];
@@ -56,12 +59,13 @@ final class Counters {
     for (RunningCall call : running) {
       // Names are interned before the counters are made (Pass does it), so find() never misses.
       int q = qos.find(call.qos());
-      add(users.find(call.user()), groups.find(call.group()), q, call.gpus(), call.preemptible());
+      add(users.find(call.user()), groups.find(call.group()), q, call.gpuShare(),
+          call.preemptible());
     }
   }
 
   /** Counts a placed (or running) call. */
-  void add(int user, int group, int qos, int gpus, boolean preemptible) {
+  void add(int user, int group, int qos, double gpus, boolean preemptible) {
     if (!preemptible) {
       groupQuotaGpus[group] += gpus;
     }
@@ -74,7 +78,7 @@ final class Counters {
   }
 
   /** GPUs the group's non-preemptible calls hold: what its concurrent-GPU quota limits. */
-  int groupQuotaGpus(int group) {
+  double groupQuotaGpus(int group) {
     return groupQuotaGpus[group];
   }
 
@@ -91,7 +95,7 @@ final class Counters {
     return groupCredits.clone();
   }
 
-  int userGpus(int user) {
+  double userGpus(int user) {
     return userGpus[user];
   }
 

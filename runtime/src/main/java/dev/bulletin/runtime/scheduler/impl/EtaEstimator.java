@@ -88,13 +88,13 @@ final class EtaEstimator {
 
   /** When the group's in-quota GPUs drop low enough for this call. */
   Optional<Instant> groupQuota(CallRow row) {
-    int held = pass.counters().groupQuotaGpus(row.group);
-    int allowed = row.quota.maxGpus() - row.gpus;
+    double held = pass.counters().groupQuotaGpus(row.group);
+    double allowed = row.quota.maxGpus() - row.share;
     for (Holding h : byGroup.getOrDefault(row.group, List.of())) {
       if (held <= allowed) {
         break;
       }
-      held -= h.gpus();
+      held -= h.share();
       if (held <= allowed) {
         return at(h.endMillis());
       }
@@ -116,15 +116,15 @@ final class EtaEstimator {
 
   /** When the user's own calls give back enough GPUs (or one call slot) for the limit. */
   Optional<Instant> userLimit(CallRow row) {
-    int gpus = pass.counters().userGpus(row.user);
+    double gpus = pass.counters().userGpus(row.user);
     int calls = pass.counters().userCalls(row.user);
     for (Holding h : byUser.getOrDefault(row.user, List.of())) {
-      if (gpus + row.gpus <= row.limit.maxGpus() && calls < row.limit.maxCalls()) {
+      if (gpus + row.share <= row.limit.maxGpus() && calls < row.limit.maxCalls()) {
         break;
       }
-      gpus -= h.gpus();
+      gpus -= h.share();
       calls--;
-      if (gpus + row.gpus <= row.limit.maxGpus() && calls < row.limit.maxCalls()) {
+      if (gpus + row.share <= row.limit.maxGpus() && calls < row.limit.maxCalls()) {
         return at(h.endMillis());
       }
     }

@@ -71,6 +71,28 @@ final class GpuPicker {
     return best;
   }
 
+  /**
+   * The GPU a fractional call of {@code eighths} shares, or -1 if none has room: the partly
+   * shared GPU with the least room that still fits (best fit, so shares pack onto few GPUs and
+   * whole GPUs stay free for whole-GPU calls), else a free GPU chosen as for a one-GPU call.
+   * GPUs in {@code reclaiming} (a call is being preempted there) take no new share.
+   */
+  static int pickShare(byte[] distances, int gpus, long free, byte[] shareFree, long reclaiming,
+      int eighths) {
+    int best = -1;
+    for (int g = 0; g < gpus; g++) {
+      int room = shareFree[g];
+      if (((free | reclaiming) & (1L << g)) == 0 && room >= eighths
+          && (best < 0 || room < shareFree[best])) {
+        best = g;
+      }
+    }
+    if (best >= 0 || free == 0) {
+      return best;
+    }
+    return Long.numberOfTrailingZeros(pick(distances, gpus, free, 1));
+  }
+
   /** 1 for GPUs on NVLink (or a single GPU), 0.5 behind one PCIe switch, 0 through the host. */
   static double topologyScore(byte[] distances, int gpus, long set) {
     int max = 0;

@@ -24,21 +24,23 @@ final class GroupQuotaCheck implements CallCheck {
     }
     GroupQuota quota = row.quota;
     String group = row.call.group();
-    if (row.gpus > quota.maxGpus() && !quota.borrow()) {
+    if (row.share > quota.maxGpus() && !quota.borrow()) {
       return Verdict.never("group " + group + "'s quota is " + quota.maxGpus() + " GPUs and it"
-          + " may not borrow: a call for " + row.gpus + " GPUs can never run (ask for fewer, or"
-          + " ask the group's lead to raise the quota)");
+          + " may not borrow: a call for " + Text.number(row.share) + " GPUs can never run (ask"
+          + " for fewer, or ask the group's lead to raise the quota)");
     }
     Counters counters = pass.counters();
-    int held = counters.groupQuotaGpus(row.group);
+    // A share of a GPU counts as its fraction: two 0.5 calls hold 1 GPU of the quota.
+    double held = counters.groupQuotaGpus(row.group);
     Verdict over = null;
-    if (row.gpus > 0 && held + row.gpus > quota.maxGpus()) {
-      over = pass.waitFor("group-gpus", row.group, held, row.gpus, null,
+    if (row.share > 0 && held + row.share > quota.maxGpus()) {
+      String holds = Text.number(held);
+      over = pass.waitFor("group-gpus", row.group, row.units, (long) (held * 8), null,
           () -> Verdict.waitFor(WaitCode.GROUP_QUOTA, held >= quota.maxGpus()
-              ? "group " + group + " quota reached: " + held + "/" + quota.maxGpus() + " GPUs"
-              : "group " + group + " quota: " + held + "/" + quota.maxGpus() + " GPUs held, "
-                  + row.gpus + " more would exceed it"));
-    } else if (row.gpus > 0
+              ? "group " + group + " quota reached: " + holds + "/" + quota.maxGpus() + " GPUs"
+              : "group " + group + " quota: " + holds + "/" + quota.maxGpus() + " GPUs held, "
+                  + Text.number(row.share) + " more would exceed it"));
+    } else if (row.share > 0
         && counters.groupHoursThisPeriod(row.group) >= quota.gpuHoursPerPeriod()) {
       double used = counters.groupHoursThisPeriod(row.group);
       over = pass.waitFor("group-hours", row.group, 0, 0, null, () -> {

@@ -14,13 +14,14 @@ final class LendingCheck implements CallCheck {
     if (!row.preemptible || !pass.lending()) {
       return Verdict.PASS;
     }
-    int lent = pass.lentGpus();
-    int lendable = pass.lendableGpus();
-    if (row.gpus > 0 && lent + row.gpus > lendable) {
+    double lent = pass.lentGpus();
+    double lendable = pass.lendableGpus();
+    if (row.share > 0 && lent + row.share > lendable) {
       String prefix = row.borrowReason != null ? row.borrowReason + "; over quota it runs only"
           + " on lent GPUs, and " : "";
-      return pass.waitFor("lending", lent, lendable, row.gpus, prefix,
-          () -> Verdict.waitFor(WaitCode.NO_IDLE_CAPACITY, prefix + lent + "/" + lendable
+      return pass.waitFor("lending", (long) (lent * 8), (long) (lendable * 8), row.units, prefix,
+          () -> Verdict.waitFor(WaitCode.NO_IDLE_CAPACITY, prefix + dev.bulletin.protocol.Text
+              .number(lent) + "/" + dev.bulletin.protocol.Text.number(lendable)
               + " lendable GPUs are lent out (groups keep part of their idle quota for their own"
               + " calls)"));
     }

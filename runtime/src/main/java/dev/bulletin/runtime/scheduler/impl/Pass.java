@@ -58,8 +58,8 @@ final class Pass implements PassView {
   private final LatencyHistogram placementLatency = new LatencyHistogram();
   private int preemptors;
   private boolean lending;
-  private int lent;
-  private int lendable = Integer.MAX_VALUE;
+  private double lent;
+  private double lendable = Integer.MAX_VALUE;
   private final Map<ReasonKey, Verdict> reasons = new HashMap<>();
 
   /** What a wait reason depends on; equal keys give the same words. */
@@ -73,7 +73,7 @@ final class Pass implements PassView {
     this.nowMillis = now.toEpochMilli();
     this.ticker = ticker;
     this.stages = stages;
-    this.index = new ClusterIndex(snapshot.workers(), seed);
+    this.index = new ClusterIndex(snapshot.workers(), snapshot.running(), seed);
     for (String name : policy.qos().keySet()) {
       qosNames.id(name);
     }
@@ -93,7 +93,8 @@ final class Pass implements PassView {
       long end = call.beingPreempted() ? nowMillis + policy.preemptionGrace().toMillis()
           : call.endsBy().toEpochMilli();
       holdings.add(new Holding(w == null ? -1 : w, users.find(call.user()),
-          groups.find(call.group()), qosNames.find(call.qos()), call.gpus(), call.cpus(),
+          groups.find(call.group()), qosNames.find(call.qos()),
+          call.fractional() ? 0 : call.gpus(), call.gpuShare(), call.cpus(),
           call.memoryBytes(), call.preemptible(), end));
       if (call.beingPreempted()) {
         stoppingFor.merge(call.preemptedFor(), 1, Integer::sum);
@@ -101,7 +102,7 @@ final class Pass implements PassView {
     }
     for (RunningCall call : snapshot.running()) {
       if (call.preemptible()) {
-        lent += call.gpus();
+        lent += call.gpuShare();
       }
     }
     this.planner = new PreemptionPlanner(snapshot.running(), index);
@@ -219,12 +220,12 @@ final class Pass implements PassView {
   }
 
   @Override
-  public int lentGpus() {
+  public double lentGpus() {
     return lent;
   }
 
   @Override
-  public int lendableGpus() {
+  public double lendableGpus() {
     return lendable;
   }
 
@@ -232,7 +233,7 @@ final class Pass implements PassView {
    * Capacity no quota covers, plus each group's idle quota up to its {@code lend}; computed once
    * the in-quota calls of the pass are placed (preemptible placements do not change it).
    */
-  private static int lendableGpus(PolicyConfig policy, Counters counters, Names groups,
+  private static double lendableGpus(PolicyConfig policy, Counters counters, Names groups,
       ClusterIndex index) {
     long capacity = 0;
     for (int w = 0; w < index.size; w++) {
@@ -241,17 +242,17 @@ final class Pass implements PassView {
       }
     }
     long quotas = 0;
-    long lendable = 0;
+    double lendable = 0;
     for (var quota : policy.groups().values()) {
       if (!quota.limitsGpus()) {
         return Integer.MAX_VALUE;
       }
       int id = groups.find(quota.name());
-      int held = id < 0 ? 0 : counters.groupQuotaGpus(id);
+      double held = id < 0 ? 0 : counters.groupQuotaGpus(id);
       quotas += quota.maxGpus();
       lendable += Math.min(quota.lend(), Math.max(0, quota.maxGpus() - held));
     }
-    return (int) Math.min(Integer.MAX_VALUE, Math.max(0, capacity - quotas) + lendable);
+    return Math.min(Integer.MAX_VALUE, Math.max(0, capacity - quotas) + lendable);
   }
 
   Plan run() {
@@ -335,13 +336,17 @@ final class Pass implements PassView {
 
   private void place(CallRow row, int w, long gpus) {
     index.reservations.placed(row, w, nowMillis);
-    index.take(w, gpus, row.cpus, row.memory);
-    if (row.preemptible) {
-      lent += row.gpus;
+    if (row.fractional()) {
+      index.takeShare(w, Long.numberOfTrailingZeros(gpus), row.eighths, row.cpus, row.memory);
+    } else {
+      index.take(w, gpus, row.cpus, row.memory);
     }
-    counters.add(row.user, row.group, row.qosId, row.gpus, row.preemptible);
-    holdings.add(new Holding(w, row.user, row.group, row.qosId, row.gpus, row.cpus, row.memory,
-        row.preemptible, nowMillis + row.walltimeMillis));
+    if (row.preemptible) {
+      lent += row.share;
+    }
+    counters.add(row.user, row.group, row.qosId, row.share, row.preemptible);
+    holdings.add(new Holding(w, row.user, row.group, row.qosId, row.fractional() ? 0 : row.gpus,
+        row.share, row.cpus, row.memory, row.preemptible, nowMillis + row.walltimeMillis));
     List<Integer> ids = new ArrayList<>(row.gpus);
     for (int id : GpuPicker.ids(gpus)) {
       ids.add(id);
@@ -364,10 +369,11 @@ final class Pass implements PassView {
     if (!planner.plan(row, index, nowMillis)) {
       return;
     }
-    double waited = Math.max(0, nowMillis - row.submittedMillis) / 1000.0 * Math.max(1, row.gpus);
+    double perSecond = row.fractional() ? row.share : Math.max(1, row.gpus);
+    double waited = Math.max(0, nowMillis - row.submittedMillis) / 1000.0 * perSecond;
     double needed = policy.reclaimPatience() * planner.chosenLost;
     if (waited < needed) {
-      long seconds = (long) Math.ceil((needed - waited) / Math.max(1, row.gpus));
+      long seconds = (long) Math.ceil((needed - waited) / perSecond);
       row.reclaimAt = now.plusSeconds(seconds);
       row.waitWith(row.waitCode, row.waitReason + "; preemptible work is reclaimed for it in "
           + Text.duration(java.time.Duration.ofSeconds(seconds)) + " unless GPUs free first");

@@ -32,10 +32,10 @@ interface PassView {
   boolean lending();
 
   /** GPUs preemptible calls hold (running, and placed in this pass). */
-  int lentGpus();
+  double lentGpus();
 
   /** GPUs that may be lent in all (computed when the lending phase starts). */
-  int lendableGpus();
+  double lendableGpus();
 
   /**
    * A wait verdict, built once per distinct key in the pass: in a deep queue many calls wait

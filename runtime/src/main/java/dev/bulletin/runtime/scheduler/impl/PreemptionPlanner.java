@@ -13,7 +13,9 @@ import java.util.Map;
  * (GPU-seconds since each victim's start or checkpoint), exhaustively over subsets when a worker
  * has at most {@value #EXACT_VICTIMS} victims, else greedily by lost work per GPU; across workers
  * the least lost work wins, then fewer victims, then closer GPUs. A victim chosen once in a pass,
- * or already being stopped, is not chosen again.
+ * or already being stopped, is not chosen again. Shares of a GPU count as their fraction: a
+ * fractional call frees room for another share on its GPU, and the whole GPU for a whole-GPU
+ * call only with every other sharer of it.
  */
 final class PreemptionPlanner {
   private static final int EXACT_VICTIMS = 10;
@@ -23,6 +25,8 @@ final class PreemptionPlanner {
     final RunningCall call;
     final int worker;
     final long gpus;
+    /** A fractional victim's share of its one GPU in eighths; 0 when it holds its GPUs whole. */
+    final int eighths;
     final double lost;
     boolean taken;
 
@@ -30,6 +34,7 @@ final class PreemptionPlanner {
       this.call = call;
       this.worker = worker;
       this.gpus = gpus;
+      this.eighths = call.gpuEighths();
       this.lost = call.lostGpuSeconds();
     }
   }
@@ -83,13 +88,13 @@ final class PreemptionPlanner {
         continue;
       }
       double lost = 0;
-      long freed = index.freeMask[w];
       for (Victim v : set) {
         lost += v.lost;
-        freed |= v.gpus;
       }
-      double topology = GpuPicker.topologyScore(index.distances[w], index.gpuCount[w],
-          GpuPicker.pick(index.distances[w], index.gpuCount[w], freed, row.gpus));
+      long freed = new Freed(index, w, set).freeMask();
+      double topology = row.fractional() ? 1.0 : GpuPicker.topologyScore(index.distances[w],
+          index.gpuCount[w], GpuPicker.pick(index.distances[w], index.gpuCount[w], freed,
+              row.gpus));
       if (lost < bestLost || (lost == bestLost && (set.size() < bestCount
           || (set.size() == bestCount && topology > bestTopology)))) {
         bestLost = lost;
@@ -114,10 +119,60 @@ final class PreemptionPlanner {
     }
   }
 
-  private static boolean fits(CallRow row, int w, ClusterIndex index, int gpus, double cpus,
-      long memory) {
-    return index.freeCount[w] + gpus >= row.gpus && index.freeCpus[w] + cpus >= row.cpus - 1e-9
-        && index.freeMemory[w] + memory >= row.memory;
+  /** What a worker would have free with a set of victims gone. */
+  private static final class Freed {
+    private final ClusterIndex index;
+    private final int w;
+    /** Per GPU, the eighths free with the victims gone (8: the GPU is free). */
+    private final int[] room;
+    private double cpus;
+    private long memory;
+
+    Freed(ClusterIndex index, int w, List<Victim> victims) {
+      this.index = index;
+      this.w = w;
+      this.room = new int[index.gpuCount[w]];
+      for (int g = 0; g < room.length; g++) {
+        room[g] = index.shareFree[w][g];
+      }
+      victims.forEach(this::add);
+    }
+
+    void add(Victim v) {
+      if (v.eighths > 0) {
+        room[Long.numberOfTrailingZeros(v.gpus)] += v.eighths;
+      } else {
+        for (long m = v.gpus; m != 0; m &= m - 1) {
+          room[Long.numberOfTrailingZeros(m)] = dev.bulletin.runtime.scheduler.Demand.EIGHTHS;
+        }
+      }
+      cpus += v.call.cpus();
+      memory += v.call.memoryBytes();
+    }
+
+    long freeMask() {
+      long mask = 0;
+      for (int g = 0; g < room.length; g++) {
+        if (room[g] >= dev.bulletin.runtime.scheduler.Demand.EIGHTHS) {
+          mask |= 1L << g;
+        }
+      }
+      return mask;
+    }
+
+    boolean fits(CallRow row) {
+      boolean gpus;
+      if (row.fractional()) {
+        gpus = false;
+        for (int free : room) {
+          gpus |= free >= row.eighths;
+        }
+      } else {
+        gpus = Long.bitCount(freeMask()) >= row.gpus;
+      }
+      return gpus && index.freeCpus[w] + cpus >= row.cpus - 1e-9
+          && index.freeMemory[w] + memory >= row.memory;
+    }
   }
 
   private static List<Victim> exact(CallRow row, int w, List<Victim> open, ClusterIndex index) {
@@ -126,21 +181,17 @@ final class PreemptionPlanner {
     double bestLost = Double.POSITIVE_INFINITY;
     int bestCount = Integer.MAX_VALUE;
     for (int mask = 1; mask < (1 << n); mask++) {
-      int gpus = 0;
-      double cpus = 0;
-      long memory = 0;
+      Freed freed = new Freed(index, w, List.of());
       double lost = 0;
       for (int i = 0; i < n; i++) {
         if ((mask & (1 << i)) != 0) {
           Victim v = open.get(i);
-          gpus += v.call.gpus();
-          cpus += v.call.cpus();
-          memory += v.call.memoryBytes();
+          freed.add(v);
           lost += v.lost;
         }
       }
       int count = Integer.bitCount(mask);
-      if (fits(row, w, index, gpus, cpus, memory)
+      if (freed.fits(row)
           && (lost < bestLost || (lost == bestLost && count < bestCount))) {
         bestMask = mask;
         bestLost = lost;
@@ -161,21 +212,20 @@ final class PreemptionPlanner {
 
   private static List<Victim> greedy(CallRow row, int w, List<Victim> open, ClusterIndex index) {
     List<Victim> sorted = new ArrayList<>(open);
-    sorted.sort((a, b) -> Double.compare(a.lost / Math.max(1, a.call.gpus()),
-        b.lost / Math.max(1, b.call.gpus())));
+    sorted.sort((a, b) -> Double.compare(a.lost / perGpu(a), b.lost / perGpu(b)));
     List<Victim> set = new ArrayList<>();
-    int gpus = 0;
-    double cpus = 0;
-    long memory = 0;
+    Freed freed = new Freed(index, w, List.of());
     for (Victim v : sorted) {
-      if (fits(row, w, index, gpus, cpus, memory)) {
+      if (freed.fits(row)) {
         return set;
       }
       set.add(v);
-      gpus += v.call.gpus();
-      cpus += v.call.cpus();
-      memory += v.call.memoryBytes();
+      freed.add(v);
     }
-    return fits(row, w, index, gpus, cpus, memory) ? set : null;
+    return freed.fits(row) ? set : null;
+  }
+
+  private static double perGpu(Victim v) {
+    return v.eighths > 0 ? v.call.gpuShare() : Math.max(1, v.call.gpus());
   }
 }

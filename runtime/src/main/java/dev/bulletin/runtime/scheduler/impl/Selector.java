@@ -48,7 +48,7 @@ final class Selector {
   int chosenWorker;
   long chosenGpus;
 
-  private record Failed(int gpus, double cpus, long memory, long walltime, boolean expiry,
+  private record Failed(int units, double cpus, long memory, long walltime, boolean expiry,
       boolean reserved) {}
 
   /** One per pass: the remembered shapes hold only while capacity only shrinks. */
@@ -70,7 +70,7 @@ final class Selector {
   /** True with {@link #chosenWorker}/{@link #chosenGpus} set, else the row's wait is set. */
   boolean select(CallRow row) {
     for (Failed f : failed) {
-      if (row.gpus >= f.gpus && row.cpus >= f.cpus && row.memory >= f.memory
+      if (row.units >= f.units && row.cpus >= f.cpus && row.memory >= f.memory
           && row.walltimeMillis >= f.walltime) {
         explain(row, f.expiry, f.reserved);
         return false;
@@ -82,8 +82,7 @@ final class Selector {
     if (row.inputBytes > 0 && row.inputBytes >= policyWeights.localityMinBytes()) {
       for (String object : largestInputs(row)) {
         for (int w : index.holders(object)) {
-          if (seen[w] != stamp && index.usable[w] && index.freeCount[w] >= row.gpus
-              && accepts(row, w)) {
+          if (seen[w] != stamp && index.usable[w] && hasGpuRoom(row, w) && accepts(row, w)) {
             seen[w] = stamp;
             found = add(found, w);
           }
@@ -92,11 +91,13 @@ final class Selector {
     }
     int baseline = found;
     scan:
-    for (int f = row.gpus; f <= index.maxGpus; f++) {
+    // A share of a GPU may fit a worker with no GPU free (a partly shared one): from bucket 0,
+    // the fullest workers first, which packs shares together.
+    for (int f = row.fractional() ? 0 : row.gpus; f <= index.maxGpus; f++) {
       ClusterIndex.IntBag bucket = index.bucket(f);
       for (int i = 0; i < bucket.size(); i++) {
         int w = bucket.get(i);
-        if (seen[w] == stamp) {
+        if (seen[w] == stamp || f == 0 && !hasGpuRoom(row, w)) {
           continue;
         }
         if (accepts(row, w)) {
@@ -115,7 +116,7 @@ final class Selector {
     if (found == 0) {
       boolean expiry = onlyExpiryFiltered();
       boolean reserved = filteredNow[FilterReason.RESERVED.ordinal()] > 0;
-      failed.add(new Failed(row.gpus, row.cpus, row.memory, row.walltimeMillis, expiry,
+      failed.add(new Failed(row.units, row.cpus, row.memory, row.walltimeMillis, expiry,
           reserved));
       explain(row, expiry, reserved);
       return false;
@@ -123,8 +124,10 @@ final class Selector {
     double best = Double.NEGATIVE_INFINITY;
     for (int i = 0; i < found; i++) {
       int w = candidates[i];
-      long gpus = GpuPicker.pick(index.distances[w], index.gpuCount[w], index.freeMask[w],
-          row.gpus);
+      long gpus = row.fractional()
+          ? 1L << GpuPicker.pickShare(index.distances[w], index.gpuCount[w], index.freeMask[w],
+              index.shareFree[w], index.reclaiming[w], row.eighths)
+          : GpuPicker.pick(index.distances[w], index.gpuCount[w], index.freeMask[w], row.gpus);
       double score = 0;
       for (int s = 0; s < scores.length; s++) {
         score += weights[s] * scores[s].score(row, w, gpus, index, policyWeights);
@@ -136,6 +139,12 @@ final class Selector {
       }
     }
     return true;
+  }
+
+  /** The worker has the GPUs free, or for a share, a GPU with that many eighths free. */
+  private boolean hasGpuRoom(CallRow row, int w) {
+    return row.fractional() ? index.mostShareFree(w) >= row.eighths
+        : index.freeCount[w] >= row.gpus;
   }
 
   /** Workers each filter turned down in this pass so far (the pass's stats). */
@@ -188,25 +197,30 @@ final class Selector {
   }
 
   /** What a capacity wait's words depend on. */
-  private record Wording(int gpus, double cpus, long memory, long walltime, boolean expiry,
-      boolean reserved, int mostFree, String borrowReason) {}
+  private record Wording(int units, double cpus, long memory, long walltime, boolean expiry,
+      boolean reserved, int mostFree, boolean shareRoom, String borrowReason) {}
 
   private final Map<Wording, Verdict> wordings = new java.util.HashMap<>();
+  /** The smallest share (in eighths) no GPU had room for in this pass; 9: none known. */
+  private int noShareRoomFrom = 9;
 
   /** Names what is missing, in the caller's words (built once per distinct wording). */
   private void explain(CallRow row, boolean expiry, boolean reserved) {
     int mostFree = index.maxFree();
-    Wording key = new Wording(row.gpus, row.cpus, row.memory,
-        expiry || reserved ? row.walltimeMillis : 0, expiry, reserved, mostFree, row.borrowReason);
+    boolean shareRoom = row.fractional() && anyShareRoom(row.eighths);
+    Wording key = new Wording(row.units, row.cpus, row.memory,
+        expiry || reserved ? row.walltimeMillis : 0, expiry, reserved, mostFree, shareRoom,
+        row.borrowReason);
     Verdict verdict = wordings.get(key);
     if (verdict == null) {
-      verdict = wording(row, expiry, reserved, mostFree);
+      verdict = wording(row, expiry, reserved, mostFree, shareRoom);
       wordings.put(key, verdict);
     }
     row.waitWith(verdict.code, verdict.reason);
   }
 
-  private Verdict wording(CallRow row, boolean expiry, boolean reserved, int mostFree) {
+  private Verdict wording(CallRow row, boolean expiry, boolean reserved, int mostFree,
+      boolean shareRoom) {
     WaitCode code;
     String reason;
     if (index.usableWorkers() == 0) {
@@ -214,8 +228,14 @@ final class Selector {
       reason = index.size == 0 ? "no worker has joined the cluster"
           : "every worker is draining; waiting for a worker to join";
     } else {
-      String gpus = Text.count(row.gpus, "GPU");
-      if (mostFree < row.gpus) {
+      String gpus = row.fractional() ? Text.number(row.share) + " of a GPU"
+          : Text.count(row.gpus, "GPU");
+      if (row.fractional() && !shareRoom) {
+        code = WaitCode.CAPACITY;
+        reason = "no GPU has " + Text.number(row.share) + " of a GPU free to share (a GPU is"
+            + " shared only among fractional calls, up to 1 in all, and never with a whole-GPU"
+            + " call)";
+      } else if (!row.fractional() && mostFree < row.gpus) {
         code = WaitCode.CAPACITY;
         reason = "no worker has " + gpus + " free (most free on one worker: "
             + mostFree + ")";
@@ -225,6 +245,7 @@ final class Selector {
             + Text.count(index.reservations.minGpus(), "GPU") + " or more (backfill), and"
             + " its walltime of " + Text.duration(Duration.ofMillis(row.walltimeMillis))
             + " runs past the reservations' start";
+
       } else if (expiry) {
         code = WaitCode.WORKER_EXPIRY;
         reason = "no worker" + (row.gpus > 0 ? " with " + gpus + " free" : "")
@@ -243,5 +264,23 @@ final class Selector {
           + reason;
     }
     return Verdict.waitFor(code, reason);
+  }
+
+  /**
+   * Whether some usable worker has a GPU with {@code eighths} free. A "no" holds for the rest
+   * of the pass (capacity only shrinks) and for every larger share: remembered, so a deep queue
+   * of shares that wait scans the workers once.
+   */
+  private boolean anyShareRoom(int eighths) {
+    if (eighths >= noShareRoomFrom) {
+      return false;
+    }
+    for (int w = 0; w < index.size; w++) {
+      if (index.usable[w] && index.mostShareFree(w) >= eighths) {
+        return true;
+      }
+    }
+    noShareRoomFrom = eighths;
+    return false;
   }
 }

@@ -13,9 +13,9 @@ final class UserLimitCheck implements CallCheck {
   public Verdict check(CallRow row, PassView pass) {
     UserLimit limit = row.limit;
     String user = row.call.user();
-    if (row.gpus > limit.maxGpus()) {
+    if (row.share > limit.maxGpus()) {
       return Verdict.never("user " + user + " may hold at most " + Text.count(limit.maxGpus(), "GPU")
-          + profile(limit) + "; this call asks for " + row.gpus);
+          + profile(limit) + "; this call asks for " + Text.number(row.share));
     }
     if (row.walltimeMillis > limit.maxWalltime().toMillis()) {
       return Verdict.never("walltime " + Text.duration(java.time.Duration.ofMillis(
@@ -23,10 +23,12 @@ final class UserLimitCheck implements CallCheck {
           + Text.duration(limit.maxWalltime()) + profile(limit) + "; ask for a shorter walltime");
     }
     Counters counters = pass.counters();
-    int gpus = counters.userGpus(row.user);
-    if (row.gpus > 0 && gpus + row.gpus > limit.maxGpus()) {
-      return pass.waitFor("user-gpus", row.user, gpus, 0, null,
-          () -> Verdict.waitFor(WaitCode.USER_LIMIT, "user " + user + " holds " + gpus + "/"
+    // A share of a GPU counts as its fraction of the user's GPUs.
+    double gpus = counters.userGpus(row.user);
+    if (row.share > 0 && gpus + row.share > limit.maxGpus()) {
+      return pass.waitFor("user-gpus", row.user, (long) (gpus * 8), 0, null,
+          () -> Verdict.waitFor(WaitCode.USER_LIMIT, "user " + user + " holds "
+              + Text.number(gpus) + "/"
               + limit.maxGpus() + " GPUs" + profile(limit)));
     }
     int calls = counters.userCalls(row.user);

@@ -39,6 +39,15 @@ enum WorkerScore {
   PACKING(Weights::packing) {
     @Override
     double score(CallRow row, int w, long gpus, ClusterIndex index, Weights weights) {
+      if (row.fractional()) {
+        // A share on a GPU already shared (0.5..1, fuller after it is higher) beats any share
+        // that opens a free GPU (0..0.5, by how full the worker is): bin-packing.
+        int gpu = Long.numberOfTrailingZeros(gpus);
+        if ((index.freeMask[w] & gpus) == 0) {
+          return 1.0 - (index.shareFree[w][gpu] - row.eighths) / 16.0;
+        }
+        return 0.5 * (1.0 - (double) (index.freeCount[w] - 1) / index.gpuCount[w]);
+      }
       if (row.gpus > 0) {
         return 1.0 - (double) (index.freeCount[w] - row.gpus) / index.gpuCount[w];
       }

@@ -64,6 +64,7 @@ public record QueuedCall(
     private String group;
     private String qos = "";
     private int gpus;
+    private int gpuEighths;
     private double cpus = 1;
     private long memoryBytes;
     private int priority;
@@ -96,11 +97,18 @@ public record QueuedCall(
 
     /** Sets GPUs, CPUs and memory at once. */
     public Builder demand(Demand demand) {
-      return gpus(demand.gpus()).cpus(demand.cpus()).memoryBytes(demand.memoryBytes());
+      return gpus(demand.gpus()).cpus(demand.cpus()).memoryBytes(demand.memoryBytes())
+          .gpuEighths(demand.gpuEighths());
     }
 
     public Builder gpus(int gpus) {
       this.gpus = gpus;
+      return this;
+    }
+
+    /** A share of one GPU in eighths (1..7, with no whole GPUs); 0 for whole GPUs. */
+    public Builder gpuEighths(int gpuEighths) {
+      this.gpuEighths = gpuEighths;
       return this;
     }
 
@@ -149,7 +157,8 @@ public record QueuedCall(
     }
 
     public QueuedCall build() {
-      return new QueuedCall(id, user, group, qos, new Demand(gpus, cpus, memoryBytes), priority,
+      return new QueuedCall(id, user, group, qos, new Demand(gpus, cpus, memoryBytes, gpuEighths),
+          priority,
           creditsSpent, inputs, submittedAt, walltime);
     }
   }

@@ -16,6 +16,8 @@ import java.util.List;
  *     checkpoint (the runtime knows which)
  * @param preemptedFor the queued call it is being stopped for ("" if none); a call already being
  *     stopped is not chosen again, and its beneficiary waits for it instead of planning anew
+ * @param gpuEighths a fractional call's share of its one GPU in eighths (1..7); 0 when it holds
+ *     its GPUs whole
  */
 public record RunningCall(
     String id,
@@ -30,7 +32,8 @@ public record RunningCall(
     Instant startedAt,
     Duration walltime,
     Duration unsavedWork,
-    String preemptedFor) {
+    String preemptedFor,
+    int gpuEighths) {
 
   public RunningCall {
     if (id == null || id.isBlank()) {
@@ -44,6 +47,10 @@ public record RunningCall(
     gpuIds = List.copyOf(gpuIds);
     unsavedWork = unsavedWork == null ? Duration.ZERO : unsavedWork;
     preemptedFor = preemptedFor == null ? "" : preemptedFor;
+    if (gpuEighths < 0 || gpuEighths >= 8 || gpuEighths > 0 && gpuIds.size() != 1) {
+      throw new IllegalArgumentException("running call " + id + ": a share of a GPU is 1..7"
+          + " eighths of exactly one GPU, got " + gpuEighths + " eighths of " + gpuIds);
+    }
   }
 
   /**
@@ -58,6 +65,16 @@ public record RunningCall(
     return gpuIds.size();
   }
 
+  /** A share of one GPU rather than whole GPUs. */
+  public boolean fractional() {
+    return gpuEighths > 0;
+  }
+
+  /** GPUs as quotas, fair share and lost work count them: whole GPUs, or the share of one. */
+  public double gpuShare() {
+    return fractional() ? gpuEighths / 8.0 : gpus();
+  }
+
   public boolean beingPreempted() {
     return !preemptedFor.isEmpty();
   }
@@ -69,7 +86,7 @@ public record RunningCall(
 
   /** GPU-seconds of work lost if it is stopped now. */
   public double lostGpuSeconds() {
-    return unsavedWork.toMillis() / 1000.0 * Math.max(1, gpus());
+    return unsavedWork.toMillis() / 1000.0 * (fractional() ? gpuShare() : Math.max(1, gpus()));
   }
 
   /** Mutable, one call at a time; tests start from one with test defaults and change a field. */
@@ -87,6 +104,7 @@ public record RunningCall(
     private Duration walltime;
     private Duration unsavedWork = Duration.ZERO;
     private String preemptedFor = "";
+    private int gpuEighths;
 
     private Builder() {}
 
@@ -161,9 +179,15 @@ public record RunningCall(
       return this;
     }
 
+    /** Holds this many eighths of its one GPU (0: its GPUs whole). */
+    public Builder gpuEighths(int gpuEighths) {
+      this.gpuEighths = gpuEighths;
+      return this;
+    }
+
     public RunningCall build() {
       return new RunningCall(id, user, group, qos, workerId, gpuIds, cpus, memoryBytes,
-          preemptible, startedAt, walltime, unsavedWork, preemptedFor);
+          preemptible, startedAt, walltime, unsavedWork, preemptedFor, gpuEighths);
     }
   }
 }

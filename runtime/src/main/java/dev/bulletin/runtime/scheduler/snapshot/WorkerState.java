@@ -8,7 +8,8 @@ import java.util.TreeSet;
 /**
  * One worker as the scheduler sees it at the start of a pass.
  *
- * @param freeGpus the CUDA indices not reserved by a running call
+ * @param freeGpus the CUDA indices not reserved by a running call (a GPU fractional calls share
+ *     is not free; the scheduler reads how much of it is taken from the running calls)
  * @param heldObjects objects already in the worker's store, id to size in bytes (data locality)
  * @param draining takes no new calls (being retired)
  * @param expiresAt when the worker goes away (a Slurm allocation's end); {@link #NEVER} if not

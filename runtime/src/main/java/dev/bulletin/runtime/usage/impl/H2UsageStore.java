@@ -87,7 +87,11 @@ public final class H2UsageStore implements UsageStore {
             + " ended_at TIMESTAMP WITH TIME ZONE NOT NULL, queued_seconds DOUBLE PRECISION,"
             + " reserved_seconds DOUBLE PRECISION, running_seconds DOUBLE PRECISION,"
             + " gpu_seconds_reserved DOUBLE PRECISION, gpu_seconds_busy DOUBLE PRECISION,"
-            + " credits_spent DOUBLE PRECISION, attempts INT, outcome VARCHAR(100))");
+            + " credits_spent DOUBLE PRECISION, attempts INT, outcome VARCHAR(100),"
+            + " gpu_share DOUBLE PRECISION)");
+        // gpus counts the GPUs a call ran on (1 for a share of one); gpu_share what it asked
+        // (0.5). A ledger written before fractional GPUs gets the column here.
+        create.execute("ALTER TABLE calls ADD COLUMN IF NOT EXISTS gpu_share DOUBLE PRECISION");
         create.execute("CREATE INDEX IF NOT EXISTS calls_ended_at ON calls(ended_at)");
         create.execute("CREATE TABLE IF NOT EXISTS credits_earned ("
             + " group_name VARCHAR(200) NOT NULL, at TIMESTAMP WITH TIME ZONE NOT NULL,"
@@ -174,7 +178,7 @@ public final class H2UsageStore implements UsageStore {
           b.at()));
     }
     try (PreparedStatement insert = connection.prepareStatement("INSERT INTO calls VALUES"
-        + " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        + " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
         PreparedStatement credits = connection.prepareStatement(
             "INSERT INTO credits_earned VALUES (?, ?, ?)")) {
       for (UsageRecord r : batch) {
@@ -184,7 +188,7 @@ public final class H2UsageStore implements UsageStore {
         insert.setString(4, r.group());
         insert.setString(5, r.qos());
         insert.setString(6, r.worker());
-        insert.setInt(7, r.gpus());
+        insert.setInt(7, (int) Math.ceil(r.gpus()));
         insert.setTimestamp(8, Timestamp.from(r.submittedAt()));
         insert.setTimestamp(9, Timestamp.from(r.endedAt()));
         insert.setDouble(10, r.queuedSeconds());
@@ -195,6 +199,7 @@ public final class H2UsageStore implements UsageStore {
         insert.setDouble(15, r.creditsSpent());
         insert.setInt(16, r.attempts());
         insert.setString(17, r.outcome());
+        insert.setDouble(18, r.gpus());
         insert.addBatch();
       }
       for (Earned e : byGroup.values()) {

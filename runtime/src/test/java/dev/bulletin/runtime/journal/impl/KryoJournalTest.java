@@ -60,6 +60,7 @@ class KryoJournalTest {
         new SessionHold("s1", "ada/" + "c".repeat(32), false, 1),
         new SessionHold("s1", "ada/" + "f".repeat(32), true, 1),
         accepted("t1", "s1"),
+        new JournalRecord.CallGpuShare("t1", 4),
         new CallStarted("t1", "w-1", 1),
         new CallRequeued("t1", 1),
         new CallStarted("t1", "w-2", 2),
@@ -159,6 +160,7 @@ class KryoJournalTest {
     assertEquals("w-2", call.runningOn());
     assertEquals(2, call.attempts());
     assertEquals(1, call.retriesLeft());
+    assertEquals(4, call.gpuEighths(), "a share of a GPU survives a restart");
     assertEquals(7.5, state.ledger().groups()[0].credits());
     assertEquals(0.25, state.ledger().groups()[0].gpuHours());
     assertEquals("ada", state.ledger().users()[0].user());

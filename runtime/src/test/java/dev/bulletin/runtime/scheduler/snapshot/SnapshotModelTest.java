@@ -82,7 +82,7 @@ class SnapshotModelTest {
         .startedAt(at).walltime(java.time.Duration.ofHours(2))
         .unsavedWork(java.time.Duration.ofMinutes(5)).preemptedFor("c1").build();
     assertEquals(new RunningCall("r1", "bob", "vision", "scavenger", "w1", java.util.List.of(0, 1),
-        2, 512, true, at, java.time.Duration.ofHours(2), java.time.Duration.ofMinutes(5), "c1"),
+        2, 512, true, at, java.time.Duration.ofHours(2), java.time.Duration.ofMinutes(5), "c1", 0),
         running);
   }
 }
