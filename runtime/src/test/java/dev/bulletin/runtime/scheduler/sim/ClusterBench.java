@@ -26,13 +26,7 @@ final class ClusterBench {
   private ClusterBench() {}
 
   static String staticPasses(int[] sizes, long seed) {
-    PolicyConfig policy = ClusterTrace.policy();
-    String variant = System.getProperty("bulletin.bench.backfill");
-    if (variant != null) { // "after-minutes,min_gpus,max_reservations", to try other settings
-      String[] v = variant.split(",");
-      policy = policy.withBackfill(new Backfill(Duration.ofMinutes(Long.parseLong(v[0])),
-          Integer.parseInt(v[1]), Integer.parseInt(v[2])));
-    }
+    PolicyConfig policy = policyUnderTest();
     StringBuilder out = new StringBuilder();
     out.append(String.format(Locale.ROOT,
         "%-7s %-7s %8s %8s %11s %8s | %8s %8s %9s %9s | %9s %9s%n", "queue", "cluster",
@@ -60,6 +54,21 @@ final class ClusterBench {
       }
     }
     return out.toString();
+  }
+
+  /**
+   * The trace's policy, with {@code -Dbulletin.bench.backfill=after-minutes,min_gpus,max} to try
+   * other backfill settings (in the static passes and in the "policy" column of the dynamic run).
+   */
+  private static PolicyConfig policyUnderTest() {
+    PolicyConfig policy = ClusterTrace.policy();
+    String variant = System.getProperty("bulletin.bench.backfill");
+    if (variant == null) {
+      return policy;
+    }
+    String[] v = variant.split(",");
+    return policy.withBackfill(new Backfill(Duration.ofMinutes(Long.parseLong(v[0])),
+        Integer.parseInt(v[1]), Integer.parseInt(v[2])));
   }
 
   private record Row(String cluster, long wallNanos, long tickerNanos, int decisions, long p50,
@@ -122,7 +131,7 @@ final class ClusterBench {
   static String dynamic(int size, double load, long seed, double passInterval) {
     int capacity = ClusterTrace.WORKERS * ClusterTrace.GPUS_PER_WORKER;
     List<SimCall> trace = ClusterTrace.calls(size, seed, load, capacity);
-    PolicyConfig policy = ClusterTrace.policy();
+    PolicyConfig policy = policyUnderTest();
     StringBuilder out = new StringBuilder();
     List<String[]> columns = new ArrayList<>();
     Map<String, double[]> goals = new java.util.LinkedHashMap<>();
