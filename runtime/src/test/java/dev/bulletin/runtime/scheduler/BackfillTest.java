@@ -26,7 +26,7 @@ import org.junit.jupiter.api.Test;
  * use that worker's GPUs; the reserved call starts when they free, ahead of the queue order.
  */
 class BackfillTest {
-  /** Backfill is off unless the config has a scheduler.backfill section. */
+  /** Backfill is on by default; an empty section says so explicitly. */
   private static final String BACKFILL_ON = "scheduler: {backfill: {}}";
 
   /** An 8-GPU worker, half held by a batch call that ends within 50 minutes by its walltime. */
@@ -89,11 +89,70 @@ class BackfillTest {
   @Test
   void aBigCallThatHasNotWaitedLongGetsNoReservation() {
     Plan plan = scheduler().plan(halfBusy().policy(BACKFILL_ON)
-        .queue(aCall().id("big").qos("batch").gpus(8).submittedAt(secondsAgo(600)),
+        .queue(aCall().id("big").qos("batch").gpus(8).submittedAt(secondsAgo(300)),
             aCall().id("long").gpus(2).walltime(Duration.ofHours(2)))
         .build());
     assertEquals(Set.of("long"), placedIds(plan));
   }
+
+  @Test
+  void byDefaultACallReservesWhenItNeedsAWholeWorkerOfTheLargestKind() {
+    // No scheduler section at all: backfill is on, and "big" is a whole 8-GPU worker.
+    Plan eight = scheduler().plan(halfBusy()
+        .queue(aCall().id("big").qos("batch").gpus(8).submittedAt(secondsAgo(7200)),
+            aCall().id("long").gpus(2).walltime(Duration.ofHours(2)))
+        .build());
+    assertEquals(Set.of(), placedIds(eight));
+    assertEquals(WaitCode.RESERVED, waitOf(eight, "long").code());
+    // Four GPUs on an 8-GPU worker are not a whole worker: no reservation, the long call runs.
+    Plan four = scheduler().plan(aSnapshot().workers(aWorker().id("w1").gpus(8))
+        .running(aRunningCall().id("held").on("w1", 0, 1, 2, 3, 4, 5)
+            .startedAt(NOW.minus(Duration.ofMinutes(10))).walltime(Duration.ofHours(1)))
+        .queue(aCall().id("big").qos("batch").gpus(4).submittedAt(secondsAgo(7200)),
+            aCall().id("long").gpus(2).walltime(Duration.ofHours(2)))
+        .build());
+    assertEquals(Set.of("long"), placedIds(four));
+    // On a lab of 4-GPU boxes, 4 GPUs are a whole worker: it reserves.
+    Plan box = scheduler().plan(aSnapshot().workers(aWorker().id("b1").gpus(4))
+        .running(aRunningCall().id("held").on("b1", 0, 1)
+            .startedAt(NOW.minus(Duration.ofMinutes(10))).walltime(Duration.ofHours(1)))
+        .queue(aCall().id("big").qos("batch").gpus(4).submittedAt(secondsAgo(7200)),
+            aCall().id("long").gpus(2).walltime(Duration.ofHours(2)))
+        .build());
+    assertEquals(Set.of(), placedIds(box));
+    assertEquals(WaitCode.RESERVED, waitOf(box, "long").code());
+  }
+
+  @Test
+  void minGpusNamesWhatIsBig() {
+    // A 7-GPU call on an 8-GPU worker: big for min_gpus 4, not a whole worker by default.
+    Builders.SnapshotBuilder sevenWaits = aSnapshot().workers(aWorker().id("w1").gpus(8))
+        .running(aRunningCall().id("held").on("w1", 0, 1, 2, 3, 4, 5)
+            .startedAt(NOW.minus(Duration.ofMinutes(10))).walltime(Duration.ofHours(1)))
+        .queue(aCall().id("big").qos("batch").gpus(7).submittedAt(secondsAgo(7200)),
+            aCall().id("long").gpus(2).walltime(Duration.ofHours(2)));
+    Plan four = scheduler().plan(sevenWaits.policy("scheduler: {backfill: {min_gpus: 4}}")
+        .build());
+    assertEquals(Set.of(), placedIds(four));
+    assertEquals(WaitCode.RESERVED, waitOf(four, "long").code());
+    Plan whole = scheduler().plan(sevenWaits
+        .policy("scheduler: {backfill: {min_gpus: whole-worker}}").build());
+    assertEquals(Set.of("long"), placedIds(whole));
+  }
+
+  @Test
+  void aOneGpuCallNeverReservesByDefault() {
+    // On one-GPU workers any GPU that frees fits it: no fragmentation to protect it from, so
+    // its age gives it no precedence over fair share or credits.
+    Plan plan = scheduler().plan(aSnapshot().workers(aWorker().id("w1").gpus(1))
+        .running(aRunningCall().id("held").on("w1", 0)
+            .startedAt(NOW.minus(Duration.ofMinutes(10))).walltime(Duration.ofHours(1)))
+        .queue(aCall().id("old").qos("batch").gpus(1).submittedAt(secondsAgo(7200)))
+        .build());
+    assertEquals(WaitCode.CAPACITY, waitOf(plan, "old").code());
+    assertTrue(!waitOf(plan, "old").reason().contains("reserved"), waitOf(plan, "old").reason());
+  }
+
 
   @Test
   void theReservedCallStartsWhenTheGpusFreeAheadOfHigherPriorityCalls() {

@@ -283,7 +283,8 @@ final class Pass implements PassView {
    * GPUs free soonest; the rest of the pass uses that worker only for calls that end before.
    */
   private void reserveForBigCalls() {
-    for (CallRow row : Reservations.candidates(rows, policy.backfill(), nowMillis)) {
+    for (CallRow row : Reservations.candidates(rows, policy.backfill(), index.maxGpus,
+        nowMillis)) {
       row.decidedEarly = true;
       int waitingBefore = waiting.size();
       decide(row, false);

@@ -43,11 +43,12 @@ final class Reservations {
    * The calls that get a reservation this pass, oldest first: big enough, waited long enough,
    * in a class that is not preemptible (preemptible work borrows idle GPUs, it is not owed any).
    */
-  static List<CallRow> candidates(CallRow[] rows, Backfill backfill, long nowMillis) {
+  static List<CallRow> candidates(CallRow[] rows, Backfill backfill, int largestWorker,
+      long nowMillis) {
     List<CallRow> found = new ArrayList<>();
     for (CallRow row : rows) {
       if (row.qos != null && !row.qos.preemptible()
-          && backfill.reserves(row.gpus, nowMillis - row.submittedMillis)) {
+          && backfill.reserves(row.gpus, nowMillis - row.submittedMillis, largestWorker)) {
         found.add(row);
       }
     }

@@ -88,7 +88,7 @@ public record PolicyConfig(
   public static PolicyConfig defaults() {
     return new PolicyConfig(defaultQosClasses(), "interactive", Map.of(), List.of(),
         UserLimit.none(), CreditRule.defaults(), Weights.defaults(), Duration.ofHours(1),
-        Duration.ofSeconds(30), 0.1, 8, 64, Backfill.off());
+        Duration.ofSeconds(30), 0.1, 8, 64, Backfill.defaults());
   }
 
   /** The same policy with other backfill settings. */

@@ -54,10 +54,9 @@ public final class PolicyYaml {
     ConfigNode backfill = scheduler.section("backfill");
     Backfill b = defaults.backfill();
     Duration backfillAfter = backfill.durationOrUnlimited("after", b.after());
-    int backfillMinGpus = backfill.integer("min_gpus", b.minGpus());
-    // A backfill section turns it on with the usual reservations; without one it stays off.
-    int reservations = backfill.integer("max_reservations", scheduler.has("backfill")
-        ? Backfill.defaults().maxReservations() : b.maxReservations());
+    int backfillMinGpus = "whole-worker".equals(backfill.string("min_gpus").orElse(null))
+        ? Backfill.WHOLE_WORKER : backfill.integer("min_gpus", b.minGpus(), 1);
+    int reservations = backfill.integer("max_reservations", b.maxReservations());
     backfill.rejectUnknown();
     ConfigNode weights = scheduler.section("weights");
     Weights w = defaults.weights();
