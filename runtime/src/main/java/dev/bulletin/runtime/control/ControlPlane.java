@@ -476,7 +476,28 @@ public final class ControlPlane {
     });
   }
 
+  /**
+   * Starts the call on its worker once the journal holds the new attempt: a run the journal did
+   * not know of would run again after a crash under the same attempt number, and the caller
+   * could not tell that its function ran twice (docs/durability.md).
+   */
   private void run(Task task, AttachedWorker worker, Placement placed) {
+    long mark = journaling.mark();
+    journaling.dispatching(task, worker.id());
+    journaling.durable(mark).whenComplete((kept, error) -> context.runOnContext(ignored -> {
+      if (task.state() != TaskState.PLACED || placements.get(task.id()) != worker) {
+        return; // its worker went away meanwhile: the call was requeued or ended
+      }
+      if (task.stopReason() != null) {
+        onEnded(task, new CallOutcome.Stopped(task.stopReason().describe()));
+      } else {
+        // A journal that failed (full disk) only risks the attempt's number: the call runs.
+        send(task, worker, placed);
+      }
+    }));
+  }
+
+  private void send(Task task, AttachedWorker worker, Placement placed) {
     CallRequest request = new CallRequest(task.id(), task.function(), task.args(), task.refs(),
         placed.gpuIds(), Optional.ofNullable(runAs.get(task.owner().user())),
         task.executorSpec().withGpuFraction(task.demand().fractional()

@@ -154,15 +154,22 @@ public final class Journaling implements TaskTable.Listener {
     }
   }
 
+  /**
+   * A call is about to be sent to its worker, for its next attempt: from here on a crash counts
+   * it as run (ControlPlane sends it once this is on disk).
+   */
+  void dispatching(Task task, String workerId) {
+    if (task.sink() instanceof ClientSession) {
+      journal.append(new JournalRecord.CallStarted(task.id(), workerId, task.attempts() + 1));
+    }
+  }
+
   @Override
   public void told(Task task, TaskState to, TaskEvent event) {
     if (!(task.sink() instanceof ClientSession session)) {
       return;
     }
-    if (to == TaskState.RUNNING) {
-      journal.append(new JournalRecord.CallStarted(task.id(), task.workerId(),
-          task.attempts()));
-    } else if (to == TaskState.QUEUED) {
+    if (to == TaskState.QUEUED) {
       journal.append(new JournalRecord.CallRequeued(task.id(), task.retriesLeft()));
     } else if (to.isTerminal()) {
       journal.append(new JournalRecord.CallEnded(task.id(), session.id(), event.toByteArray()));
