@@ -16,6 +16,7 @@ import dev.bulletin.runtime.journal.JournalState;
 import dev.bulletin.runtime.scheduler.Demand;
 import dev.bulletin.runtime.task.Task;
 import dev.bulletin.runtime.task.TaskState;
+import dev.bulletin.runtime.workers.AttachedWorker;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -41,17 +42,30 @@ public final class JournalRestore {
   private final ControlPlane plane;
   private final SessionRegistry sessions;
   private final ObjectStore store;
+  /** How long a call restored as running on a remote worker waits for it to reattach. */
+  private final Duration workerGrace;
   private int missingObjects;
 
-  private JournalRestore(ControlPlane plane, SessionRegistry sessions) {
+  private JournalRestore(ControlPlane plane, SessionRegistry sessions, Duration workerGrace) {
     this.plane = plane;
     this.sessions = sessions;
     this.store = plane.store();
+    this.workerGrace = workerGrace;
   }
 
   /** Restores {@code state} into {@code plane}, which must be new (nothing submitted yet). */
   public static Report restore(JournalState state, ControlPlane plane, SessionRegistry sessions) {
-    return new JournalRestore(plane, sessions).run(state);
+    return restore(state, plane, sessions, Duration.ZERO);
+  }
+
+  /**
+   * As {@link #restore(JournalState, ControlPlane, SessionRegistry)}; a call that was running
+   * on a remote worker waits up to {@code workerGrace} for that worker to reattach and report
+   * it ({@link RestoredRemoteCalls}) instead of running again (zero: it runs again at once).
+   */
+  public static Report restore(JournalState state, ControlPlane plane, SessionRegistry sessions,
+      Duration workerGrace) {
+    return new JournalRestore(plane, sessions, workerGrace).run(state);
   }
 
   private Report run(JournalState state) {
@@ -81,7 +95,7 @@ public final class JournalRestore {
         }
         Task task = restoreCall(call, session);
         restoredCalls++;
-        if (task.state() != TaskState.QUEUED) {
+        if (task.state() == TaskState.ERROR) {
           lostCalls++;
         }
       }
@@ -89,6 +103,7 @@ public final class JournalRestore {
       journaling.restoring(false);
     }
     after.forEach(Runnable::run);
+    plane.restoredRemoteCalls().startGrace(workerGrace);
     int dropped = store.dropUnreferencedObjects();
     Report report = new Report(state.sessions().size(), restoredCalls, lostCalls,
         missingObjects, dropped);
@@ -96,7 +111,9 @@ public final class JournalRestore {
       LOG.info("restored from the journal: " + report.sessions() + " sessions (detached until"
           + " their clients resume them), " + restoredCalls + " calls not ended (" + lostCalls
           + " failed: an object they need is gone), " + missingObjects + " objects missing from"
-          + " the store, " + dropped + " store files no session or call names deleted, in "
+          + " the store, " + dropped + " store files no session or call names deleted, "
+          + plane.restoredRemoteCalls().waitingCount() + " calls waiting up to "
+          + workerGrace.toSeconds() + " s for the remote worker that ran them, in "
           + (System.nanoTime() - started) / 1_000_000 + " ms");
     }
     plane.schedule();
@@ -154,12 +171,21 @@ public final class JournalRestore {
           FailureCode.WORKER_LOST, task.name() + "() cannot run again after the runtime"
               + " restarted: its " + missing + " was lost (its store file did not survive)."
               + " Submit the call again with its arguments", RuntimeTimings.getDefaultInstance()));
+    } else if (call.runningOn() != null && ranRemotely(call.runningOn())) {
+      // Its worker outlived the runtime and may still run it: it waits for it to reattach.
+      plane.restoredRemoteCalls().await(task, call.runningOn());
     } else if (call.runningOn() != null) {
-      // Running when the runtime died: the run is lost with it, and the call runs again. (A
-      // call that was queued is queued still: its client heard nothing else.)
+      // Running on the embedded worker when the runtime died: the run is lost with it, and the
+      // call runs again. (A call that was queued is queued still: its client heard nothing else.)
       plane.tasks().announce(task, TaskEvents.queued(task.id()));
     }
     return task;
+  }
+
+  /** Whether a call that ran on {@code workerId} ran on a remote worker (not the embedded one). */
+  private boolean ranRemotely(String workerId) {
+    return !workerGrace.isZero()
+        && plane.worker(workerId).map(AttachedWorker::remote).orElse(true);
   }
 
   /** Takes the references the call held (its arguments and refs); the name of a missing one. */

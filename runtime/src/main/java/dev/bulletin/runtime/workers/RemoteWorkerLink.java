@@ -108,6 +108,18 @@ public final class RemoteWorkerLink implements WorkerLink {
     return outcome;
   }
 
+  @Override
+  public CompletableFuture<CallOutcome> adopt(String taskId, String namespace,
+      CallListener listener) {
+    CompletableFuture<CallOutcome> outcome = new CompletableFuture<>();
+    if (closed) {
+      outcome.complete(new CallOutcome.WorkerLost("the worker had already gone away"));
+    } else {
+      pending.put(taskId, new Pending(outcome, listener, namespace));
+    }
+    return outcome;
+  }
+
   /**
    * The object's id and size, and its bytes when small enough and {@code withBytes} (the
    * function and arguments, always in the runtime's store; a ref may be kept on a worker).

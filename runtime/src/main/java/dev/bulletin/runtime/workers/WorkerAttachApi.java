@@ -118,9 +118,12 @@ public final class WorkerAttachApi {
           registration.getPool(), registration.getGpuNamesList(), true,
           registration.getExpiresAt(), registration.getProviderHandle(), slots, link,
           registration.getGpuTopology());
-      // A worker that reattaches after its grace (or to a restarted runtime) runs calls this
-      // runtime gave up: it stops them. What its store holds is still worth knowing.
-      accept(registration.getRunningTaskIdsList());
+      // A worker that reattaches to a restarted runtime runs on the calls the journal had on
+      // it: they are adopted. Any other it runs (after its grace, this runtime gave them up)
+      // it stops. What its store holds is still worth knowing.
+      accept(plane.restoredRemoteCalls().registered(worker, registration.getReattach(),
+          reportedGpus(registration),
+          new java.util.LinkedHashSet<>(registration.getRunningTaskIdsList())));
       reregisterHeld(registration);
       plane.attach(worker);
       LOG.info(() -> "worker " + worker.id() + " attached from " + registration.getHost() + ": "
@@ -160,6 +163,13 @@ public final class WorkerAttachApi {
           end(GrpcStatus.UNAVAILABLE, "no heartbeat for " + SILENCE_LIMIT_MILLIS / 1000 + " s");
         }
       });
+    }
+
+    private static Map<String, List<Integer>> reportedGpus(RegisterWorker registration) {
+      Map<String, List<Integer>> gpus = new HashMap<>();
+      registration.getReattachedCallGpusList().forEach(call ->
+          gpus.put(call.getTaskId(), List.copyOf(call.getGpuIdsList())));
+      return gpus;
     }
 
     private void reregisterHeld(RegisterWorker registration) {

@@ -1,0 +1,171 @@
+package dev.bulletin.runtime.control;
+
+import dev.bulletin.runtime.api.TaskEvents;
+import dev.bulletin.runtime.objects.TaskObjects;
+import dev.bulletin.runtime.task.StopReason;
+import dev.bulletin.runtime.task.Task;
+import dev.bulletin.runtime.task.TaskState;
+import dev.bulletin.runtime.workers.AttachedWorker;
+import io.vertx.core.Context;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.logging.Logger;
+
+/**
+ * Calls that were running on a remote worker when the runtime died (docs/durability.md,
+ * "Remote workers across a restart"). The worker outlived the runtime and runs them on, so a
+ * restored runtime does not run them again: each waits, placed on its worker, for that worker
+ * to reattach within the worker grace. A reattach that reports the call adopts it (its GPUs
+ * there are reserved again and its outcome is reported as any call's); a reattach without it,
+ * a worker that registers anew (it restarted), or the grace passing queues it again, one
+ * attempt later, as a call that ran on the embedded worker. Only the worker id the journal
+ * named can adopt a call: another worker reporting it is told to stop it. Used on the control
+ * plane's event loop only.
+ */
+public final class RestoredRemoteCalls {
+  private static final Logger LOG = Logger.getLogger(RestoredRemoteCalls.class.getName());
+
+  private final ControlPlane plane;
+  private final Context context;
+  /** By worker id: its restored calls not adopted yet, by task id. */
+  private final Map<String, Map<String, Task>> waiting = new LinkedHashMap<>();
+  private final Map<String, Long> graceTimers = new HashMap<>();
+
+  RestoredRemoteCalls(ControlPlane plane, Context context) {
+    this.plane = plane;
+    this.context = context;
+  }
+
+  /** A restored call that was running on remote worker {@code workerId}: it waits for it. */
+  void await(Task task, String workerId) {
+    task.placedOn(workerId, List.of(), System.nanoTime());
+    plane.tasks().transitionQuietly(task, TaskState.PLACED); // out of the queue, not run again
+    waiting.computeIfAbsent(workerId, id -> new LinkedHashMap<>()).put(task.id(), task);
+  }
+
+  /** After the restore: each worker has {@code grace} from now to reattach. */
+  void startGrace(Duration grace) {
+    for (String workerId : List.copyOf(waiting.keySet())) {
+      graceTimers.put(workerId, context.owner().setTimer(Math.max(1, grace.toMillis()),
+          id -> {
+            graceTimers.remove(workerId);
+            requeueAll(workerId, "did not reattach within " + grace.toSeconds()
+                + " s (--worker-grace) of the restart");
+          }));
+    }
+  }
+
+  /** Calls waiting for their worker now (the status and the tests). */
+  public int waitingCount() {
+    return waiting.values().stream().mapToInt(Map::size).sum();
+  }
+
+  /** Whether the worker has restored calls waiting for it. */
+  public boolean awaits(String workerId) {
+    return waiting.containsKey(workerId);
+  }
+
+  /**
+   * A worker registered. On a reattach it reported the calls it runs ({@code running}: with the
+   * GPUs each holds) and those it ended without reporting the end yet ({@code reported}, a
+   * superset of {@code running}'s keys): the calls the journal had on this worker id that it
+   * reports are adopted, the others queued again. Registering anew (not a reattach: the worker
+   * restarted) queues every call it had.
+   *
+   * @return the reported calls the worker must stop: none of this runtime's calls on it
+   */
+  public List<String> registered(AttachedWorker worker, boolean reattach,
+      Map<String, List<Integer>> running, Set<String> reported) {
+    Long timer = graceTimers.remove(worker.id());
+    if (timer != null) {
+      context.owner().cancelTimer(timer);
+    }
+    if (!reattach) {
+      requeueAll(worker.id(), "registered anew (it restarted): the calls it ran are lost");
+      return List.copyOf(reported);
+    }
+    Map<String, Task> mine = waiting.remove(worker.id());
+    List<String> stop = new ArrayList<>();
+    int adopted = 0;
+    for (String taskId : reported) {
+      Task task = mine == null ? null : mine.remove(taskId);
+      if (task == null) {
+        stop.add(taskId); // not this runtime's call on this worker (or it was given up)
+        continue;
+      }
+      try {
+        plane.adopt(task, worker, running.get(taskId));
+        adopted++;
+      } catch (IllegalStateException | IllegalArgumentException badSlots) {
+        stop.add(taskId);
+        requeue(task, worker.id(), "reported it on GPUs " + running.get(taskId)
+            + " that it cannot hold (" + badSlots.getMessage() + ")");
+      }
+    }
+    if (mine != null) {
+      for (Task task : mine.values()) {
+        requeue(task, worker.id(), "reattached without it (it no longer runs it)");
+      }
+    }
+    if (adopted > 0 || mine != null) {
+      int kept = adopted;
+      LOG.info(() -> "worker " + worker.id() + " reattached after the restart: " + kept
+          + " of its restored calls adopted");
+    }
+    plane.schedule();
+    return stop;
+  }
+
+  /**
+   * Cancels a call that waits for its worker (its caller cancelled it, or its session ended):
+   * it ends here, and its worker is told to stop it when it reattaches.
+   *
+   * @return false if the call does not wait here
+   */
+  boolean cancel(Task task, StopReason reason) {
+    Map<String, Task> mine = task.workerId() == null ? null : waiting.get(task.workerId());
+    if (mine == null || mine.remove(task.id()) == null) {
+      return false;
+    }
+    if (mine.isEmpty()) {
+      forget(task.workerId());
+    }
+    TaskObjects.release(plane.objects(), task);
+    plane.tasks().transition(task, TaskState.CANCELLED, TaskEvents.cancelled(task.id(),
+        "the call was " + reason.describe() + " while its worker " + task.workerId()
+            + " was away (the runtime restarted)"));
+    return true;
+  }
+
+  private void requeueAll(String workerId, String why) {
+    Map<String, Task> mine = waiting.remove(workerId);
+    if (mine == null) {
+      return;
+    }
+    forget(workerId);
+    mine.values().forEach(task -> requeue(task, workerId, why));
+    plane.schedule();
+  }
+
+  private void forget(String workerId) {
+    waiting.remove(workerId);
+    Long timer = graceTimers.remove(workerId);
+    if (timer != null) {
+      context.owner().cancelTimer(timer);
+    }
+  }
+
+  /** Its run is lost: queued again, one attempt later, using no retry (as a restart does). */
+  private void requeue(Task task, String workerId, String why) {
+    LOG.info(() -> "call " + task.id() + " (" + task.name() + " of " + task.owner().user()
+        + ") was running on worker " + workerId + " when the runtime restarted; the worker "
+        + why + ": it runs again (attempt " + (task.attempts() + 1) + ")");
+    task.undelivered();
+    plane.tasks().transition(task, TaskState.QUEUED, TaskEvents.queued(task.id()));
+  }
+}

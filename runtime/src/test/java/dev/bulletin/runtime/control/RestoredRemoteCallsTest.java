@@ -1,0 +1,295 @@
+package dev.bulletin.runtime.control;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.bulletin.bridge.ObjectKey;
+import dev.bulletin.bridge.ObjectStore;
+import dev.bulletin.bridge.ObjectStores;
+import dev.bulletin.protocol.TaskEvent;
+import dev.bulletin.runtime.api.SessionRegistry;
+import dev.bulletin.runtime.journal.JournalRecord;
+import dev.bulletin.runtime.journal.JournalState;
+import dev.bulletin.runtime.journal.StateJournal;
+import dev.bulletin.runtime.scheduler.Demand;
+import dev.bulletin.runtime.scheduler.WorkerSlots;
+import dev.bulletin.runtime.scheduler.policy.PolicyConfig;
+import dev.bulletin.runtime.task.Task;
+import dev.bulletin.runtime.task.TaskState;
+import dev.bulletin.runtime.task.TaskTable;
+import dev.bulletin.runtime.workers.AttachedWorker;
+import dev.bulletin.runtime.workers.WorkerLink;
+import dev.bulletin.worker.CallListener;
+import dev.bulletin.worker.CallOutcome;
+import dev.bulletin.worker.CallRequest;
+import dev.bulletin.worker.WorkerStatusView;
+import io.vertx.core.Context;
+import io.vertx.core.Vertx;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The restore's decision for a call that was running on a remote worker when the runtime died
+ * (docs/durability.md, "Remote workers across a restart"): it waits for that worker; the
+ * worker's reattach adopts it (its GPU reserved again, its outcome reported, never run twice);
+ * a reattach without it, or the grace passing, queues it again one attempt later; another
+ * worker reporting it cannot adopt it. A real control plane on a Vert.x loop, restored from
+ * journal records; workers at the link seam.
+ */
+class RestoredRemoteCallsTest {
+  private static final String USER = "alice";
+  private static final ObjectKey FUNCTION = ObjectKey.of(USER, "f".repeat(32));
+  private static final ObjectKey ARGS = ObjectKey.of(USER, "a".repeat(32));
+  private static final ObjectKey RESULT = ObjectKey.of(USER, "b".repeat(32));
+
+  /** A worker that records the calls it is asked to run and those it is asked to adopt. */
+  private static final class Link implements WorkerLink {
+    final List<String> runs = new CopyOnWriteArrayList<>();
+    final Map<String, CompletableFuture<CallOutcome>> adopted =
+        new java.util.concurrent.ConcurrentHashMap<>();
+
+    @Override
+    public CompletableFuture<CallOutcome> run(CallRequest request, CallListener listener) {
+      runs.add(request.taskId());
+      return new CompletableFuture<>();
+    }
+
+    @Override
+    public CompletableFuture<CallOutcome> adopt(String taskId, String namespace,
+        CallListener listener) {
+      CompletableFuture<CallOutcome> outcome = new CompletableFuture<>();
+      adopted.put(taskId, outcome);
+      return outcome;
+    }
+
+    @Override public void stop(String taskId, String reason) { }
+    @Override public WorkerStatusView status() { return new WorkerStatusView(0, 0, 0); }
+    @Override public void preempt(String taskId, String reason, Duration grace) { }
+  }
+
+  @TempDir Path folder;
+  private Vertx vertx;
+  private Context context;
+  private ObjectStore store;
+  private ControlPlane plane;
+  /** Every event the restored call's session was told, in order. */
+  private final List<TaskEvent> told = new CopyOnWriteArrayList<>();
+
+  @BeforeEach
+  void setUp() {
+    vertx = Vertx.vertx();
+    context = vertx.getOrCreateContext();
+    store = ObjectStores.inFolder(folder.resolve("store"));
+    store.put(FUNCTION, ByteBuffer.wrap(new byte[] {1}));
+    store.put(ARGS, ByteBuffer.wrap(new byte[] {2}));
+    store.put(RESULT, ByteBuffer.wrap(new byte[] {3, 4}));
+  }
+
+  @AfterEach
+  void tearDown() {
+    vertx.close().await();
+    store.close();
+  }
+
+  private <T> T onLoop(Callable<T> action) throws Exception {
+    CompletableFuture<T> done = new CompletableFuture<>();
+    context.runOnContext(ignored -> {
+      try {
+        done.complete(action.call());
+      } catch (Throwable e) {
+        done.completeExceptionally(e);
+      }
+    });
+    return done.get(30, TimeUnit.SECONDS);
+  }
+
+  /** A new runtime restored from a journal in which t1 (1 GPU) started on {@code workerId}. */
+  private void restore(String workerId, Duration grace) throws Exception {
+    JournalState state = new JournalState();
+    state.apply(new JournalRecord.SessionOpened("session-1", USER, "lab", false, false, 0));
+    state.apply(new JournalRecord.SessionSeq("session-1", 10_000));
+    state.apply(new JournalRecord.CallAccepted("t1", "session-1", "train", USER, "lab", 1, 1, 0,
+        FUNCTION.toString(), ARGS.toString(), new String[0], 0,
+        PolicyConfig.defaults().defaultQos(), 0, 0, 3_600_000, 0, System.currentTimeMillis()));
+    state.apply(new JournalRecord.CallStarted("t1", workerId, 1));
+    onLoop(() -> {
+      plane = new ControlPlane(context, store, new PolicyPass(PolicyConfig.defaults(),
+          Clock.systemUTC(), Duration.ofSeconds(60), 1), 1 << 20, 60, Map.of(),
+          new Journaling(StateJournal.disabled()));
+      plane.tasks().listen(new TaskTable.Listener() {
+        @Override
+        public void told(Task task, TaskState to, TaskEvent event) {
+          if (event != null) {
+            told.add(event);
+          }
+        }
+      });
+      SessionRegistry sessions = new SessionRegistry(vertx, plane, Duration.ofMinutes(3));
+      JournalRestore.restore(state, plane, sessions, grace);
+      return null;
+    });
+  }
+
+  private AttachedWorker worker(String id, Link link) {
+    return new AttachedWorker(id, id + ".lab", "", List.of("GPU", "GPU"), true, 0, "",
+        new WorkerSlots(id, 2, true, 4, 0), link, "");
+  }
+
+  private TaskState state() throws Exception {
+    return onLoop(() -> plane.tasks().get("t1").map(Task::state).orElse(null));
+  }
+
+  private static void eventually(Callable<Boolean> condition) throws Exception {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+    while (!condition.call()) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("condition not met within 20 s");
+      }
+      Thread.sleep(20);
+    }
+  }
+
+  @Test
+  void aReattachThatReportsTheCallAdoptsItAndItsOutcomeReachesTheClient() throws Exception {
+    restore("w-remote", Duration.ofMinutes(1));
+    Link other = new Link();
+    onLoop(() -> plane.attach(worker("w-other", other)));
+    Thread.sleep(200); // a scheduling pass had its chance: the waiting call is not run again
+    assertEquals(TaskState.PLACED, state());
+    assertEquals(List.of(), other.runs);
+
+    Link remote = new Link();
+    AttachedWorker back = worker("w-remote", remote);
+    List<String> stop = onLoop(() -> {
+      List<String> answer = plane.restoredRemoteCalls().registered(back, true,
+          Map.of("t1", List.of(1)), Set.of("t1"));
+      plane.attach(back);
+      return answer;
+    });
+    assertEquals(List.of(), stop);
+    assertEquals(TaskState.RUNNING, state());
+    assertEquals(0, onLoop(() -> plane.restoredRemoteCalls().waitingCount()));
+    // Its GPU is reserved again: nothing else can take GPU 1 there.
+    var refused = assertThrows(java.util.concurrent.ExecutionException.class, () -> onLoop(() -> {
+      back.reserve("t2", new Demand(1, 1, 0), List.of(1));
+      return null;
+    }));
+    assertTrue(refused.getCause() instanceof IllegalStateException, refused.toString());
+
+    remote.adopted.get("t1").complete(new CallOutcome.Returned(RESULT, 2, false, 1.5));
+    eventually(() -> state() == null);
+    TaskEvent end = told.get(told.size() - 1);
+    assertEquals("t1", end.getTaskId());
+    assertEquals(dev.bulletin.protocol.TaskState.FINISHED, end.getState());
+    assertEquals(1, end.getAttempt(), "the run that started before the restart, not a second");
+    assertEquals(List.of(), remote.runs);
+    assertEquals(List.of(), other.runs);
+    // Its GPU went back once it ended.
+    onLoop(() -> {
+      back.reserve("t2", new Demand(1, 1, 0), List.of(1));
+      return null;
+    });
+  }
+
+  @Test
+  void theCallRunsAgainWhenItsWorkerDoesNotReattachWithinTheGrace() throws Exception {
+    restore("w-remote", Duration.ofMillis(300));
+    Link other = new Link();
+    onLoop(() -> plane.attach(worker("w-other", other)));
+    assertEquals(TaskState.PLACED, state());
+    eventually(() -> other.runs.contains("t1"));
+    assertEquals(0, onLoop(() -> plane.restoredRemoteCalls().waitingCount()));
+    assertTrue(told.stream().anyMatch(event -> event.getState()
+        == dev.bulletin.protocol.TaskState.QUEUED), "its client hears it is queued again");
+    // Too late: the worker reattaching now is told to stop it.
+    Link remote = new Link();
+    List<String> stop = onLoop(() -> plane.restoredRemoteCalls().registered(
+        worker("w-remote", remote), true, Map.of("t1", List.of(0)), Set.of("t1")));
+    assertEquals(List.of("t1"), stop);
+    assertEquals(Map.of(), remote.adopted);
+  }
+
+  @Test
+  void theCallRunsAgainWhenItsWorkerReattachesWithoutIt() throws Exception {
+    restore("w-remote", Duration.ofMinutes(1));
+    Link remote = new Link();
+    List<String> stop = onLoop(() -> {
+      AttachedWorker back = worker("w-remote", remote);
+      List<String> answer = plane.restoredRemoteCalls().registered(back, true, Map.of(),
+          Set.of());
+      plane.attach(back);
+      return answer;
+    });
+    assertEquals(List.of(), stop);
+    eventually(() -> remote.runs.contains("t1"));
+    assertEquals(Map.of(), remote.adopted);
+  }
+
+  @Test
+  void anotherWorkerReportingTheCallCannotAdoptIt() throws Exception {
+    restore("w-remote", Duration.ofMinutes(1));
+    Link intruder = new Link();
+    List<String> stop = onLoop(() -> {
+      AttachedWorker other = worker("w-intruder", intruder);
+      List<String> answer = plane.restoredRemoteCalls().registered(other, true,
+          Map.of("t1", List.of(0)), Set.of("t1"));
+      plane.attach(other);
+      return answer;
+    });
+    assertEquals(List.of("t1"), stop, "told to stop a call that is not its own");
+    assertEquals(Map.of(), intruder.adopted);
+    Thread.sleep(200);
+    assertEquals(TaskState.PLACED, state(), "the call still waits for its own worker");
+    assertEquals(List.of(), intruder.runs);
+
+    // The same worker id registering anew (a restarted worker) does not adopt it either.
+    Link restarted = new Link();
+    List<String> none = onLoop(() -> {
+      AttachedWorker fresh = worker("w-remote", restarted);
+      List<String> answer = plane.restoredRemoteCalls().registered(fresh, false, Map.of(),
+          Set.of());
+      plane.attach(fresh);
+      return answer;
+    });
+    assertEquals(List.of(), none);
+    assertEquals(Map.of(), restarted.adopted);
+    eventually(() -> intruder.runs.contains("t1") || restarted.runs.contains("t1"));
+  }
+
+  @Test
+  void aCallCancelledWhileItsWorkerIsAwayEndsAndIsStoppedOnReattach() throws Exception {
+    restore("w-remote", Duration.ofMinutes(1));
+    boolean cancelled = onLoop(() -> plane.cancel(
+        (dev.bulletin.runtime.api.ClientSession) plane.tasks().get("t1").orElseThrow().sink(),
+        "t1"));
+    assertTrue(cancelled);
+    assertEquals(null, state());
+    assertEquals(dev.bulletin.protocol.TaskState.CANCELLED, told.get(told.size() - 1).getState());
+    List<String> stop = onLoop(() -> plane.restoredRemoteCalls().registered(
+        worker("w-remote", new Link()), true, Map.of("t1", List.of(0)), Set.of("t1")));
+    assertEquals(List.of("t1"), stop);
+  }
+
+  @Test
+  void withoutAGraceTheCallRunsAgainAtOnce() throws Exception {
+    restore("w-remote", Duration.ZERO);
+    assertEquals(0, onLoop(() -> plane.restoredRemoteCalls().waitingCount()));
+    Link other = new Link();
+    onLoop(() -> plane.attach(worker("w-other", other)));
+    eventually(() -> other.runs.contains("t1"));
+  }
+}
