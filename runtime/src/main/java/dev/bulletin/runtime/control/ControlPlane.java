@@ -69,7 +69,7 @@ public final class ControlPlane {
   /** The journal's hook points (docs/durability.md): records go out before acknowledgements. */
   private final Journaling journaling;
   /** Restored calls that wait for the remote worker that ran them to reattach. */
-  private final RestoredRemoteCalls restoredRemoteCalls;
+  private final RestoredRemoteWork restoredRemoteWork;
 
   /**
    * @param drainMarginSeconds a worker whose allocation ends sooner than this takes no call
@@ -89,7 +89,7 @@ public final class ControlPlane {
     this.inlineLimit = inlineLimit;
     this.drainMarginSeconds = drainMarginSeconds;
     tasks.listen(journaling);
-    this.restoredRemoteCalls = new RestoredRemoteCalls(this, context);
+    this.restoredRemoteWork = new RestoredRemoteWork(this, context);
     policy.ledger().onChange(() -> journaling.ledger(policy.ledger().image()));
   }
 
@@ -98,8 +98,8 @@ public final class ControlPlane {
   }
 
   /** Restored calls waiting for their remote worker to reattach (docs/durability.md). */
-  public RestoredRemoteCalls restoredRemoteCalls() {
-    return restoredRemoteCalls;
+  public RestoredRemoteWork restoredRemoteWork() {
+    return restoredRemoteWork;
   }
 
   PolicyPass policy() {
@@ -353,7 +353,7 @@ public final class ControlPlane {
       }
       case PLACED, RUNNING -> {
         AttachedWorker worker = placements.get(task.id());
-        if (worker == null && restoredRemoteCalls.cancel(task, reason)) {
+        if (worker == null && restoredRemoteWork.cancel(task, reason)) {
           return; // restored, its worker not back yet: it ends here, stopped there on reattach
         }
         if (task.stopReason() == null && worker != null) {
@@ -495,7 +495,7 @@ public final class ControlPlane {
   }
 
   /**
-   * Takes over a restored call its remote worker still runs (see {@link RestoredRemoteCalls}):
+   * Takes over a restored call its remote worker still runs (see {@link RestoredRemoteWork}):
    * its GPUs there are reserved again ({@code gpuIds} null: the worker ended it already and its
    * end follows, nothing to reserve), and its outcome is this runtime's to report.
    *
@@ -663,6 +663,8 @@ public final class ControlPlane {
       }
       objects.release(returned.result());
     } else {
+      objects.keptOnly(returned.result()).ifPresent(kept -> journaling.resultKept(
+          returned.result(), kept.workerId(), kept.size(), kept.kind()));
       session.holds().adopt(returned.result());
     }
     return ref.build();

@@ -10,6 +10,7 @@ import dev.bulletin.runtime.api.ClientSession;
 import dev.bulletin.runtime.api.SessionRegistry;
 import dev.bulletin.runtime.api.TaskEvents;
 import dev.bulletin.runtime.identity.Identity;
+import dev.bulletin.runtime.journal.JournalRecord;
 import dev.bulletin.runtime.journal.JournalRecord.CallAccepted;
 import dev.bulletin.runtime.journal.JournalRecord.SessionOpened;
 import dev.bulletin.runtime.journal.JournalState;
@@ -21,6 +22,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.logging.Logger;
 
 /**
@@ -61,7 +63,7 @@ public final class JournalRestore {
   /**
    * As {@link #restore(JournalState, ControlPlane, SessionRegistry)}; a call that was running
    * on a remote worker waits up to {@code workerGrace} for that worker to reattach and report
-   * it ({@link RestoredRemoteCalls}) instead of running again (zero: it runs again at once).
+   * it ({@link RestoredRemoteWork}) instead of running again (zero: it runs again at once).
    */
   public static Report restore(JournalState state, ControlPlane plane, SessionRegistry sessions,
       Duration workerGrace) {
@@ -78,7 +80,7 @@ public final class JournalRestore {
     try {
       plane.policy().ledger().restore(state.ledger());
       for (JournalState.Session saved : state.sessions()) {
-        ClientSession session = restoreSession(saved, journaling);
+        ClientSession session = restoreSession(saved, journaling, state.keptResults());
         // Ended calls' results and failures: the client hears them again (a duplicate of an
         // end it saw already is ignored by the client).
         for (byte[] bytes : saved.endedCalls().values()) {
@@ -103,7 +105,7 @@ public final class JournalRestore {
       journaling.restoring(false);
     }
     after.forEach(Runnable::run);
-    plane.restoredRemoteCalls().startGrace(workerGrace);
+    plane.restoredRemoteWork().startGrace(workerGrace);
     int dropped = store.dropUnreferencedObjects();
     Report report = new Report(state.sessions().size(), restoredCalls, lostCalls,
         missingObjects, dropped);
@@ -112,7 +114,7 @@ public final class JournalRestore {
           + " their clients resume them), " + restoredCalls + " calls not ended (" + lostCalls
           + " failed: an object they need is gone), " + missingObjects + " objects missing from"
           + " the store, " + dropped + " store files no session or call names deleted, "
-          + plane.restoredRemoteCalls().waitingCount() + " calls waiting up to "
+          + plane.restoredRemoteWork().waitingCount() + " calls waiting up to "
           + workerGrace.toSeconds() + " s for the remote worker that ran them, in "
           + (System.nanoTime() - started) / 1_000_000 + " ms");
     }
@@ -120,7 +122,8 @@ public final class JournalRestore {
     return report;
   }
 
-  private ClientSession restoreSession(JournalState.Session saved, Journaling journaling) {
+  private ClientSession restoreSession(JournalState.Session saved, Journaling journaling,
+      Map<String, JournalRecord.ResultKept> keptOnWorkers) {
     SessionOpened opened = saved.opened();
     Identity identity = new Identity(opened.user(), opened.group(), opened.owner(), false,
         opened.admin());
@@ -129,6 +132,15 @@ public final class JournalRestore {
     journaling.restoredSession(opened.sessionId(), saved.reservedSeq());
     saved.holds().forEach((name, count) -> {
       ObjectKey key = key(name);
+      JournalRecord.ResultKept kept = keptOnWorkers.get(name);
+      if (kept != null && !workerGrace.isZero() && !store.contains(key)) {
+        // Kept in a remote worker's store: held again, and awaited from that worker.
+        plane.restoredRemoteWork().awaitResult(key, kept, count);
+        for (int i = 0; i < count; i++) {
+          session.holds().adopt(key);
+        }
+        return;
+      }
       for (int i = 0; i < count; i++) {
         if (!store.retainIfPresent(key)) {
           missingObjects++;
@@ -173,7 +185,7 @@ public final class JournalRestore {
               + " Submit the call again with its arguments", RuntimeTimings.getDefaultInstance()));
     } else if (call.runningOn() != null && ranRemotely(call.runningOn())) {
       // Its worker outlived the runtime and may still run it: it waits for it to reattach.
-      plane.restoredRemoteCalls().await(task, call.runningOn());
+      plane.restoredRemoteWork().await(task, call.runningOn());
     } else if (call.runningOn() != null) {
       // Running on the embedded worker when the runtime died: the run is lost with it, and the
       // call runs again. (A call that was queued is queued still: its client heard nothing else.)

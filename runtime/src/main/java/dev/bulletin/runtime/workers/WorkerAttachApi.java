@@ -121,9 +121,10 @@ public final class WorkerAttachApi {
       // A worker that reattaches to a restarted runtime runs on the calls the journal had on
       // it: they are adopted. Any other it runs (after its grace, this runtime gave them up)
       // it stops. What its store holds is still worth knowing.
-      accept(plane.restoredRemoteCalls().registered(worker, registration.getReattach(),
+      accept(plane.restoredRemoteWork().registered(worker, registration.getReattach(),
           reportedGpus(registration),
-          new java.util.LinkedHashSet<>(registration.getRunningTaskIdsList())));
+          new java.util.LinkedHashSet<>(registration.getRunningTaskIdsList()),
+          heldKeys(registration)));
       reregisterHeld(registration);
       plane.attach(worker);
       LOG.info(() -> "worker " + worker.id() + " attached from " + registration.getHost() + ": "
@@ -170,6 +171,18 @@ public final class WorkerAttachApi {
       registration.getReattachedCallGpusList().forEach(call ->
           gpus.put(call.getTaskId(), List.copyOf(call.getGpuIdsList())));
       return gpus;
+    }
+
+    private static java.util.Set<ObjectKey> heldKeys(RegisterWorker registration) {
+      java.util.Set<ObjectKey> keys = new java.util.HashSet<>();
+      for (HeldObject held : registration.getHeldObjectsList()) {
+        try {
+          keys.add(ObjectKey.of(held.getNamespace(), held.getId()));
+        } catch (IllegalArgumentException malformed) {
+          // Names no object: ignored, as in a call's report.
+        }
+      }
+      return keys;
     }
 
     private void reregisterHeld(RegisterWorker registration) {

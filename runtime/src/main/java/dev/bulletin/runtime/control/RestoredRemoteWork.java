@@ -17,8 +17,10 @@ import java.util.Set;
 import java.util.logging.Logger;
 
 /**
- * Calls that were running on a remote worker when the runtime died (docs/durability.md,
- * "Remote workers across a restart"). The worker outlived the runtime and runs them on, so a
+ * Calls that were running on a remote worker when the runtime died, and results sessions held
+ * that only a remote worker's store kept (docs/durability.md, "Remote workers across a
+ * restart"). A held result waits, held again, for its worker: reattaching with it keeps it
+ * there; without it, registering anew, or the grace passing marks it lost. The worker outlived the runtime and runs them on, so a
  * restored runtime does not run them again: each waits, placed on its worker, for that worker
  * to reattach within the worker grace. A reattach that reports the call adopts it (its GPUs
  * there are reserved again and its outcome is reported as any call's); a reattach without it,
@@ -27,16 +29,18 @@ import java.util.logging.Logger;
  * named can adopt a call: another worker reporting it is told to stop it. Used on the control
  * plane's event loop only.
  */
-public final class RestoredRemoteCalls {
-  private static final Logger LOG = Logger.getLogger(RestoredRemoteCalls.class.getName());
+public final class RestoredRemoteWork {
+  private static final Logger LOG = Logger.getLogger(RestoredRemoteWork.class.getName());
 
   private final ControlPlane plane;
   private final Context context;
   /** By worker id: its restored calls not adopted yet, by task id. */
   private final Map<String, Map<String, Task>> waiting = new LinkedHashMap<>();
+  /** Workers whose kept results sessions hold, awaited after the restore. */
+  private final Set<String> keepers = new java.util.HashSet<>();
   private final Map<String, Long> graceTimers = new HashMap<>();
 
-  RestoredRemoteCalls(ControlPlane plane, Context context) {
+  RestoredRemoteWork(ControlPlane plane, Context context) {
     this.plane = plane;
     this.context = context;
   }
@@ -48,15 +52,32 @@ public final class RestoredRemoteCalls {
     waiting.computeIfAbsent(workerId, id -> new LinkedHashMap<>()).put(task.id(), task);
   }
 
+  /** A restored session hold on a result that only {@code kept.workerId()} kept. */
+  void awaitResult(dev.bulletin.bridge.ObjectKey key,
+      dev.bulletin.runtime.journal.JournalRecord.ResultKept kept, int references) {
+    plane.objects().awaitKeeper(key, kept.workerId(), kept.size(), kept.kind(), references);
+    keepers.add(kept.workerId());
+  }
+
   /** After the restore: each worker has {@code grace} from now to reattach. */
   void startGrace(Duration grace) {
-    for (String workerId : List.copyOf(waiting.keySet())) {
+    Set<String> awaited = new java.util.LinkedHashSet<>(waiting.keySet());
+    awaited.addAll(keepers);
+    for (String workerId : awaited) {
       graceTimers.put(workerId, context.owner().setTimer(Math.max(1, grace.toMillis()),
           id -> {
             graceTimers.remove(workerId);
-            requeueAll(workerId, "did not reattach within " + grace.toSeconds()
-                + " s (--worker-grace) of the restart");
+            String why = "did not reattach within " + grace.toSeconds()
+                + " s (--worker-grace) of the restart";
+            keeperGone(workerId, why);
+            requeueAll(workerId, why);
           }));
+    }
+  }
+
+  private void keeperGone(String workerId, String why) {
+    if (keepers.remove(workerId)) {
+      plane.objects().keeperGone(workerId, why);
     }
   }
 
@@ -67,7 +88,7 @@ public final class RestoredRemoteCalls {
 
   /** Whether the worker has restored calls waiting for it. */
   public boolean awaits(String workerId) {
-    return waiting.containsKey(workerId);
+    return waiting.containsKey(workerId) || keepers.contains(workerId);
   }
 
   /**
@@ -77,17 +98,26 @@ public final class RestoredRemoteCalls {
    * reports are adopted, the others queued again. Registering anew (not a reattach: the worker
    * restarted) queues every call it had.
    *
+   * Results awaited from it are kept if {@code held} (what its store holds for the runtime)
+   * has them, lost otherwise.
+   *
    * @return the reported calls the worker must stop: none of this runtime's calls on it
    */
   public List<String> registered(AttachedWorker worker, boolean reattach,
-      Map<String, List<Integer>> running, Set<String> reported) {
+      Map<String, List<Integer>> running, Set<String> reported,
+      Set<dev.bulletin.bridge.ObjectKey> held) {
     Long timer = graceTimers.remove(worker.id());
     if (timer != null) {
       context.owner().cancelTimer(timer);
     }
     if (!reattach) {
-      requeueAll(worker.id(), "registered anew (it restarted): the calls it ran are lost");
+      String why = "registered anew (it restarted)";
+      keeperGone(worker.id(), why);
+      requeueAll(worker.id(), why + ": the calls it ran are lost");
       return List.copyOf(reported);
+    }
+    if (keepers.remove(worker.id())) {
+      plane.objects().keeperReattached(worker.id(), worker.link(), held);
     }
     Map<String, Task> mine = waiting.remove(worker.id());
     List<String> stop = new ArrayList<>();

@@ -50,17 +50,25 @@ import org.junit.jupiter.api.io.TempDir;
  * worker reporting it cannot adopt it. A real control plane on a Vert.x loop, restored from
  * journal records; workers at the link seam.
  */
-class RestoredRemoteCallsTest {
+class RestoredRemoteWorkTest {
   private static final String USER = "alice";
   private static final ObjectKey FUNCTION = ObjectKey.of(USER, "f".repeat(32));
   private static final ObjectKey ARGS = ObjectKey.of(USER, "a".repeat(32));
   private static final ObjectKey RESULT = ObjectKey.of(USER, "b".repeat(32));
+  /** A result only the remote worker's store kept, held by the session. */
+  private static final ObjectKey KEPT = ObjectKey.of(USER, "c".repeat(32));
 
   /** A worker that records the calls it is asked to run and those it is asked to adopt. */
   private static final class Link implements WorkerLink {
     final List<String> runs = new CopyOnWriteArrayList<>();
     final Map<String, CompletableFuture<CallOutcome>> adopted =
         new java.util.concurrent.ConcurrentHashMap<>();
+    final List<ObjectKey> sent = new CopyOnWriteArrayList<>();
+
+    @Override
+    public void sendObject(ObjectKey key) {
+      sent.add(key);
+    }
 
     @Override
     public CompletableFuture<CallOutcome> run(CallRequest request, CallListener listener) {
@@ -126,6 +134,8 @@ class RestoredRemoteCallsTest {
         FUNCTION.toString(), ARGS.toString(), new String[0], 0,
         PolicyConfig.defaults().defaultQos(), 0, 0, 3_600_000, 0, System.currentTimeMillis()));
     state.apply(new JournalRecord.CallStarted("t1", workerId, 1));
+    state.apply(new JournalRecord.ResultKept(KEPT.toString(), workerId, 3_200_000, "tensor"));
+    state.apply(new JournalRecord.SessionHold("session-1", KEPT.toString(), false, 1));
     onLoop(() -> {
       plane = new ControlPlane(context, store, new PolicyPass(PolicyConfig.defaults(),
           Clock.systemUTC(), Duration.ofSeconds(60), 1), 1 << 20, 60, Map.of(),
@@ -175,14 +185,14 @@ class RestoredRemoteCallsTest {
     Link remote = new Link();
     AttachedWorker back = worker("w-remote", remote);
     List<String> stop = onLoop(() -> {
-      List<String> answer = plane.restoredRemoteCalls().registered(back, true,
-          Map.of("t1", List.of(1)), Set.of("t1"));
+      List<String> answer = plane.restoredRemoteWork().registered(back, true,
+          Map.of("t1", List.of(1)), Set.of("t1"), Set.of());
       plane.attach(back);
       return answer;
     });
     assertEquals(List.of(), stop);
     assertEquals(TaskState.RUNNING, state());
-    assertEquals(0, onLoop(() -> plane.restoredRemoteCalls().waitingCount()));
+    assertEquals(0, onLoop(() -> plane.restoredRemoteWork().waitingCount()));
     // Its GPU is reserved again: nothing else can take GPU 1 there.
     var refused = assertThrows(java.util.concurrent.ExecutionException.class, () -> onLoop(() -> {
       back.reserve("t2", new Demand(1, 1, 0), List.of(1));
@@ -212,13 +222,13 @@ class RestoredRemoteCallsTest {
     onLoop(() -> plane.attach(worker("w-other", other)));
     assertEquals(TaskState.PLACED, state());
     eventually(() -> other.runs.contains("t1"));
-    assertEquals(0, onLoop(() -> plane.restoredRemoteCalls().waitingCount()));
+    assertEquals(0, onLoop(() -> plane.restoredRemoteWork().waitingCount()));
     assertTrue(told.stream().anyMatch(event -> event.getState()
         == dev.bulletin.protocol.TaskState.QUEUED), "its client hears it is queued again");
     // Too late: the worker reattaching now is told to stop it.
     Link remote = new Link();
-    List<String> stop = onLoop(() -> plane.restoredRemoteCalls().registered(
-        worker("w-remote", remote), true, Map.of("t1", List.of(0)), Set.of("t1")));
+    List<String> stop = onLoop(() -> plane.restoredRemoteWork().registered(
+        worker("w-remote", remote), true, Map.of("t1", List.of(0)), Set.of("t1"), Set.of()));
     assertEquals(List.of("t1"), stop);
     assertEquals(Map.of(), remote.adopted);
   }
@@ -229,8 +239,8 @@ class RestoredRemoteCallsTest {
     Link remote = new Link();
     List<String> stop = onLoop(() -> {
       AttachedWorker back = worker("w-remote", remote);
-      List<String> answer = plane.restoredRemoteCalls().registered(back, true, Map.of(),
-          Set.of());
+      List<String> answer = plane.restoredRemoteWork().registered(back, true, Map.of(),
+          Set.of(), Set.of());
       plane.attach(back);
       return answer;
     });
@@ -245,8 +255,8 @@ class RestoredRemoteCallsTest {
     Link intruder = new Link();
     List<String> stop = onLoop(() -> {
       AttachedWorker other = worker("w-intruder", intruder);
-      List<String> answer = plane.restoredRemoteCalls().registered(other, true,
-          Map.of("t1", List.of(0)), Set.of("t1"));
+      List<String> answer = plane.restoredRemoteWork().registered(other, true,
+          Map.of("t1", List.of(0)), Set.of("t1"), Set.of());
       plane.attach(other);
       return answer;
     });
@@ -260,8 +270,8 @@ class RestoredRemoteCallsTest {
     Link restarted = new Link();
     List<String> none = onLoop(() -> {
       AttachedWorker fresh = worker("w-remote", restarted);
-      List<String> answer = plane.restoredRemoteCalls().registered(fresh, false, Map.of(),
-          Set.of());
+      List<String> answer = plane.restoredRemoteWork().registered(fresh, false, Map.of(),
+          Set.of(), Set.of());
       plane.attach(fresh);
       return answer;
     });
@@ -279,17 +289,73 @@ class RestoredRemoteCallsTest {
     assertTrue(cancelled);
     assertEquals(null, state());
     assertEquals(dev.bulletin.protocol.TaskState.CANCELLED, told.get(told.size() - 1).getState());
-    List<String> stop = onLoop(() -> plane.restoredRemoteCalls().registered(
-        worker("w-remote", new Link()), true, Map.of("t1", List.of(0)), Set.of("t1")));
+    List<String> stop = onLoop(() -> plane.restoredRemoteWork().registered(
+        worker("w-remote", new Link()), true, Map.of("t1", List.of(0)), Set.of("t1"),
+        Set.of()));
     assertEquals(List.of("t1"), stop);
   }
 
   @Test
   void withoutAGraceTheCallRunsAgainAtOnce() throws Exception {
     restore("w-remote", Duration.ZERO);
-    assertEquals(0, onLoop(() -> plane.restoredRemoteCalls().waitingCount()));
+    assertEquals(0, onLoop(() -> plane.restoredRemoteWork().waitingCount()));
     Link other = new Link();
     onLoop(() -> plane.attach(worker("w-other", other)));
     eventually(() -> other.runs.contains("t1"));
+  }
+
+  /** Fetches the kept result to the runtime's store, as a download does; its failure or null. */
+  private CompletableFuture<Throwable> fetchKept() throws Exception {
+    CompletableFuture<Throwable> done = new CompletableFuture<>();
+    onLoop(() -> plane.objects().toHead(KEPT).onComplete(pulled ->
+        done.complete(pulled.failed() ? pulled.cause() : null)));
+    return done;
+  }
+
+  @Test
+  void aHeldResultKeptOnTheWorkerIsFetchedFromItOnceItReattachesWithIt() throws Exception {
+    restore("w-remote", Duration.ofMinutes(1));
+    assertEquals(3_200_000L, onLoop(() -> plane.objects().size(KEPT)),
+        "the session's hold survived the restart, with where the result lives");
+    CompletableFuture<Throwable> fetch = fetchKept();
+    Thread.sleep(100);
+    assertTrue(!fetch.isDone(), "a fetch waits for the worker that keeps it");
+    Link remote = new Link();
+    onLoop(() -> plane.restoredRemoteWork().registered(worker("w-remote", remote), true,
+        Map.of("t1", List.of(0)), Set.of("t1"), Set.of(KEPT)));
+    assertEquals(List.of(KEPT), remote.sent, "the reattached worker is asked for it");
+    assertTrue(onLoop(() -> plane.objects().keptOn("w-remote", KEPT)));
+    // Its upload lands in the store: the fetch completes.
+    store.put(KEPT, ByteBuffer.wrap(new byte[] {9}));
+    onLoop(() -> {
+      plane.objects().arrived(KEPT);
+      return null;
+    });
+    assertEquals(null, fetch.get(10, TimeUnit.SECONDS));
+  }
+
+  @Test
+  void aHeldResultTheWorkerNoLongerHasIsLostClearly() throws Exception {
+    restore("w-remote", Duration.ofMinutes(1));
+    CompletableFuture<Throwable> fetch = fetchKept();
+    onLoop(() -> plane.restoredRemoteWork().registered(worker("w-remote", new Link()), true,
+        Map.of(), Set.of(), Set.of()));
+    Throwable lost = fetch.get(10, TimeUnit.SECONDS);
+    assertTrue(lost instanceof dev.bulletin.runtime.objects.ObjectDirectory.ObjectLostException,
+        String.valueOf(lost));
+    assertTrue(lost.getMessage().contains("w-remote, which reattached without it"),
+        lost.getMessage());
+  }
+
+  @Test
+  void aHeldResultIsLostWhenItsWorkerDoesNotReattachWithinTheGrace() throws Exception {
+    restore("w-remote", Duration.ofMillis(300));
+    Throwable lost = fetchKept().get(10, TimeUnit.SECONDS);
+    assertTrue(lost != null && lost.getMessage().contains("did not reattach within"),
+        String.valueOf(lost));
+    // Another worker claiming it afterwards changes nothing.
+    onLoop(() -> plane.restoredRemoteWork().registered(worker("w-intruder", new Link()), true,
+        Map.of(), Set.of(), Set.of(KEPT)));
+    assertTrue(fetchKept().get(10, TimeUnit.SECONDS) != null);
   }
 }
