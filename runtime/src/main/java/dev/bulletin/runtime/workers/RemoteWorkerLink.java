@@ -61,6 +61,16 @@ public final class RemoteWorkerLink implements WorkerLink {
   /** The link broke and the worker may reattach: messages wait in owed, calls keep pending. */
   private boolean suspended;
   private final java.util.ArrayDeque<HeadMessage> owed = new java.util.ArrayDeque<>();
+  /**
+   * Runs its argument on the loop with true once every journal record appended so far is on
+   * disk (false: it could not be written). Calls' ends are acknowledged to the worker only
+   * then: until, it keeps each end, to send it again should this runtime crash.
+   */
+  private java.util.function.Consumer<java.util.function.Consumer<Boolean>> whenJournaled =
+      then -> then.accept(true);
+  /** Ends received and not acknowledged yet; an acknowledgement waits for the journal. */
+  private final List<String> endsToAcknowledge = new java.util.ArrayList<>();
+  private boolean acknowledging;
 
   /** @param broken detaches the worker when a write finds its stream broken */
   RemoteWorkerLink(String workerId, GrpcServerResponse<WorkerMessage, HeadMessage> stream,
@@ -168,6 +178,31 @@ public final class RemoteWorkerLink implements WorkerLink {
     return new WorkerStatusView(pending.size(), 0, 0);
   }
 
+  /** How the link learns that the ends it received are journaled (see {@link #whenJournaled}). */
+  void acknowledgeEndsWhen(
+      java.util.function.Consumer<java.util.function.Consumer<Boolean>> whenJournaled) {
+    this.whenJournaled = whenJournaled;
+  }
+
+  private void acknowledgeEnd(String taskId) {
+    endsToAcknowledge.add(taskId);
+    if (acknowledging) {
+      return;
+    }
+    acknowledging = true;
+    whenJournaled.accept(journaled -> {
+      acknowledging = false;
+      if (!journaled || endsToAcknowledge.isEmpty()) {
+        return; // kept: the next end (or a reattach) tries again
+      }
+      List<String> ids = List.copyOf(endsToAcknowledge);
+      endsToAcknowledge.clear();
+      // Not owed when the stream broke: a reattach reports and resends them anyway.
+      write(HeadMessage.newBuilder().setEndsJournaled(
+          dev.bulletin.protocol.CallEndsJournaled.newBuilder().addAllTaskIds(ids)).build());
+    });
+  }
+
   /** A progress message from the worker. */
   void onMessage(WorkerMessage message) {
     if (message.hasStarted()) {
@@ -205,13 +240,16 @@ public final class RemoteWorkerLink implements WorkerLink {
       keyOf(held).ifPresent(key -> objects.held(workerId, key, held.getSize()));
     }
     Pending call = pending.remove(ended.getTaskId());
+    acknowledgeEnd(ended.getTaskId());
     if (call != null) {
       usage.ended(ended);
       call.outcome().complete(outcome(ended, call.namespace()));
     } else if (ended.hasReturned() && ended.getReturned().getKept()) {
-      // No call waits for it (it was given up here): the worker need not keep it.
+      // No call waits for it (it was given up here): the worker need not keep it, unless
+      // this is an end sent again whose result the runtime already keeps there.
       keyOf(ended.getHeldList().stream().filter(h -> h.getId().equals(
           ended.getReturned().getResult().getId())).findFirst().orElse(null))
+          .filter(key -> !objects.keptOn(workerId, key))
           .ifPresent(key -> dropObjects(key.namespace(), List.of(key)));
     }
   }

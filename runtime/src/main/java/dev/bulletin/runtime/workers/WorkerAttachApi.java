@@ -32,6 +32,8 @@ public final class WorkerAttachApi {
   static final long HEARTBEAT_MILLIS = 2_000;
   /** Silence after which a worker counts as gone, even if its connection still looks open. */
   static final long SILENCE_LIMIT_MILLIS = 5 * HEARTBEAT_MILLIS;
+  /** Calls' ends are acknowledged this long after they arrive, all together. */
+  private static final long ACK_BATCH_MILLIS = 50;
 
   private final Vertx vertx;
   private final ControlPlane plane;
@@ -111,6 +113,7 @@ public final class WorkerAttachApi {
       // turn: never in the middle of the scheduling pass that was placing a call on it.
       link = new RemoteWorkerLink(registration.getWorkerId(), response, plane.objects(),
           inlineLimit, cause -> vertx.runOnContext(ignored -> lost(cause)));
+      link.acknowledgeEndsWhen(WorkerAttachApi.this::whenJournaled);
       WorkerSlots slots = new WorkerSlots(registration.getWorkerId(),
           registration.getGpuNamesCount(), registration.getSimulatedGpus(),
           registration.getCpus(), registration.getMemoryBytes());
@@ -254,6 +257,18 @@ public final class WorkerAttachApi {
       plane.detach(leaving, cause);
       LOG.info(() -> "worker " + leaving.id() + " detached: " + cause);
     }
+  }
+
+  /**
+   * Tells {@code then} (on the loop), a moment from now, whether every journal record appended
+   * by then is on disk: a call's end reaches the journal a loop turn after its message, and
+   * the moment batches the acknowledgements of ends that arrive together.
+   */
+  private void whenJournaled(java.util.function.Consumer<Boolean> then) {
+    io.vertx.core.Context loop = vertx.getOrCreateContext(); // the control plane's: called there
+    vertx.setTimer(ACK_BATCH_MILLIS, id -> plane.journaling().durable(
+        plane.journaling().mark()).whenComplete((ok, failed) ->
+            loop.runOnContext(ignored -> then.accept(failed == null))));
   }
 
   private String problemWith(RegisterWorker registration) {

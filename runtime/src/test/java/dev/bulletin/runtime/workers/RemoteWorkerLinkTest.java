@@ -126,4 +126,43 @@ class RemoteWorkerLinkTest {
     assertEquals("t1", written.get(2).getStop().getTaskId());
     assertEquals(0, detached.size());
   }
+
+  private static WorkerMessage keptEnd(String taskId, ObjectKey result) {
+    return WorkerMessage.newBuilder().setEnded(dev.bulletin.protocol.CallEnded.newBuilder()
+        .setTaskId(taskId).setReturned(dev.bulletin.protocol.CallReturned.newBuilder()
+            .setResult(dev.bulletin.protocol.ObjectRef.newBuilder().setId(result.id().hex())
+                .setSize(4 << 20)).setKept(true))
+        .addHeld(dev.bulletin.protocol.HeldObject.newBuilder().setNamespace(result.namespace())
+            .setId(result.id().hex()).setSize(4 << 20))).build();
+  }
+
+  @Test
+  void anEndIsAcknowledgedOnlyOnceTheJournalHasIt() {
+    RemoteWorkerLink link = new RemoteWorkerLink("w1", stream(), objects, 1024, detached::add);
+    List<java.util.function.Consumer<Boolean>> waiting = new ArrayList<>();
+    link.acknowledgeEndsWhen(waiting::add);
+    CompletableFuture<CallOutcome> call = run(link, "t1");
+    run(link, "t2");
+    ObjectKey result = ObjectKey.of("ada", "c".repeat(32));
+    link.onMessage(keptEnd("t1", result));
+    link.onMessage(keptEnd("t2", ObjectKey.of("ada", "d".repeat(32))));
+    assertInstanceOf(CallOutcome.Returned.class, call.join());
+    assertEquals(1, waiting.size(), "one acknowledgement for ends that arrive together");
+    assertTrue(written.stream().noneMatch(HeadMessage::hasEndsJournaled));
+
+    waiting.get(0).accept(false); // the journal could not write: nothing acknowledged
+    assertTrue(written.stream().noneMatch(HeadMessage::hasEndsJournaled));
+    link.onMessage(keptEnd("t3", ObjectKey.of("ada", "e".repeat(32)))); // an unknown call's end
+    waiting.get(1).accept(true);
+    HeadMessage ack = written.stream().filter(HeadMessage::hasEndsJournaled).findFirst()
+        .orElseThrow();
+    assertEquals(List.of("t1", "t2", "t3"), ack.getEndsJournaled().getTaskIdsList());
+
+    // t1's end sent again after a reattach: its result is kept there for the runtime, so the
+    // worker is not told to drop it (t3's result, which nothing waits for, was dropped).
+    link.onMessage(keptEnd("t1", result));
+    List<String> dropped = written.stream().filter(HeadMessage::hasDrop)
+        .flatMap(message -> message.getDrop().getIdsList().stream()).toList();
+    assertEquals(List.of("e".repeat(32)), dropped);
+  }
 }

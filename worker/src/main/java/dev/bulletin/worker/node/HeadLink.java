@@ -15,6 +15,8 @@ import io.vertx.grpc.common.GrpcStatus;
 import io.vertx.grpc.common.ServiceMethod;
 import io.vertx.grpc.common.ServiceName;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
 import java.util.logging.Logger;
@@ -50,6 +52,15 @@ final class HeadLink {
   private final CompletableFuture<WorkerAccepted> accepted = new CompletableFuture<>();
   private GrpcClientRequest<WorkerMessage, HeadMessage> stream;
   private final ArrayDeque<WorkerMessage> owed = new ArrayDeque<>();
+  /**
+   * Calls' ends written to the stream that the runtime has not said it journaled, by task id: a
+   * runtime that crashes may have lost them in flight, so a reattach reports and sends them
+   * again (the runtime ignores an end it has already).
+   */
+  private final java.util.LinkedHashMap<String, WorkerMessage> unjournaledEnds =
+      new java.util.LinkedHashMap<>();
+  /** Beyond this many, the oldest unjournaled ends are forgotten (a runtime that never acks). */
+  private static final int UNJOURNALED_ENDS_LIMIT = 100_000;
   private long owedOutputBytes;
   private long droppedOutputBytes;
   private long reconnectDeadline;
@@ -89,6 +100,7 @@ final class HeadLink {
           RegisterWorker.Builder register = RegisterWorker.newBuilder();
           if (reattach) {
             register.setReattach(true);
+            unjournaledEnds.keySet().forEach(register::addRunningTaskIds);
             owed.forEach(message -> {
               if (message.hasEnded()) { // ended here, not yet reported: still the node's
                 register.addRunningTaskIds(message.getEnded().getTaskId());
@@ -116,11 +128,19 @@ final class HeadLink {
       delay = FIRST_DELAY_MILLIS;
       onHead.accept(message);
       if (again) {
+        // Ends the old stream may have lost go again first, in the order they ended.
+        List<WorkerMessage> resend = new ArrayList<>(unjournaledEnds.values());
+        unjournaledEnds.clear();
+        for (int i = resend.size() - 1; i >= 0; i--) {
+          owed.addFirst(resend.get(i));
+        }
         flushOwed();
         LOG.info(() -> "worker " + options.worker().workerId() + " reattached to the runtime at "
             + options.headAddress());
       }
       accepted.complete(message.getAccepted());
+    } else if (request == stream && message.hasEndsJournaled()) {
+      message.getEndsJournaled().getTaskIdsList().forEach(unjournaledEnds::remove);
     } else if (request == stream) {
       onHead.accept(message);
     }
@@ -209,12 +229,22 @@ final class HeadLink {
     if (stream != null && !reconnecting) {
       try {
         stream.write(message);
+        if (message.hasEnded()) {
+          keepUntilJournaled(message);
+        }
         return;
       } catch (IllegalStateException streamGone) {
         lost("lost the runtime");
       }
     }
     owe(message);
+  }
+
+  private void keepUntilJournaled(WorkerMessage ended) {
+    unjournaledEnds.put(ended.getEnded().getTaskId(), ended);
+    if (unjournaledEnds.size() > UNJOURNALED_ENDS_LIMIT) {
+      unjournaledEnds.remove(unjournaledEnds.keySet().iterator().next());
+    }
   }
 
   private void owe(WorkerMessage message) {
