@@ -21,13 +21,20 @@ pytestmark = pytest.mark.timeout(300)
 ROUNDS = 2
 
 
-def counted(folder: str, key: str, seconds: float) -> str:
-    """Runs remotely: records this run (one line per run) and returns after ``seconds``."""
+def counted(folder: str, key: str, seconds: float, gate: str = "") -> str:
+    """Runs remotely: counts its runs (a line in ``key.started`` as each starts), sleeps
+    ``seconds`` (or until the file ``gate`` exists) and records the run's GPU, start and end
+    times in ``key``."""
     import os
     import time
-    with open(os.path.join(folder, key), "a") as runs:
+    start = time.time()
+    with open(os.path.join(folder, key + ".started"), "a") as runs:
         runs.write(f"{os.getpid()}\n")
     time.sleep(seconds)
+    while gate and not os.path.exists(gate) and time.time() - start < 120:
+        time.sleep(0.05)
+    with open(os.path.join(folder, key), "a") as runs:
+        runs.write(f"{os.environ.get('CUDA_VISIBLE_DEVICES')} {start} {time.time()}\n")
     return key * 2
 
 
@@ -37,8 +44,15 @@ def big_result(n: int):
 
 
 def runs_of(folder, key: str) -> int:
-    path = folder / key
+    """How many runs of the call ``key`` started."""
+    path = folder / (key + ".started")
     return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def run_of(folder, key: str) -> tuple[str, float, float]:
+    """The call's only run: its GPU, when it started and when it ended."""
+    gpu, start, end = (folder / key).read_text().split()
+    return gpu, float(start), float(end)
 
 
 def test_calls_on_a_remote_worker_survive_sigkills_of_the_runtime(tmp_path):
@@ -67,10 +81,16 @@ def test_calls_on_a_remote_worker_survive_sigkills_of_the_runtime(tmp_path):
 
         for round_ in range(ROUNDS):
             # One call ends while the runtime is down (its outcome waits on the worker); one
-            # is still running when the worker reattaches (it is adopted and ends later).
+            # is still running when the worker reattaches (it is adopted and ends later); one
+            # waits in the queue for a GPU (the worker's two are busy), and must neither fail
+            # before the worker is back nor take the GPU the adopted call still holds.
+            gate = runs / f"gate{round_}"
+            slow = client.submit(counted, str(runs), f"slow{round_}", 0.0, str(gate), gpus=1)
+            wait_until(lambda: runs_of(runs, f"slow{round_}"), timeout=CALL_SECONDS,
+                       what="the slow call to start")  # first: it takes the first GPU
             quick = client.submit(counted, str(runs), f"quick{round_}", 2.0, gpus=1)
-            slow = client.submit(counted, str(runs), f"slow{round_}", 9.0, gpus=1)
-            for future in (quick, slow):
+            queued = client.submit(counted, str(runs), f"queued{round_}", 0.5, gpus=1)
+            for future in (quick, slow, queued):
                 future.add_done_callback(count_end)
                 submitted.append(future)
             wait_until(lambda: runs_of(runs, f"quick{round_}") and runs_of(runs, f"slow{round_}"),
@@ -85,10 +105,19 @@ def test_calls_on_a_remote_worker_survive_sigkills_of_the_runtime(tmp_path):
             cluster = restart(cluster, gpus=0, cpus=1)
 
             assert quick.result(timeout=60) == f"quick{round_}" * 2
+            assert queued.result(timeout=60) == f"queued{round_}" * 2
+            # The adopted call still runs, on its GPU, which stayed reserved: the queued call
+            # ran on the other one.
+            assert not slow.done()
+            gate.touch()
             assert slow.result(timeout=60) == f"slow{round_}" * 2
-            for future, key in ((quick, f"quick{round_}"), (slow, f"slow{round_}")):
+            for future, key in ((quick, f"quick{round_}"), (slow, f"slow{round_}"),
+                                (queued, f"queued{round_}")):
                 assert runs_of(runs, key) == 1, f"{key} ran {runs_of(runs, key)} times"
                 assert future.attempt == 1, (key, future.attempt)
+            slow_gpu = run_of(runs, f"slow{round_}")[0]
+            queued_gpu = run_of(runs, f"queued{round_}")[0]
+            assert queued_gpu != slow_gpu, f"both ran on GPU {slow_gpu} at once"
 
         # The kept result came through both restarts: still held, fetched from the worker.
         assert int(kept.result(timeout=CALL_SECONDS)[-1]) == 399_999

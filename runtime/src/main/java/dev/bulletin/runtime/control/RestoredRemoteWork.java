@@ -39,6 +39,8 @@ public final class RestoredRemoteWork {
   /** Workers whose kept results sessions hold, awaited after the restore. */
   private final Set<String> keepers = new java.util.HashSet<>();
   private final Map<String, Long> graceTimers = new HashMap<>();
+  /** Set for the worker grace after a restore that brought calls back (see below). */
+  private boolean reattachWindow;
 
   RestoredRemoteWork(ControlPlane plane, Context context) {
     this.plane = plane;
@@ -59,8 +61,19 @@ public final class RestoredRemoteWork {
     keepers.add(kept.workerId());
   }
 
-  /** After the restore: each worker has {@code grace} from now to reattach. */
-  void startGrace(Duration grace) {
+  /**
+   * After the restore: each worker has {@code grace} from now to reattach. If calls were
+   * restored, for that long a queued call that no attached worker can run waits instead of
+   * failing as infeasible: the remote worker that can may not have reattached yet.
+   */
+  void startGrace(Duration grace, boolean restoredCalls) {
+    if (restoredCalls && !grace.isZero()) {
+      reattachWindow = true;
+      context.owner().setTimer(grace.toMillis(), id -> {
+        reattachWindow = false;
+        plane.schedule(); // calls that waited for a worker that did not come fail now
+      });
+    }
     Set<String> awaited = new java.util.LinkedHashSet<>(waiting.keySet());
     awaited.addAll(keepers);
     for (String workerId : awaited) {
@@ -79,6 +92,11 @@ public final class RestoredRemoteWork {
     if (keepers.remove(workerId)) {
       plane.objects().keeperGone(workerId, why);
     }
+  }
+
+  /** Whether remote workers may still reattach after a restart (see {@link #startGrace}). */
+  public boolean workersMayReattach() {
+    return reattachWindow;
   }
 
   /** Calls waiting for their worker now (the status and the tests). */

@@ -127,6 +127,11 @@ class RestoredRemoteWorkTest {
 
   /** A new runtime restored from a journal in which t1 (1 GPU) started on {@code workerId}. */
   private void restore(String workerId, Duration grace) throws Exception {
+    restore(workerId, grace, List.of());
+  }
+
+  private void restore(String workerId, Duration grace, List<JournalRecord> more)
+      throws Exception {
     JournalState state = new JournalState();
     state.apply(new JournalRecord.SessionOpened("session-1", USER, "lab", false, false, 0));
     state.apply(new JournalRecord.SessionSeq("session-1", 10_000));
@@ -136,6 +141,7 @@ class RestoredRemoteWorkTest {
     state.apply(new JournalRecord.CallStarted("t1", workerId, 1));
     state.apply(new JournalRecord.ResultKept(KEPT.toString(), workerId, 3_200_000, "tensor"));
     state.apply(new JournalRecord.SessionHold("session-1", KEPT.toString(), false, 1));
+    more.forEach(state::apply);
     onLoop(() -> {
       plane = new ControlPlane(context, store, new PolicyPass(PolicyConfig.defaults(),
           Clock.systemUTC(), Duration.ofSeconds(60), 1), 1 << 20, 60, Map.of(),
@@ -357,5 +363,23 @@ class RestoredRemoteWorkTest {
     onLoop(() -> plane.restoredRemoteWork().registered(worker("w-intruder", new Link()), true,
         Map.of(), Set.of(), Set.of(KEPT)));
     assertTrue(fetchKept().get(10, TimeUnit.SECONDS) != null);
+  }
+
+  @Test
+  void aQueuedCallOnlyARemoteWorkerCanRunWaitsForWorkersToReattach() throws Exception {
+    restore("w-remote", Duration.ofMillis(1500), List.of(new JournalRecord.CallAccepted("t2",
+        "session-1", "train", USER, "lab", 1, 1, 0, FUNCTION.toString(), ARGS.toString(),
+        new String[0], 0, PolicyConfig.defaults().defaultQos(), 0, 0, 3_600_000, 0,
+        System.currentTimeMillis())));
+    Link cpuOnly = new Link();
+    onLoop(() -> plane.attach(new AttachedWorker("embedded", "here", "", List.of(), false, 0,
+        "", new WorkerSlots("embedded", 0, true, 4, 0), cpuOnly, "")));
+    Thread.sleep(300);
+    assertEquals(TaskState.QUEUED,
+        onLoop(() -> plane.tasks().get("t2").map(Task::state).orElse(null)),
+        "no GPU worker attached yet, but one may reattach: it waits");
+    // No worker came back within the grace: it cannot run, and says so.
+    eventually(() -> told.stream().anyMatch(event -> event.getTaskId().equals("t2")
+        && event.getState() == dev.bulletin.protocol.TaskState.ERROR));
   }
 }
