@@ -1,6 +1,8 @@
 package dev.bulletin.runtime.control;
 
+import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.runtime.api.TaskEvents;
+import dev.bulletin.runtime.journal.JournalRecord.ResultKept;
 import dev.bulletin.runtime.objects.TaskObjects;
 import dev.bulletin.runtime.task.StopReason;
 import dev.bulletin.runtime.task.Task;
@@ -10,24 +12,25 @@ import io.vertx.core.Context;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.logging.Logger;
 
 /**
- * Calls that were running on a remote worker when the runtime died, and results sessions held
- * that only a remote worker's store kept (docs/durability.md, "Remote workers across a
- * restart"). A held result waits, held again, for its worker: reattaching with it keeps it
- * there; without it, registering anew, or the grace passing marks it lost. The worker outlived the runtime and runs them on, so a
- * restored runtime does not run them again: each waits, placed on its worker, for that worker
- * to reattach within the worker grace. A reattach that reports the call adopts it (its GPUs
- * there are reserved again and its outcome is reported as any call's); a reattach without it,
- * a worker that registers anew (it restarted), or the grace passing queues it again, one
- * attempt later, as a call that ran on the embedded worker. Only the worker id the journal
- * named can adopt a call: another worker reporting it is told to stop it. Used on the control
- * plane's event loop only.
+ * What a restored runtime awaits from remote workers (docs/durability.md, "Remote workers across
+ * a restart"): the calls that were running on them when the runtime died, and the results that
+ * sessions held and only their stores kept. The workers outlived the runtime, so such a call
+ * is not run again: it waits, placed on its worker, for that worker to reattach within the
+ * worker grace. A reattach that reports the call adopts it (its GPUs there are reserved again
+ * and its outcome is reported as any call's); a reattach without it, a worker that registers
+ * anew (it restarted), or the grace passing queues it again, one attempt later, as a call that
+ * ran on the embedded worker. A held result waits likewise: a reattach with it keeps it there,
+ * the rest marks it lost. Only the worker id the journal named can adopt a call: another worker
+ * reporting it is told to stop it. Used on the control plane's event loop only.
  */
 public final class RestoredRemoteWork {
   private static final Logger LOG = Logger.getLogger(RestoredRemoteWork.class.getName());
@@ -37,7 +40,7 @@ public final class RestoredRemoteWork {
   /** By worker id: its restored calls not adopted yet, by task id. */
   private final Map<String, Map<String, Task>> waiting = new LinkedHashMap<>();
   /** Workers whose kept results sessions hold, awaited after the restore. */
-  private final Set<String> keepers = new java.util.HashSet<>();
+  private final Set<String> keepers = new HashSet<>();
   private final Map<String, Long> graceTimers = new HashMap<>();
   /** Set for the worker grace after a restore that brought calls back (see below). */
   private boolean reattachWindow;
@@ -55,8 +58,7 @@ public final class RestoredRemoteWork {
   }
 
   /** A restored session hold on a result that only {@code kept.workerId()} kept. */
-  void awaitResult(dev.bulletin.bridge.ObjectKey key,
-      dev.bulletin.runtime.journal.JournalRecord.ResultKept kept, int references) {
+  void awaitResult(ObjectKey key, ResultKept kept, int references) {
     plane.objects().awaitKeeper(key, kept.workerId(), kept.size(), kept.kind(), references);
     keepers.add(kept.workerId());
   }
@@ -74,7 +76,7 @@ public final class RestoredRemoteWork {
         plane.schedule(); // calls that waited for a worker that did not come fail now
       });
     }
-    Set<String> awaited = new java.util.LinkedHashSet<>(waiting.keySet());
+    Set<String> awaited = new LinkedHashSet<>(waiting.keySet());
     awaited.addAll(keepers);
     for (String workerId : awaited) {
       graceTimers.put(workerId, context.owner().setTimer(Math.max(1, grace.toMillis()),
@@ -104,26 +106,19 @@ public final class RestoredRemoteWork {
     return waiting.values().stream().mapToInt(Map::size).sum();
   }
 
-  /** Whether the worker has restored calls waiting for it. */
-  public boolean awaits(String workerId) {
-    return waiting.containsKey(workerId) || keepers.contains(workerId);
-  }
-
   /**
    * A worker registered. On a reattach it reported the calls it runs ({@code running}: with the
-   * GPUs each holds) and those it ended without reporting the end yet ({@code reported}, a
-   * superset of {@code running}'s keys): the calls the journal had on this worker id that it
-   * reports are adopted, the others queued again. Registering anew (not a reattach: the worker
-   * restarted) queues every call it had.
-   *
-   * Results awaited from it are kept if {@code held} (what its store holds for the runtime)
-   * has them, lost otherwise.
+   * GPUs each holds) and those it ended without the runtime journaling their end ({@code
+   * reported}, a superset of {@code running}'s keys): the calls the journal had on this worker
+   * id that it reports are adopted, the others queued again; the results awaited from it are
+   * kept there if {@code held} (what its store holds for the runtime) has them, lost otherwise.
+   * Registering anew (not a reattach: the worker restarted) loses them all.
    *
    * @return the reported calls the worker must stop: none of this runtime's calls on it
    */
   public List<String> registered(AttachedWorker worker, boolean reattach,
       Map<String, List<Integer>> running, Set<String> reported,
-      Set<dev.bulletin.bridge.ObjectKey> held) {
+      Set<ObjectKey> held) {
     Long timer = graceTimers.remove(worker.id());
     if (timer != null) {
       context.owner().cancelTimer(timer);
@@ -200,9 +195,10 @@ public final class RestoredRemoteWork {
     plane.schedule();
   }
 
+  /** Nothing more awaited from the worker's calls; its results may still be. */
   private void forget(String workerId) {
     waiting.remove(workerId);
-    Long timer = graceTimers.remove(workerId);
+    Long timer = keepers.contains(workerId) ? null : graceTimers.remove(workerId);
     if (timer != null) {
       context.owner().cancelTimer(timer);
     }

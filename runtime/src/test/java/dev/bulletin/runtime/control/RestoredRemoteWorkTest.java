@@ -382,4 +382,15 @@ class RestoredRemoteWorkTest {
     eventually(() -> told.stream().anyMatch(event -> event.getTaskId().equals("t2")
         && event.getState() == dev.bulletin.protocol.TaskState.ERROR));
   }
+
+  @Test
+  void aCancelledCallLeavesTheWaitForItsWorkersHeldResultsRunning() throws Exception {
+    restore("w-remote", Duration.ofMillis(500));
+    onLoop(() -> plane.cancel(
+        (dev.bulletin.runtime.api.ClientSession) plane.tasks().get("t1").orElseThrow().sink(),
+        "t1"));
+    Throwable lost = fetchKept().get(10, TimeUnit.SECONDS);
+    assertTrue(lost != null && lost.getMessage().contains("did not reattach within"),
+        String.valueOf(lost));
+  }
 }
