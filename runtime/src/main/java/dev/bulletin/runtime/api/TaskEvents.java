@@ -12,6 +12,7 @@ import dev.bulletin.protocol.TaskFailure;
 import dev.bulletin.protocol.TaskResult;
 import dev.bulletin.protocol.TaskState;
 import dev.bulletin.protocol.WaitDetail;
+import dev.bulletin.runtime.scheduler.plan.WaitCode;
 import dev.bulletin.runtime.scheduler.plan.WaitInfo;
 import java.util.List;
 
@@ -21,6 +22,14 @@ public final class TaskEvents {
 
   public static TaskEvent queued(String taskId) {
     return state(taskId, TaskState.QUEUED).build();
+  }
+
+  /** Back in the queue after a preemption, where it was; the passes explain any wait next. */
+  public static TaskEvent preempted(String taskId, int preemptions) {
+    return state(taskId, TaskState.QUEUED).setWait(WaitDetail.newBuilder().setPosition(1)
+        .setReason("preempted to make room for a higher-priority call; it runs again, from its"
+            + " checkpoint if it saved one, as soon as a GPU is free")
+        .setCode(WaitCode.CAPACITY.name()).setPreemptions(preemptions)).build();
   }
 
   /** Still queued, and why: sent when the explanation changes. */

@@ -582,9 +582,10 @@ public final class ControlPlane {
       tasks.transition(task, TaskState.QUEUED, TaskEvents.queued(task.id()));
     } else if (task.preemptedFor() != null && task.stopReason() == null
         && !(outcome instanceof CallOutcome.Returned)) {
-      // Preempted: back in the queue where it was; its caller sees nothing but a count.
+      // Preempted: back in the queue where it was. The count goes with the QUEUED event
+      // itself: a victim that runs again at once is never told a wait by the passes.
       task.requeued();
-      tasks.transition(task, TaskState.QUEUED, TaskEvents.queued(task.id()));
+      tasks.transition(task, TaskState.QUEUED, TaskEvents.preempted(task.id(), task.preemptions()));
     } else if (died && task.stopReason() == null && task.retriesLeft() > 0) {
       // The call never finished anywhere: it runs again, with the objects it still holds.
       task.requeued();

@@ -13,6 +13,7 @@ import dev.bulletin.protocol.HeadMessage;
 import dev.bulletin.protocol.HeldObject;
 import dev.bulletin.protocol.ObjectRef;
 import dev.bulletin.protocol.OutputStream;
+import dev.bulletin.protocol.ReportsReceived;
 import dev.bulletin.protocol.RunCall;
 import dev.bulletin.protocol.SendObject;
 import dev.bulletin.protocol.StopCall;
@@ -61,16 +62,15 @@ public final class RemoteWorkerLink implements WorkerLink {
   /** The link broke and the worker may reattach: messages wait in owed, calls keep pending. */
   private boolean suspended;
   private final java.util.ArrayDeque<HeadMessage> owed = new java.util.ArrayDeque<>();
+  private long receivedSeq;
   /**
    * Runs its argument on the loop with true once every journal record appended so far is on
-   * disk (false: it could not be written). Calls' ends are acknowledged to the worker only
-   * then: until, it keeps each end, to send it again should this runtime crash.
+   * disk (false: it could not be written). What arrived is acknowledged to the worker only
+   * then: until, it keeps each report, to send it again should this runtime crash before its
+   * journal had the call's end.
    */
   private java.util.function.Consumer<java.util.function.Consumer<Boolean>> whenJournaled =
       then -> then.accept(true);
-  /** Ends received and not acknowledged yet; an acknowledgement waits for the journal. */
-  private final List<String> endsToAcknowledge = new java.util.ArrayList<>();
-  private boolean acknowledging;
 
   /** @param broken detaches the worker when a write finds its stream broken */
   RemoteWorkerLink(String workerId, GrpcServerResponse<WorkerMessage, HeadMessage> stream,
@@ -178,33 +178,26 @@ public final class RemoteWorkerLink implements WorkerLink {
     return new WorkerStatusView(pending.size(), 0, 0);
   }
 
-  /** How the link learns that the ends it received are journaled (see {@link #whenJournaled}). */
-  void acknowledgeEndsWhen(
+  /** How the link learns that what it received is journaled (see {@link #whenJournaled}). */
+  void acknowledgeWhen(
       java.util.function.Consumer<java.util.function.Consumer<Boolean>> whenJournaled) {
     this.whenJournaled = whenJournaled;
   }
 
-  private void acknowledgeEnd(String taskId) {
-    endsToAcknowledge.add(taskId);
-    if (acknowledging) {
-      return;
-    }
-    acknowledging = true;
-    whenJournaled.accept(journaled -> {
-      acknowledging = false;
-      if (!journaled || endsToAcknowledge.isEmpty()) {
-        return; // kept: the next end (or a reattach) tries again
-      }
-      List<String> ids = List.copyOf(endsToAcknowledge);
-      endsToAcknowledge.clear();
-      // Not owed when the stream broke: a reattach reports and resends them anyway.
-      write(HeadMessage.newBuilder().setEndsJournaled(
-          dev.bulletin.protocol.CallEndsJournaled.newBuilder().addAllTaskIds(ids)).build());
-    });
+  /** The last report of the worker that arrived here (WorkerMessage.seq): for its reattach. */
+  long receivedSeq() {
+    return receivedSeq;
   }
 
   /** A progress message from the worker. */
   void onMessage(WorkerMessage message) {
+    long seq = message.getSeq();
+    if (seq != 0) {
+      if (seq <= receivedSeq) {
+        return; // sent again after a reattach, and had arrived before the link broke
+      }
+      receivedSeq = seq;
+    }
     if (message.hasStarted()) {
       Pending call = pending.get(message.getStarted().getTaskId());
       if (call != null) {
@@ -219,6 +212,16 @@ public final class RemoteWorkerLink implements WorkerLink {
     } else if (message.hasEnded()) {
       ended(message.getEnded());
     } else if (message.hasHeartbeat()) {
+      // What arrived is acknowledged once a heartbeat (the worker's copy stays bounded), once
+      // the journal has what it changed: a call's end must survive a crash here, or the
+      // worker must still hold it to send again (docs/durability.md).
+      long arrived = receivedSeq;
+      whenJournaled.accept(journaled -> {
+        if (journaled) {
+          write(HeadMessage.newBuilder().setReceived(ReportsReceived.newBuilder()
+              .setSeq(arrived)).build());
+        }
+      });
       storeReferenced = message.getHeartbeat().getStoreReferenced();
       usage.heartbeat(message.getHeartbeat());
       for (HeldObject gone : message.getHeartbeat().getDroppedList()) {
@@ -240,7 +243,6 @@ public final class RemoteWorkerLink implements WorkerLink {
       keyOf(held).ifPresent(key -> objects.held(workerId, key, held.getSize()));
     }
     Pending call = pending.remove(ended.getTaskId());
-    acknowledgeEnd(ended.getTaskId());
     if (call != null) {
       usage.ended(ended);
       call.outcome().complete(outcome(ended, call.namespace()));

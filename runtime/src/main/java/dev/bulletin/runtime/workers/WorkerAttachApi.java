@@ -32,7 +32,7 @@ public final class WorkerAttachApi {
   static final long HEARTBEAT_MILLIS = 2_000;
   /** Silence after which a worker counts as gone, even if its connection still looks open. */
   static final long SILENCE_LIMIT_MILLIS = 5 * HEARTBEAT_MILLIS;
-  /** Calls' ends are acknowledged this long after they arrive, all together. */
+  /** A heartbeat's acknowledgement waits this long: a call's end reaches the journal later. */
   private static final long ACK_BATCH_MILLIS = 50;
 
   private final Vertx vertx;
@@ -113,7 +113,7 @@ public final class WorkerAttachApi {
       // turn: never in the middle of the scheduling pass that was placing a call on it.
       link = new RemoteWorkerLink(registration.getWorkerId(), response, plane.objects(),
           inlineLimit, cause -> vertx.runOnContext(ignored -> lost(cause)));
-      link.acknowledgeEndsWhen(WorkerAttachApi.this::whenJournaled);
+      link.acknowledgeWhen(WorkerAttachApi.this::whenJournaled);
       WorkerSlots slots = new WorkerSlots(registration.getWorkerId(),
           registration.getGpuNamesCount(), registration.getSimulatedGpus(),
           registration.getCpus(), registration.getMemoryBytes());
@@ -123,11 +123,12 @@ public final class WorkerAttachApi {
           registration.getGpuTopology());
       // A worker that reattaches to a restarted runtime runs on the calls the journal had on
       // it: they are adopted. Any other it runs (after its grace, this runtime gave them up)
-      // it stops. What its store holds is still worth knowing.
+      // it stops. What its store holds is still worth knowing. A new link has received
+      // nothing: the worker sends again every report not acknowledged.
       accept(plane.restoredRemoteWork().registered(worker, registration.getReattach(),
           reportedGpus(registration),
           new java.util.LinkedHashSet<>(registration.getRunningTaskIdsList()),
-          heldKeys(registration)));
+          heldKeys(registration)), 0);
       reregisterHeld(registration);
       plane.attach(worker);
       LOG.info(() -> "worker " + worker.id() + " attached from " + registration.getHost() + ": "
@@ -146,7 +147,7 @@ public final class WorkerAttachApi {
       List<String> stop = link.resume(response,
           new java.util.HashSet<>(registration.getRunningTaskIdsList()));
       worker.drain(before.drainedBefore);
-      accept(stop);
+      accept(stop, link.receivedSeq());
       reregisterHeld(registration);
       link.flushOwed();
       LOG.info(() -> "worker " + worker.id() + " reattached from " + registration.getHost()
@@ -155,11 +156,11 @@ public final class WorkerAttachApi {
           + registration.getHeldObjectsCount() + " objects held");
     }
 
-    private void accept(List<String> stopTaskIds) {
+    private void accept(List<String> stopTaskIds, long receivedSeq) {
       response.write(HeadMessage.newBuilder().setAccepted(WorkerAccepted.newBuilder()
           .setWorkerId(worker.id()).setClusterId(clusterId).setInlineLimitBytes(inlineLimit)
           .setMaxMessageBytes(maxMessage).setHeartbeatSeconds(HEARTBEAT_MILLIS / 1000.0)
-          .addAllStopTaskIds(stopTaskIds))
+          .addAllStopTaskIds(stopTaskIds).setReceivedSeq(receivedSeq))
           .build());
       watchdog = vertx.setPeriodic(HEARTBEAT_MILLIS, id -> {
         if ((System.nanoTime() - lastHeard) / 1_000_000 > SILENCE_LIMIT_MILLIS) {
@@ -261,8 +262,8 @@ public final class WorkerAttachApi {
 
   /**
    * Tells {@code then} (on the loop), a moment from now, whether every journal record appended
-   * by then is on disk: a call's end reaches the journal a loop turn after its message, and
-   * the moment batches the acknowledgements of ends that arrive together.
+   * by then is on disk: a call's end reaches the journal a loop turn or two after its message,
+   * so the mark is taken a moment later.
    */
   private void whenJournaled(java.util.function.Consumer<Boolean> then) {
     io.vertx.core.Context loop = vertx.getOrCreateContext(); // the control plane's: called there

@@ -127,42 +127,90 @@ class RemoteWorkerLinkTest {
     assertEquals(0, detached.size());
   }
 
-  private static WorkerMessage keptEnd(String taskId, ObjectKey result) {
-    return WorkerMessage.newBuilder().setEnded(dev.bulletin.protocol.CallEnded.newBuilder()
-        .setTaskId(taskId).setReturned(dev.bulletin.protocol.CallReturned.newBuilder()
-            .setResult(dev.bulletin.protocol.ObjectRef.newBuilder().setId(result.id().hex())
-                .setSize(4 << 20)).setKept(true))
+  private static WorkerMessage keptEnd(String taskId, ObjectKey result, long seq) {
+    return WorkerMessage.newBuilder().setSeq(seq).setEnded(dev.bulletin.protocol.CallEnded
+        .newBuilder().setTaskId(taskId).setReturned(dev.bulletin.protocol.CallReturned
+            .newBuilder().setResult(dev.bulletin.protocol.ObjectRef.newBuilder()
+                .setId(result.id().hex()).setSize(4 << 20)).setKept(true))
         .addHeld(dev.bulletin.protocol.HeldObject.newBuilder().setNamespace(result.namespace())
             .setId(result.id().hex()).setSize(4 << 20))).build();
   }
 
+  private static final WorkerMessage HEARTBEAT = WorkerMessage.newBuilder().setHeartbeat(
+      dev.bulletin.protocol.WorkerHeartbeat.getDefaultInstance()).build();
+
   @Test
-  void anEndIsAcknowledgedOnlyOnceTheJournalHasIt() {
+  void whatArrivedIsAcknowledgedOnlyOnceTheJournalHasIt() {
     RemoteWorkerLink link = new RemoteWorkerLink("w1", stream(), objects, 1024, detached::add);
     List<java.util.function.Consumer<Boolean>> waiting = new ArrayList<>();
-    link.acknowledgeEndsWhen(waiting::add);
+    link.acknowledgeWhen(waiting::add);
     CompletableFuture<CallOutcome> call = run(link, "t1");
-    run(link, "t2");
     ObjectKey result = ObjectKey.of("ada", "c".repeat(32));
-    link.onMessage(keptEnd("t1", result));
-    link.onMessage(keptEnd("t2", ObjectKey.of("ada", "d".repeat(32))));
+    link.onMessage(keptEnd("t1", result, 1));
     assertInstanceOf(CallOutcome.Returned.class, call.join());
-    assertEquals(1, waiting.size(), "one acknowledgement for ends that arrive together");
-    assertTrue(written.stream().noneMatch(HeadMessage::hasEndsJournaled));
-
+    link.onMessage(HEARTBEAT);
+    assertTrue(written.stream().noneMatch(HeadMessage::hasReceived), "not before the journal");
     waiting.get(0).accept(false); // the journal could not write: nothing acknowledged
-    assertTrue(written.stream().noneMatch(HeadMessage::hasEndsJournaled));
-    link.onMessage(keptEnd("t3", ObjectKey.of("ada", "e".repeat(32)))); // an unknown call's end
+    assertTrue(written.stream().noneMatch(HeadMessage::hasReceived));
+    link.onMessage(keptEnd("t3", ObjectKey.of("ada", "e".repeat(32)), 2)); // an unknown call
+    link.onMessage(HEARTBEAT);
     waiting.get(1).accept(true);
-    HeadMessage ack = written.stream().filter(HeadMessage::hasEndsJournaled).findFirst()
+    HeadMessage ack = written.stream().filter(HeadMessage::hasReceived).findFirst()
         .orElseThrow();
-    assertEquals(List.of("t1", "t2", "t3"), ack.getEndsJournaled().getTaskIdsList());
+    assertEquals(2, ack.getReceived().getSeq());
+  }
 
-    // t1's end sent again after a reattach: its result is kept there for the runtime, so the
-    // worker is not told to drop it (t3's result, which nothing waits for, was dropped).
-    link.onMessage(keptEnd("t1", result));
+  @Test
+  void anEndSentAgainToARestartedRuntimeDoesNotDropAResultKeptThere() {
+    ObjectKey result = ObjectKey.of("ada", "c".repeat(32));
+    RemoteWorkerLink before = new RemoteWorkerLink("w1", stream(), objects, 1024, detached::add);
+    run(before, "t1");
+    before.onMessage(keptEnd("t1", result, 1));
+    // A restarted runtime's new link knows no seq: the worker's report comes again. The
+    // result is kept on w1 for its caller, so w1 is not told to drop it.
+    RemoteWorkerLink after = new RemoteWorkerLink("w1", stream(), objects, 1024, detached::add);
+    after.onMessage(keptEnd("t1", result, 1));
+    after.onMessage(keptEnd("t3", ObjectKey.of("ada", "e".repeat(32)), 2)); // nothing wants it
     List<String> dropped = written.stream().filter(HeadMessage::hasDrop)
         .flatMap(message -> message.getDrop().getIdsList().stream()).toList();
     assertEquals(List.of("e".repeat(32)), dropped);
+  }
+
+  @Test
+  void aReportSentAgainAfterAReattachIsTakenOnceAndHeartbeatsAcknowledgeWhatArrived() {
+    RemoteWorkerLink link = new RemoteWorkerLink("w1", stream(), objects, 1024, detached::add);
+    List<String> lines = new ArrayList<>();
+    link.run(new CallRequest("t1", FUNCTION, ARGS, List.of()), new CallListener() {
+      @Override
+      public void started(String executorId) {}
+
+      @Override
+      public void output(boolean stderr, byte[] data) {
+        lines.add(new String(data, java.nio.charset.StandardCharsets.UTF_8));
+      }
+    });
+    WorkerMessage first = output("t1", "one\n", 1);
+    link.onMessage(first);
+    link.onMessage(output("t1", "two\n", 2));
+    // The worker did not hear that 1 and 2 arrived, its link broke, and it sends them again.
+    link.suspend();
+    link.resume(stream(), java.util.Set.of("t1"));
+    link.onMessage(first);
+    link.onMessage(output("t1", "two\n", 2));
+    link.onMessage(output("t1", "three\n", 3));
+    assertEquals(List.of("one\n", "two\n", "three\n"), lines);
+    assertEquals(3, link.receivedSeq());
+
+    link.onMessage(WorkerMessage.newBuilder().setHeartbeat(
+        dev.bulletin.protocol.WorkerHeartbeat.getDefaultInstance()).build());
+    HeadMessage ack = written.get(written.size() - 1);
+    assertTrue(ack.hasReceived(), ack.toString());
+    assertEquals(3, ack.getReceived().getSeq());
+  }
+
+  private static WorkerMessage output(String taskId, String text, long seq) {
+    return WorkerMessage.newBuilder().setSeq(seq).setOutput(dev.bulletin.protocol.CallOutput
+        .newBuilder().setTaskId(taskId).setOutput(dev.bulletin.protocol.Output.newBuilder()
+            .setData(com.google.protobuf.ByteString.copyFromUtf8(text)))).build();
   }
 }

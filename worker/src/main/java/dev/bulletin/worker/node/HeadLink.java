@@ -15,7 +15,6 @@ import io.vertx.grpc.common.GrpcStatus;
 import io.vertx.grpc.common.ServiceMethod;
 import io.vertx.grpc.common.ServiceName;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
@@ -37,8 +36,8 @@ final class HeadLink {
       GrpcMessageDecoder.decoder(HeadMessage.newBuilder()));
   private static final long FIRST_DELAY_MILLIS = 100;
   private static final long MAX_DELAY_MILLIS = 3_000;
-  /** Output kept while the link is down; calls' ends are always kept. */
-  private static final long OWED_OUTPUT_BYTES = 16L << 20;
+  /** Output kept until the runtime says it got it; calls' ends are always kept. */
+  private static final long KEPT_OUTPUT_BYTES = 16L << 20;
 
   private final Vertx vertx;
   private final GrpcClient client;
@@ -51,17 +50,13 @@ final class HeadLink {
   private final Consumer<String> onEnd;
   private final CompletableFuture<WorkerAccepted> accepted = new CompletableFuture<>();
   private GrpcClientRequest<WorkerMessage, HeadMessage> stream;
-  private final ArrayDeque<WorkerMessage> owed = new ArrayDeque<>();
   /**
-   * Calls' ends written to the stream that the runtime has not said it journaled, by task id: a
-   * runtime that crashes may have lost them in flight, so a reattach reports and sends them
-   * again (the runtime ignores an end it has already).
+   * Reports sent or to send that the runtime has not said it got, in seq order: a write into a
+   * link that is breaking succeeds here and is lost there, so only the runtime's word counts.
    */
-  private final java.util.LinkedHashMap<String, WorkerMessage> unjournaledEnds =
-      new java.util.LinkedHashMap<>();
-  /** Beyond this many, the oldest unjournaled ends are forgotten (a runtime that never acks). */
-  private static final int UNJOURNALED_ENDS_LIMIT = 100_000;
-  private long owedOutputBytes;
+  private final ArrayDeque<WorkerMessage> unreceived = new ArrayDeque<>();
+  private long nextSeq = 1;
+  private long keptOutputBytes;
   private long droppedOutputBytes;
   private long reconnectDeadline;
   private long delay = FIRST_DELAY_MILLIS;
@@ -100,8 +95,7 @@ final class HeadLink {
           RegisterWorker.Builder register = RegisterWorker.newBuilder();
           if (reattach) {
             register.setReattach(true);
-            unjournaledEnds.keySet().forEach(register::addRunningTaskIds);
-            owed.forEach(message -> {
+            unreceived.forEach(message -> {
               if (message.hasEnded()) { // ended here, not yet reported: still the node's
                 register.addRunningTaskIds(message.getEnded().getTaskId());
               }
@@ -128,20 +122,17 @@ final class HeadLink {
       delay = FIRST_DELAY_MILLIS;
       onHead.accept(message);
       if (again) {
-        // Ends the old stream may have lost go again first, in the order they ended.
-        List<WorkerMessage> resend = new ArrayList<>(unjournaledEnds.values());
-        unjournaledEnds.clear();
-        for (int i = resend.size() - 1; i >= 0; i--) {
-          owed.addFirst(resend.get(i));
-        }
-        flushOwed();
+        received(message.getAccepted().getReceivedSeq());
+        sendUnreceived();
         LOG.info(() -> "worker " + options.worker().workerId() + " reattached to the runtime at "
             + options.headAddress());
       }
       accepted.complete(message.getAccepted());
-    } else if (request == stream && message.hasEndsJournaled()) {
-      message.getEndsJournaled().getTaskIdsList().forEach(unjournaledEnds::remove);
-    } else if (request == stream) {
+    } else if (request != stream) {
+      return; // a stream the link left already
+    } else if (message.hasReceived()) {
+      received(message.getReceived().getSeq());
+    } else {
       onHead.accept(message);
     }
   }
@@ -221,53 +212,74 @@ final class HeadLink {
     }
   }
 
-  /** Sends to the runtime; while the link is down, keeps what must reach it. */
+  /**
+   * Sends to the runtime. A report (anything but a heartbeat) gets the next seq and is kept
+   * until the runtime says it got it; while the link is down it only waits.
+   */
   void send(WorkerMessage message) {
     if (closed) {
       return;
     }
+    if (!message.hasHeartbeat()) {
+      message = message.toBuilder().setSeq(nextSeq++).build();
+      keep(message);
+    }
     if (stream != null && !reconnecting) {
       try {
         stream.write(message);
-        if (message.hasEnded()) {
-          keepUntilJournaled(message);
-        }
-        return;
       } catch (IllegalStateException streamGone) {
         lost("lost the runtime");
       }
     }
-    owe(message);
   }
 
-  private void keepUntilJournaled(WorkerMessage ended) {
-    unjournaledEnds.put(ended.getEnded().getTaskId(), ended);
-    if (unjournaledEnds.size() > UNJOURNALED_ENDS_LIMIT) {
-      unjournaledEnds.remove(unjournaledEnds.keySet().iterator().next());
+  private void keep(WorkerMessage report) {
+    unreceived.addLast(report);
+    if (report.hasOutput()) {
+      keptOutputBytes += report.getOutput().getOutput().getData().size();
+      if (keptOutputBytes > KEPT_OUTPUT_BYTES) {
+        dropOldestOutput();
+      }
     }
   }
 
-  private void owe(WorkerMessage message) {
-    if (message.hasHeartbeat()) {
-      return; // the reattach says it all
+  /** Past the bound, the oldest output goes: sent already if the link is up, lost if not. */
+  private void dropOldestOutput() {
+    for (var it = unreceived.iterator(); it.hasNext() && keptOutputBytes > KEPT_OUTPUT_BYTES; ) {
+      WorkerMessage report = it.next();
+      if (report.hasOutput()) {
+        int size = report.getOutput().getOutput().getData().size();
+        keptOutputBytes -= size;
+        if (reconnecting) {
+          droppedOutputBytes += size;
+        }
+        it.remove();
+      }
     }
-    if (message.hasOutput()) {
-      int size = message.getOutput().getOutput().getData().size();
-      if (owedOutputBytes + size > OWED_OUTPUT_BYTES) {
-        droppedOutputBytes += size;
+  }
+
+  /** The runtime got every report up to {@code seq}. */
+  private void received(long seq) {
+    while (!unreceived.isEmpty() && unreceived.peekFirst().getSeq() <= seq) {
+      WorkerMessage report = unreceived.removeFirst();
+      if (report.hasOutput()) {
+        keptOutputBytes -= report.getOutput().getOutput().getData().size();
+      }
+    }
+  }
+
+  /** After a reattach: every report the runtime did not get, again and in order. */
+  private void sendUnreceived() {
+    for (WorkerMessage report : List.copyOf(unreceived)) {
+      if (stream == null || reconnecting) {
         return;
       }
-      owedOutputBytes += size;
+      try {
+        stream.write(report);
+      } catch (IllegalStateException streamGone) {
+        lost("lost the runtime");
+      }
     }
-    owed.addLast(message);
-  }
-
-  private void flushOwed() {
-    while (!owed.isEmpty() && stream != null && !reconnecting) {
-      WorkerMessage message = owed.removeFirst();
-      send(message);
-    }
-    owedOutputBytes = 0;
     if (droppedOutputBytes > 0) {
       long dropped = droppedOutputBytes;
       droppedOutputBytes = 0;

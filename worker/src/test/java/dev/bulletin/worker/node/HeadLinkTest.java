@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.bulletin.protocol.CallEnded;
-import dev.bulletin.protocol.CallEndsJournaled;
+import dev.bulletin.protocol.ReportsReceived;
 import dev.bulletin.protocol.HeadMessage;
 import dev.bulletin.protocol.WorkerAccepted;
 import dev.bulletin.protocol.WorkerMessage;
@@ -39,10 +39,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A call's end that the worker wrote to its stream is kept until the runtime says it journaled
- * it (docs/durability.md): a runtime that dies with the end in flight, or before its journal
- * had it on disk, hears it again when the worker reattaches, named among the calls the worker
- * reports. A real Attach server on loopback stands in for the runtime.
+ * A call's end that the worker wrote to its stream is kept until the runtime acknowledges it
+ * (docs/durability.md), which a runtime does once its journal has it: a runtime that dies with
+ * the end in flight, or before its journal had it on disk, hears it again when the worker
+ * reattaches, named among the calls the worker reports (a restored runtime adopts such calls).
+ * A real Attach server on loopback stands in for the runtime.
  */
 class HeadLinkTest {
 
@@ -121,13 +122,13 @@ class HeadLinkTest {
   }
 
   @Test
-  void anEndIsReportedAndSentAgainOnReattachUntilTheRuntimeSaysItIsJournaled() throws Exception {
+  void anEndIsReportedAndSentAgainOnReattachUntilTheRuntimeAcknowledgesIt() throws Exception {
     Stream first = next();
     loop.runOnContext(ignored -> link.send(WorkerMessage.newBuilder().setEnded(
         CallEnded.newBuilder().setTaskId("t1").setStopped("done")).build()));
     eventually(() -> first.got(message -> endOf(message, "t1")));
 
-    // The runtime dies before it said the end was journaled: the worker names and resends it.
+    // The runtime dies before it acknowledged the end: the worker names and resends it.
     breakStream(first);
     Stream second = next();
     WorkerMessage register = second.received().get(0);
@@ -135,14 +136,16 @@ class HeadLinkTest {
     assertEquals(List.of("t1"), register.getRegister().getRunningTaskIdsList());
     eventually(() -> second.got(message -> endOf(message, "t1")));
 
-    // Journaled now: the next reattach no longer carries it.
+    // Acknowledged now: the next reattach no longer carries it.
+    long seq = second.received().stream().filter(message -> endOf(message, "t1")).findFirst()
+        .orElseThrow().getSeq();
     loop.runOnContext(ignored -> second.response().write(HeadMessage.newBuilder()
-        .setEndsJournaled(CallEndsJournaled.newBuilder().addTaskIds("t1")).build()));
+        .setReceived(ReportsReceived.newBuilder().setSeq(seq)).build()));
     Thread.sleep(300);
     breakStream(second);
     Stream third = next();
     assertEquals(List.of(), third.received().get(0).getRegister().getRunningTaskIdsList());
     Thread.sleep(300);
-    assertFalse(third.got(message -> endOf(message, "t1")), "a journaled end is not resent");
+    assertFalse(third.got(message -> endOf(message, "t1")), "an acknowledged end is not resent");
   }
 }
