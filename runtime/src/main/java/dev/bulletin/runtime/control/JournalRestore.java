@@ -46,28 +46,33 @@ public final class JournalRestore {
   private final ObjectStore store;
   /** How long a call restored as running on a remote worker waits for it to reattach. */
   private final Duration workerGrace;
+  /** The embedded worker's id: its calls died with the runtime, whenever it attaches. */
+  private final String embeddedWorkerId;
   private int missingObjects;
 
-  private JournalRestore(ControlPlane plane, SessionRegistry sessions, Duration workerGrace) {
+  private JournalRestore(ControlPlane plane, SessionRegistry sessions, Duration workerGrace,
+      String embeddedWorkerId) {
     this.plane = plane;
     this.sessions = sessions;
     this.store = plane.store();
     this.workerGrace = workerGrace;
+    this.embeddedWorkerId = embeddedWorkerId;
   }
 
   /** Restores {@code state} into {@code plane}, which must be new (nothing submitted yet). */
   public static Report restore(JournalState state, ControlPlane plane, SessionRegistry sessions) {
-    return restore(state, plane, sessions, Duration.ZERO);
+    return restore(state, plane, sessions, Duration.ZERO, "");
   }
 
   /**
    * As {@link #restore(JournalState, ControlPlane, SessionRegistry)}; a call that was running
-   * on a remote worker waits up to {@code workerGrace} for that worker to reattach and report
-   * it ({@link RestoredRemoteWork}) instead of running again (zero: it runs again at once).
+   * on a remote worker (any but {@code embeddedWorkerId}) waits up to {@code workerGrace} for
+   * that worker to reattach and report it ({@link RestoredRemoteWork}) instead of running
+   * again (zero: it runs again at once).
    */
   public static Report restore(JournalState state, ControlPlane plane, SessionRegistry sessions,
-      Duration workerGrace) {
-    return new JournalRestore(plane, sessions, workerGrace).run(state);
+      Duration workerGrace, String embeddedWorkerId) {
+    return new JournalRestore(plane, sessions, workerGrace, embeddedWorkerId).run(state);
   }
 
   private Report run(JournalState state) {
@@ -196,7 +201,7 @@ public final class JournalRestore {
 
   /** Whether a call that ran on {@code workerId} ran on a remote worker (not the embedded one). */
   private boolean ranRemotely(String workerId) {
-    return !workerGrace.isZero()
+    return !workerGrace.isZero() && !workerId.equals(embeddedWorkerId)
         && plane.worker(workerId).map(AttachedWorker::remote).orElse(true);
   }
 

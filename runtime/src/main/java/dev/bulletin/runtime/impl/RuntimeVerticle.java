@@ -158,7 +158,7 @@ public final class RuntimeVerticle extends VerticleBase {
     sessions = new SessionRegistry(vertx, plane, options.reconnect().sessionWindow());
     long restoreMark = plane.journaling().mark();
     JournalRestore.restore(journal.restored(), plane, sessions,
-        options.reconnect().workerGrace());
+        options.reconnect().workerGrace(), options.worker().workerId());
     // The restored sessions' new seq reservations are on disk before a client can resume.
     Future<Void> restoreKept = Future.fromCompletionStage(
         plane.journaling().durable(restoreMark), context);

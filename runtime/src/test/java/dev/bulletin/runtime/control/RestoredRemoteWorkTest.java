@@ -155,7 +155,7 @@ class RestoredRemoteWorkTest {
         }
       });
       SessionRegistry sessions = new SessionRegistry(vertx, plane, Duration.ofMinutes(3));
-      JournalRestore.restore(state, plane, sessions, grace);
+      JournalRestore.restore(state, plane, sessions, grace, "local");
       return null;
     });
   }
@@ -392,5 +392,14 @@ class RestoredRemoteWorkTest {
     Throwable lost = fetchKept().get(10, TimeUnit.SECONDS);
     assertTrue(lost != null && lost.getMessage().contains("did not reattach within"),
         String.valueOf(lost));
+  }
+
+  @Test
+  void aCallThatRanOnTheEmbeddedWorkerRunsAgainAtOnceEvenBeforeItAttaches() throws Exception {
+    restore("local", Duration.ofMinutes(1));
+    assertEquals(0, onLoop(() -> plane.restoredRemoteWork().waitingCount()));
+    Link other = new Link();
+    onLoop(() -> plane.attach(worker("w-other", other)));
+    eventually(() -> other.runs.contains("t1"));
   }
 }
