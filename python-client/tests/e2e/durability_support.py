@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
-from cluster_support import Cluster, pid_gone, start_cluster, wait_until
+from cluster_support import Cluster, cli_env, pid_gone, start_cluster, wait_until
 
 
 def crash(cluster: Cluster) -> None:
@@ -26,3 +28,22 @@ def store_files(cluster: Cluster) -> set[str]:
     root = Path(cluster.info["store_dir"])
     return {f"{ns.name}/{f.name}" for ns in root.iterdir() if ns.is_dir()
             for f in ns.iterdir() if not f.name.startswith(".")}
+
+
+def start_worker(home, head_address: str, worker_id: str, *extra: str, cpus: int = 1,
+                 gpus: int = 1) -> tuple:
+    """A remote `bulletin worker` (its own process group, log in the home); (process, log)."""
+    log_path = home / f"worker-{worker_id}.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bulletin", "worker", "--head", head_address, "--worker-id",
+             worker_id, "--cpus", str(cpus), "--simulate-gpus", str(gpus), *extra],
+            env=cli_env(home), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True)
+    return proc, log_path
+
+
+def stop_worker(proc) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)

@@ -5,9 +5,6 @@ link is down, its calls run on, and the client resumes it."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
 import time
 
@@ -19,6 +16,7 @@ from bulletin._proto import bulletin_pb2 as pb
 from bulletin._proto import bulletin_pb2_grpc as pb_grpc
 from cluster_support import (ALICE, BOB, CALL_SECONDS, cli_env, start_cluster,
                              start_two_user_cluster, wait_for_file, wait_until)
+from durability_support import start_worker, stop_worker
 from link_proxy import LinkProxy
 
 
@@ -161,23 +159,6 @@ def test_runtime_unreachable_only_after_the_limit(short_window_cluster, tmp_path
     err = capfd.readouterr().err
     assert err.count("waiting up to 1.5 s") == 1, err
     assert "gave up waiting" in err
-
-
-def start_worker(home, head_address: str, worker_id: str, *extra: str) -> tuple:
-    log_path = home / f"worker-{worker_id}.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "bulletin", "worker", "--head", head_address, "--worker-id",
-             worker_id, "--cpus", "1", "--simulate-gpus", "1", *extra],
-            env=cli_env(home), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True)
-    return proc, log_path
-
-
-def stop_worker(proc) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
 
 
 def big_result(n: int):

@@ -68,6 +68,8 @@ public final class ControlPlane {
   private java.util.function.BiConsumer<String, Double> creditsEarned = (group, credits) -> { };
   /** The journal's hook points (docs/durability.md): records go out before acknowledgements. */
   private final Journaling journaling;
+  /** Restored calls that wait for the remote worker that ran them to reattach. */
+  private final RestoredRemoteWork restoredRemoteWork;
 
   /**
    * @param drainMarginSeconds a worker whose allocation ends sooner than this takes no call
@@ -87,11 +89,17 @@ public final class ControlPlane {
     this.inlineLimit = inlineLimit;
     this.drainMarginSeconds = drainMarginSeconds;
     tasks.listen(journaling);
+    this.restoredRemoteWork = new RestoredRemoteWork(this, context);
     policy.ledger().onChange(() -> journaling.ledger(policy.ledger().image()));
   }
 
   public Journaling journaling() {
     return journaling;
+  }
+
+  /** Restored calls waiting for their remote worker to reattach (docs/durability.md). */
+  public RestoredRemoteWork restoredRemoteWork() {
+    return restoredRemoteWork;
   }
 
   PolicyPass policy() {
@@ -345,6 +353,9 @@ public final class ControlPlane {
       }
       case PLACED, RUNNING -> {
         AttachedWorker worker = placements.get(task.id());
+        if (worker == null && restoredRemoteWork.cancel(task, reason)) {
+          return; // restored, its worker not back yet: it ends here, stopped there on reattach
+        }
         if (task.stopReason() == null && worker != null) {
           task.stopping(reason);
           worker.link().stop(task.id(), reason.describe());
@@ -502,7 +513,34 @@ public final class ControlPlane {
         placed.gpuIds(), Optional.ofNullable(runAs.get(task.owner().user())),
         task.executorSpec().withGpuFraction(task.demand().fractional()
             ? task.demand().gpuShare() : 0));
-    worker.link().run(request, new CallListener() {
+    whenEnded(task, worker.link().run(request, listener(task)));
+  }
+
+  /**
+   * Takes over a restored call its remote worker still runs (see {@link RestoredRemoteWork}):
+   * its GPUs there are reserved again ({@code gpuIds} null: the worker ended it already and its
+   * end follows, nothing to reserve), and its outcome is this runtime's to report.
+   *
+   * @throws IllegalStateException if those slots are not free on the worker
+   */
+  void adopt(Task task, AttachedWorker worker, List<Integer> gpuIds) {
+    if (gpuIds != null) {
+      worker.reserve(task.id(), task.demand(), gpuIds);
+    }
+    long now = System.nanoTime();
+    placements.put(task.id(), worker);
+    task.placedOn(worker.id(), gpuIds == null ? List.of() : gpuIds, now);
+    task.usage().reserved(worker.id(), now);
+    task.usage().running(now);
+    task.adoptedRunning(now);
+    runningCount++;
+    tasks.transitionQuietly(task, TaskState.RUNNING); // journaled; its client heard it before
+    startWalltime(task);
+    whenEnded(task, worker.link().adopt(task.id(), task.args().namespace(), listener(task)));
+  }
+
+  private CallListener listener(Task task) {
+    return new CallListener() {
       @Override
       public void started(String executorId) {
         context.runOnContext(ignored -> onStarted(task));
@@ -516,7 +554,11 @@ public final class ControlPlane {
           }
         });
       }
-    }).whenComplete((outcome, error) -> context.runOnContext(ignored -> onEnded(task,
+    };
+  }
+
+  private void whenEnded(Task task, java.util.concurrent.CompletableFuture<CallOutcome> ended) {
+    ended.whenComplete((outcome, error) -> context.runOnContext(ignored -> onEnded(task,
         error == null ? outcome : new CallOutcome.ExecutorDied("worker agent failed: " + error))));
   }
 
@@ -530,6 +572,11 @@ public final class ControlPlane {
     AttachedWorker worker = placements.get(task.id());
     tasks.transition(task, TaskState.RUNNING, TaskEvents.running(task.id(), task.workerId(),
         task.gpuIds(), worker != null && worker.slots().simulatedGpus()));
+    startWalltime(task);
+  }
+
+  /** Stops the call when its timeout (or its QoS class's walltime) has passed. */
+  private void startWalltime(Task task) {
     long millis = Math.max(1, task.walltime().toMillis());
     String limit = task.timeoutSeconds() > 0 ? "timeout of " + task.timeoutSeconds() + " s"
         : "walltime of " + task.walltime().toString().substring(2).toLowerCase()
@@ -639,6 +686,8 @@ public final class ControlPlane {
       }
       objects.release(returned.result());
     } else {
+      objects.keptOnly(returned.result()).ifPresent(kept -> journaling.resultKept(
+          returned.result(), kept.workerId(), kept.size(), kept.kind()));
       session.holds().adopt(returned.result());
     }
     return ref.build();

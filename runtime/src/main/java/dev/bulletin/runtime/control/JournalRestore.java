@@ -10,16 +10,19 @@ import dev.bulletin.runtime.api.ClientSession;
 import dev.bulletin.runtime.api.SessionRegistry;
 import dev.bulletin.runtime.api.TaskEvents;
 import dev.bulletin.runtime.identity.Identity;
+import dev.bulletin.runtime.journal.JournalRecord;
 import dev.bulletin.runtime.journal.JournalRecord.CallAccepted;
 import dev.bulletin.runtime.journal.JournalRecord.SessionOpened;
 import dev.bulletin.runtime.journal.JournalState;
 import dev.bulletin.runtime.scheduler.Demand;
 import dev.bulletin.runtime.task.Task;
 import dev.bulletin.runtime.task.TaskState;
+import dev.bulletin.runtime.workers.AttachedWorker;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.logging.Logger;
 
 /**
@@ -41,17 +44,35 @@ public final class JournalRestore {
   private final ControlPlane plane;
   private final SessionRegistry sessions;
   private final ObjectStore store;
+  /** How long a call restored as running on a remote worker waits for it to reattach. */
+  private final Duration workerGrace;
+  /** The embedded worker's id: its calls died with the runtime, whenever it attaches. */
+  private final String embeddedWorkerId;
   private int missingObjects;
 
-  private JournalRestore(ControlPlane plane, SessionRegistry sessions) {
+  private JournalRestore(ControlPlane plane, SessionRegistry sessions, Duration workerGrace,
+      String embeddedWorkerId) {
     this.plane = plane;
     this.sessions = sessions;
     this.store = plane.store();
+    this.workerGrace = workerGrace;
+    this.embeddedWorkerId = embeddedWorkerId;
   }
 
   /** Restores {@code state} into {@code plane}, which must be new (nothing submitted yet). */
   public static Report restore(JournalState state, ControlPlane plane, SessionRegistry sessions) {
-    return new JournalRestore(plane, sessions).run(state);
+    return restore(state, plane, sessions, Duration.ZERO, "");
+  }
+
+  /**
+   * As {@link #restore(JournalState, ControlPlane, SessionRegistry)}; a call that was running
+   * on a remote worker (any but {@code embeddedWorkerId}) waits up to {@code workerGrace} for
+   * that worker to reattach and report it ({@link RestoredRemoteWork}) instead of running
+   * again (zero: it runs again at once).
+   */
+  public static Report restore(JournalState state, ControlPlane plane, SessionRegistry sessions,
+      Duration workerGrace, String embeddedWorkerId) {
+    return new JournalRestore(plane, sessions, workerGrace, embeddedWorkerId).run(state);
   }
 
   private Report run(JournalState state) {
@@ -64,7 +85,7 @@ public final class JournalRestore {
     try {
       plane.policy().ledger().restore(state.ledger());
       for (JournalState.Session saved : state.sessions()) {
-        ClientSession session = restoreSession(saved, journaling);
+        ClientSession session = restoreSession(saved, journaling, state.keptResults());
         // Ended calls' results and failures: the client hears them again (a duplicate of an
         // end it saw already is ignored by the client).
         for (byte[] bytes : saved.endedCalls().values()) {
@@ -81,7 +102,7 @@ public final class JournalRestore {
         }
         Task task = restoreCall(call, session);
         restoredCalls++;
-        if (task.state() != TaskState.QUEUED) {
+        if (task.state() == TaskState.ERROR) {
           lostCalls++;
         }
       }
@@ -89,6 +110,7 @@ public final class JournalRestore {
       journaling.restoring(false);
     }
     after.forEach(Runnable::run);
+    plane.restoredRemoteWork().startGrace(workerGrace, restoredCalls > 0);
     int dropped = store.dropUnreferencedObjects();
     Report report = new Report(state.sessions().size(), restoredCalls, lostCalls,
         missingObjects, dropped);
@@ -96,14 +118,17 @@ public final class JournalRestore {
       LOG.info("restored from the journal: " + report.sessions() + " sessions (detached until"
           + " their clients resume them), " + restoredCalls + " calls not ended (" + lostCalls
           + " failed: an object they need is gone), " + missingObjects + " objects missing from"
-          + " the store, " + dropped + " store files no session or call names deleted, in "
+          + " the store, " + dropped + " store files no session or call names deleted, "
+          + plane.restoredRemoteWork().waitingCount() + " calls waiting up to "
+          + workerGrace.toSeconds() + " s for the remote worker that ran them, in "
           + (System.nanoTime() - started) / 1_000_000 + " ms");
     }
     plane.schedule();
     return report;
   }
 
-  private ClientSession restoreSession(JournalState.Session saved, Journaling journaling) {
+  private ClientSession restoreSession(JournalState.Session saved, Journaling journaling,
+      Map<String, JournalRecord.ResultKept> keptOnWorkers) {
     SessionOpened opened = saved.opened();
     Identity identity = new Identity(opened.user(), opened.group(), opened.owner(), false,
         opened.admin());
@@ -112,6 +137,15 @@ public final class JournalRestore {
     journaling.restoredSession(opened.sessionId(), saved.reservedSeq());
     saved.holds().forEach((name, count) -> {
       ObjectKey key = key(name);
+      JournalRecord.ResultKept kept = keptOnWorkers.get(name);
+      if (kept != null && !workerGrace.isZero() && !store.contains(key)) {
+        // Kept in a remote worker's store: held again, and awaited from that worker.
+        plane.restoredRemoteWork().awaitResult(key, kept, count);
+        for (int i = 0; i < count; i++) {
+          session.holds().adopt(key);
+        }
+        return;
+      }
       for (int i = 0; i < count; i++) {
         if (!store.retainIfPresent(key)) {
           missingObjects++;
@@ -155,12 +189,21 @@ public final class JournalRestore {
           FailureCode.WORKER_LOST, task.name() + "() cannot run again after the runtime"
               + " restarted: its " + missing + " was lost (its store file did not survive)."
               + " Submit the call again with its arguments", RuntimeTimings.getDefaultInstance()));
+    } else if (call.runningOn() != null && ranRemotely(call.runningOn())) {
+      // Its worker outlived the runtime and may still run it: it waits for it to reattach.
+      plane.restoredRemoteWork().await(task, call.runningOn());
     } else if (call.runningOn() != null) {
-      // Running when the runtime died: the run is lost with it, and the call runs again. (A
-      // call that was queued is queued still: its client heard nothing else.)
+      // Running on the embedded worker when the runtime died: the run is lost with it, and the
+      // call runs again. (A call that was queued is queued still: its client heard nothing else.)
       plane.tasks().announce(task, TaskEvents.queued(task.id()));
     }
     return task;
+  }
+
+  /** Whether a call that ran on {@code workerId} ran on a remote worker (not the embedded one). */
+  private boolean ranRemotely(String workerId) {
+    return !workerGrace.isZero() && !workerId.equals(embeddedWorkerId)
+        && plane.worker(workerId).map(AttachedWorker::remote).orElse(true);
   }
 
   /** Takes the references the call held (its arguments and refs); the name of a missing one. */

@@ -133,6 +133,16 @@ public final class Journaling implements TaskTable.Listener {
     journal.append(new JournalRecord.SessionHold(sessionId, key.toString(), function, delta));
   }
 
+  /**
+   * A session took a result kept only on a remote worker: where it lives, so that a restart
+   * restores the hold and waits for that worker (its {@link JournalRecord.SessionHold} follows).
+   */
+  void resultKept(ObjectKey key, String workerId, long size, String kind) {
+    if (!restoring) {
+      journal.append(new JournalRecord.ResultKept(key.toString(), workerId, size, kind));
+    }
+  }
+
   void sessionClosed(ClientSession session) {
     if (sessions.remove(session.id()) != null) {
       journal.append(new JournalRecord.SessionClosed(session.id()));

@@ -188,10 +188,12 @@ final class Passes {
     }
     boolean fitsAnOpenWorker = plane.feasibilityOnOpenWorkers(task.demand()).feasible();
     boolean fitsTheCluster = plane.feasibility(task.demand()).feasible();
-    if (!fitsAnOpenWorker && (fitsTheCluster || task.requeues() > 0)) {
+    if (!fitsAnOpenWorker && (fitsTheCluster || task.requeues() > 0
+        || plane.restoredRemoteWork().workersMayReattach())) {
       // Too big for the workers open now (gone or draining), but a worker that fits is attached,
       // or a pool can start one, or it already ran here and lost its worker (its retry waits
-      // for one to join): it waits.
+      // for one to join), or the runtime just restarted and remote workers are still coming
+      // back: it waits.
       tellWaiting(task, new WaitInfo(1, WaitCode.NO_WORKERS, "no worker attached now can run it ("
           + reason + "); it waits for a worker that can to join", Optional.empty(), List.of()));
       return;

@@ -158,7 +158,8 @@ public final class RuntimeVerticle extends VerticleBase {
     objects.dataPort(bulk.port());
     sessions = new SessionRegistry(vertx, plane, options.reconnect().sessionWindow());
     long restoreMark = plane.journaling().mark();
-    JournalRestore.restore(journal.restored(), plane, sessions);
+    JournalRestore.restore(journal.restored(), plane, sessions,
+        options.reconnect().workerGrace(), options.worker().workerId());
     // The restored sessions' new seq reservations are on disk before a client can resume.
     Future<Void> restoreKept = Future.fromCompletionStage(
         plane.journaling().durable(restoreMark), context);

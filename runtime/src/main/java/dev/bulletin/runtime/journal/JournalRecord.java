@@ -71,6 +71,14 @@ public sealed interface JournalRecord {
   record PoolWorker(String pool, String workerId, String handle, boolean up)
       implements JournalRecord { }
 
+  /**
+   * A call's result stays in remote worker {@code workerId}'s store (the runtime has no copy)
+   * and a session holds it: a restart restores the hold and waits for that worker to reattach
+   * with it (docs/durability.md). {@code key} is {@code namespace/id}.
+   */
+  record ResultKept(String key, String workerId, long size, String kind)
+      implements JournalRecord { }
+
   /** The last record of a snapshot: a snapshot without it is incomplete and not used. */
   record SnapshotEnd(long records) implements JournalRecord { }
 }

@@ -6,6 +6,7 @@ import dev.bulletin.runtime.journal.JournalRecord.CallRequeued;
 import dev.bulletin.runtime.journal.JournalRecord.CallStarted;
 import dev.bulletin.runtime.journal.JournalRecord.Ledger;
 import dev.bulletin.runtime.journal.JournalRecord.PoolWorker;
+import dev.bulletin.runtime.journal.JournalRecord.ResultKept;
 import dev.bulletin.runtime.journal.JournalRecord.SessionClosed;
 import dev.bulletin.runtime.journal.JournalRecord.SessionHold;
 import dev.bulletin.runtime.journal.JournalRecord.SessionOpened;
@@ -117,6 +118,8 @@ public final class JournalState {
   private final Map<String, Session> sessions = new LinkedHashMap<>();
   private final Map<String, Call> calls = new LinkedHashMap<>();
   private final Map<String, PoolWorker> poolWorkers = new LinkedHashMap<>();
+  /** Results that live only in a remote worker's store, by key, while a session holds them. */
+  private final Map<String, ResultKept> keptResults = new LinkedHashMap<>();
   private Ledger ledger = new Ledger(new JournalRecord.GroupUsage[0],
       new JournalRecord.UserUsage[0]);
 
@@ -162,6 +165,8 @@ public final class JournalState {
       }
     } else if (record instanceof Ledger next) {
       ledger = next;
+    } else if (record instanceof ResultKept kept) {
+      keptResults.put(kept.key(), kept);
     } else if (record instanceof PoolWorker worker) {
       if (worker.up()) {
         poolWorkers.put(worker.workerId(), worker);
@@ -179,6 +184,10 @@ public final class JournalState {
     }
     if (!hold.function()) {
       session.holds.merge(hold.key(), hold.delta(), (a, b) -> a + b <= 0 ? null : a + b);
+      if (hold.delta() < 0 && keptResults.containsKey(hold.key())
+          && sessions.values().stream().noneMatch(s -> s.holds.containsKey(hold.key()))) {
+        keptResults.remove(hold.key()); // no session holds it: its location no longer matters
+      }
     } else if (hold.delta() > 0) {
       session.functions.add(hold.key());
     } else {
@@ -199,6 +208,11 @@ public final class JournalState {
     return ledger;
   }
 
+  /** Where results held by sessions and kept only on remote workers live, by key. */
+  public Map<String, ResultKept> keptResults() {
+    return Collections.unmodifiableMap(keptResults);
+  }
+
   public Collection<PoolWorker> poolWorkers() {
     return Collections.unmodifiableCollection(poolWorkers.values());
   }
@@ -206,6 +220,11 @@ public final class JournalState {
   /** The records that rebuild this state from nothing, ending with {@link SnapshotEnd}. */
   public List<JournalRecord> asRecords() {
     List<JournalRecord> out = new ArrayList<>();
+    for (ResultKept kept : keptResults.values()) {
+      if (sessions.values().stream().anyMatch(s -> s.holds.containsKey(kept.key()))) {
+        out.add(kept);
+      }
+    }
     for (Session session : sessions.values()) {
       out.add(session.opened);
       String id = session.opened.sessionId();

@@ -38,6 +38,8 @@ public final class ObjectDirectory {
     boolean atHead;
     /** Why it is gone: every worker that kept it went away before it reached the runtime. */
     String lost;
+    /** Restored after a restart: the worker that kept it, not reattached yet (or null). */
+    String awaited;
     Promise<Void> pull;
 
     Entry(long size, String kind) {
@@ -166,6 +168,18 @@ public final class ObjectDirectory {
     entry.lost = null;
   }
 
+  /** Where a result lives that only remote workers keep (the journal records it). */
+  public record KeptResult(String workerId, long size, String kind) { }
+
+  /** The result's first keeper, when only remote workers keep it (no copy in this store). */
+  public Optional<KeptResult> keptOnly(ObjectKey key) {
+    Entry entry = entries.get(key);
+    if (entry == null || entry.atHead || entry.keepers.isEmpty()) {
+      return Optional.empty();
+    }
+    return Optional.of(new KeptResult(entry.keepers.iterator().next(), entry.size, entry.kind));
+  }
+
   /** Whether the object can be used on this worker without moving it (remote workers only). */
   public boolean keptOn(String workerId, ObjectKey key) {
     Entry entry = entries.get(key);
@@ -255,6 +269,10 @@ public final class ObjectDirectory {
         return entry.pull.future();
       }
     }
+    if (entry.awaited != null) { // asked for once its keeper reattaches (or fails then)
+      entry.pull = Promise.promise();
+      return entry.pull.future();
+    }
     return Future.failedFuture(new ObjectLostException("object " + key.id()
         + " has no attached worker holding it"));
   }
@@ -325,6 +343,61 @@ public final class ObjectDirectory {
       entry.pull = null;
       pull.tryFail(new ObjectLostException("object " + key.id()
           + " (an earlier call's result) lived only on " + where));
+    }
+  }
+
+  // ---- after a restart: results kept on workers that have not reattached yet ----------------
+
+  /**
+   * The restore found {@code references} session holds on a result that lived only in
+   * {@code workerId}'s store: they are held here again, and the result waits for that worker
+   * to reattach with it ({@link #keeperReattached}) or not ({@link #keeperGone}). A fetch
+   * meanwhile waits too.
+   */
+  public void awaitKeeper(ObjectKey key, String workerId, long size, String kind,
+      int references) {
+    Entry entry = entries.computeIfAbsent(key, k -> new Entry(size, kind));
+    entry.references += references;
+    entry.awaited = workerId;
+  }
+
+  /**
+   * {@code workerId} reattached holding {@code held} in its store: what was awaited from it and
+   * it still holds is kept there again (a waiting fetch asks it now, through {@code link}); what
+   * it no longer holds is lost.
+   */
+  public void keeperReattached(String workerId, WorkerLink link, Set<ObjectKey> held) {
+    for (Map.Entry<ObjectKey, Entry> each : List.copyOf(entries.entrySet())) {
+      Entry entry = each.getValue();
+      if (!workerId.equals(entry.awaited)) {
+        continue;
+      }
+      entry.awaited = null;
+      if (held.contains(each.getKey())) {
+        entry.keepers.add(workerId);
+        held(workerId, each.getKey(), entry.size);
+        if (entry.pull != null) {
+          link.sendObject(each.getKey());
+        }
+      } else {
+        afterKeeperLeft(each.getKey(), entry, "worker " + workerId + ", which reattached"
+            + " without it after the runtime restarted");
+      }
+    }
+  }
+
+  /**
+   * {@code workerId} will not bring back what was awaited from it: that is lost.
+   *
+   * @param how read after "worker W, which": "did not reattach within 60 s ..."
+   */
+  public void keeperGone(String workerId, String how) {
+    for (Map.Entry<ObjectKey, Entry> each : List.copyOf(entries.entrySet())) {
+      Entry entry = each.getValue();
+      if (workerId.equals(entry.awaited)) {
+        entry.awaited = null;
+        afterKeeperLeft(each.getKey(), entry, "worker " + workerId + ", which " + how);
+      }
     }
   }
 

@@ -95,6 +95,15 @@ public final class Task {
     attempts++;
   }
 
+  /**
+   * A run that started before the runtime restarted, adopted from the worker that still runs it
+   * (docs/durability.md): running again from now on, with no new attempt.
+   */
+  public void adoptedRunning(long nanos) {
+    this.startedNanos = nanos;
+    this.startedAt = Instant.now();
+  }
+
   /** Runs started so far (the current one included): 1 on its first run. */
   public int attempts() { return attempts; }
 

@@ -63,6 +63,14 @@ public final class RemoteWorkerLink implements WorkerLink {
   private boolean suspended;
   private final java.util.ArrayDeque<HeadMessage> owed = new java.util.ArrayDeque<>();
   private long receivedSeq;
+  /**
+   * Runs its argument on the loop with true once every journal record appended so far is on
+   * disk (false: it could not be written). What arrived is acknowledged to the worker only
+   * then: until, it keeps each report, to send it again should this runtime crash before its
+   * journal had the call's end.
+   */
+  private java.util.function.Consumer<java.util.function.Consumer<Boolean>> whenJournaled =
+      then -> then.accept(true);
 
   /** @param broken detaches the worker when a write finds its stream broken */
   RemoteWorkerLink(String workerId, GrpcServerResponse<WorkerMessage, HeadMessage> stream,
@@ -114,6 +122,18 @@ public final class RemoteWorkerLink implements WorkerLink {
     return outcome;
   }
 
+  @Override
+  public CompletableFuture<CallOutcome> adopt(String taskId, String namespace,
+      CallListener listener) {
+    CompletableFuture<CallOutcome> outcome = new CompletableFuture<>();
+    if (closed) {
+      outcome.complete(new CallOutcome.WorkerLost("the worker had already gone away"));
+    } else {
+      pending.put(taskId, new Pending(outcome, listener, namespace));
+    }
+    return outcome;
+  }
+
   /**
    * The object's id and size, and its bytes when small enough and {@code withBytes} (the
    * function and arguments, always in the runtime's store; a ref may be kept on a worker).
@@ -162,6 +182,12 @@ public final class RemoteWorkerLink implements WorkerLink {
     return new WorkerStatusView(pending.size(), 0, 0);
   }
 
+  /** How the link learns that what it received is journaled (see {@link #whenJournaled}). */
+  void acknowledgeWhen(
+      java.util.function.Consumer<java.util.function.Consumer<Boolean>> whenJournaled) {
+    this.whenJournaled = whenJournaled;
+  }
+
   /** The last report of the worker that arrived here (WorkerMessage.seq): for its reattach. */
   long receivedSeq() {
     return receivedSeq;
@@ -190,9 +216,16 @@ public final class RemoteWorkerLink implements WorkerLink {
     } else if (message.hasEnded()) {
       ended(message.getEnded());
     } else if (message.hasHeartbeat()) {
-      // What arrived is acknowledged once a heartbeat: the worker's copy stays bounded.
-      write(HeadMessage.newBuilder().setReceived(ReportsReceived.newBuilder()
-          .setSeq(receivedSeq)).build());
+      // What arrived is acknowledged once a heartbeat (the worker's copy stays bounded), once
+      // the journal has what it changed: a call's end must survive a crash here, or the
+      // worker must still hold it to send again (docs/durability.md).
+      long arrived = receivedSeq;
+      whenJournaled.accept(journaled -> {
+        if (journaled) {
+          write(HeadMessage.newBuilder().setReceived(ReportsReceived.newBuilder()
+              .setSeq(arrived)).build());
+        }
+      });
       storeReferenced = message.getHeartbeat().getStoreReferenced();
       usage.heartbeat(message.getHeartbeat());
       for (HeldObject gone : message.getHeartbeat().getDroppedList()) {
@@ -218,9 +251,11 @@ public final class RemoteWorkerLink implements WorkerLink {
       usage.ended(ended);
       call.outcome().complete(outcome(ended, call.namespace()));
     } else if (ended.hasReturned() && ended.getReturned().getKept()) {
-      // No call waits for it (it was given up here): the worker need not keep it.
+      // No call waits for it (it was given up here): the worker need not keep it, unless
+      // this is an end sent again whose result the runtime already keeps there.
       keyOf(ended.getHeldList().stream().filter(h -> h.getId().equals(
           ended.getReturned().getResult().getId())).findFirst().orElse(null))
+          .filter(key -> !objects.keptOn(workerId, key))
           .ifPresent(key -> dropObjects(key.namespace(), List.of(key)));
     }
   }

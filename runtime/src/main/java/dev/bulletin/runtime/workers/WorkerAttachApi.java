@@ -32,6 +32,8 @@ public final class WorkerAttachApi {
   static final long HEARTBEAT_MILLIS = 2_000;
   /** Silence after which a worker counts as gone, even if its connection still looks open. */
   static final long SILENCE_LIMIT_MILLIS = 5 * HEARTBEAT_MILLIS;
+  /** A heartbeat's acknowledgement waits this long: a call's end reaches the journal later. */
+  private static final long ACK_BATCH_MILLIS = 50;
 
   private final Vertx vertx;
   private final ControlPlane plane;
@@ -111,6 +113,7 @@ public final class WorkerAttachApi {
       // turn: never in the middle of the scheduling pass that was placing a call on it.
       link = new RemoteWorkerLink(registration.getWorkerId(), response, plane.objects(),
           inlineLimit, cause -> vertx.runOnContext(ignored -> lost(cause)));
+      link.acknowledgeWhen(WorkerAttachApi.this::whenJournaled);
       WorkerSlots slots = new WorkerSlots(registration.getWorkerId(),
           registration.getGpuNamesCount(), registration.getSimulatedGpus(),
           registration.getCpus(), registration.getMemoryBytes());
@@ -118,9 +121,15 @@ public final class WorkerAttachApi {
           registration.getPool(), registration.getGpuNamesList(), true,
           registration.getExpiresAt(), registration.getProviderHandle(), slots, link,
           registration.getGpuTopology());
-      // A worker that reattaches after its grace (or to a restarted runtime) runs calls this
-      // runtime gave up: it stops them. What its store holds is still worth knowing.
-      accept(registration, registration.getRunningTaskIdsList(), 0);
+      // A worker that reattaches to a restarted runtime runs on the calls the journal had on
+      // it: they are adopted. Any other it runs (after its grace, this runtime gave them up)
+      // it stops. What its store holds is still worth knowing. A new link has received
+      // nothing: the worker sends again every report not acknowledged.
+      accept(registration, plane.restoredRemoteWork().registered(worker,
+          registration.getReattach(),
+          reportedGpus(registration),
+          new java.util.LinkedHashSet<>(registration.getRunningTaskIdsList()),
+          heldKeys(registration)), 0);
       reregisterHeld(registration);
       plane.attach(worker);
       LOG.info(() -> "worker " + worker.id() + " attached from " + registration.getHost() + ": "
@@ -165,6 +174,25 @@ public final class WorkerAttachApi {
           end(GrpcStatus.UNAVAILABLE, "no heartbeat for " + SILENCE_LIMIT_MILLIS / 1000 + " s");
         }
       });
+    }
+
+    private static Map<String, List<Integer>> reportedGpus(RegisterWorker registration) {
+      Map<String, List<Integer>> gpus = new HashMap<>();
+      registration.getReattachedCallGpusList().forEach(call ->
+          gpus.put(call.getTaskId(), List.copyOf(call.getGpuIdsList())));
+      return gpus;
+    }
+
+    private static java.util.Set<ObjectKey> heldKeys(RegisterWorker registration) {
+      java.util.Set<ObjectKey> keys = new java.util.HashSet<>();
+      for (HeldObject held : registration.getHeldObjectsList()) {
+        try {
+          keys.add(ObjectKey.of(held.getNamespace(), held.getId()));
+        } catch (IllegalArgumentException malformed) {
+          // Names no object: ignored, as in a call's report.
+        }
+      }
+      return keys;
     }
 
     private void reregisterHeld(RegisterWorker registration) {
@@ -236,6 +264,18 @@ public final class WorkerAttachApi {
       plane.detach(leaving, cause);
       LOG.info(() -> "worker " + leaving.id() + " detached: " + cause);
     }
+  }
+
+  /**
+   * Tells {@code then} (on the loop), a moment from now, whether every journal record appended
+   * by then is on disk: a call's end reaches the journal a loop turn or two after its message,
+   * so the mark is taken a moment later.
+   */
+  private void whenJournaled(java.util.function.Consumer<Boolean> then) {
+    io.vertx.core.Context loop = vertx.getOrCreateContext(); // the control plane's: called there
+    vertx.setTimer(ACK_BATCH_MILLIS, id -> plane.journaling().durable(
+        plane.journaling().mark()).whenComplete((ok, failed) ->
+            loop.runOnContext(ignored -> then.accept(failed == null))));
   }
 
   private String problemWith(RegisterWorker registration) {

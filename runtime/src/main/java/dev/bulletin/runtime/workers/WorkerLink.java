@@ -50,6 +50,17 @@ public interface WorkerLink {
   /** The runtime no longer needs these objects the worker kept: it drops its hold on them. */
   default void dropObjects(String namespace, java.util.List<dev.bulletin.bridge.ObjectKey> keys) {}
 
+  /**
+   * Takes over a call this worker already runs: a runtime restored from its journal adopts it
+   * when the worker reattaches (docs/durability.md). Its progress and outcome come back as for
+   * {@link #run}. Only a remote worker outlives the runtime; the default says so as the outcome.
+   */
+  default CompletableFuture<CallOutcome> adopt(String taskId, String namespace,
+      CallListener listener) {
+    return CompletableFuture.completedFuture(new CallOutcome.WorkerLost("this worker cannot"
+        + " hand over a call it ran for an earlier runtime"));
+  }
+
   /** The link to the runtime's own worker agent, which shares the runtime's store. */
   static WorkerLink embedded(WorkerAgent agent) {
     return new WorkerLink() {

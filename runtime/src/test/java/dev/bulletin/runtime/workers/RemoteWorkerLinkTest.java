@@ -127,6 +127,55 @@ class RemoteWorkerLinkTest {
     assertEquals(0, detached.size());
   }
 
+  private static WorkerMessage keptEnd(String taskId, ObjectKey result, long seq) {
+    return WorkerMessage.newBuilder().setSeq(seq).setEnded(dev.bulletin.protocol.CallEnded
+        .newBuilder().setTaskId(taskId).setReturned(dev.bulletin.protocol.CallReturned
+            .newBuilder().setResult(dev.bulletin.protocol.ObjectRef.newBuilder()
+                .setId(result.id().hex()).setSize(4 << 20)).setKept(true))
+        .addHeld(dev.bulletin.protocol.HeldObject.newBuilder().setNamespace(result.namespace())
+            .setId(result.id().hex()).setSize(4 << 20))).build();
+  }
+
+  private static final WorkerMessage HEARTBEAT = WorkerMessage.newBuilder().setHeartbeat(
+      dev.bulletin.protocol.WorkerHeartbeat.getDefaultInstance()).build();
+
+  @Test
+  void whatArrivedIsAcknowledgedOnlyOnceTheJournalHasIt() {
+    RemoteWorkerLink link = new RemoteWorkerLink("w1", stream(), objects, 1024, detached::add);
+    List<java.util.function.Consumer<Boolean>> waiting = new ArrayList<>();
+    link.acknowledgeWhen(waiting::add);
+    CompletableFuture<CallOutcome> call = run(link, "t1");
+    ObjectKey result = ObjectKey.of("ada", "c".repeat(32));
+    link.onMessage(keptEnd("t1", result, 1));
+    assertInstanceOf(CallOutcome.Returned.class, call.join());
+    link.onMessage(HEARTBEAT);
+    assertTrue(written.stream().noneMatch(HeadMessage::hasReceived), "not before the journal");
+    waiting.get(0).accept(false); // the journal could not write: nothing acknowledged
+    assertTrue(written.stream().noneMatch(HeadMessage::hasReceived));
+    link.onMessage(keptEnd("t3", ObjectKey.of("ada", "e".repeat(32)), 2)); // an unknown call
+    link.onMessage(HEARTBEAT);
+    waiting.get(1).accept(true);
+    HeadMessage ack = written.stream().filter(HeadMessage::hasReceived).findFirst()
+        .orElseThrow();
+    assertEquals(2, ack.getReceived().getSeq());
+  }
+
+  @Test
+  void anEndSentAgainToARestartedRuntimeDoesNotDropAResultKeptThere() {
+    ObjectKey result = ObjectKey.of("ada", "c".repeat(32));
+    RemoteWorkerLink before = new RemoteWorkerLink("w1", stream(), objects, 1024, detached::add);
+    run(before, "t1");
+    before.onMessage(keptEnd("t1", result, 1));
+    // A restarted runtime's new link knows no seq: the worker's report comes again. The
+    // result is kept on w1 for its caller, so w1 is not told to drop it.
+    RemoteWorkerLink after = new RemoteWorkerLink("w1", stream(), objects, 1024, detached::add);
+    after.onMessage(keptEnd("t1", result, 1));
+    after.onMessage(keptEnd("t3", ObjectKey.of("ada", "e".repeat(32)), 2)); // nothing wants it
+    List<String> dropped = written.stream().filter(HeadMessage::hasDrop)
+        .flatMap(message -> message.getDrop().getIdsList().stream()).toList();
+    assertEquals(List.of("e".repeat(32)), dropped);
+  }
+
   @Test
   void aReportSentAgainAfterAReattachIsTakenOnceAndHeartbeatsAcknowledgeWhatArrived() {
     RemoteWorkerLink link = new RemoteWorkerLink("w1", stream(), objects, 1024, detached::add);

@@ -15,6 +15,7 @@ import dev.bulletin.protocol.ObjectRef;
 import dev.bulletin.protocol.ObjectUnavailable;
 import dev.bulletin.protocol.Output;
 import dev.bulletin.protocol.OutputStream;
+import dev.bulletin.protocol.ReattachedCallGpus;
 import dev.bulletin.protocol.RegisterWorker;
 import dev.bulletin.protocol.RunCall;
 import dev.bulletin.protocol.WorkerHeartbeat;
@@ -78,8 +79,11 @@ public final class WorkerNode implements AutoCloseable {
   /** Results kept for the runtime, and what the runtime was told the store holds. */
   private final StoreReport storeReport;
   private long inlineLimit;
-  /** Calls given to the agent and not ended: reported when the worker reattaches. */
-  private final Set<String> running = new HashSet<>();
+  /**
+   * Calls given to the agent and not ended, with the GPUs each runs on: reported when the
+   * worker reattaches (a restored runtime reserves those GPUs again).
+   */
+  private final java.util.Map<String, List<Integer>> running = new java.util.LinkedHashMap<>();
   private long heartbeats = -1;
   private final java.util.concurrent.atomic.AtomicBoolean closing =
       new java.util.concurrent.atomic.AtomicBoolean();
@@ -145,7 +149,10 @@ public final class WorkerNode implements AutoCloseable {
   /** The registration; a reattach also names the calls it runs and the results it keeps. */
   private RegisterWorker registration(RegisterWorker.Builder register) {
     if (register.getReattach()) {
-      register.addAllRunningTaskIds(running).addAllHeldObjects(storeReport.keptObjects());
+      register.addAllRunningTaskIds(running.keySet())
+          .addAllHeldObjects(storeReport.keptObjects());
+      running.forEach((taskId, gpus) -> register.addReattachedCallGpus(
+          ReattachedCallGpus.newBuilder().setTaskId(taskId).addAllGpuIds(gpus)));
     }
     return peers.announce(register).setWorkerId(options.worker().workerId())
         .setHost(options.hostName()).setPool(options.pool())
@@ -238,7 +245,7 @@ public final class WorkerNode implements AutoCloseable {
 
   private void run(RunCall call) {
     String taskId = call.getTaskId();
-    running.add(taskId);
+    running.put(taskId, List.copyOf(call.getGpuIdsList()));
     String namespace = call.getNamespace().isEmpty() ? "head" : call.getNamespace();
     Future<ObjectKey> function = holdFunction(namespace, call.getFunction());
     Future<ObjectKey> args = function.compose(ignored -> localCopy(namespace, call.getArgs()));

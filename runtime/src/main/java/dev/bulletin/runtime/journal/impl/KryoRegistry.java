@@ -42,6 +42,7 @@ final class KryoRegistry {
     kryo.register(JournalRecord.Ledger.class, 134);
     kryo.register(JournalRecord.PoolWorker.class, 140);
     kryo.register(JournalRecord.SnapshotEnd.class, 150);
+    kryo.register(JournalRecord.ResultKept.class, 160);
     return kryo;
   }
 }

@@ -71,6 +71,7 @@ class KryoJournalTest {
                 new JournalRecord.GroupUsage("lab", 12.5, 1000L, 0.25, 99_000L, 7.5)},
             new JournalRecord.UserUsage[] {new JournalRecord.UserUsage("ada", 3.5, 2000L)}),
         new JournalRecord.PoolWorker("gpu", "w-2", "slurm:17", true),
+        new JournalRecord.ResultKept("ada/" + "c".repeat(32), "w-2", 3_200_000, "tensor"),
         new JournalRecord.SessionOpened("s2", "bob", "", false, false, 43L),
         new JournalRecord.SessionClosed("s2"),
         new JournalRecord.SnapshotEnd(13));
