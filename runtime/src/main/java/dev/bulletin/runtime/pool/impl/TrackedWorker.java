@@ -22,6 +22,11 @@ final class TrackedWorker {
   int runningCalls;
   Instant idleSince;
   Optional<Instant> expiresAt = Optional.empty();
+  /**
+   * For a worker an earlier runtime launched: by when it must reattach (it is stopped then), or
+   * null. It was running before the restart, so it does not count as a failed launch.
+   */
+  Instant adoptedUntil;
 
   TrackedWorker(String id, String pool, WorkerHandle handle, Instant launchedAt, long sequence) {
     this.id = id;
