@@ -21,6 +21,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -49,6 +50,7 @@ public final class BulletinRuntime implements AutoCloseable {
   private int dataPort;
   private int httpPort;
   private String dashboardUrl = "";
+  private CompletableFuture<Void> executorsWarm;
 
   private BulletinRuntime(RuntimeOptions options, TlsOptions tls, Runnable onShutdownRequest) {
     this.options = options;
@@ -127,6 +129,7 @@ public final class BulletinRuntime implements AutoCloseable {
     dataPort = verticle.dataPort();
     httpPort = verticle.httpPort();
     dashboardUrl = verticle.dashboardUrl();
+    executorsWarm = verticle.embeddedWorkerOpened();
     writeStateFile();
   }
 
@@ -150,6 +153,14 @@ public final class BulletinRuntime implements AutoCloseable {
   /** The dashboard's address ("http://127.0.0.1:8780/"), empty when there is no HTTP port. */
   public String dashboardUrl() {
     return dashboardUrl;
+  }
+
+  /**
+   * Completes once the embedded worker's executors are warm and it takes calls ({@link #start}
+   * returns before: calls queue until then).
+   */
+  public CompletableFuture<Void> executorsWarm() {
+    return executorsWarm;
   }
 
   public String clusterId() {

@@ -89,6 +89,8 @@ public final class RuntimeVerticle extends VerticleBase {
   /** Set when the owner stops the cluster: pool workers stop too (a crash leaves them). */
   private volatile boolean stopPoolWorkers;
   private SessionRegistry sessions;
+  /** Completes once the embedded worker's executors are warm and it takes calls. */
+  private java.util.concurrent.CompletableFuture<Void> embeddedOpened;
 
   public RuntimeVerticle(RuntimeOptions options, TlsOptions tls, WorkerAgent agent,
       Journals.Opened journal, String clusterId, String version, Runnable shutdown) {
@@ -117,7 +119,7 @@ public final class RuntimeVerticle extends VerticleBase {
         options.inlineLimitBytes(), options.drainMarginSeconds(),
         options.config().runAsAccounts(), new Journaling(journal.journal()));
     // Serves before the embedded worker's executors are warm; it takes calls once they are.
-    EmbeddedWorker.attach(plane, agent, context);
+    embeddedOpened = EmbeddedWorker.attach(plane, agent, context);
     usage = new UsageRecorder(plane, UsageStore.open(options.stateRoot(), options.usageRetention()),
         meterRegistry);
     vertx.setPeriodic(UsageRecorder.REFRESH_MILLIS, id -> usage.refresh());
@@ -293,6 +295,11 @@ public final class RuntimeVerticle extends VerticleBase {
 
   public int actualPort() {
     return server.actualPort();
+  }
+
+  /** Completes once the embedded worker's executors are warm and it takes calls. */
+  public java.util.concurrent.CompletableFuture<Void> embeddedWorkerOpened() {
+    return embeddedOpened;
   }
 
   /** The client sessions, attached and detached (the journal restores them here). */

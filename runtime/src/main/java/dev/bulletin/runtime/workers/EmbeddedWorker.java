@@ -6,6 +6,7 @@ import dev.bulletin.worker.HostName;
 import dev.bulletin.worker.WorkerAgent;
 import dev.bulletin.worker.WorkerOptions;
 import io.vertx.core.Context;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.logging.Logger;
 
@@ -25,8 +26,12 @@ public final class EmbeddedWorker {
   /**
    * Attaches the agent's worker to {@code plane} and starts its executors; on {@code context}
    * (the control plane's) it opens for calls once they are ready.
+   *
+   * @return completes once it takes calls
    */
-  public static AttachedWorker attach(ControlPlane plane, WorkerAgent agent, Context context) {
+  public static CompletableFuture<Void> attach(ControlPlane plane, WorkerAgent agent,
+      Context context) {
+    CompletableFuture<Void> opened = new CompletableFuture<>();
     WorkerOptions options = agent.options();
     WorkerSlots slots = new WorkerSlots(options.workerId(), options.gpus().count(),
         options.gpus().simulated(), options.cpus(), options.memoryBytes());
@@ -52,7 +57,8 @@ public final class EmbeddedWorker {
       }
       worker.drain(null);
       plane.workerOpened();
+      opened.complete(null);
     }));
-    return worker;
+    return opened;
   }
 }
