@@ -8,7 +8,6 @@ import java.nio.file.LinkOption;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.Path;
 import java.util.function.ObjLongConsumer;
-import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 /**
@@ -18,7 +17,6 @@ import java.util.stream.Stream;
  * executor had not committed) belonged to writes the crash cut short and are deleted.
  */
 final class KeptObjects {
-  private static final Pattern ID = Pattern.compile("[0-9a-f]{32}|[0-9a-f]{64}");
 
   private KeptObjects() { }
 
@@ -36,7 +34,7 @@ final class KeptObjects {
         try (Stream<Path> files = Files.list(namespace)) {
           for (Path file : (Iterable<Path>) files::iterator) {
             String name = file.getFileName().toString();
-            if (ID.matcher(name).matches()) {
+            if (ObjectId.isValid(name)) {
               // One stat per file: a restart may find 100,000 objects here.
               BasicFileAttributes attributes = Files.readAttributes(file,
                   BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
