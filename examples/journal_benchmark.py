@@ -2,19 +2,22 @@
 
     python examples/journal_benchmark.py                     # both parts
     python examples/journal_benchmark.py --rounds 8 --calls 300 --pipelined 2000
-    python examples/journal_benchmark.py --skip-throughput --restart-calls 100000
+    python examples/journal_benchmark.py --skip-throughput --restart-calls 100000 \
+        --compare-jar /tmp/bulletin-runtime-before.jar
 
 1. Pipelined no-op throughput (submit all, then gather) and the p50 of a synchronous no-op
    call, with the journal on (`bulletin up`, the default) against off (`bulletin up
    --no-journal`). Both clusters run side by side for the whole run, are warmed up alike, and
-   are measured in alternating rounds (on, off, on, off, ...: a shared machine's load drifts,
-   and each mode sees the same drift); each mode's median and spread (min-max) over the rounds
+   are measured in alternating rounds (on off, off on, on off, ...: a shared machine's load
+   drifts, and each mode sees the same drift); each mode's median and spread (min-max) over the rounds
    are printed, and the ratio of the medians is the journal's cost (goal: at most 10 %).
 2. Restart time with --restart-calls calls in the journal: one call holds the only slot while
-   the others queue, the runtime is killed with SIGKILL, and `bulletin up` on the same home is
-   timed until it serves, against `bulletin up` of the same cluster with an empty journal
-   (goal: under 5 s). The runtime's log says how long reading the journal, finding the store's
-   objects and restoring took. Set BULLETIN_JAR to time another build of the runtime.
+   the others queue, the runtime is killed with SIGKILL, and the journal and store are saved.
+   `bulletin up` on a fresh copy of them is timed until it serves (then SIGKILL again), against
+   `bulletin up` of a new cluster with an empty journal, --restart-rounds times (goal: under
+   5 s). With --compare-jar OLD.jar an older build is timed the same way in alternating rounds,
+   on copies of the same journal, and the ratio of the medians printed. The runtime's log says
+   how long reading the journal, finding the store's objects and restoring took.
 """
 
 from __future__ import annotations
@@ -69,16 +72,22 @@ def hold(gate: str) -> None:
         time.sleep(0.05)
 
 
-def restart_time(calls: int) -> dict:
+def restart_times(calls: int, jars: dict, rounds: int) -> dict:
+    """One journal of ``calls`` queued calls is made once (one call holds the only slot while
+    the others queue, then the runtime is killed with SIGKILL) and saved with its store. Then,
+    ``rounds`` times, for each runtime jar in turn (alternating: a shared machine's load
+    drifts): `bulletin up` on a fresh copy of that journal and store, timed until it serves,
+    then SIGKILL again; and `bulletin up` of a new cluster with an empty journal, for
+    comparison. ``jars``: name -> jar (None: $BULLETIN_JAR or the installed one)."""
     import json
+    import shutil
     home = Path(tempfile.mkdtemp(prefix="bulletin-journal-bench-"))
-    gate = home / "gate"
-    empty = up(home)
-    down(home)
+    saved = Path(tempfile.mkdtemp(prefix="bulletin-journal-saved-"))
     up(home)
     info = json.loads((home / "runtime.json").read_text())
+    store = Path(info["store_dir"])
     client = connect(home)
-    blocker = client.submit(hold, str(gate))
+    client.submit(hold, str(home / "gate"))  # never opened: the other calls stay queued
     started = time.perf_counter()
     futures = client.map(noop, range(calls), batch_size=5000)
     # Every Submit answered: the calls are in the journal.
@@ -87,31 +96,80 @@ def restart_time(calls: int) -> dict:
     submit_seconds = time.perf_counter() - started
     os.kill(info["pid"], signal.SIGKILL)
     time.sleep(0.5)
+    del futures
     journal_bytes = sum(f.stat().st_size for f in (home / "journal").iterdir())
-    full = up(home, "--port", info["address"].rsplit(":", 1)[1])
-    log = (home / "runtime.log").read_text()
-    read = re.findall(r"journal: read (\d+) records .* in (\d+) ms", log)
-    found = re.findall(r"store: found (\d+) objects .* in (\d+) ms", log)
-    restored = re.findall(r"restored from the journal: .* (\d+) calls not ended.* in (\d+) ms", log)
-    gate.touch()
-    del futures, blocker
-    down(home)
-    return {"calls": calls, "submit_s": submit_seconds, "journal_mib": journal_bytes / 2**20,
-            "up_empty_s": empty, "up_full_s": full,
-            "read": read[-1] if read else None, "store": found[-1] if found else None,
-            "restored": restored[-1] if restored else None}
-
-
-def restart_with_jar(calls: int, jar: str) -> dict:
-    before = os.environ.get("BULLETIN_JAR")
-    os.environ["BULLETIN_JAR"] = jar
+    shutil.copytree(home / "journal", saved / "journal")
+    shutil.copytree(store, saved / "store")
+    port = info["address"].rsplit(":", 1)[1]
+    runs = {name: {"full": [], "empty": [], "log": None} for name in jars}
     try:
-        return restart_time(calls)
+        for _ in range(rounds):
+            for name, jar in jars.items():
+                with runtime_jar(jar):
+                    for folder, copy in ((home / "journal", "journal"), (store, "store")):
+                        shutil.rmtree(folder, ignore_errors=True)
+                        shutil.copytree(saved / copy, folder)
+                    runs[name]["full"].append(up(home, "--port", port))
+                    pid = json.loads((home / "runtime.json").read_text())["pid"]
+                    os.kill(pid, signal.SIGKILL)
+                    runs[name]["log"] = (home / "runtime.log").read_text()
+                    empty = Path(tempfile.mkdtemp(prefix="bulletin-journal-empty-"))
+                    runs[name]["empty"].append(up(empty))
+                    down(empty)
+                    shutil.rmtree(empty, ignore_errors=True)
     finally:
-        if before is None:
-            del os.environ["BULLETIN_JAR"]
+        client.close()
+        for folder in (home, saved, store):
+            shutil.rmtree(folder, ignore_errors=True)
+    for run in runs.values():
+        log = run.pop("log") or ""
+        read = re.findall(r"journal: read (\d+) records .* in (\d+) ms", log)
+        found = re.findall(r"store: found (\d+) objects .* in (\d+) ms", log)
+        restored = re.findall(r"restored from the journal: .* (\d+) calls not ended.* in (\d+) ms",
+                              log)
+        run.update(read=read[-1] if read else None, store=found[-1] if found else None,
+                   restored=restored[-1] if restored else None)
+    return {"calls": calls, "submit_s": submit_seconds, "journal_mib": journal_bytes / 2**20,
+            "runs": runs}
+
+
+class runtime_jar:
+    """Runs `bulletin up` with this jar (None: as configured)."""
+
+    def __init__(self, jar):
+        self.jar, self.before = jar, os.environ.get("BULLETIN_JAR")
+
+    def __enter__(self):
+        if self.jar:
+            os.environ["BULLETIN_JAR"] = self.jar
+
+    def __exit__(self, *exc):
+        if self.before is None:
+            os.environ.pop("BULLETIN_JAR", None)
         else:
-            os.environ["BULLETIN_JAR"] = before
+            os.environ["BULLETIN_JAR"] = self.before
+
+
+def report_restart(timed: dict, goal_s: float = 5.0) -> None:
+    runs = timed["runs"]
+    print(f"restart with {timed['calls']} calls in the journal ({timed['journal_mib']:.1f} MiB,"
+          f" submitted in {timed['submit_s']:.1f} s); `bulletin up` until it serves, median"
+          f" [min-max] over {len(next(iter(runs.values()))['full'])} alternating rounds:")
+    for name, run in runs.items():
+        full, empty = statistics.median(run["full"]), statistics.median(run["empty"])
+        print(f"  {name:7} full journal {full:6.2f} s [{min(run['full']):.2f}-"
+              f"{max(run['full']):.2f}], empty journal {empty:6.2f} s [{min(run['empty']):.2f}-"
+              f"{max(run['empty']):.2f}]; last full start's log: journal read {run['read']}"
+              f" (records, ms), store {run['store']} (objects, ms), restore {run['restored']}"
+              f" (calls, ms)")
+    if "before" in runs:
+        now, before = runs["now"], runs["before"]
+        print(f"now/before, ratio of medians: full journal "
+              f"{statistics.median(now['full']) / statistics.median(before['full']):.2f}x, empty"
+              f" journal {statistics.median(now['empty']) / statistics.median(before['empty']):.2f}x")
+    full = statistics.median(runs["now"]["full"])
+    print(f"goal: restart with {timed['calls']} calls under {goal_s:g} s: {full:.2f} s, "
+          f"{full / goal_s:.2f}x the goal: {'met' if full < goal_s else 'NOT met'}")
 
 
 def sync_p50_ms(client, calls: int) -> float:
@@ -147,7 +205,9 @@ def throughput(args) -> dict:
                 done += args.pipelined
         runs = {"on": [], "off": []}
         for round_ in range(args.rounds):
-            for mode in ("on", "off"):
+            # Alternating, the order swapped every round (on off, off on, ...): a drift of the
+            # machine's load (or of the JIT's warm-up) falls on both modes alike.
+            for mode in ("on", "off") if round_ % 2 == 0 else ("off", "on"):
                 run = {"pipelined_per_s": pipelined_per_s(clients[mode], args.pipelined),
                        "p50_ms": sync_p50_ms(clients[mode], args.calls)}
                 runs[mode].append(run)
@@ -184,36 +244,24 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=300, help="synchronous calls timed")
     parser.add_argument("--pipelined", type=int, default=2000, help="calls per pipelined batch")
-    parser.add_argument("--warmup", type=int, default=4000, help="pipelined warm-up calls")
+    parser.add_argument("--warmup", type=int, default=10000,
+                        help="pipelined warm-up calls per cluster")
     parser.add_argument("--workers", type=int, default=2, help="executor slots (--cpus)")
-    parser.add_argument("--rounds", type=int, default=6, help="on/off rounds, alternating")
+    parser.add_argument("--rounds", type=int, default=10, help="on/off rounds, alternating")
     parser.add_argument("--restart-calls", type=int, default=100_000)
+    parser.add_argument("--restart-rounds", type=int, default=3,
+                        help="restarts timed per jar, alternating with --compare-jar's")
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--skip-restart", action="store_true")
     parser.add_argument("--compare-jar", metavar="JAR",
                         help="also time the restart with this runtime jar (an older build), "
-                             "before this one, in the same run")
+                             "alternating with this one, on copies of the same journal")
     args = parser.parse_args()
     if not args.skip_throughput:
         report_throughput(throughput(args))
     if not args.skip_restart:
-        timed = {}
-        if args.compare_jar:  # the other build first, then this one, in the same run
-            timed["before"] = restart_with_jar(args.restart_calls, args.compare_jar)
-        timed["now"] = restart_time(args.restart_calls)
-        for name, r in timed.items():
-            print(f"{name + ': ' if args.compare_jar else ''}restart with {r['calls']} calls in"
-                  f" the journal ({r['journal_mib']:.1f} MiB, submitted in {r['submit_s']:.1f} s):"
-                  f" `bulletin up` {r['up_full_s']:.2f} s against {r['up_empty_s']:.2f} s with an"
-                  f" empty journal; journal read {r['read']} (records, ms), store {r['store']}"
-                  f" (objects, ms), restore {r['restored']} (calls, ms)")
-        if args.compare_jar:
-            print(f"now/before: `bulletin up` with the full journal "
-                  f"{timed['now']['up_full_s'] / timed['before']['up_full_s']:.2f}x, with an empty"
-                  f" one {timed['now']['up_empty_s'] / timed['before']['up_empty_s']:.2f}x")
-        r = timed["now"]
-        print(f"goal: restart with {r['calls']} calls under 5 s: {r['up_full_s']:.2f} s, "
-              f"{r['up_full_s'] / 5:.2f}x the goal: {'met' if r['up_full_s'] < 5 else 'NOT met'}")
+        jars = {"before": args.compare_jar, "now": None} if args.compare_jar else {"now": None}
+        report_restart(restart_times(args.restart_calls, jars, args.restart_rounds))
     return 0
 
 
