@@ -109,6 +109,7 @@ public final class PoolAutoscaler implements Autoscaler {
       }
       TrackedWorker w = new TrackedWorker(handle.workerId(), handle.pool(), handle, now, sequence);
       w.runningSince = now;
+      w.adopted = true;
       w.adoptedUntil = reattachDeadline(now);
       workers.put(w.id, w);
       event(w.pool, "adopted", w.id, handle + ", launched by an earlier runtime (journaled);"
@@ -143,7 +144,7 @@ public final class PoolAutoscaler implements Autoscaler {
         if (!w.registered) {
           w.registered = true;
           policies.get(w.pool).launchSucceeded();
-          event(w.pool, "registered", w.id, (w.adoptedUntil != null ? "reattached" : "registered")
+          event(w.pool, "registered", w.id, (w.adopted ? "reattached" : "registered")
               + " after " + Duration.between(w.launchedAt, now).toMillis() + " ms (" + w.handle
               + ")");
           w.adoptedUntil = null;
@@ -273,7 +274,7 @@ public final class PoolAutoscaler implements Autoscaler {
       if (p == null) {
         workers.remove(w.id);
         listener.ended(w.handle);
-        if (w.adoptedUntil != null && !w.registered) {
+        if (w.adopted && !w.registered) {
           event(w.pool, "gone", w.id, w.handle + ", launched by an earlier runtime, is gone at"
               + " its " + kind.configName() + " provider: forgotten");
         } else if (w.registered) {
@@ -303,6 +304,7 @@ public final class PoolAutoscaler implements Autoscaler {
         TrackedWorker w = new TrackedWorker(id, p.handle().pool(), p.handle(), now, ++sequence);
         w.runningSince = p.running() ? now : null;
         w.expiresAt = p.expiresAt();
+        w.adopted = true;
         w.adoptedUntil = reattachDeadline(now);
         workers.put(id, w);
         listener.launched(p.handle());

@@ -23,9 +23,11 @@ final class TrackedWorker {
   Instant idleSince;
   Optional<Instant> expiresAt = Optional.empty();
   /**
-   * For a worker an earlier runtime launched: by when it must reattach (it is stopped then), or
-   * null. It was running before the restart, so it does not count as a failed launch.
+   * Launched by an earlier runtime: it reattaches rather than registers, and one that is gone
+   * or never reattaches does not count as a failed launch (it ran before the restart).
    */
+  boolean adopted;
+  /** By when an adopted worker must reattach (it is stopped then); null: no limit. */
   Instant adoptedUntil;
 
   TrackedWorker(String id, String pool, WorkerHandle handle, Instant launchedAt, long sequence) {
