@@ -174,12 +174,14 @@ def start_cluster(home: Path, *extra: str, gpus: int = 1, cpus: int = 2,
 def wait_warm(cluster: Cluster, timeout: float = 60.0) -> None:
     """`bulletin up` returns before the embedded worker's executors are warm (they start in the
     background; the worker shows as "starting"): tests that count executors wait for them."""
-    client = cluster.client(set_as_default=False)
-    try:
-        wait_until(lambda: all(w.state != "starting" for w in client.status().workers),
-                   timeout=timeout, interval=0.1, what="the embedded worker's executors to start")
-    finally:
-        client.close()
+    def warm() -> bool:
+        try:
+            with cluster.client(set_as_default=False) as client:
+                return all(w.state != "starting" for w in client.status().workers)
+        except bulletin.BulletinError:
+            return False  # not answering yet: asked again, as a test's own client would retry
+
+    wait_until(warm, timeout=timeout, interval=0.2, what="the embedded worker's executors to start")
 
 
 # The helpers below that run remotely (wait_for_file) live in this module: ship this module by value.
