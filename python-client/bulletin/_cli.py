@@ -288,7 +288,9 @@ def _up(args) -> int:
         raise BulletinError(f"the runtime started (pid {info['pid']}) but does not answer: {exc}"
                             f"\nLast lines of its log:\n{_launch.log_tail(state_dir)}") from None
     try:
-        status = ClusterStatus._from_proto(conn.call(conn.stub.Status, pb.StatusRequest(), "Status"))
+        # Only the summary is printed: a restarted runtime's long queue is not described.
+        status = ClusterStatus._from_proto(conn.call(
+            conn.stub.Status, pb.StatusRequest(max_queued_listed=1), "Status"))
     finally:
         conn.close()
     tls = f"TLS, CA {info['ca']}" if info.get("ca") else "TLS" if info.get("tls") else "plaintext"

@@ -76,7 +76,8 @@ class Future(cf.Future):
         self._canceller = canceller
         self._status = "queued"
         self._timings: dict[str, float] = {}
-        self._output: list[str] = []
+        self._output: list[str] = []  # whole lines, in the order they were completed
+        self._unfinished: dict[str, str] = {}  # per stream: a line not ended yet
         self._decoders: dict[str, codecs.IncrementalDecoder] = {}
         # Whole lines, labelled while calls overlap, to the cell that submitted the call
         # (the submitter replaces this with one from its client's OutputPolicy).
@@ -154,7 +155,10 @@ class Future(cf.Future):
 
     @property
     def output(self) -> str:
-        return "".join(self._output)
+        """What the call printed, stdout and stderr, line by line: a line of one stream is
+        never cut by the other's (their relative order is the order lines were completed)."""
+        unfinished = [text for text in list(self._unfinished.values()) if text]
+        return "".join(self._output) + "\n".join(unfinished)
 
     def result(self, timeout=None):
         """The call's value; a large one is fetched from the cluster's store on first use.
@@ -312,7 +316,11 @@ class Future(cf.Future):
         text = decoder.decode(data)
         if not text:
             return
-        self._output.append(text)
+        pending = self._unfinished.get(stream, "") + text
+        end = max(pending.rfind("\n"), pending.rfind("\r")) + 1
+        if end:
+            self._output.append(pending[:end])
+        self._unfinished[stream] = pending[end:]
         self._emit(stream, self._lines.lines(stream, text))
 
     def _emit(self, stream: str, text: str) -> None:

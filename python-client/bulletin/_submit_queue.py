@@ -20,7 +20,7 @@ import grpc
 
 from ._connection import Connection, SessionStream
 from ._data._transfer import Transfer
-from ._errors import RuntimeFailure
+from ._errors import BulletinError, RuntimeFailure
 from ._reconnect import link_lost
 from ._proto import bulletin_pb2 as pb
 
@@ -125,11 +125,18 @@ class SubmitQueue:
                     break
             batch = self._without_cancelled(batch)
             if batch:
-                holds = self._attach_carried(batch)
-                self._submit(batch)
-                self._accepted(batch)
-                for oid in holds:
-                    self._transfer.release(oid)
+                try:
+                    holds = self._attach_carried(batch)
+                except Exception as exc:  # noqa: BLE001 - the upload of a carried function
+                    # failed (store full, runtime gone): its calls fail, this thread goes on
+                    # with the next batch instead of dying and leaving every later call hanging.
+                    self._fail_batch(batch, exc)
+                    self._accepted(batch)
+                else:
+                    self._submit(batch)
+                    self._accepted(batch)
+                    for oid in holds:
+                        self._transfer.release(oid)
             if releases:
                 self._session.send(pb.ClientMessage(release=pb.ReleaseObjects(ids=releases)))
 
@@ -174,17 +181,28 @@ class SubmitQueue:
     def _attach_carried(self, batch: list) -> list[str]:
         """Puts a carried function in the first spec of the batch that names it: its bytes
         inline, or the object put in the store for the Submit (the holds returned)."""
-        holds = []
-        for spec in batch:
-            encoded = self._carry.pop(spec.function.id, None) if self._carry else None
-            if encoded is None or spec.function.inline_data:
-                continue
-            if encoded.nbytes <= self._inline_limit:
-                spec.function.inline_data = encoded.to_bytes()
-            else:
-                holds.append(self._transfer.acquire(encoded))
+        holds, carried = [], []
+        try:
+            for spec in batch:
+                encoded = self._carry.pop(spec.function.id, None) if self._carry else None
+                if encoded is None or spec.function.inline_data:
+                    continue
+                carried.append((spec.function.id, encoded))
+                if encoded.nbytes <= self._inline_limit:
+                    spec.function.inline_data = encoded.to_bytes()
+                else:
+                    holds.append(self._transfer.acquire(encoded))
+                with self._calls.lock:
+                    self._sent_functions.add(spec.function.id)
+        except BaseException:
+            # The batch is not sent: the next spec naming one of its functions carries it.
             with self._calls.lock:
-                self._sent_functions.add(spec.function.id)
+                for function_id, encoded in carried:
+                    self._carry[function_id] = encoded
+                    self._sent_functions.discard(function_id)
+            for oid in holds:
+                self._transfer.release(oid)
+            raise
         return holds
 
     def _accepted(self, batch: list) -> None:
@@ -203,6 +221,8 @@ class SubmitQueue:
     def _fail_batch(self, batch: list, error) -> None:
         if isinstance(error, grpc.RpcError):
             failure = self._conn.error(error, "the submission")
+        elif isinstance(error, BulletinError):
+            failure = error  # says what was wrong already (a function larger than the store)
         else:
             failure = RuntimeFailure(f"bulletin could not submit: {error!r}")
         for spec in batch:

@@ -91,6 +91,18 @@ def test_output_goes_to_the_blocking_caller_when_one_drains_it(future, capsys):
     assert future.output == "héllo\nwarn\n"
 
 
+def test_a_line_of_one_stream_is_never_cut_by_the_other(future, capsys):
+    # print("to stderr", file=sys.stderr) writes the text and its newline apart; stdout lines
+    # arriving in between must not land inside it.
+    future._add_output("stderr", b"to stderr")
+    future._add_output("stdout", b"during 0\nduring ")
+    future._add_output("stderr", b"\n")
+    future._add_output("stdout", b"1\n")
+    assert future.output.splitlines() == ["during 0", "to stderr", "during 1"]
+    future._add_output("stdout", b"no newline yet")
+    assert future.output.endswith("during 1\nno newline yet")
+
+
 def test_output_of_a_future_nobody_blocks_on_is_printed_as_it_arrives(future, capsys):
     future._add_output("stdout", b"epoch 1\n")
     assert capsys.readouterr().out == "epoch 1\n"

@@ -166,7 +166,22 @@ def start_cluster(home: Path, *extra: str, gpus: int = 1, cpus: int = 2,
             Cluster(home, port, info, "").stop()
         pytest.fail(f"`bulletin up` failed with {result.returncode}:\n{result.stdout}\n"
                     f"{result.stderr}", pytrace=False)
-    return Cluster(home, port, json.loads(info_path.read_text()), result.stdout)
+    cluster = Cluster(home, port, json.loads(info_path.read_text()), result.stdout)
+    wait_warm(cluster)
+    return cluster
+
+
+def wait_warm(cluster: Cluster, timeout: float = 60.0) -> None:
+    """`bulletin up` returns before the embedded worker's executors are warm (they start in the
+    background; the worker shows as "starting"): tests that count executors wait for them."""
+    def warm() -> bool:
+        try:
+            with cluster.client(set_as_default=False) as client:
+                return all(w.state != "starting" for w in client.status().workers)
+        except bulletin.BulletinError:
+            return False  # not answering yet: asked again, as a test's own client would retry
+
+    wait_until(warm, timeout=timeout, interval=0.2, what="the embedded worker's executors to start")
 
 
 # The helpers below that run remotely (wait_for_file) live in this module: ship this module by value.

@@ -160,6 +160,17 @@ def test_a_full_state_dir_refuses_calls_instead_of_losing_them(tmp_path, small_t
             assert message is not None, "a full state dir never refused a call"
             assert str(small_tmpfs / "journal") in message, message
             assert "No space left on device" in message, message
+            # An upload's hold is acknowledged only once it is journaled: refused too, saying
+            # why, instead of kept in memory only (a crash would then delete the object).
+            refused = None
+            for i in range(200):
+                try:
+                    client.scatter(os.urandom(256 << 10)).release()
+                except bulletin.BulletinError as error:
+                    refused = str(error)
+                    break
+            assert refused is not None, "a full state dir never refused an upload"
+            assert "No space left on device" in refused, refused
             filler.unlink()
             # With room again the runtime journals and runs calls as before.
             deadline = time.monotonic() + CALL_SECONDS

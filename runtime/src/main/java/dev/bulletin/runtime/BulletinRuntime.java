@@ -21,13 +21,15 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A running bulletin runtime with its embedded worker agent: the object store, the warm
- * executors and the gRPC API. {@link #start} returns once executors are warm and the API serves.
+ * executors and the gRPC API. {@link #start} returns once the API serves; the executors warm up
+ * in the background (calls queue until they are ready).
  */
 public final class BulletinRuntime implements AutoCloseable {
 
@@ -48,6 +50,7 @@ public final class BulletinRuntime implements AutoCloseable {
   private int dataPort;
   private int httpPort;
   private String dashboardUrl = "";
+  private CompletableFuture<Void> executorsWarm;
 
   private BulletinRuntime(RuntimeOptions options, TlsOptions tls, Runnable onShutdownRequest) {
     this.options = options;
@@ -72,8 +75,14 @@ public final class BulletinRuntime implements AutoCloseable {
     StoreOptions storeOptions = StoreOptions.withDefaults(storeFolder,
         options.storeCapacityBytes(), spillFolder);
     // With a journal the store outlives a crash: the restore keeps what the journal names.
+    long reopening = System.nanoTime();
     this.store = options.journal() ? ObjectStores.reopen(storeOptions)
         : ObjectStores.open(storeOptions);
+    if (options.journal() && store.objectCount() > 0) {
+      java.util.logging.Logger.getLogger(BulletinRuntime.class.getName()).info("store: found "
+          + store.objectCount() + " objects an earlier run left in " + storeFolder + " in "
+          + (System.nanoTime() - reopening) / 1_000_000 + " ms");
+    }
     this.agent = Workers.local(options.worker(), store);
   }
 
@@ -105,7 +114,8 @@ public final class BulletinRuntime implements AutoCloseable {
 
   private void boot() throws Exception {
     Files.deleteIfExists(options.home().resolve(STATE_FILE));
-    agent.start().get(options.worker().executorStartTimeoutMillis() * 2, TimeUnit.MILLISECONDS);
+    // The embedded worker's executors start in the background (RuntimeVerticle attaches it):
+    // the API serves at once, and calls queue until they are warm.
     RuntimeVerticle verticle = new RuntimeVerticle(options, tls, agent, journal, clusterId,
         BulletinVersion.get(), () -> new Thread(onShutdownRequest, "bulletin-shutdown").start());
     try {
@@ -119,6 +129,7 @@ public final class BulletinRuntime implements AutoCloseable {
     dataPort = verticle.dataPort();
     httpPort = verticle.httpPort();
     dashboardUrl = verticle.dashboardUrl();
+    executorsWarm = verticle.embeddedWorkerOpened();
     writeStateFile();
   }
 
@@ -142,6 +153,14 @@ public final class BulletinRuntime implements AutoCloseable {
   /** The dashboard's address ("http://127.0.0.1:8780/"), empty when there is no HTTP port. */
   public String dashboardUrl() {
     return dashboardUrl;
+  }
+
+  /**
+   * Completes once the embedded worker's executors are warm and it takes calls ({@link #start}
+   * returns before: calls queue until then).
+   */
+  public CompletableFuture<Void> executorsWarm() {
+    return executorsWarm;
   }
 
   public String clusterId() {

@@ -246,10 +246,11 @@ public final class GrpcApi {
   }
 
   private void status(Identity identity, GrpcServerRequest<StatusRequest, ClusterStatus> request) {
-    request.handler(ignored -> {
+    request.handler(asked -> {
       StoreStats store = plane.store().stats();
       ObjectDirectory objects = plane.objects();
-      request.response().end(status.build(identity).toBuilder().setStore(StoreStatus.newBuilder()
+      int listed = asked.getMaxQueuedListed() > 0 ? asked.getMaxQueuedListed() : Integer.MAX_VALUE;
+      request.response().end(status.build(identity, listed).toBuilder().setStore(StoreStatus.newBuilder()
           .setObjects(store.objects()).setReferenced(store.referenced())
           .setSpilled(store.spilled()).setMemoryBytes(store.memoryBytes())
           .setSpilledBytes(store.spilledBytes()).setCapacityBytes(store.capacityBytes())

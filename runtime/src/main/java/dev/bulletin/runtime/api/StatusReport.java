@@ -105,8 +105,9 @@ public final class StatusReport {
       status.addWorkers(WorkerStatus.newBuilder().setWorkerId(worker.id()).setHost(worker.host())
           .setPool(worker.pool()).setRemote(worker.remote())
           .setProviderHandle(worker.providerHandle()).setExpiresAt(worker.expiresAt())
-          .setState(worker.drainReason() != null || worker.draining(now,
-              plane.drainMarginSeconds()) ? "draining" : "ready")
+          .setState(dev.bulletin.runtime.workers.EmbeddedWorker.STARTING.equals(
+              worker.drainReason()) ? "starting" : worker.drainReason() != null
+              || worker.draining(now, plane.drainMarginSeconds()) ? "draining" : "ready")
           .setGpus(gpus).setCpus(cpus).setMemoryBytes(slots.memoryBytes())
           .setSimulatedGpus(slots.simulatedGpus()).setExecutors(executors.executors())
           .setIdleExecutors(executors.idleExecutors()).addAllGpuNames(worker.gpuNames())

@@ -397,6 +397,11 @@ public final class ControlPlane {
     passes.request();
   }
 
+  /** A worker that took no calls (its executors were starting) takes them now: a pass places. */
+  public void workerOpened() {
+    schedule();
+  }
+
   /** Told the credits each group earned, as it earns them (the usage ledger records them). */
   public void onCreditsEarned(java.util.function.BiConsumer<String, Double> listener) {
     this.creditsEarned = listener;

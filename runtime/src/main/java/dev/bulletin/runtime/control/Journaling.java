@@ -158,6 +158,11 @@ public final class Journaling implements TaskTable.Listener {
     sessions.clear();
   }
 
+  /** A pool launched, adopted or ended a worker ({@code workers.PoolJournal} makes the record). */
+  public void poolWorker(JournalRecord.PoolWorker record) {
+    journal.append(record);
+  }
+
   void ledger(JournalRecord.Ledger image) {
     if (!restoring) {
       journal.append(image);

@@ -69,19 +69,29 @@ final class BulkConnection {
         reply(BulkWire.FAILED, e.getMessage());
         return;
       }
-      // The session's hold is taken on the loop before the client hears BulkWire.OK: a release it sends
-      // after its next Submit then finds the hold.
+      // The session's hold is taken on the loop, and journaled, before the client hears
+      // BulkWire.OK: a release it sends after its next Submit then finds the hold, and a
+      // restart keeps the object for it.
       CompletableFuture<Void> held = new CompletableFuture<>();
       loop.execute(() -> {
-        objects.keep(ticket.caller(), stored);
+        CompletableFuture<Void> kept = objects.keepJournaled(ticket.caller(), stored);
         objects.movedOverDataPort(ticket.caller(), false, ticket.size());
-        held.complete(null);
+        kept.whenComplete((ignored, error) -> {
+          if (error == null) {
+            held.complete(null);
+          } else {
+            held.completeExceptionally(error);
+          }
+        });
       });
       held.get(30, TimeUnit.SECONDS);
       reply(BulkWire.OK, "");
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-    } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+    } catch (java.util.concurrent.ExecutionException e) { // the journal could not keep the hold
+      reply(BulkWire.FAILED, "the runtime did not take over object " + key.id() + ": "
+          + e.getCause().getMessage());
+    } catch (java.util.concurrent.TimeoutException e) {
       reply(BulkWire.FAILED, "the runtime did not take over object " + key.id() + ": " + e);
     }
   }

@@ -13,10 +13,10 @@ import dev.bulletin.runtime.control.PolicyPass;
 import dev.bulletin.runtime.dataport.BulkServer;
 import dev.bulletin.runtime.dataport.BulkTickets;
 import dev.bulletin.runtime.objects.ObjectApi;
-import dev.bulletin.runtime.workers.AttachedWorker;
+import dev.bulletin.runtime.workers.EmbeddedWorker;
+import dev.bulletin.runtime.workers.PoolJournal;
 import dev.bulletin.runtime.workers.PoolRunner;
 import dev.bulletin.runtime.workers.WorkerAttachApi;
-import dev.bulletin.runtime.workers.WorkerLink;
 import dev.bulletin.worker.HostName;
 import dev.bulletin.runtime.PortInUseException;
 import dev.bulletin.runtime.RuntimeOptions;
@@ -42,9 +42,7 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.time.Clock;
 import java.util.concurrent.TimeUnit;
 import java.util.logging.Logger;
-import dev.bulletin.runtime.scheduler.WorkerSlots;
 import dev.bulletin.worker.WorkerAgent;
-import dev.bulletin.worker.WorkerOptions;
 import dev.bulletin.worker.tls.TlsOptions;
 import dev.bulletin.worker.tls.TlsSetup;
 import io.vertx.core.Future;
@@ -91,6 +89,8 @@ public final class RuntimeVerticle extends VerticleBase {
   /** Set when the owner stops the cluster: pool workers stop too (a crash leaves them). */
   private volatile boolean stopPoolWorkers;
   private SessionRegistry sessions;
+  /** Completes once the embedded worker's executors are warm and it takes calls. */
+  private java.util.concurrent.CompletableFuture<Void> embeddedOpened;
 
   public RuntimeVerticle(RuntimeOptions options, TlsOptions tls, WorkerAgent agent,
       Journals.Opened journal, String clusterId, String version, Runnable shutdown) {
@@ -118,11 +118,8 @@ public final class RuntimeVerticle extends VerticleBase {
             options.schedulerSeed()),
         options.inlineLimitBytes(), options.drainMarginSeconds(),
         options.config().runAsAccounts(), new Journaling(journal.journal()));
-    WorkerOptions worker = options.worker();
-    WorkerSlots slots = new WorkerSlots(worker.workerId(), worker.gpus().count(),
-        worker.gpus().simulated(), worker.cpus(), worker.memoryBytes());
-    plane.attach(new AttachedWorker(worker.workerId(), HostName.get(), "", worker.gpus().names(),
-        false, 0, "", slots, WorkerLink.embedded(agent), worker.gpus().topology()));
+    // Serves before the embedded worker's executors are warm; it takes calls once they are.
+    embeddedOpened = EmbeddedWorker.attach(plane, agent, context);
     usage = new UsageRecorder(plane, UsageStore.open(options.stateRoot(), options.usageRetention()),
         meterRegistry);
     vertx.setPeriodic(UsageRecorder.REFRESH_MILLIS, id -> usage.refresh());
@@ -211,7 +208,10 @@ public final class RuntimeVerticle extends VerticleBase {
         task -> context.runOnContext(ignored -> task.run()), poolRunner);
     poolRunner.start(autoscaler);
     vertx.setPeriodic(PoolRunner.TICK_MILLIS, id -> poolRunner.tick());
-    return Future.fromCompletionStage(autoscaler.start(), context);
+    // The workers an earlier runtime launched (journaled) are adopted or stopped.
+    return Future.fromCompletionStage(autoscaler.start(
+        PoolJournal.handles(journal.restored().poolWorkers()), options.reconnect().workerGrace()),
+        context);
   }
 
   /**
@@ -297,6 +297,11 @@ public final class RuntimeVerticle extends VerticleBase {
 
   public int actualPort() {
     return server.actualPort();
+  }
+
+  /** Completes once the embedded worker's executors are warm and it takes calls. */
+  public java.util.concurrent.CompletableFuture<Void> embeddedWorkerOpened() {
+    return embeddedOpened;
   }
 
   /** The client sessions, attached and detached (the journal restores them here). */

@@ -132,9 +132,10 @@ public final class ObjectApi {
               + " CRC32C check (or lost its last chunk); nothing was stored");
         }
         ObjectKey stored = finished.commit();
+        long mark = plane.journaling().mark();
         keep(caller, stored);
-        request.response().end(PutObjectReply.newBuilder().setId(stored.id().hex())
-            .setSize(store().size(stored)).build());
+        replyJournaled(mark, request.response(), PutObjectReply.newBuilder()
+            .setId(stored.id().hex()).setSize(store().size(stored)).build());
       } catch (ObjectStoreException e) {
         request.response().status(GrpcStatus.DATA_LOSS).statusMessage(e.getMessage()).end();
       }
@@ -162,6 +163,40 @@ public final class ObjectApi {
     } else {
       caller.session().adopt(stored);
     }
+  }
+
+  /**
+   * {@link #keep}, and completes once the session's new hold is in the journal: the data port
+   * acknowledges an upload only then. Fails with why the journal could not write it.
+   */
+  public java.util.concurrent.CompletableFuture<Void> keepJournaled(Caller caller,
+      ObjectKey stored) {
+    long mark = plane.journaling().mark();
+    keep(caller, stored);
+    return plane.journaling().durable(mark);
+  }
+
+  /**
+   * Ends the call with {@code reply} once every hold taken since {@code mark} is in the journal
+   * (docs/durability.md: an acknowledged change is on disk before the acknowledgement leaves),
+   * at once when nothing was journaled; RESOURCE_EXHAUSTED with why when the journal could not
+   * write it (a full disk): the client retries later, the hold lasts as long as the session.
+   */
+  private <T> void replyJournaled(long mark, GrpcServerResponse<?, T> response, T reply) {
+    java.util.concurrent.CompletableFuture<Void> kept = plane.journaling().durable(mark);
+    if (kept.isDone() && !kept.isCompletedExceptionally()) {
+      response.end(reply);
+      return;
+    }
+    io.vertx.core.Future.fromCompletionStage(kept, io.vertx.core.Vertx.currentContext())
+        .onComplete(done -> {
+          if (done.succeeded()) {
+            response.end(reply);
+          } else {
+            response.status(GrpcStatus.RESOURCE_EXHAUSTED)
+                .statusMessage(done.cause().getMessage()).end();
+          }
+        });
   }
 
   /** The gRPC status of a refused object call; the Python client maps these to its errors. */
@@ -388,6 +423,7 @@ public final class ObjectApi {
     SessionHolds holds = caller.worker() ? null : caller.session();
     request.handler(message -> {
       HasObjectsReply.Builder reply = HasObjectsReply.newBuilder();
+      long mark = plane.journaling().mark();
       boolean staging = holds != null && message.getWriteSizesCount() > 0;
       try {
         if (staging && message.getWriteSizesCount() != message.getIdsCount()) {
@@ -413,7 +449,7 @@ public final class ObjectApi {
         request.response().status(GrpcStatus.INVALID_ARGUMENT).statusMessage(e.getMessage()).end();
         return;
       }
-      request.response().end(reply.build());
+      replyJournaled(mark, request.response(), reply.build());
     });
   }
 
@@ -440,9 +476,10 @@ public final class ObjectApi {
         ObjectKey key = ObjectKey.of(caller.namespace(), message.getId());
         Path staged = store().folderOf(key.namespace()).resolve(name);
         ObjectKey stored = store().adopt(key, staged);
+        long mark = plane.journaling().mark();
         holds.adopt(stored);
-        request.response().end(PutObjectReply.newBuilder().setId(stored.id().hex())
-            .setSize(store().size(stored)).build());
+        replyJournaled(mark, request.response(), PutObjectReply.newBuilder()
+            .setId(stored.id().hex()).setSize(store().size(stored)).build());
       } catch (IllegalArgumentException | ObjectStoreException e) {
         request.response().status(statusOf(e)).statusMessage(e.getMessage()).end();
       }

@@ -1,5 +1,7 @@
 package dev.bulletin.runtime.pool;
 
+import java.time.Duration;
+
 import dev.bulletin.runtime.pool.impl.PoolAutoscaler;
 import java.time.Clock;
 import java.util.List;
@@ -26,7 +28,17 @@ public interface Autoscaler {
    * configured pool are tracked as starting until they register again, the others are stopped.
    * Call once, before the first tick.
    */
-  CompletableFuture<Void> start();
+  default CompletableFuture<Void> start() {
+    return start(List.of(), Duration.ZERO);
+  }
+
+  /**
+   * {@link #start()} after a restart, with the workers the journal says an earlier runtime
+   * launched: they are tracked at once (no tick launches their like again meanwhile); those the
+   * provider no longer has are forgotten, and those that do not reattach within
+   * {@code reattachGrace} (zero: no limit but start_timeout) are stopped.
+   */
+  CompletableFuture<Void> start(List<WorkerHandle> journaled, Duration reattachGrace);
 
   /** The pool a worker id was launched for; empty for workers started by hand. */
   Optional<String> poolOf(String workerId);

@@ -17,4 +17,13 @@ public interface PoolListener {
 
   /** Something worth a log line happened. */
   void event(PoolEvent event);
+
+  /**
+   * A pool worker was launched, or adopted after a restart: the runtime journals its handle, so
+   * that the next runtime adopts or cancels it instead of leaking or launching it twice.
+   */
+  default void launched(WorkerHandle handle) { }
+
+  /** A pool worker ended (stopped, or found gone): the journal forgets it. */
+  default void ended(WorkerHandle handle) { }
 }

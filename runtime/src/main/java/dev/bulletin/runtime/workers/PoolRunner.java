@@ -109,6 +109,16 @@ public final class PoolRunner implements PoolListener {
   }
 
   @Override
+  public void launched(dev.bulletin.runtime.pool.WorkerHandle handle) {
+    plane.journaling().poolWorker(PoolJournal.record(handle, true));
+  }
+
+  @Override
+  public void ended(dev.bulletin.runtime.pool.WorkerHandle handle) {
+    plane.journaling().poolWorker(PoolJournal.record(handle, false));
+  }
+
+  @Override
   public void event(PoolEvent event) {
     // The autoscaler logs its events; the runner keeps the latest for status.
     recent.addLast(event);

@@ -59,7 +59,15 @@ public final class RuntimeHarness implements AutoCloseable {
 
   /** Starts a runtime with these options (loopback and free ports unless they say otherwise). */
   public static RuntimeHarness start(RuntimeOptions options) throws Exception {
-    return new RuntimeHarness(BulletinRuntime.start(options, () -> { }));
+    BulletinRuntime runtime = BulletinRuntime.start(options, () -> { });
+    try {
+      // Tests count executors and expect calls to start at once: wait for the warm ones.
+      runtime.executorsWarm().get(90, java.util.concurrent.TimeUnit.SECONDS);
+    } catch (Exception e) {
+      runtime.close();
+      throw e;
+    }
+    return new RuntimeHarness(runtime);
   }
 
   /** Reads a config file's text as `bulletin up --config` does (written to {@code home}). */

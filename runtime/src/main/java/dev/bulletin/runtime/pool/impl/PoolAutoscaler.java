@@ -58,6 +58,8 @@ public final class PoolAutoscaler implements Autoscaler {
   private final Map<ProviderKind, Boolean> listing = new HashMap<>();
   private long sequence;
   private boolean stopped;
+  /** How long a worker an earlier runtime launched has to reattach (zero: start_timeout only). */
+  private Duration reattachGrace = Duration.ZERO;
 
   public PoolAutoscaler(PoolsConfig config, Map<ProviderKind, WorkerProvider> providers, Clock clock,
       ScalingMetrics metrics, Executor owner, PoolListener listener) {
@@ -81,13 +83,42 @@ public final class PoolAutoscaler implements Autoscaler {
   }
 
   @Override
-  public CompletableFuture<Void> start() {
+  public CompletableFuture<Void> start(List<WorkerHandle> journaled, Duration reattachGrace) {
+    this.reattachGrace = reattachGrace;
+    trackJournaled(journaled);
     List<CompletableFuture<Void>> adopted = new ArrayList<>();
     for (Map.Entry<ProviderKind, WorkerProvider> e : providers.entrySet()) {
       long asked = sequence;
       adopted.add(e.getValue().list().thenAcceptAsync(listed -> reconcile(e.getKey(), listed, asked, true), owner));
     }
     return CompletableFuture.allOf(adopted.toArray(CompletableFuture[]::new));
+  }
+
+  /**
+   * The journal's workers are tracked before the first tick and listing: a tick meanwhile sees
+   * them (min_workers is met) instead of launching their like again. Their sequence is the
+   * current one, so the first listing decides whether they still exist.
+   */
+  private void trackJournaled(List<WorkerHandle> journaled) {
+    Instant now = clock.instant();
+    for (WorkerHandle handle : journaled) {
+      if (!policies.containsKey(handle.pool()) || !providers.containsKey(handle.provider())) {
+        // Its pool is gone from the configuration: the listing stops it as an orphan.
+        listener.ended(handle);
+        continue;
+      }
+      TrackedWorker w = new TrackedWorker(handle.workerId(), handle.pool(), handle, now, sequence);
+      w.runningSince = now;
+      w.adopted = true;
+      w.adoptedUntil = reattachDeadline(now);
+      workers.put(w.id, w);
+      event(w.pool, "adopted", w.id, handle + ", launched by an earlier runtime (journaled);"
+          + " waiting for it to reattach");
+    }
+  }
+
+  private Instant reattachDeadline(Instant now) {
+    return reattachGrace.isZero() ? null : now.plus(reattachGrace);
   }
 
   @Override
@@ -113,14 +144,19 @@ public final class PoolAutoscaler implements Autoscaler {
         if (!w.registered) {
           w.registered = true;
           policies.get(w.pool).launchSucceeded();
-          event(w.pool, "registered", w.id, "registered after "
-              + Duration.between(w.launchedAt, now).toMillis() + " ms (" + w.handle + ")");
+          event(w.pool, "registered", w.id, (w.adopted ? "reattached" : "registered")
+              + " after " + Duration.between(w.launchedAt, now).toMillis() + " ms (" + w.handle
+              + ")");
+          w.adoptedUntil = null;
         }
         w.runningCalls = r.runningCalls();
         w.idleSince = r.idleSince();
         r.expiresAt().ifPresent(at -> w.expiresAt = Optional.of(at));
       } else if (w.registered) {
         stop(w, "lost", "its connection to the runtime is gone; stopping its allocation");
+      } else if (w.adoptedUntil != null && !now.isBefore(w.adoptedUntil)) {
+        stop(w, "terminate", "launched by an earlier runtime, it did not reattach within the"
+            + " worker grace (" + reattachGrace.toSeconds() + " s); stopping its allocation");
       }
     }
     for (Map.Entry<ProviderKind, WorkerProvider> e : providers.entrySet()) {
@@ -195,6 +231,7 @@ public final class PoolAutoscaler implements Autoscaler {
       // A local process runs once launched; a Slurm job runs when squeue says so.
       w.runningSince = pool.provider() == ProviderKind.LOCAL ? w.launchedAt : null;
       workers.put(workerId, w);
+      listener.launched(handle);
       event(pool.name(), "launched", workerId, handle.toString());
       if (stopped) {
         stop(w, "terminate", "the autoscaler stopped while this worker was launching");
@@ -214,6 +251,8 @@ public final class PoolAutoscaler implements Autoscaler {
       workers.remove(w.id);
       if (error != null) {
         event(w.pool, "terminate-failed", w.id, cause(error));
+      } else {
+        listener.ended(w.handle);
       }
     }, owner);
   }
@@ -234,7 +273,11 @@ public final class PoolAutoscaler implements Autoscaler {
       ProvidedWorker p = byId.get(w.id);
       if (p == null) {
         workers.remove(w.id);
-        if (w.registered) {
+        listener.ended(w.handle);
+        if (w.adopted && !w.registered) {
+          event(w.pool, "gone", w.id, w.handle + ", launched by an earlier runtime, is gone at"
+              + " its " + kind.configName() + " provider: forgotten");
+        } else if (w.registered) {
           event(w.pool, "exited", w.id, "its " + kind.configName() + " allocation ended ("
               + w.handle + ")");
           listener.stopping(w.id, "its allocation ended");
@@ -261,7 +304,10 @@ public final class PoolAutoscaler implements Autoscaler {
         TrackedWorker w = new TrackedWorker(id, p.handle().pool(), p.handle(), now, ++sequence);
         w.runningSince = p.running() ? now : null;
         w.expiresAt = p.expiresAt();
+        w.adopted = true;
+        w.adoptedUntil = reattachDeadline(now);
         workers.put(id, w);
+        listener.launched(p.handle());
         event(w.pool, "adopted", id, p.handle() + (p.running() ? " running" : " queued")
             + ", left by an earlier runtime of this cluster; waiting for it to register");
       } else {
@@ -308,6 +354,7 @@ public final class PoolAutoscaler implements Autoscaler {
       for (TrackedWorker w : List.copyOf(workers.values())) {
         w.terminating = true;
         event(w.pool, "terminate", w.id, "the cluster is going down");
+        listener.ended(w.handle);
         stops.add(terminate(w.handle).exceptionally(error -> {
           event(w.pool, "terminate-failed", w.id, cause(error));
           return null;

@@ -22,6 +22,13 @@ final class TrackedWorker {
   int runningCalls;
   Instant idleSince;
   Optional<Instant> expiresAt = Optional.empty();
+  /**
+   * Launched by an earlier runtime: it reattaches rather than registers, and one that is gone
+   * or never reattaches does not count as a failed launch (it ran before the restart).
+   */
+  boolean adopted;
+  /** By when an adopted worker must reattach (it is stopped then); null: no limit. */
+  Instant adoptedUntil;
 
   TrackedWorker(String id, String pool, WorkerHandle handle, Instant launchedAt, long sequence) {
     this.id = id;

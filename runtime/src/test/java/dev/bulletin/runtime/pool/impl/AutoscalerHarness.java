@@ -5,6 +5,7 @@ import dev.bulletin.runtime.pool.FakeClock;
 import dev.bulletin.runtime.pool.PendingDemand;
 import dev.bulletin.runtime.pool.PoolEvent;
 import dev.bulletin.runtime.pool.PoolListener;
+import dev.bulletin.runtime.pool.WorkerHandle;
 import dev.bulletin.runtime.pool.PoolsConfig;
 import dev.bulletin.runtime.pool.ProviderContext;
 import dev.bulletin.runtime.pool.RegisteredWorker;
@@ -31,9 +32,18 @@ final class AutoscalerHarness implements AutoCloseable {
   final List<PoolEvent> events = new ArrayList<>();
   final List<String> drained = new ArrayList<>();
   final List<String> stopping = new ArrayList<>();
+  /** What the runtime would journal: workers launched or adopted, and ended. */
+  final List<WorkerHandle> launched = new ArrayList<>();
+  final List<WorkerHandle> ended = new ArrayList<>();
   final Autoscaler autoscaler;
 
   AutoscalerHarness(PoolsConfig pools, ProviderContext context) throws Exception {
+    this(pools, context, List.of(), Duration.ZERO);
+  }
+
+  /** A restarted runtime's: {@code journaled} are the workers its journal names. */
+  AutoscalerHarness(PoolsConfig pools, ProviderContext context, List<WorkerHandle> journaled,
+      Duration reattachGrace) throws Exception {
     PoolListener listener = new PoolListener() {
       @Override
       public void drain(String workerId, String reason) {
@@ -49,10 +59,20 @@ final class AutoscalerHarness implements AutoCloseable {
       public void event(PoolEvent event) {
         events.add(event);
       }
+
+      @Override
+      public void launched(WorkerHandle handle) {
+        launched.add(handle);
+      }
+
+      @Override
+      public void ended(WorkerHandle handle) {
+        ended.add(handle);
+      }
     };
     autoscaler = Autoscaler.create(pools, WorkerProviders.forPools(pools, context), clock, metrics,
         owner, listener);
-    autoscaler.start().get(60, TimeUnit.SECONDS);
+    autoscaler.start(journaled, reattachGrace).get(60, TimeUnit.SECONDS);
   }
 
   <T> T onOwner(Callable<T> call) throws Exception {

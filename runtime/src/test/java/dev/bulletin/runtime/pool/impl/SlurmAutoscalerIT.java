@@ -1,9 +1,11 @@
 package dev.bulletin.runtime.pool.impl;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.bulletin.runtime.pool.PendingDemand;
+import dev.bulletin.runtime.pool.WorkerHandle;
 import dev.bulletin.runtime.pool.PoolConfig;
 import dev.bulletin.runtime.pool.PoolEvent;
 import dev.bulletin.runtime.pool.PoolsConfig;
@@ -19,6 +21,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -85,6 +88,46 @@ class SlurmAutoscalerIT {
       h.tick(List.of(RegisteredWorker.idle(worker, t)), List.of());
       assertTrue(h.events("terminate").get(0).message().startsWith("idle for 6m"));
       SlurmProviderIT.waitFor(() -> SlurmTestCluster.job(job).isEmpty(), LONG, "scancel to end the job");
+    }
+  }
+
+  @Test
+  void aRestartAdoptsTheJournaledJobAndCancelsItWhenItDoesNotReattach() throws Exception {
+    PoolsConfig pools = new PoolsConfig(List.of(pool(1)));
+    List<PendingDemand> oneCall = List.of(PendingDemand.of(1, 1));
+    AutoscalerHarness first = new AutoscalerHarness(pools, context);
+    first.tick(List.of(), oneCall);
+    String job = jobOf(first.await("launched", LONG));
+    List<WorkerHandle> journaled = first.onOwner(() -> List.copyOf(first.launched));
+    assertEquals(List.of(job), journaled.stream().map(WorkerHandle::providerId).toList());
+    // The runtime dies: its job stays, and in the journal.
+    first.onOwner(() -> first.autoscaler.shutdown(false)).get(30, TimeUnit.SECONDS);
+    first.owner.shutdownNow();
+    assertFalse(SlurmTestCluster.job(job).isEmpty(), "a crash leaves the job");
+
+    Duration grace = Duration.ofSeconds(60);
+    try (AutoscalerHarness second = new AutoscalerHarness(pools, context, journaled, grace)) {
+      assertEquals(1, second.events("adopted").size(), second.events.toString());
+      second.tick(List.of(), oneCall);
+      assertEquals(List.of(), second.events("launch"), "the journaled job serves the call: no"
+          + " second sbatch");
+      second.onOwner(() -> {
+        second.clock.advance(grace.plusSeconds(1));
+        return null;
+      });
+      second.tick(List.of(), List.of());
+      PoolEvent stopped = second.events("terminate").get(0);
+      assertTrue(stopped.message().contains("did not reattach within the worker grace"),
+          stopped.message());
+      SlurmProviderIT.waitFor(() -> SlurmTestCluster.job(job).isEmpty(), LONG,
+          "scancel to end the job");
+      SlurmProviderIT.waitFor(() -> {
+        try {
+          return second.onOwner(() -> second.ended.equals(journaled));
+        } catch (Exception e) {
+          throw new IllegalStateException(e);
+        }
+      }, LONG, "the cancelled job to leave the journal");
     }
   }
 

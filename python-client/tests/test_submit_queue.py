@@ -1,0 +1,113 @@
+"""The submitter thread survives a failed upload of a function it carries (unit test with fakes:
+the e2e suites cover the real Submit path)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from bulletin._errors import StoreFullError
+from bulletin._proto import bulletin_pb2 as pb
+from bulletin._submit_queue import SubmitQueue
+
+
+class _Encoded:
+    nbytes = 1 << 20  # above the inline limit: carried as an upload
+
+
+class _Transfer:
+    def __init__(self):
+        self.acquired, self.released, self.fail_next = [], [], True
+
+    def acquire(self, encoded):
+        if self.fail_next:
+            self.fail_next = False
+            raise StoreFullError("this object is 1048576 bytes, larger than the store")
+        self.acquired.append(encoded)
+        return "f" * 32
+
+    def release(self, oid):
+        self.released.append(oid)
+
+
+class _Future:
+    def __init__(self):
+        self.error = None
+
+    def _set_error(self, error):
+        self.error = error
+
+
+class _Calls:
+    def __init__(self):
+        self.lock = threading.RLock()
+        self.futures: dict[str, _Future] = {}
+
+    def is_open(self):
+        return True
+
+    def get(self, task_id):
+        return self.futures.get(task_id)
+
+    def pop(self, task_id):
+        return self.futures.pop(task_id, None)
+
+
+class _Stub:
+    def __init__(self):
+        self.batches = []
+
+    def Submit(self, request, metadata=None):  # noqa: N802 - the gRPC stub's name
+        self.batches.append([spec.task_id for spec in request.tasks])
+
+
+class _Conn:
+    metadata = ()
+    reconnect_timeout = 0
+
+    def __init__(self):
+        self.stub = _Stub()
+
+
+class _Session:
+    session_id = "s"
+
+    def send(self, message):
+        pass
+
+
+def _spec(task_id: str) -> pb.TaskSpec:
+    spec = pb.TaskSpec(task_id=task_id, name="f")
+    spec.function.id = "f" * 32
+    return spec
+
+
+def test_a_failed_upload_of_a_carried_function_fails_its_calls_and_the_thread_goes_on():
+    calls, transfer, conn = _Calls(), _Transfer(), _Conn()
+    queue = SubmitQueue(conn, _Session(), transfer, calls, inline_limit=1024,
+                        batch_bytes=1 << 20, sent_functions=set())
+    for task_id in ("first", "second"):
+        calls.futures[task_id] = _Future()
+    second = calls.futures["second"]
+    with calls.lock:
+        # The first call names the function first and is cancelled before it leaves: the next
+        # one carries the function's bytes, and their upload fails.
+        queue.put_locked(_spec("first"), first_use=("f" * 32, _Encoded()))
+        assert queue.cancel_locked("first")
+        queue.put_locked(_spec("second"))
+    queue.start()
+    deadline = time.monotonic() + 10
+    while second.error is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert isinstance(second.error, StoreFullError), second.error
+    assert conn.stub.batches == []
+
+    # The thread lives on, and the next call naming the function carries it again.
+    calls.futures["third"] = _Future()
+    with calls.lock:
+        queue.put_locked(_spec("third"))
+    while not conn.stub.batches and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert conn.stub.batches == [["third"]]
+    assert len(transfer.acquired) == 1
+    queue.stop()
