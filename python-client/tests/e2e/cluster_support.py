@@ -174,14 +174,26 @@ def start_cluster(home: Path, *extra: str, gpus: int = 1, cpus: int = 2,
 def wait_warm(cluster: Cluster, timeout: float = 60.0) -> None:
     """`bulletin up` returns before the embedded worker's executors are warm (they start in the
     background; the worker shows as "starting"): tests that count executors wait for them."""
+    tls = {"ca": cluster.info["ca"]} if cluster.info.get("tls") else {}
+
+    refused: list[Exception] = []
+
     def warm() -> bool:
         try:
-            with cluster.client(set_as_default=False) as client:
+            with cluster.client(set_as_default=False, **tls) as client:
                 return all(w.state != "starting" for w in client.status().workers)
-        except bulletin.BulletinError:
-            return False  # not answering yet: asked again, as a test's own client would retry
+        except bulletin.BulletinError as error:
+            refused[:] = [error]  # not answering yet: asked again, as a test's client would
+            return False
 
-    wait_until(warm, timeout=timeout, interval=0.2, what="the embedded worker's executors to start")
+    what = "the embedded worker's executors to start"
+    try:
+        wait_until(warm, timeout=timeout, interval=0.2, what=what)
+    except AssertionError:
+        if refused:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}; the last"
+                                 f" status request failed: {refused[0]}") from None
+        raise
 
 
 # The helpers below that run remotely (wait_for_file) live in this module: ship this module by value.
