@@ -46,6 +46,7 @@ import java.util.Optional;
 public final class ControlPlane {
 
   private final Context context;
+  private final JournaledDispatch dispatches;
   private final ObjectStore store;
   /** The policy scheduler: QoS, quotas, fair share, topology, preemption, wait reasons. */
   private final PolicyPass policy;
@@ -80,6 +81,7 @@ public final class ControlPlane {
     this.runAs = Map.copyOf(runAs);
     this.journaling = journaling;
     this.context = context;
+    this.dispatches = new JournaledDispatch(journaling, context);
     this.store = store;
     this.policy = policy;
     this.tasks = new TaskTable(policy::goesAhead);
@@ -492,25 +494,18 @@ public final class ControlPlane {
     });
   }
 
-  /**
-   * Starts the call on its worker once the journal holds the new attempt: a run the journal did
-   * not know of would run again after a crash under the same attempt number, and the caller
-   * could not tell that its function ran twice (docs/durability.md).
-   */
+  /** Starts the call on its worker once the journal holds its new attempt. */
   private void run(Task task, AttachedWorker worker, Placement placed) {
-    long mark = journaling.mark();
-    journaling.dispatching(task, worker.id());
-    journaling.durable(mark).whenComplete((kept, error) -> context.runOnContext(ignored -> {
+    dispatches.dispatch(task, worker.id(), () -> {
       if (task.state() != TaskState.PLACED || placements.get(task.id()) != worker) {
         return; // its worker went away meanwhile: the call was requeued or ended
       }
       if (task.stopReason() != null) {
         onEnded(task, new CallOutcome.Stopped(task.stopReason().describe()));
       } else {
-        // A journal that failed (full disk) only risks the attempt's number: the call runs.
         send(task, worker, placed);
       }
-    }));
+    });
   }
 
   private void send(Task task, AttachedWorker worker, Placement placed) {
