@@ -534,7 +534,7 @@ public final class ControlPlane {
     task.usage().running(now);
     task.adoptedRunning(now);
     runningCount++;
-    tasks.transitionQuietly(task, TaskState.RUNNING); // journaled; its client heard it before
+    tasks.transitionQuietly(task, TaskState.RUNNING); // the journal has it there; so did its client
     startWalltime(task);
     whenEnded(task, worker.link().adopt(task.id(), task.args().namespace(), listener(task)));
   }

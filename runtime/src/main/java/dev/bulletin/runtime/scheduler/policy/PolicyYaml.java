@@ -54,8 +54,7 @@ public final class PolicyYaml {
     ConfigNode backfill = scheduler.section("backfill");
     Backfill b = defaults.backfill();
     Duration backfillAfter = backfill.durationOrUnlimited("after", b.after());
-    int backfillMinGpus = "whole-worker".equals(backfill.string("min_gpus").orElse(null))
-        ? Backfill.WHOLE_WORKER : backfill.integer("min_gpus", b.minGpus(), 1);
+    int backfillMinGpus = backfillMinGpus(backfill, b.minGpus());
     int reservations = backfill.integer("max_reservations", b.maxReservations());
     backfill.rejectUnknown();
     ConfigNode weights = scheduler.section("weights");
@@ -137,5 +136,18 @@ public final class PolicyYaml {
       }
     }
     return defaultLimit;
+  }
+
+  /** {@code backfill.min_gpus}: a number of GPUs, or {@code whole-worker}. */
+  private static int backfillMinGpus(ConfigNode backfill, int fallback) {
+    String text = backfill.string("min_gpus").orElse(null);
+    if ("whole-worker".equals(text)) {
+      return Backfill.WHOLE_WORKER;
+    }
+    if (text != null && !text.matches("-?[0-9]+")) {
+      backfill.error("min_gpus", "expected an integer >= 1 or whole-worker, got '" + text + "'");
+      return fallback;
+    }
+    return backfill.integer("min_gpus", fallback, 1);
   }
 }

@@ -114,6 +114,10 @@ class PolicyYamlTest {
             "scheduler.credits: unknown field 'per_idle_gpu_hours' (allowed: per_idle_gpu_hour,"
                 + " max_balance)"),
         Arguments.of("scheduler: {candidates: 0}", "scheduler.candidates must be >= 1, got 0"),
+        Arguments.of("scheduler: {backfill: {min_gpus: whole}}",
+            "scheduler.backfill.min_gpus: expected an integer >= 1 or whole-worker, got 'whole'"),
+        Arguments.of("scheduler: {backfill: {min_gpus: 0}}",
+            "scheduler.backfill.min_gpus: must be >= 1, got 0"),
         Arguments.of("scheduler: 5", "scheduler: expected a mapping"));
   }
 
