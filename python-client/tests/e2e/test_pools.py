@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
+import urllib.request
 
 import pytest
 
@@ -33,6 +34,39 @@ def executor_id():
     return os.environ["BULLETIN_EXECUTOR_ID"]
 
 
+def executor_id_once(gate: str):
+    """The executor's id once the test touches gate (the worker stays busy until then)."""
+    import os
+    import time
+    while not os.path.exists(gate):
+        time.sleep(0.05)
+    return executor_id()
+
+
+def pool_meters(head) -> dict[str, float]:
+    """The pool series of /metrics (loopback needs no token), by name and labels."""
+    with urllib.request.urlopen(head.info["dashboard_url"] + "metrics", timeout=10) as response:
+        text = response.read().decode()
+    return {name: float(value) for name, value in
+            (line.rsplit(" ", 1) for line in text.splitlines()
+             if line.startswith("bulletin_pool_"))}
+
+
+def assert_pool_meters(head, launched: int, workers: int) -> None:
+    """/metrics counts the pool's launches and its workers in every state (the gauges refresh
+    on a timer, so this waits for them)."""
+    def counted():
+        meters = pool_meters(head)
+        held = sum(value for name, value in meters.items()
+                   if name.startswith("bulletin_pool_workers{") and 'pool="gpu"' in name)
+        launches = sum(value for name, value in meters.items()
+                       if name.startswith("bulletin_pool_decisions_total{")
+                       and 'kind="launch"' in name and 'pool="gpu"' in name)
+        return held == workers and launches == launched
+    wait_until(counted, timeout=30,
+               what=f"/metrics to show {workers} pool worker(s) and {launched} launch(es)")
+
+
 def scale_from_zero_and_back(tmp_path, config: str) -> None:
     head = start_cluster(tmp_path / "home", "--config", config, gpus=0, cpus=1)
     try:
@@ -50,8 +84,15 @@ def scale_from_zero_and_back(tmp_path, config: str) -> None:
             wait_until(lambda: len(client.status().workers) == 1, timeout=SCALE_SECONDS,
                        what="the idle pool worker to go")
             assert any("idle" in event for event in client.status().pool_events)
-            # And a later call scales it up again.
-            assert client.submit(executor_id, gpus=1).result(timeout=SCALE_SECONDS)
+            assert_pool_meters(head, launched=1, workers=0)
+            # And a later call scales it up again; /metrics shows the worker while it is busy.
+            gate = tmp_path / "gate"
+            held = client.submit(executor_id_once, str(gate), gpus=1)
+            wait_until(lambda: held.status == "running", timeout=SCALE_SECONDS,
+                       what="the second call to run on a new pool worker")
+            assert_pool_meters(head, launched=2, workers=1)
+            gate.touch()
+            assert held.result(timeout=SCALE_SECONDS).startswith("gpu-")
     finally:
         head.stop()
 

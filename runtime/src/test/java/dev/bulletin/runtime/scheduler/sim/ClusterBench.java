@@ -169,7 +169,7 @@ final class ClusterBench {
       }
     }
     String[] labels = {"scheduler", "calls finished", "makespan", "GPU utilisation while calls arrive",
-        "utilisation while demand exists", "mean wait (all)", "median wait (all)", "p95 wait (all)",
+        "utilisation while demand exists", "mean wait (all)", "mean wait per GPU asked", "median wait (all)", "p95 wait (all)",
         "median wait interactive", "p95 wait interactive", "median wait batch",
         "median wait 8-GPU calls", "p95 wait 8-GPU calls",
         "multi-GPU calls on closest GPUs", "input bytes already local", "preemptions",
@@ -218,6 +218,8 @@ final class ClusterBench {
         pct(utilisationWhileArriving),
         pct(useful / demand),
         Stats.minutes(done.stream().mapToDouble(SimCall::waitSeconds).average().orElse(0)),
+        Stats.minutes(done.stream().mapToDouble(c -> c.gpus * c.waitSeconds()).sum()
+            / Math.max(1, done.stream().mapToDouble(c -> c.gpus).sum())),
         Stats.minutes(Stats.percentile(Stats.of(done, SimCall::waitSeconds), 50)),
         Stats.minutes(Stats.percentile(Stats.of(done, SimCall::waitSeconds), 95)),
         Stats.minutes(Stats.percentile(Stats.of(interactive, SimCall::waitSeconds), 50)),
