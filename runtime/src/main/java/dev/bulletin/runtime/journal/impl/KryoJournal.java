@@ -266,15 +266,18 @@ public final class KryoJournal implements StateJournal {
       }
       while (queue.awaitWork(IDLE_FLUSH_MILLIS)) {
         boolean compactNow;
+        List<JournalRecord> toApply;
         writeLock.lock();
         try {
           writePending();
-          applyWritten();
+          toApply = unapplied;
+          unapplied = new ArrayList<>();
           compactNow = logBytes > options.compactBytes();
         } finally {
           writeLock.unlock();
         }
         syncWritten();
+        toApply.forEach(written::apply); // the writer's own state: outside the lock
         if (compactNow) {
           compact();
         }
@@ -284,7 +287,7 @@ public final class KryoJournal implements StateJournal {
     }
   }
 
-  /** Folds the records written since the last call into the state; under the write lock. */
+  /** Folds every record written so far into the state; under the write lock. */
   private void applyWritten() {
     unapplied.forEach(written::apply);
     unapplied = new ArrayList<>();
@@ -317,6 +320,14 @@ public final class KryoJournal implements StateJournal {
         syncWritten();
         applyWritten();
         startLog(number);
+      } finally {
+        writeLock.unlock();
+      }
+      // Dispatches that found the lock taken meanwhile wait for this thread: their records go
+      // to the new log now, not after the snapshot (they are not in it: not applied yet).
+      writeLock.lock();
+      try {
+        writePending();
       } finally {
         writeLock.unlock();
       }
