@@ -126,15 +126,7 @@ class JournaledDispatchTest {
   }
 
   private <T> T onLoop(Callable<T> action) throws Exception {
-    CompletableFuture<T> done = new CompletableFuture<>();
-    context.runOnContext(ignored -> {
-      try {
-        done.complete(action.call());
-      } catch (Throwable e) {
-        done.completeExceptionally(e);
-      }
-    });
-    return done.get(30, TimeUnit.SECONDS);
+    return OnLoop.call(context, action);
   }
 
   /** The journal as a restart after a crash of this process would read it: its files now. */

@@ -1,7 +1,6 @@
 package dev.bulletin.runtime.journal.impl;
 
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -42,13 +41,7 @@ public final class HeldSyncs implements FrameSink.Opener {
 
   @Override
   public FrameSink open(Path file) throws IOException {
-    FrameSink real = FrameSink.FILES.open(file);
-    return new FrameSink() {
-      @Override
-      public void write(ByteBuffer bytes) throws IOException {
-        real.write(bytes);
-      }
-
+    return new DelegatingSink(FrameSink.FILES.open(file)) {
       @Override
       public void force() throws IOException {
         CountDownLatch held = gate.get();
@@ -65,23 +58,8 @@ public final class HeldSyncs implements FrameSink.Opener {
             waiting.decrementAndGet();
           }
         }
-        real.force();
+        super.force();
         completed.incrementAndGet();
-      }
-
-      @Override
-      public long size() throws IOException {
-        return real.size();
-      }
-
-      @Override
-      public void truncate(long size) throws IOException {
-        real.truncate(size);
-      }
-
-      @Override
-      public void close() throws IOException {
-        real.close();
       }
     };
   }
