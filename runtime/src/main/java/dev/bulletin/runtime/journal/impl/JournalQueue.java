@@ -78,6 +78,11 @@ final class JournalQueue {
     return writtenSeq;
   }
 
+  /** Whether a wait for written records is not served yet. */
+  synchronized boolean writeAwaited() {
+    return !writtenWaiters.isEmpty();
+  }
+
   /** Completes once every record appended so far is written (or fails if one was not). */
   CompletableFuture<Void> whenWritten(long since) {
     return await(since, writtenWaiters, true);

@@ -182,8 +182,14 @@ public final class KryoJournal implements StateJournal {
     return queue.append(record);
   }
 
+  /**
+   * Writes what is pending on the calling thread first (see {@link #written}): the writer
+   * thread then only syncs, and a dispatch in the same turn finds the log free to write its own
+   * records instead of waiting for the writer's write and then its fsync.
+   */
   @Override
   public CompletableFuture<Void> sync(long sinceSeq) {
+    writeIfFree();
     return queue.whenDurable(sinceSeq);
   }
 
@@ -194,6 +200,11 @@ public final class KryoJournal implements StateJournal {
    */
   @Override
   public CompletableFuture<Void> written(long sinceSeq) {
+    writeIfFree();
+    return queue.whenWritten(sinceSeq);
+  }
+
+  private void writeIfFree() {
     if (writeLock.tryLock()) {
       try {
         writePending();
@@ -201,7 +212,6 @@ public final class KryoJournal implements StateJournal {
         writeLock.unlock();
       }
     }
-    return queue.whenWritten(sinceSeq);
   }
 
   @Override
@@ -275,6 +285,16 @@ public final class KryoJournal implements StateJournal {
           compactNow = logBytes > options.compactBytes();
         } finally {
           writeLock.unlock();
+        }
+        if (queue.writeAwaited()) {
+          // A dispatch found the log taken by the write above: it waits for a write, not for
+          // the fsync that follows.
+          writeLock.lock();
+          try {
+            writePending();
+          } finally {
+            writeLock.unlock();
+          }
         }
         syncWritten();
         toApply.forEach(written::apply); // the writer's own state: outside the lock
