@@ -10,7 +10,9 @@
    --no-journal`). Both clusters run side by side for the whole run, are warmed up alike, and
    are measured in alternating rounds (on off, off on, on off, ...: a shared machine's load
    drifts, and each mode sees the same drift); each mode's median and spread (min-max) over the rounds
-   are printed, and the ratio of the medians is the journal's cost (goal: at most 10 %).
+   are printed, and the ratio of the medians is the journal's cost (goal: at most 10 %), with
+   the median of each round's own on/off ratio beside it. With --compare-jar OLD.jar a third
+   cluster, the journal on with that build, runs in the same rounds.
 2. Restart time with --restart-calls calls in the journal: one call holds the only slot while
    the others queue, the runtime is killed with SIGKILL, and the journal and store are saved.
    `bulletin up` on a fresh copy of them is timed until it serves (then SIGKILL again), against
@@ -189,12 +191,14 @@ def pipelined_per_s(client, calls: int) -> float:
 
 def throughput(args) -> dict:
     """Journal on and off side by side, measured in alternating rounds: {mode: [rounds]}."""
-    homes = {mode: Path(tempfile.mkdtemp(prefix=f"bulletin-journal-{mode}-"))
-             for mode in ("on", "off")}
+    modes = ("on", "off", "before") if args.compare_jar else ("on", "off")
+    homes = {mode: Path(tempfile.mkdtemp(prefix=f"bulletin-journal-{mode}-")) for mode in modes}
     clients = {}
     try:
         for mode, home in homes.items():
-            up(home, "--journal" if mode == "on" else "--no-journal", cpus=args.workers)
+            # "before": the journal on, with --compare-jar's runtime (an older build).
+            with runtime_jar(args.compare_jar if mode == "before" else None):
+                up(home, "--no-journal" if mode == "off" else "--journal", cpus=args.workers)
             clients[mode] = connect(home)
         for mode, client in clients.items():
             # Steady state for both alike: the JVM's hot paths compiled, executors warm.
@@ -203,11 +207,11 @@ def throughput(args) -> dict:
             while done < args.warmup:
                 pipelined_per_s(client, args.pipelined)
                 done += args.pipelined
-        runs = {"on": [], "off": []}
+        runs = {mode: [] for mode in modes}
         for round_ in range(args.rounds):
             # Alternating, the order swapped every round (on off, off on, ...): a drift of the
             # machine's load (or of the JIT's warm-up) falls on both modes alike.
-            for mode in ("on", "off") if round_ % 2 == 0 else ("off", "on"):
+            for mode in modes if round_ % 2 == 0 else modes[::-1]:
                 run = {"pipelined_per_s": pipelined_per_s(clients[mode], args.pipelined),
                        "p50_ms": sync_p50_ms(clients[mode], args.calls)}
                 runs[mode].append(run)
@@ -227,7 +231,7 @@ def report_throughput(runs: dict, goal: float = 0.10) -> None:
         return statistics.median(values), min(values), max(values)
 
     print(f"{'journal':8} {'pipelined calls/s: median [min-max]':36} {'p50 ms: median [min-max]'}")
-    for mode in ("on", "off"):
+    for mode in runs:
         t, t_lo, t_hi = spread(mode, "pipelined_per_s")
         p, p_lo, p_hi = spread(mode, "p50_ms")
         print(f"{mode:8} {t:7.0f} [{t_lo:.0f}-{t_hi:.0f}]{'':18} {p:6.2f} [{p_lo:.2f}-{p_hi:.2f}]")
@@ -235,6 +239,14 @@ def report_throughput(runs: dict, goal: float = 0.10) -> None:
     latency = spread("on", "p50_ms")[0] / spread("off", "p50_ms")[0]
     print(f"journal on/off, ratio of medians over {len(runs['on'])} rounds each: pipelined "
           f"throughput {through:.2f}x, p50 latency {latency:.2f}x")
+    paired = {key: statistics.median(on[key] / off[key] for on, off in zip(runs["on"], runs["off"]))
+              for key in ("pipelined_per_s", "p50_ms")}
+    print(f"journal on/off, median of the {len(runs['on'])} rounds' own ratios: pipelined "
+          f"throughput {paired['pipelined_per_s']:.2f}x, p50 latency {paired['p50_ms']:.2f}x")
+    if "before" in runs:
+        print(f"journal on, this build/--compare-jar's, ratio of medians: pipelined throughput "
+              f"{spread('on', 'pipelined_per_s')[0] / spread('before', 'pipelined_per_s')[0]:.2f}x,"
+              f" p50 latency {spread('on', 'p50_ms')[0] / spread('before', 'p50_ms')[0]:.2f}x")
     met = through >= 1 - goal and latency <= 1 + goal
     print(f"goal: the journal costs at most {goal:.0%} (throughput >= {1 - goal:.2f}x, p50 <= "
           f"{1 + goal:.2f}x): {'met' if met else 'NOT met'}")
@@ -254,7 +266,8 @@ def main() -> int:
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--skip-restart", action="store_true")
     parser.add_argument("--compare-jar", metavar="JAR",
-                        help="also time the restart with this runtime jar (an older build), "
+                        help="also run an older build: the journal-on throughput and p50 with "
+                             "this runtime jar in the same alternating rounds, and the restart "
                              "alternating with this one, on copies of the same journal")
     args = parser.parse_args()
     if not args.skip_throughput:

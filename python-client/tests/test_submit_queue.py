@@ -6,6 +6,9 @@ from __future__ import annotations
 import threading
 import time
 
+import grpc
+import pytest
+
 from bulletin._errors import StoreFullError
 from bulletin._proto import bulletin_pb2 as pb
 from bulletin._submit_queue import SubmitQueue
@@ -110,4 +113,71 @@ def test_a_failed_upload_of_a_carried_function_fails_its_calls_and_the_thread_go
         time.sleep(0.01)
     assert conn.stub.batches == [["third"]]
     assert len(transfer.acquired) == 1
+    queue.stop()
+
+
+class _HeldStub:
+    """Submit waits until the test lets it answer (the runtime waits for its journal's fsync),
+    then returns or raises ``answer``."""
+
+    def __init__(self):
+        self.batches, self.entered, self.answer = [], threading.Event(), threading.Event()
+        self.error: Exception | None = None
+
+    def Submit(self, request, metadata=None):  # noqa: N802 - the gRPC stub's name
+        self.batches.append([spec.task_id for spec in request.tasks])
+        self.entered.set()
+        assert self.answer.wait(10)
+        if self.error is not None:
+            raise self.error
+
+
+class _Exhausted(grpc.RpcError):
+    def code(self):
+        return grpc.StatusCode.RESOURCE_EXHAUSTED
+
+    def details(self):
+        return "cannot write the runtime's journal"
+
+
+def _held_queue(stub):
+    from bulletin._future import Future
+    from bulletin._submitter import CallTable
+
+    calls, conn = CallTable(), _Conn()
+    conn.stub = stub
+    conn.error = lambda error, what: RuntimeError(f"{what}: {error.details()}")
+    queue = SubmitQueue(conn, _Session(), _Transfer(), calls, inline_limit=1024,
+                        batch_bytes=1 << 20, sent_functions={"f" * 32})
+    future = Future("t1", "f", canceller=lambda f: None)
+    calls.add(future)
+    with calls.lock:
+        queue.put_locked(_spec("t1"))
+    queue.start()
+    assert stub.entered.wait(10)
+    # The result event arrives before the Submit's reply, as Client._on_event takes it.
+    assert calls.pop("t1") is future
+    future._set_finished(5)
+    return queue, calls, future
+
+
+@pytest.mark.parametrize("reply", ["ok", "refused"])
+def test_a_result_that_arrives_before_its_submit_reply_is_kept(reply):
+    """The runtime runs a call on its embedded worker once the call is written to its journal
+    and replies to the Submit once it is synced: the result may come first."""
+    stub = _HeldStub()
+    if reply == "refused":
+        stub.error = _Exhausted()
+    queue, calls, future = _held_queue(stub)
+    assert future.result(timeout=1) == 5
+    assert future.cancel() is False, "a finished call cannot be cancelled"
+    stub.answer.set()
+    deadline = time.monotonic() + 10
+    while queue._unacknowledged and time.monotonic() < deadline:  # noqa: SLF001
+        time.sleep(0.01)
+    assert not queue._unacknowledged  # noqa: SLF001
+    assert future.result(timeout=1) == 5, "the reply (or its refusal) does not undo the result"
+    assert future.exception(timeout=1) is None
+    assert stub.batches == [["t1"]], "the call is not sent again"
+    assert calls.get("t1") is None
     queue.stop()

@@ -9,6 +9,7 @@ import dev.bulletin.runtime.journal.JournalOptions;
 import dev.bulletin.runtime.journal.JournalState;
 import dev.bulletin.runtime.journal.Journals;
 import dev.bulletin.runtime.journal.StateJournal;
+import dev.bulletin.runtime.journal.impl.FrameSink;
 import dev.bulletin.runtime.identity.ClusterId;
 import dev.bulletin.runtime.impl.RuntimeVerticle;
 import dev.bulletin.worker.WorkerAgent;
@@ -52,7 +53,8 @@ public final class BulletinRuntime implements AutoCloseable {
   private String dashboardUrl = "";
   private CompletableFuture<Void> executorsWarm;
 
-  private BulletinRuntime(RuntimeOptions options, TlsOptions tls, Runnable onShutdownRequest) {
+  private BulletinRuntime(RuntimeOptions options, TlsOptions tls, Runnable onShutdownRequest,
+      FrameSink.Opener journalSinks) {
     this.options = options;
     this.tls = tls;
     this.onShutdownRequest = onShutdownRequest;
@@ -60,7 +62,8 @@ public final class BulletinRuntime implements AutoCloseable {
     this.clusterId = ClusterId.loadOrCreate(options.home());
     // First: a journal this version cannot read stops the start before anything is touched.
     long opening = System.nanoTime();
-    this.journal = options.journal() ? Journals.open(JournalOptions.in(options.journalFolder()))
+    this.journal = options.journal() ? Journals.open(
+        JournalOptions.in(options.journalFolder()).withSinks(journalSinks))
         : new Journals.Opened(StateJournal.disabled(), new JournalState(), 0, 0);
     if (journal.records() > 0) {
       java.util.logging.Logger.getLogger(BulletinRuntime.class.getName()).info("journal: read "
@@ -102,7 +105,17 @@ public final class BulletinRuntime implements AutoCloseable {
    */
   public static BulletinRuntime start(RuntimeOptions options, TlsOptions tls,
       Runnable onShutdownRequest) throws Exception {
-    BulletinRuntime runtime = new BulletinRuntime(options, tls, onShutdownRequest);
+    return start(options, tls, onShutdownRequest, FrameSink.FILES);
+  }
+
+  /**
+   * Starts everything with the journal's log files opened by {@code journalSinks}: tests use
+   * it for a disk that syncs late or fills up.
+   */
+  public static BulletinRuntime start(RuntimeOptions options, TlsOptions tls,
+      Runnable onShutdownRequest, FrameSink.Opener journalSinks) throws Exception {
+    BulletinRuntime runtime = new BulletinRuntime(options, tls, onShutdownRequest,
+        journalSinks);
     try {
       runtime.boot();
       return runtime;

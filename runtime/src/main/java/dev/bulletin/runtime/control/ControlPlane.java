@@ -496,7 +496,7 @@ public final class ControlPlane {
 
   /** Starts the call on its worker once the journal holds its new attempt. */
   private void run(Task task, AttachedWorker worker, Placement placed) {
-    dispatches.dispatch(task, worker.id(), () -> {
+    dispatches.dispatch(task, worker.id(), worker.remote(), () -> {
       if (task.state() != TaskState.PLACED || placements.get(task.id()) != worker) {
         return; // its worker went away meanwhile: the call was requeued or ended
       }

@@ -51,6 +51,15 @@ public final class Journaling implements TaskTable.Listener {
   }
 
   /**
+   * Completes once every change since {@code mark} is written into the journal's file, synced or
+   * not: it survives a crash of the runtime's process, not a power loss. Often complete at once
+   * (the write happens on this thread when the journal's writer is not busy).
+   */
+  public CompletableFuture<Void> written(long mark) {
+    return journal.written(mark);
+  }
+
+  /**
    * Why the journal cannot write now (full disk), or null. While it cannot, a small record is
    * written now and then to find out when it can again: refused calls write nothing.
    */
@@ -171,7 +180,8 @@ public final class Journaling implements TaskTable.Listener {
 
   /**
    * A call is about to be sent to its worker, for its next attempt: from here on a crash counts
-   * it as run (ControlPlane sends it once this is on disk).
+   * it as run (ControlPlane sends it once this is written, or on disk for a remote worker: see
+   * {@link JournaledDispatch}).
    */
   void dispatching(Task task, String workerId) {
     if (task.sink() instanceof ClientSession) {

@@ -6,8 +6,12 @@ import java.util.concurrent.CompletableFuture;
 /**
  * The control plane's journal: every change the runtime acknowledges is appended here, and the
  * acknowledgement leaves only once {@link #sync} says the change is on disk. Appending never
- * blocks (the writes and their fsync run on the journal's own thread, many records per fsync);
- * it may be called from one thread at a time (the control plane's event loop).
+ * blocks (the fsyncs run on the journal's own thread, many records per fsync); it may be called
+ * from one thread at a time (the control plane's event loop).
+ *
+ * <p>Two marks: a record is <em>written</em> once it is in the log file (the kernel's page
+ * cache holds it: it survives a crash of this process, not a power loss), and <em>durable</em>
+ * once it was synced to the disk as well. Records are written and synced in the order appended.
  */
 public interface StateJournal extends AutoCloseable {
 
@@ -23,6 +27,14 @@ public interface StateJournal extends AutoCloseable {
    * {@link JournalWriteException} if any record from {@code sinceSeq} on could not be written.
    */
   CompletableFuture<Void> sync(long sinceSeq);
+
+  /**
+   * Completes once every record appended so far is written (not necessarily synced); fails
+   * with a {@link JournalWriteException} if any record from {@code sinceSeq} on could not be.
+   * May write them on the calling thread (a buffered write, never an fsync), so it often
+   * completes before it returns.
+   */
+  CompletableFuture<Void> written(long sinceSeq);
 
   /** The sequence number the next {@link #append} will get. */
   long nextSeq();
@@ -55,6 +67,11 @@ public interface StateJournal extends AutoCloseable {
 
       @Override
       public CompletableFuture<Void> sync(long sinceSeq) {
+        return CompletableFuture.completedFuture(null);
+      }
+
+      @Override
+      public CompletableFuture<Void> written(long sinceSeq) {
         return CompletableFuture.completedFuture(null);
       }
 

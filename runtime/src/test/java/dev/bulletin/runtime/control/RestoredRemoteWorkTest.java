@@ -114,15 +114,7 @@ class RestoredRemoteWorkTest {
   }
 
   private <T> T onLoop(Callable<T> action) throws Exception {
-    CompletableFuture<T> done = new CompletableFuture<>();
-    context.runOnContext(ignored -> {
-      try {
-        done.complete(action.call());
-      } catch (Throwable e) {
-        done.completeExceptionally(e);
-      }
-    });
-    return done.get(30, TimeUnit.SECONDS);
+    return OnLoop.call(context, action);
   }
 
   /** A new runtime restored from a journal in which t1 (1 GPU) started on {@code workerId}. */

@@ -80,10 +80,16 @@ public final class HarnessClient implements AutoCloseable {
 
   /** One unary call; a status other than OK throws. */
   <Req, Resp> Resp call(ServiceMethod<Resp, Req> method, Req message, Map<String, String> headers) {
-    return await(client.request(server, method).compose(request -> {
+    return await(callAsync(method, message, headers));
+  }
+
+  /** One unary call, not waited for: its reply, or its failure. */
+  <Req, Resp> Future<Resp> callAsync(ServiceMethod<Resp, Req> method, Req message,
+      Map<String, String> headers) {
+    return client.request(server, method).compose(request -> {
       authorize(request, headers);
       return request.send(message);
-    }).compose(response -> response.last()));
+    }).compose(response -> response.last());
   }
 
   <Req, Resp> Future<GrpcClientRequest<Req, Resp>> request(ServiceMethod<Resp, Req> method,

@@ -79,12 +79,17 @@ public final class HarnessSession implements AutoCloseable {
 
   /** Submits calls in one Submit, in order. */
   public void submit(TaskSpec.Builder... specs) {
+    HarnessClient.await(submitAsync(specs));
+  }
+
+  /** Submits calls in one Submit, in order, without waiting for its reply. */
+  public io.vertx.core.Future<SubmitReply> submitAsync(TaskSpec.Builder... specs) {
     SubmitRequest.Builder request = SubmitRequest.newBuilder().setSessionId(sessionId);
     for (TaskSpec.Builder spec : specs) {
       request.addTasks(spec);
     }
-    client.call(HarnessClient.method("Submit", SubmitReply.newBuilder()), request.build(),
-        Map.of());
+    return client.callAsync(HarnessClient.method("Submit", SubmitReply.newBuilder()),
+        request.build(), Map.of());
   }
 
   public void cancel(String taskId) {

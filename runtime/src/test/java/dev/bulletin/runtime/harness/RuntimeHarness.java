@@ -3,6 +3,8 @@ package dev.bulletin.runtime.harness;
 import dev.bulletin.runtime.BulletinRuntime;
 import dev.bulletin.runtime.RuntimeOptions;
 import dev.bulletin.runtime.config.RuntimeConfig;
+import dev.bulletin.runtime.journal.impl.FrameSink;
+import dev.bulletin.worker.tls.TlsOptions;
 import dev.bulletin.worker.GpuInventory;
 import dev.bulletin.worker.WorkerOptions;
 import java.nio.file.Files;
@@ -59,7 +61,14 @@ public final class RuntimeHarness implements AutoCloseable {
 
   /** Starts a runtime with these options (loopback and free ports unless they say otherwise). */
   public static RuntimeHarness start(RuntimeOptions options) throws Exception {
-    BulletinRuntime runtime = BulletinRuntime.start(options, () -> { });
+    return start(options, FrameSink.FILES);
+  }
+
+  /** As {@link #start(RuntimeOptions)}, its journal's log files opened by {@code sinks}. */
+  public static RuntimeHarness start(RuntimeOptions options, FrameSink.Opener sinks)
+      throws Exception {
+    BulletinRuntime runtime = BulletinRuntime.start(options, TlsOptions.plain(), () -> { },
+        sinks);
     try {
       // Tests count executors and expect calls to start at once: wait for the warm ones.
       runtime.executorsWarm().get(90, java.util.concurrent.TimeUnit.SECONDS);

@@ -6,7 +6,6 @@ import dev.bulletin.runtime.journal.JournalException;
 import dev.bulletin.runtime.journal.JournalOptions;
 import dev.bulletin.runtime.journal.JournalRecord;
 import dev.bulletin.runtime.journal.JournalState;
-import dev.bulletin.runtime.journal.JournalWriteException;
 import dev.bulletin.runtime.journal.Journals;
 import dev.bulletin.runtime.journal.StateJournal;
 import java.io.IOException;
@@ -14,11 +13,10 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileLock;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -31,8 +29,8 @@ import java.util.logging.Logger;
  */
 public final class KryoJournal implements StateJournal {
   private static final Logger LOG = Logger.getLogger(KryoJournal.class.getName());
-  /** How many failed batches are remembered for syncs that ask after them. */
-  private static final int LOST_RANGES = 64;
+  /** Records nobody waits for are written and synced this long after they were appended. */
+  private static final long IDLE_FLUSH_MILLIS = 50;
 
   private final JournalOptions options;
   private final JournalFiles files;
@@ -40,26 +38,26 @@ public final class KryoJournal implements StateJournal {
   /** The state as of the records written so far: the writer thread's own. */
   private final JournalState written;
   private final Thread writer;
+  private final JournalQueue queue;
 
-  private final Object monitor = new Object();
-  private List<JournalRecord> pending = new ArrayList<>();
-  private long nextSeq;
-  /** Records with a lower sequence number were written, or failed. */
-  private long handled;
-  private final ArrayDeque<LostRange> lost = new ArrayDeque<>();
-  private final List<Waiter> waiters = new ArrayList<>();
-  private volatile String failure;
-  private boolean closing;
-
+  /**
+   * Held to encode and write a batch into the log, and to start a new log: by the writer
+   * thread, or by a caller of {@link #written} that finds it free (never waited for there).
+   * Not held while syncing, so that a write may go on meanwhile.
+   */
+  private final ReentrantLock writeLock = new ReentrantLock();
+  // Under writeLock: the log, its size, the encoder, and the records written but not yet
+  // applied to the writer thread's state.
   private FrameSink log;
   private long logNumber;
   private long logBytes;
+  private boolean stopped;
+  private final Kryo kryo = KryoRegistry.POOL.obtain();
+  private final Output scratch = new Output(4096, -1);
+  private final Output frames = new Output(1 << 16, -1);
+  private List<JournalRecord> unapplied = new ArrayList<>();
+
   private boolean compactDue;
-
-  private record Waiter(long since, long until, CompletableFuture<Void> done) { }
-
-  /** Records [from, to) that were not written, and why. */
-  private record LostRange(long from, long to, String message) { }
 
   private KryoJournal(JournalOptions options, JournalFiles files, FileLock lock,
       JournalState written, long logNumber, boolean compactDue) throws IOException {
@@ -68,6 +66,7 @@ public final class KryoJournal implements StateJournal {
     this.lock = lock;
     this.written = written;
     this.compactDue = compactDue;
+    this.queue = new JournalQueue(files.folder());
     startLog(logNumber);
     this.writer = new Thread(this::writeLoop, "bulletin-journal");
     writer.setDaemon(true);
@@ -180,43 +179,49 @@ public final class KryoJournal implements StateJournal {
 
   @Override
   public long append(JournalRecord record) {
-    synchronized (monitor) {
-      if (closing) {
-        throw new IllegalStateException("the journal is closed");
-      }
-      pending.add(record);
-      if (pending.size() == 1) {
-        monitor.notifyAll();
-      }
-      return nextSeq++;
-    }
+    return queue.append(record);
   }
 
+  /**
+   * Writes what is pending on the calling thread first (see {@link #written}): the writer
+   * thread then only syncs, and a dispatch in the same turn finds the log free to write its own
+   * records instead of waiting for the writer's write and then its fsync.
+   */
   @Override
   public CompletableFuture<Void> sync(long sinceSeq) {
-    synchronized (monitor) {
-      long until = nextSeq;
-      if (handled >= until) {
-        String lostMessage = lostBetween(sinceSeq, until);
-        return lostMessage == null ? CompletableFuture.completedFuture(null)
-            : CompletableFuture.failedFuture(new JournalWriteException(lostMessage, null));
+    writeIfFree();
+    return queue.whenDurable(sinceSeq);
+  }
+
+  /**
+   * Writes what is pending on the calling thread when no other write holds the log (a buffered
+   * write into the kernel's cache: microseconds, no fsync), so that a dispatch waits for no
+   * thread hop; else the writer thread writes it and completes the future.
+   */
+  @Override
+  public CompletableFuture<Void> written(long sinceSeq) {
+    writeIfFree();
+    return queue.whenWritten(sinceSeq);
+  }
+
+  private void writeIfFree() {
+    if (writeLock.tryLock()) {
+      try {
+        writePending();
+      } finally {
+        writeLock.unlock();
       }
-      CompletableFuture<Void> done = new CompletableFuture<>();
-      waiters.add(new Waiter(sinceSeq, until, done));
-      return done;
     }
   }
 
   @Override
   public long nextSeq() {
-    synchronized (monitor) {
-      return nextSeq;
-    }
+    return queue.nextSeq();
   }
 
   @Override
   public String failure() {
-    return failure;
+    return queue.failure();
   }
 
   @Override
@@ -229,112 +234,95 @@ public final class KryoJournal implements StateJournal {
     return files.folder();
   }
 
-  /** The failure message if a record in [since, until) was not written; null if all were. */
-  private String lostBetween(long since, long until) {
-    for (LostRange range : lost) {
-      if (range.from() < until && range.to() > since) {
-        return range.message();
-      }
+  // ---- writing ------------------------------------------------------------------------------
+
+  /** Encodes and writes the pending records as one write; the caller holds the write lock. */
+  private void writePending() {
+    if (stopped) {
+      return;
     }
-    return null;
-  }
-
-  // ---- writing (the journal's thread) -------------------------------------------------------
-
-  private void writeLoop() {
-    Kryo kryo = KryoRegistry.POOL.obtain();
-    Output scratch = new Output(4096, -1);
-    Output frames = new Output(1 << 16, -1);
-    try {
-      if (compactDue) {
-        compact();
-      }
-      while (true) {
-        List<JournalRecord> batch;
-        long first;
-        synchronized (monitor) {
-          while (pending.isEmpty() && !closing) {
-            monitor.wait();
-          }
-          if (pending.isEmpty()) {
-            return;
-          }
-          batch = pending;
-          pending = new ArrayList<>();
-          first = handled;
-        }
-        IOException error = write(kryo, scratch, frames, batch);
-        finish(first, first + batch.size(), error);
-        if (error == null) {
-          batch.forEach(written::apply);
-          if (logBytes > options.compactBytes()) {
-            compact();
-          }
-        }
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    } finally {
-      KryoRegistry.POOL.free(kryo);
+    JournalQueue.Batch batch = queue.take();
+    if (batch.records().isEmpty()) {
+      return;
     }
-  }
-
-  private IOException write(Kryo kryo, Output scratch, Output frames, List<JournalRecord> batch) {
+    IOException error = null;
     frames.reset();
-    for (JournalRecord record : batch) {
+    for (JournalRecord record : batch.records()) {
       Frames.encode(kryo, scratch, record, frames);
     }
     try {
       log.write(ByteBuffer.wrap(frames.getBuffer(), 0, frames.position()));
-      log.force();
       logBytes += frames.position();
-      return null;
+      unapplied.addAll(batch.records());
     } catch (IOException e) {
+      error = e;
       try {
         log.truncate(logBytes); // the next batch starts on a frame boundary
       } catch (IOException ignored) {
         // A restart drops the partial frame as a torn tail.
       }
-      return e;
+    }
+    if (frames.getBuffer().length > 1 << 20) {
+      frames.setBuffer(new byte[1 << 16], -1); // one large batch does not keep its buffer
+    }
+    queue.written(batch, error);
+  }
+
+  /** The journal's thread: writes what nobody else did, syncs, and compacts when due. */
+  private void writeLoop() {
+    try {
+      if (compactDue) {
+        compact();
+      }
+      while (queue.awaitWork(IDLE_FLUSH_MILLIS)) {
+        boolean compactNow;
+        List<JournalRecord> toApply;
+        writeLock.lock();
+        try {
+          writePending();
+          toApply = unapplied;
+          unapplied = new ArrayList<>();
+          compactNow = logBytes > options.compactBytes();
+        } finally {
+          writeLock.unlock();
+        }
+        if (queue.writeAwaited()) {
+          // A dispatch found the log taken by the write above: it waits for a write, not for
+          // the fsync that follows.
+          writeLock.lock();
+          try {
+            writePending();
+          } finally {
+            writeLock.unlock();
+          }
+        }
+        syncWritten();
+        toApply.forEach(written::apply); // the writer's own state: outside the lock
+        if (compactNow) {
+          compact();
+        }
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
   }
 
-  private void finish(long first, long end, IOException error) {
-    List<Runnable> completions = new ArrayList<>();
-    synchronized (monitor) {
-      handled = end;
-      if (error != null) {
-        String message = failureMessage(String.valueOf(error.getMessage()));
-        if (failure == null) {
-          LOG.severe("journal: " + message);
-        }
-        failure = message;
-        lost.addLast(new LostRange(first, end, message));
-        if (lost.size() > LOST_RANGES) {
-          lost.removeFirst();
-        }
-      } else if (failure != null) {
-        LOG.info("journal: writing again in " + files.folder());
-        failure = null;
-      }
-      for (Iterator<Waiter> it = waiters.iterator(); it.hasNext(); ) {
-        Waiter waiter = it.next();
-        if (waiter.until() <= end) {
-          it.remove();
-          String lostMessage = lostBetween(waiter.since(), waiter.until());
-          completions.add(lostMessage == null ? () -> waiter.done().complete(null)
-              : () -> waiter.done().completeExceptionally(
-                  new JournalWriteException(lostMessage, error)));
-        }
-      }
-    }
-    completions.forEach(Runnable::run);
+  /** Folds every record written so far into the state; under the write lock. */
+  private void applyWritten() {
+    unapplied.forEach(written::apply);
+    unapplied = new ArrayList<>();
   }
 
-  private String failureMessage(String cause) {
-    return "cannot write the runtime's journal in " + files.folder() + " (" + cause + "); calls"
-        + " it cannot journal are refused: free space there, or start the runtime with another"
-        + " --state-dir";
+  /** One fdatasync for everything written until now (by this thread or another). */
+  private void syncWritten() {
+    long until = queue.writtenSeq();
+    IOException error = null;
+    try {
+      log.force(); // the writer thread alone replaces the log: this is the one written to
+    } catch (IOException e) {
+      error = e;
+    }
+    queue.synced(until, error);
   }
 
   /** Folds everything written so far into a snapshot beside a new, empty log. */
@@ -343,7 +331,26 @@ public final class KryoJournal implements StateJournal {
     long number = logNumber + 1;
     Path temp = files.snapshotTemp(number);
     try {
-      startLog(number);
+      // The old log is synced and the state brought up to its end before writes go to the
+      // new one: the snapshot is then exactly the old logs, and a failed snapshot leaves
+      // them complete. The snapshot itself is written without the lock (writes go on).
+      writeLock.lock();
+      try {
+        writePending();
+        syncWritten();
+        applyWritten();
+        startLog(number);
+      } finally {
+        writeLock.unlock();
+      }
+      // Dispatches that found the lock taken meanwhile wait for this thread: their records go
+      // to the new log now, not after the snapshot (they are not in it: not applied yet).
+      writeLock.lock();
+      try {
+        writePending();
+      } finally {
+        writeLock.unlock();
+      }
       writeSnapshot(temp);
       Files.move(temp, files.snapshot(number), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
       files.syncFolder();
@@ -400,23 +407,25 @@ public final class KryoJournal implements StateJournal {
 
   @Override
   public void close() {
-    synchronized (monitor) {
-      if (closing) {
-        return;
-      }
-      closing = true;
-      monitor.notifyAll();
+    if (queue.closing()) {
+      return;
     }
+    queue.close();
     try {
       writer.join(30_000);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
+    writeLock.lock();
     try {
+      stopped = true;
       log.close();
     } catch (IOException ignored) {
       // Everything acknowledged was forced already.
+    } finally {
+      writeLock.unlock();
     }
+    KryoRegistry.POOL.free(kryo);
     release(lock);
   }
 

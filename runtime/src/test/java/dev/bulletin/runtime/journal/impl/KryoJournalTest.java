@@ -208,6 +208,59 @@ class KryoJournalTest {
   }
 
   @Test
+  void writtenCompletesWithoutAnFsyncAndTheSyncStillWaitsForOne() throws Exception {
+    HeldSyncs syncs = new HeldSyncs();
+    JournalOptions options = JournalOptions.in(folder()).withSinks(syncs);
+    try (StateJournal journal = open(options).journal()) {
+      syncs.hold();
+      int forcedBefore = syncs.completed();
+      long seq = journal.append(new SessionOpened("s1", "ada", "lab", false, false, 1));
+      journal.append(accepted("t1", "s1"));
+      var durable = journal.sync(seq); // the writer thread now waits in its fsync
+      journal.append(new CallStarted("t1", "w-1", 1));
+      journal.written(seq).get(30, TimeUnit.SECONDS);
+      assertFalse(durable.isDone(), "no fsync could complete: the sync must still wait");
+      assertEquals(forcedBefore, syncs.completed());
+      // Written is in the file (the kernel's cache), in order: a crash of this process now
+      // loses none of the three. A copy of the folder reads as a restart would.
+      Path copy = home.resolve("copy");
+      Files.createDirectories(copy);
+      try (Stream<Path> files = Files.list(folder())) {
+        for (Path file : files.filter(f -> f.getFileName().toString().startsWith("log-"))
+            .toList()) {
+          Files.copy(file, copy.resolve(file.getFileName()));
+        }
+      }
+      Journals.Opened fromCopy = open(JournalOptions.in(copy));
+      try (StateJournal ignored = fromCopy.journal()) {
+        JournalState.Call call = fromCopy.restored().calls().iterator().next();
+        assertEquals("t1", call.accepted().taskId());
+        assertEquals("w-1", call.runningOn());
+        assertEquals(1, call.attempts());
+      }
+      syncs.release();
+      durable.get(30, TimeUnit.SECONDS);
+      journal.sync(seq).get(30, TimeUnit.SECONDS);
+      assertTrue(syncs.completed() > forcedBefore);
+    }
+  }
+
+  @Test
+  void recordsNobodyWaitsForAreSyncedSoonAnyway() throws Exception {
+    AtomicInteger forces = new AtomicInteger();
+    try (StateJournal journal = open(JournalOptions.in(folder()).withSinks(counting(forces)))
+        .journal()) {
+      int before = forces.get();
+      journal.append(new SessionOpened("s1", "ada", "lab", false, false, 1));
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+      while (forces.get() == before && System.nanoTime() < deadline) {
+        Thread.sleep(10);
+      }
+      assertTrue(forces.get() > before, "an unawaited record was never written and synced");
+    }
+  }
+
+  @Test
   void compactionFoldsLogsIntoOneSnapshotAndKeepsTheState() throws Exception {
     JournalOptions options = JournalOptions.in(folder()).withCompactBytes(4096);
     try (StateJournal journal = open(options).journal()) {
@@ -421,6 +474,10 @@ class KryoJournalTest {
       assertTrue(message.contains(folder().toString()) && message.contains("No space left"),
           message);
       assertNotNull(journal.failure());
+      // The written mark fails alike: nothing it waited for reached the file.
+      ExecutionException notWritten = assertThrows(ExecutionException.class,
+          () -> journal.written(seq).get(10, TimeUnit.SECONDS));
+      assertEquals(message, notWritten.getCause().getMessage());
       budget.set(1 << 20); // space was freed
       long next = journal.append(accepted("t3", "s1"));
       journal.sync(next).get(10, TimeUnit.SECONDS);
@@ -463,40 +520,6 @@ class KryoJournalTest {
       }
     } finally {
       new ProcessBuilder("umount", mount.toString()).start().waitFor();
-    }
-  }
-
-  /** Passes everything to a real sink; tests override one method. */
-  private static class DelegatingSink implements FrameSink {
-    private final FrameSink real;
-
-    DelegatingSink(FrameSink real) {
-      this.real = real;
-    }
-
-    @Override
-    public void write(ByteBuffer bytes) throws IOException {
-      real.write(bytes);
-    }
-
-    @Override
-    public void force() throws IOException {
-      real.force();
-    }
-
-    @Override
-    public long size() throws IOException {
-      return real.size();
-    }
-
-    @Override
-    public void truncate(long size) throws IOException {
-      real.truncate(size);
-    }
-
-    @Override
-    public void close() throws IOException {
-      real.close();
     }
   }
 }
