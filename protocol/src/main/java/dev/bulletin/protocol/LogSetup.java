@@ -35,6 +35,7 @@ public final class LogSetup {
   /** Calls' state changes and preemptions: one line each, at INFO. */
   public static final String CALLS = "bulletin.calls";
   private static final int QUEUED_RECORDS = 65_536;
+  private static final long LINGER_MILLIS = 10;
   private static volatile boolean done;
 
   private LogSetup() {}
@@ -95,6 +96,9 @@ public final class LogSetup {
       while (true) {
         try {
           write(queue.take());
+          // The records that follow within a few ms go out in the same write: a pipelined map
+          // logs thousands a second, and a write and flush each cost more than formatting them.
+          Thread.sleep(LINGER_MILLIS);
           flushQueued();
         } catch (InterruptedException e) {
           return;
