@@ -6,9 +6,12 @@ object; the caller decides what to retry."""
 from __future__ import annotations
 
 import ctypes
+import hashlib
+import hmac
 import mmap
 import queue
 import socket
+import ssl
 import struct
 import sys
 import threading
@@ -38,15 +41,30 @@ class BulkError(Exception):
         self.message = message
 
 
-def connect(host: str, port: int, timeout: float, tls=None) -> socket.socket:
+class PinMismatch(ssl.SSLError):
+    """A worker's data port presented another certificate than the one the head named."""
+
+
+def connect(host: str, port: int, timeout: float, tls=None,
+            pin: bytes | None = None) -> socket.socket:
     """Opens a data connection (over TLS with the ``ssl.SSLContext`` ``tls``: the runtime's
     certificate checked, the handshake done here); OSError when the port cannot be reached
-    within timeout, ssl.SSLError when the handshake fails."""
+    within timeout, ssl.SSLError when the handshake fails.
+
+    ``pin``: a worker's own port (``tls`` from ``_tls.pinned_context``): the peer's certificate
+    must have this SHA-256, checked once the handshake is done and before this returns, so the
+    caller sends its ticket to no other peer (PinMismatch)."""
     sock = socket.create_connection((host, port), timeout=timeout)
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if tls is not None:
-            sock = tls.wrap_socket(sock, server_hostname=host)
+            sock = tls.wrap_socket(sock, server_hostname=None if pin else host)
+        if pin is not None:
+            got = hashlib.sha256(sock.getpeercert(binary_form=True) or b"").digest()
+            if not hmac.compare_digest(got, pin):
+                raise PinMismatch(f"the data port {host}:{port} presented a certificate with "
+                                  f"SHA-256 {got.hex()}, not {pin.hex()} (the one the head "
+                                  "gave with the ticket): not the worker the ticket is for")
         sock.settimeout(IDLE_SECONDS)
     except BaseException:
         sock.close()
