@@ -28,7 +28,9 @@ import javax.net.ssl.SSLSocket;
  * Where a direct transfer's time goes, in one process on loopback (no executor, no scheduling):
  * a worker's port (plaintext and TLS) into a store, fresh pages and reused ones, against a raw
  * TCP stream and a TLS socket stream of the same size read into one reused buffer. Prints GB/s
- * per path, paired rounds. Not a test: {@code java -cp ... DirectPortBenchmark [MiB] [rounds]}.
+ * per path, paired rounds, and the CPU seconds per GiB both sides spent together (steadier than
+ * the wall clock on a shared machine). Not a test:
+ * {@code java -cp ... DirectPortBenchmark [MiB] [rounds] [raw,plain,tls]}.
  */
 public final class DirectPortBenchmark {
   private DirectPortBenchmark() {}
@@ -54,9 +56,11 @@ public final class DirectPortBenchmark {
       ObjectKey object = fill(keeperStore, size);
       for (int round = 0; round < rounds; round++) {
         System.out.printf("round %d%n", round);
+        cpuBefore = OS.getProcessCpuTime();
         if (only.isEmpty() || only.contains("raw")) {
           report("raw TCP stream", size, rawTcp(size));
-          report("TLS socket stream", size, tlsStream(size, identity, pins));
+          cpuBefore = OS.getProcessCpuTime();
+          report("TLS socket stream (JDK)", size, tlsStream(size, identity, pins));
         }
         for (boolean fresh : new boolean[] {true, false}) {
           for (boolean withTls : new boolean[] {false, true}) {
@@ -69,6 +73,7 @@ public final class DirectPortBenchmark {
             DirectPort port = withTls ? tls : plain;
             byte[] request = DirectTicket.request("bench-b", object, DirectTicket.sign(key,
                 object, "bench-b", System.currentTimeMillis() + 60_000));
+            cpuBefore = OS.getProcessCpuTime();
             long start = System.nanoTime();
             ObjectKey got = reader.getDirect(new InetSocketAddress("127.0.0.1", port.port()),
                 request, object, withTls ? pins.contextFor(identity.fingerprint()) : null);
@@ -103,8 +108,16 @@ public final class DirectPortBenchmark {
     }
   }
 
+  private static final com.sun.management.OperatingSystemMXBean OS =
+      (com.sun.management.OperatingSystemMXBean)
+          java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+  private static long cpuBefore = OS.getProcessCpuTime();
+
   private static void report(String what, long size, long nanos) {
-    System.out.printf("  %-28s %6.2f GB/s%n", what, size / (nanos / 1e9) / 1e9);
+    long cpu = OS.getProcessCpuTime();
+    System.out.printf("  %-28s %6.2f GB/s  %5.2f CPU s/GiB%n", what, size / (nanos / 1e9) / 1e9,
+        (cpu - cpuBefore) / 1e9 / (size / (double) (1L << 30)));
+    cpuBefore = cpu;
   }
 
   /** Sender: a direct buffer written over and over; receiver: one reused direct buffer. */
