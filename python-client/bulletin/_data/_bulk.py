@@ -157,10 +157,11 @@ def _exported(buffer: mmap.mmap) -> bool:
 
 
 def get(sock: socket.socket, ticket: bytes, size: int, buffers: ReceiveBuffers | None = None,
-        direct: bool = False):
+        direct: bool = False, checksum: bool = True):
     """Receives an object under a GET ticket into memory of ``buffers`` (or fresh memory);
     returns a buffer of exactly ``size`` bytes. ``direct``: ``ticket`` is a request for a
-    worker's own port (``direct_request``).
+    worker's own port (``direct_request``). ``checksum=False``: a worker's port over TLS, which
+    sends no CRC (its AEAD records authenticate every byte; Java's BulkWire.NO_CRC).
 
     Raises BulkError(CORRUPT) when the bytes fail their CRC32C check.
     """
@@ -175,7 +176,7 @@ def get(sock: socket.socket, ticket: bytes, size: int, buffers: ReceiveBuffers |
         # socket, one checks the CRC of what has arrived behind it.
         populate = _Background(_populate, out, 0 if warm else size)
         arrived: queue.SimpleQueue = queue.SimpleQueue()
-        crc = _Background(_crc_behind, view, arrived)
+        crc = _Background(_crc_behind if checksum else _no_crc, view, arrived)
         try:
             got = checked = 0
             while got < size:
@@ -192,7 +193,7 @@ def get(sock: socket.socket, ticket: bytes, size: int, buffers: ReceiveBuffers |
             arrived.put(None)
             crc = crc.result()
             populate.result()
-        if crc != expected:
+        if checksum and crc != expected:
             view.release()
             raise BulkError(CORRUPT, "the downloaded bytes failed their CRC32C check")
         return view
@@ -205,6 +206,12 @@ def _buffer(size: int):
     if size == 0:
         return bytearray()
     return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+
+
+def _no_crc(view: memoryview, arrived: queue.SimpleQueue) -> int:
+    for _ in iter(arrived.get, None):
+        pass
+    return 0
 
 
 def _crc_behind(view: memoryview, arrived: queue.SimpleQueue) -> int:

@@ -377,7 +377,8 @@ class Transfer:
             return None
         request = _bulk.direct_request(source.reader, source.namespace, oid, source.ticket)
         try:
-            out = _bulk.get(sock, request, size, self.receive_buffers, direct=True)
+            out = _bulk.get(sock, request, size, self.receive_buffers, direct=True,
+                            checksum=pin is None)
         except (_bulk.BulkError, OSError) as exc:
             self.direct_unreachable = (f"worker {source.keeper} did not send {oid[:12]} "
                                        f"({exc}); it came through the head")

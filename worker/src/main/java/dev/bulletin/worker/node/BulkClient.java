@@ -86,7 +86,7 @@ public final class BulkClient implements AutoCloseable {
   public ObjectKey get(InetSocketAddress address, byte[] ticket, ObjectKey key)
       throws IOException {
     return receive(open(address, header(BulkWire.VERSION, ticket, false),
-        CONNECT_TIMEOUT_MILLIS, tls), key);
+        CONNECT_TIMEOUT_MILLIS, tls), key, true);
   }
 
   /**
@@ -101,16 +101,19 @@ public final class BulkClient implements AutoCloseable {
    */
   public ObjectKey getDirect(InetSocketAddress address, byte[] request, ObjectKey key,
       SSLContext tls) throws IOException {
+    // A keeper's TLS port sends no CRC: its AEAD records are the check (BulkWire).
     return receive(open(address, header(BulkWire.VERSION_DIRECT, request, true),
-        DIRECT_CONNECT_MILLIS, tls), key);
+        DIRECT_CONNECT_MILLIS, tls), key, tls == null);
   }
 
-  private ObjectKey receive(Transfer opened, ObjectKey key) throws IOException {
+  private ObjectKey receive(Transfer opened, ObjectKey key, boolean checksum)
+      throws IOException {
     try (Transfer transfer = opened) {
       long size = transfer.read(8).getLong();
       try (ObjectStore.Upload upload = store.beginUpload(key, size)) {
-        int crc = io.receive(transfer.channel, upload, size, transfer::progressed);
-        if (transfer.read(4).getInt() != crc) {
+        int crc = io.receive(transfer.channel, upload, size, transfer::progressed, checksum);
+        int trailer = transfer.read(4).getInt();
+        if (checksum && trailer != crc) {
           throw new RefusedException(BulkWire.CORRUPT, "the download of " + key.id()
               + " failed its CRC32C check; nothing was stored");
         }
