@@ -1,5 +1,6 @@
 package dev.bulletin.worker.node;
 
+import com.google.protobuf.ByteString;
 import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.bridge.dataport.DirectTicket;
@@ -8,7 +9,6 @@ import dev.bulletin.protocol.RegisterWorker;
 import dev.bulletin.protocol.WorkerAccepted;
 import dev.bulletin.worker.tls.PinnedTrust;
 import dev.bulletin.worker.tls.PortIdentity;
-import com.google.protobuf.ByteString;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import java.io.IOException;
