@@ -319,6 +319,17 @@ def ssl_context(choice: CaChoice) -> ssl.SSLContext:
     return context
 
 
+def pinned_context() -> ssl.SSLContext:
+    """A client context for a worker's own data port: its certificate is self-signed, made by
+    the worker at start, and checked by its SHA-256 (the pin the head sent with the ticket)
+    after the handshake, in ``_bulk.connect``, before any byte is sent; so no CA, no name."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.minimum_version = ssl.TLSVersion.TLSv1_3
+    return context
+
+
 def diagnose(address: str, choice: CaChoice, timeout: float,
              who: str = "this client") -> str | None:
     """Why a connection failed, when TLS is the reason: the runtime speaks TLS and this side

@@ -6,9 +6,12 @@ object; the caller decides what to retry."""
 from __future__ import annotations
 
 import ctypes
+import hashlib
+import hmac
 import mmap
 import queue
 import socket
+import ssl
 import struct
 import sys
 import threading
@@ -38,15 +41,30 @@ class BulkError(Exception):
         self.message = message
 
 
-def connect(host: str, port: int, timeout: float, tls=None) -> socket.socket:
+class PinMismatch(ssl.SSLError):
+    """A worker's data port presented another certificate than the one the head named."""
+
+
+def connect(host: str, port: int, timeout: float, tls=None,
+            pin: bytes | None = None) -> socket.socket:
     """Opens a data connection (over TLS with the ``ssl.SSLContext`` ``tls``: the runtime's
     certificate checked, the handshake done here); OSError when the port cannot be reached
-    within timeout, ssl.SSLError when the handshake fails."""
+    within timeout, ssl.SSLError when the handshake fails.
+
+    ``pin``: a worker's own port (``tls`` from ``_tls.pinned_context``): the peer's certificate
+    must have this SHA-256, checked once the handshake is done and before this returns, so the
+    caller sends its ticket to no other peer (PinMismatch)."""
     sock = socket.create_connection((host, port), timeout=timeout)
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if tls is not None:
-            sock = tls.wrap_socket(sock, server_hostname=host)
+            sock = tls.wrap_socket(sock, server_hostname=None if pin else host)
+        if pin is not None:
+            got = hashlib.sha256(sock.getpeercert(binary_form=True) or b"").digest()
+            if not hmac.compare_digest(got, pin):
+                raise PinMismatch(f"the data port {host}:{port} presented a certificate with "
+                                  f"SHA-256 {got.hex()}, not {pin.hex()} (the one the head "
+                                  "gave with the ticket): not the worker the ticket is for")
         sock.settimeout(IDLE_SECONDS)
     except BaseException:
         sock.close()
@@ -139,10 +157,11 @@ def _exported(buffer: mmap.mmap) -> bool:
 
 
 def get(sock: socket.socket, ticket: bytes, size: int, buffers: ReceiveBuffers | None = None,
-        direct: bool = False):
+        direct: bool = False, checksum: bool = True):
     """Receives an object under a GET ticket into memory of ``buffers`` (or fresh memory);
     returns a buffer of exactly ``size`` bytes. ``direct``: ``ticket`` is a request for a
-    worker's own port (``direct_request``).
+    worker's own port (``direct_request``). ``checksum=False``: a worker's port over TLS, which
+    sends no CRC (its AEAD records authenticate every byte; Java's BulkWire.NO_CRC).
 
     Raises BulkError(CORRUPT) when the bytes fail their CRC32C check.
     """
@@ -157,7 +176,7 @@ def get(sock: socket.socket, ticket: bytes, size: int, buffers: ReceiveBuffers |
         # socket, one checks the CRC of what has arrived behind it.
         populate = _Background(_populate, out, 0 if warm else size)
         arrived: queue.SimpleQueue = queue.SimpleQueue()
-        crc = _Background(_crc_behind, view, arrived)
+        crc = _Background(_crc_behind if checksum else _no_crc, view, arrived)
         try:
             got = checked = 0
             while got < size:
@@ -174,7 +193,7 @@ def get(sock: socket.socket, ticket: bytes, size: int, buffers: ReceiveBuffers |
             arrived.put(None)
             crc = crc.result()
             populate.result()
-        if crc != expected:
+        if checksum and crc != expected:
             view.release()
             raise BulkError(CORRUPT, "the downloaded bytes failed their CRC32C check")
         return view
@@ -187,6 +206,12 @@ def _buffer(size: int):
     if size == 0:
         return bytearray()
     return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+
+
+def _no_crc(view: memoryview, arrived: queue.SimpleQueue) -> int:
+    for _ in iter(arrived.get, None):
+        pass
+    return 0
 
 
 def _crc_behind(view: memoryview, arrived: queue.SimpleQueue) -> int:

@@ -25,6 +25,7 @@ import grpc
 import pyarrow as pa
 
 from . import _arena, _bulk
+from .. import _tls
 from .._reconnect import retry_lost
 from .._errors import (BulletinError, RuntimeFailure, RuntimeUnreachableError, StoreFullError,
                        TlsError)
@@ -61,10 +62,11 @@ class Transfer:
         self._data_port = 0 if path == "grpc" else hello.data_port
         self._data_host = conn.address.rpartition(":")[0].strip("[]")
         self.bulk_unreachable: str | None = None  # why the data port was given up, if it was
-        # Results kept on a worker come from that worker's own data port (plaintext clusters:
-        # those ports have no certificate); an address that could not be reached is not tried
-        # again, and the latest reason is kept here.
-        self._direct = self._data_port != 0 and conn.data_tls() is None
+        # Results kept on a worker come from that worker's own data port (TLS in a TLS cluster,
+        # pinned to the certificate the head names); an address that could not be reached is
+        # not tried again, and the latest reason is kept here.
+        self._direct = self._data_port != 0
+        self._cluster_tls = conn.data_tls() is not None
         self._direct_unreachable: set[str] = set()
         self.direct_unreachable: str | None = None
         # "same-host", "bulk", "direct" (a worker's own port) or "grpc": the latest transfer
@@ -356,8 +358,17 @@ class Transfer:
         if source.address in self._direct_unreachable:
             return None
         host, _, port = source.address.rpartition(":")
+        pin = bytes(source.tls_fingerprint) or None
+        if pin is None and self._cluster_tls:
+            # A TLS cluster's head names no plaintext port; if it did, the ticket and the bytes
+            # would cross the network in the clear.
+            self.direct_unreachable = (f"worker {source.keeper}'s data port {source.address} "
+                                       "has no certificate pin in a TLS cluster; its objects "
+                                       "come through the head")
+            return None
         try:
-            sock = _bulk.connect(host.strip("[]"), int(port), _CONNECT_SECONDS)
+            sock = _bulk.connect(host.strip("[]"), int(port), _CONNECT_SECONDS,
+                                 tls=_tls.pinned_context() if pin else None, pin=pin)
         except OSError as exc:
             self._direct_unreachable.add(source.address)
             self.direct_unreachable = (f"worker {source.keeper}'s data port {source.address} "
@@ -366,7 +377,8 @@ class Transfer:
             return None
         request = _bulk.direct_request(source.reader, source.namespace, oid, source.ticket)
         try:
-            out = _bulk.get(sock, request, size, self.receive_buffers, direct=True)
+            out = _bulk.get(sock, request, size, self.receive_buffers, direct=True,
+                            checksum=pin is None)
         except (_bulk.BulkError, OSError) as exc:
             self.direct_unreachable = (f"worker {source.keeper} did not send {oid[:12]} "
                                        f"({exc}); it came through the head")

@@ -19,6 +19,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.zip.CRC32C;
+import java.util.zip.Checksum;
 
 /**
  * Moves an object's bytes between a socket and the store with blocking I/O on data threads.
@@ -49,6 +50,27 @@ public final class BulkIo {
     return own;
   });
   private final ExecutorService helpers;
+  /** Takes the bytes and computes nothing: its value is {@link BulkWire#NO_CRC}. */
+  private static final Checksum NO_CHECKSUM = new Checksum() {
+    @Override
+    public void update(int b) {}
+
+    @Override
+    public void update(byte[] b, int off, int len) {}
+
+    @Override
+    public void update(ByteBuffer buffer) {
+      buffer.position(buffer.limit());
+    }
+
+    @Override
+    public long getValue() {
+      return BulkWire.NO_CRC;
+    }
+
+    @Override
+    public void reset() {}
+  };
 
   /** @param helpers runs the file side of a transfer (writes, CRC checks) beside the socket */
   public BulkIo(ExecutorService helpers) {
@@ -63,7 +85,17 @@ public final class BulkIo {
   public int receive(ReadableByteChannel channel, ObjectStore.Upload upload, long size,
       Runnable progress)
       throws IOException {
-    CRC32C crc = new CRC32C();
+    return receive(channel, upload, size, progress, true);
+  }
+
+  /**
+   * As {@link #receive(ReadableByteChannel, ObjectStore.Upload, long, Runnable)}; without
+   * {@code checksum} no CRC is computed and {@link BulkWire#NO_CRC} returned (a TLS connection
+   * from a worker's port: see {@link BulkWire}).
+   */
+  public int receive(ReadableByteChannel channel, ObjectStore.Upload upload, long size,
+      Runnable progress, boolean checksum) throws IOException {
+    Checksum crc = checksum ? new CRC32C() : NO_CHECKSUM;
     if (upload.receiveInPlace(channel, slice -> {
       crc.update(slice);
       progress.run();
@@ -79,7 +111,7 @@ public final class BulkIo {
    * page allocation of the write (each alone is about as slow as the link).
    */
   private int receiveBuffered(ReadableByteChannel channel, ObjectStore.Upload upload, long size,
-      CRC32C crc, Runnable progress) throws IOException {
+      Checksum crc, Runnable progress) throws IOException {
     ByteBuffer[] own = buffers.get();
     BlockingQueue<ByteBuffer> free = new ArrayBlockingQueue<>(own.length);
     BlockingQueue<ByteBuffer> full = new ArrayBlockingQueue<>(own.length + 1);

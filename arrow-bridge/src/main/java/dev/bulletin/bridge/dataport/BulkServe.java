@@ -26,6 +26,18 @@ public final class BulkServe {
    */
   public static long get(ObjectStore store, ObjectKey key, ByteChannel channel, BulkIo io,
       Runnable progressed) throws IOException {
+    return get(store, key, channel, io, progressed, true);
+  }
+
+  /**
+   * As {@link #get(ObjectStore, ObjectKey, ByteChannel, BulkIo, Runnable)}; without
+   * {@code checksum} the trailer is {@link BulkWire#NO_CRC} and the file is read only once, by
+   * the send: for a TLS connection of a worker's port, whose AEAD records already authenticate
+   * every byte from this process to the reader's (the CRC pass cost about a quarter of a CPU
+   * second per GiB).
+   */
+  public static long get(ObjectStore store, ObjectKey key, ByteChannel channel, BulkIo io,
+      Runnable progressed, boolean checksum) throws IOException {
     ObjectStore.Lease lease;
     try {
       lease = store.lease(List.of(key));
@@ -35,7 +47,8 @@ public final class BulkServe {
     }
     try (lease; FileChannel file = FileChannel.open(lease.path(key), StandardOpenOption.READ)) {
       long size = file.size();
-      CompletableFuture<Integer> crc = io.crcAsync(file, size);
+      CompletableFuture<Integer> crc = checksum ? io.crcAsync(file, size)
+          : CompletableFuture.completedFuture(BulkWire.NO_CRC);
       writeFully(channel, ByteBuffer.allocate(9).put(BulkWire.OK).putLong(size).flip());
       io.send(file, size, channel, progressed);
       writeFully(channel, ByteBuffer.allocate(4).putInt(crc.join()).flip());

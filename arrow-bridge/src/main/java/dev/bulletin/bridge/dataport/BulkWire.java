@@ -11,6 +11,10 @@ package dev.bulletin.bridge.dataport;
  * PUT  client: the object's bytes, u32 CRC32C of them; server: u8 status, u32 length, message
  * GET  server: u64 size, the file's bytes (sendfile), u32 CRC32C of them
  * </pre>
+ *
+ * <p>A worker's port speaking TLS sends {@link #NO_CRC} as the trailer of a GET: TLS records
+ * are authenticated (AES-GCM), which covers what the CRC would, and its reader knows it dialled
+ * TLS, so it does not check it.
  */
 public final class BulkWire {
   public static final int MAGIC = 0x424C4B44; // "BLKD"
@@ -24,6 +28,8 @@ public final class BulkWire {
   public static final byte CORRUPT = 2;
   /** The store could not take or give the object; the message says why. */
   public static final byte FAILED = 3;
+  /** The trailer of a GET from a worker's TLS port: no CRC computed (see above). */
+  public static final int NO_CRC = 0;
 
   private BulkWire() {}
 }

@@ -138,6 +138,7 @@ public final class RuntimeVerticle extends VerticleBase {
         (long) (options.ticketSeconds() * 1000)), System::nanoTime);
     ObjectApi objects = new ObjectApi(plane, tickets);
     plane.objects().direct().lifetime(tickets.ttl());
+    plane.objects().direct().requireTls(tls.enabled());
     javax.net.ssl.SSLContext dataTls;
     try {
       dataTls = tls.enabled() ? TlsSetup.serverContext(vertx, tls) : null;

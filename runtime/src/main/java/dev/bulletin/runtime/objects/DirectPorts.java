@@ -9,6 +9,7 @@ import java.util.Collection;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
+import java.util.logging.Logger;
 
 /**
  * The workers that serve their own data port, and the tickets for it: each such worker gets a
@@ -16,14 +17,30 @@ import java.util.Optional;
  * signs, per object and reader, a short-lived ticket that only that worker accepts. The head
  * issues one only where it decided the reader may read the object (a call of the object's
  * owner placed on the reader, or the owner's own OpenTransfer), so the keeping worker needs no
- * other check. Used on the control plane's event loop only.
+ * other check. In a TLS cluster each port has its worker's own certificate, whose fingerprint
+ * (sent in the registration, over the TLS Attach stream) goes with every ticket: the reader pins
+ * it. Used on the control plane's event loop only.
  */
 public final class DirectPorts {
-  private record Port(String address, byte[] key) {}
+  private static final Logger LOG = Logger.getLogger(DirectPorts.class.getName());
+  private static final int FINGERPRINT_BYTES = 32;
+
+  /** @param fingerprint SHA-256 of the port's certificate; empty for a plaintext port */
+  private record Port(String address, byte[] key, ByteString fingerprint) {}
 
   private final Map<String, Port> ports = new HashMap<>();
   private Duration lifetime = Duration.ofSeconds(60);
   private long ticketsIssued;
+  /** Whether the cluster speaks TLS: then a port is used only with its certificate's pin. */
+  private boolean requireTls;
+
+  /**
+   * The cluster speaks TLS: a worker port announced without a certificate fingerprint (an older
+   * worker) is not used, so no ticket or payload crosses the network in the clear.
+   */
+  public void requireTls(boolean requireTls) {
+    this.requireTls = requireTls;
+  }
 
   /** How long a ticket lives (the runtime's --ticket-seconds). */
   public void lifetime(Duration lifetime) {
@@ -35,15 +52,28 @@ public final class DirectPorts {
 
   /**
    * A worker (re)attached: records its port and returns the key its tickets are signed with,
-   * empty when it serves none (port 0).
+   * empty when it serves none (port 0) or cannot be used (no pin in a TLS cluster).
+   *
+   * @param fingerprint SHA-256 of the certificate the port presents (empty: plaintext)
    */
-  public byte[] attach(String workerId, String host, int port) {
+  public byte[] attach(String workerId, String host, int port, ByteString fingerprint) {
+    ports.remove(workerId);
     if (port <= 0 || port > 65535 || host.isBlank()) {
-      ports.remove(workerId);
+      return new byte[0];
+    }
+    if (!fingerprint.isEmpty() && fingerprint.size() != FINGERPRINT_BYTES) {
+      LOG.warning("worker " + workerId + " announced a data port certificate fingerprint of "
+          + fingerprint.size() + " bytes (a SHA-256 has " + FINGERPRINT_BYTES + "); its objects"
+          + " go through the head");
+      return new byte[0];
+    }
+    if (requireTls && fingerprint.isEmpty()) {
+      LOG.warning("worker " + workerId + " serves a plaintext data port in a cluster that"
+          + " speaks TLS (an older worker?); its objects go through the head");
       return new byte[0];
     }
     byte[] key = DirectTicket.newKey();
-    ports.put(workerId, new Port(host + ":" + port, key));
+    ports.put(workerId, new Port(host + ":" + port, key, fingerprint));
     return key;
   }
 
@@ -86,7 +116,8 @@ public final class DirectPorts {
     byte[] ticket = DirectTicket.sign(port.key(), key, reader,
         System.currentTimeMillis() + lifetime.toMillis());
     return Optional.of(DirectSource.newBuilder().setAddress(port.address())
-        .setTicket(ByteString.copyFrom(ticket)).setKeeper(keeper).setReader(reader).setNamespace(key.namespace()).build());
+        .setTicket(ByteString.copyFrom(ticket)).setKeeper(keeper).setReader(reader)
+        .setNamespace(key.namespace()).setTlsFingerprint(port.fingerprint()).build());
   }
 
   public long ticketsIssued() {

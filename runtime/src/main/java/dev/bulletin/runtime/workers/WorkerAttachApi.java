@@ -161,7 +161,8 @@ public final class WorkerAttachApi {
         long receivedSeq) {
       // A fresh key for the worker's own data port at every (re)attach (docs/data-plane.md).
       byte[] directKey = plane.objects().direct().attach(worker.id(),
-          registration.getDirectHost(), registration.getDirectPort());
+          registration.getDirectHost(), registration.getDirectPort(),
+          registration.getDirectTlsFingerprint());
       response.write(HeadMessage.newBuilder().setAccepted(WorkerAccepted.newBuilder()
           .setWorkerId(worker.id()).setClusterId(clusterId).setInlineLimitBytes(inlineLimit)
           .setMaxMessageBytes(maxMessage).setHeartbeatSeconds(HEARTBEAT_MILLIS / 1000.0)

@@ -1,5 +1,6 @@
 package dev.bulletin.runtime.objects;
 
+import com.google.protobuf.ByteString;
 import dev.bulletin.runtime.workers.RecordingLink;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -79,13 +80,13 @@ class ObjectDirectoryTest {
   @Test
   void aResultGoesDirectOnlyBetweenWorkersThatServeAPortAndWhileOnlyWorkersKeepIt() {
     objects.kept("w1", RESULT, SIZE, "tensor");
-    // Neither serves a port (TLS, or gRPC only): the call on w2 waits for a pull, as before.
+    // Neither serves a port (gRPC only): the call on w2 waits for a pull, as before.
     assertEquals(List.of(RESULT), objects.toMoveFor("w2", List.of(RESULT)));
     assertTrue(objects.directSource(RESULT, "w2").isEmpty());
-    objects.direct().attach("w1", "10.0.0.1", 7001);
+    objects.direct().attach("w1", "10.0.0.1", 7001, ByteString.EMPTY);
     assertEquals(List.of(RESULT), objects.toMoveFor("w2", List.of(RESULT)),
         "a reader without a port of its own fetches through the head");
-    objects.direct().attach("w2", "10.0.0.2", 7002);
+    objects.direct().attach("w2", "10.0.0.2", 7002, ByteString.EMPTY);
     assertEquals(List.of(), objects.toMoveFor("w2", List.of(RESULT)));
     var source = objects.directSource(RESULT, "w2").orElseThrow();
     assertEquals("10.0.0.1:7001", source.getAddress());
@@ -102,6 +103,29 @@ class ObjectDirectoryTest {
     objects.workerLost("w1", "lost its connection");
     assertTrue(objects.directSource(RESULT, "w2").isEmpty());
     assertEquals(List.of(RESULT), objects.toMoveFor("w2", List.of(RESULT)));
+  }
+
+  @Test
+  void inATlsClusterEveryTicketCarriesTheKeepersPinAndAPortWithoutOneIsNotUsed() {
+    objects.direct().requireTls(true);
+    objects.kept("w1", RESULT, SIZE, "tensor");
+    byte[] pinBytes = new byte[32];
+    pinBytes[0] = 7;
+    ByteString pin = ByteString.copyFrom(pinBytes);
+    assertEquals(0, objects.direct().attach("w1", "10.0.0.1", 7001, ByteString.EMPTY).length,
+        "a plaintext port in a TLS cluster gets no key");
+    assertFalse(objects.direct().serves("w1"));
+    assertEquals(0, objects.direct().attach("w1", "10.0.0.1", 7001,
+        ByteString.copyFrom(new byte[5])).length, "a pin that is no SHA-256 is not used");
+    assertTrue(objects.direct().attach("w1", "10.0.0.1", 7001, pin).length > 0);
+    objects.direct().attach("w2", "10.0.0.2", 7002, ByteString.copyFrom(new byte[32]));
+    assertEquals(pin, objects.directSource(RESULT, "w2").orElseThrow().getTlsFingerprint());
+    assertEquals(pin, objects.directForClient(RESULT, "session:s1").orElseThrow()
+        .getTlsFingerprint());
+    // A reattach without a pin (a worker restarted as an older version) stops the tickets.
+    objects.direct().attach("w1", "10.0.0.1", 7001, ByteString.EMPTY);
+    assertTrue(objects.directSource(RESULT, "w2").isEmpty());
+    objects.release(RESULT);
   }
 
   @Test

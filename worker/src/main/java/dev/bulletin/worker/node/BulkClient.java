@@ -86,7 +86,7 @@ public final class BulkClient implements AutoCloseable {
   public ObjectKey get(InetSocketAddress address, byte[] ticket, ObjectKey key)
       throws IOException {
     return receive(open(address, header(BulkWire.VERSION, ticket, false),
-        CONNECT_TIMEOUT_MILLIS), key);
+        CONNECT_TIMEOUT_MILLIS, tls), key, true);
   }
 
   /**
@@ -94,19 +94,26 @@ public final class BulkClient implements AutoCloseable {
    * ticket the head signed ({@link dev.bulletin.bridge.dataport.DirectTicket#request}); as
    * {@link #get} otherwise. A keeper that cannot be reached fails with
    * {@link UnreachableException} within {@link #DIRECT_CONNECT_MILLIS}.
+   *
+   * @param tls the keeper's port speaks TLS and must present the certificate this context
+   *     pins ({@link dev.bulletin.worker.tls.PinnedTrust}): the request, with its ticket, is
+   *     sent only after that handshake; null: a plaintext port
    */
-  public ObjectKey getDirect(InetSocketAddress address, byte[] request, ObjectKey key)
-      throws IOException {
+  public ObjectKey getDirect(InetSocketAddress address, byte[] request, ObjectKey key,
+      SSLContext tls) throws IOException {
+    // A keeper's TLS port sends no CRC: its AEAD records are the check (BulkWire).
     return receive(open(address, header(BulkWire.VERSION_DIRECT, request, true),
-        DIRECT_CONNECT_MILLIS), key);
+        DIRECT_CONNECT_MILLIS, tls), key, tls == null);
   }
 
-  private ObjectKey receive(Transfer opened, ObjectKey key) throws IOException {
+  private ObjectKey receive(Transfer opened, ObjectKey key, boolean checksum)
+      throws IOException {
     try (Transfer transfer = opened) {
       long size = transfer.read(8).getLong();
       try (ObjectStore.Upload upload = store.beginUpload(key, size)) {
-        int crc = io.receive(transfer.channel, upload, size, transfer::progressed);
-        if (transfer.read(4).getInt() != crc) {
+        int crc = io.receive(transfer.channel, upload, size, transfer::progressed, checksum);
+        int trailer = transfer.read(4).getInt();
+        if (checksum && trailer != crc) {
           throw new RefusedException(BulkWire.CORRUPT, "the download of " + key.id()
               + " failed its CRC32C check; nothing was stored");
         }
@@ -129,7 +136,7 @@ public final class BulkClient implements AutoCloseable {
     try (ObjectStore.Lease lease = store.lease(List.of(key)); // kept in memory while sent
         FileChannel file = FileChannel.open(lease.path(key), StandardOpenOption.READ);
         Transfer transfer = open(address, header(BulkWire.VERSION, ticket, false),
-            CONNECT_TIMEOUT_MILLIS)) {
+            CONNECT_TIMEOUT_MILLIS, tls)) {
       long size = file.size();
       CompletableFuture<Integer> crc = io.crcAsync(file, size);
       io.send(file, size, transfer.channel, transfer::progressed);
@@ -138,8 +145,8 @@ public final class BulkClient implements AutoCloseable {
     }
   }
 
-  private Transfer open(InetSocketAddress address, ByteBuffer header, int connectMillis)
-      throws IOException {
+  private Transfer open(InetSocketAddress address, ByteBuffer header, int connectMillis,
+      SSLContext tls) throws IOException {
     SocketChannel channel = SocketChannel.open();
     try {
       channel.socket().connect(address, connectMillis);

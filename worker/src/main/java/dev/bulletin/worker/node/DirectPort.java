@@ -12,6 +12,7 @@ import java.net.InetSocketAddress;
 import java.nio.channels.ServerSocketChannel;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import javax.net.ssl.SSLContext;
 
 /**
  * A worker's own data port: serves the objects its store keeps straight to another worker (or a
@@ -20,7 +21,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * tickets: no thread per waiting connection, caps per address, a deadline for the header; data
  * threads; stalled transfers cut); the ticket is checked ({@link DirectTicket.Verifier}:
  * signature, object, reader, expiry, single use) before any byte of the object leaves.
- * Plaintext only: a cluster that speaks TLS does not open it.
+ * Plaintext in a plaintext cluster (sendfile); when the cluster speaks TLS, TLS with the
+ * worker's own self-signed certificate ({@link dev.bulletin.worker.tls.PortIdentity}), which
+ * readers pin by the fingerprint the head hands out with each ticket.
  */
 final class DirectPort implements AutoCloseable {
   static final int DATA_THREADS = 4;
@@ -34,8 +37,12 @@ final class DirectPort implements AutoCloseable {
 
   private DirectPort() {}
 
-  /** Listens on host, any free port, and starts serving. */
-  static DirectPort start(String host, ObjectStore store) throws IOException {
+  /**
+   * Listens on host, any free port, and starts serving.
+   *
+   * @param tls the context every connection must speak (the port's identity); null: plaintext
+   */
+  static DirectPort start(String host, ObjectStore store, SSLContext tls) throws IOException {
     ServerSocketChannel bound = ServerSocketChannel.open();
     try {
       bound.bind(new InetSocketAddress(host, 0), 64);
@@ -45,7 +52,7 @@ final class DirectPort implements AutoCloseable {
           + e.getMessage(), e);
     }
     DirectPort port = new DirectPort();
-    port.server = DataPortServer.start(bound, null, new HeaderGate.Redeemer<>() {
+    port.server = DataPortServer.start(bound, tls, new HeaderGate.Redeemer<>() {
       @Override
       public int ticketBytes(int version) {
         if (version != BulkWire.VERSION_DIRECT) {
@@ -60,7 +67,8 @@ final class DirectPort implements AutoCloseable {
         return port.verifier.check(ticket);
       }
     }, (stream, key, io, progressed) -> {
-      long sent = BulkServe.get(store, key, stream, io, progressed);
+      // Over TLS the records' AEAD already authenticates every byte: no CRC pass (BulkWire).
+      long sent = BulkServe.get(store, key, stream, io, progressed, tls == null);
       if (sent > 0) {
         port.servedBytes.addAndGet(sent);
       }

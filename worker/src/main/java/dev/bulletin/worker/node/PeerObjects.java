@@ -1,11 +1,14 @@
 package dev.bulletin.worker.node;
 
+import com.google.protobuf.ByteString;
 import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.bridge.dataport.DirectTicket;
 import dev.bulletin.protocol.DirectSource;
 import dev.bulletin.protocol.RegisterWorker;
 import dev.bulletin.protocol.WorkerAccepted;
+import dev.bulletin.worker.tls.PinnedTrust;
+import dev.bulletin.worker.tls.PortIdentity;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import java.io.IOException;
@@ -15,6 +18,7 @@ import java.net.InetSocketAddress;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.logging.Logger;
+import javax.net.ssl.SSLContext;
 
 /**
  * Objects moved between workers without the head: this node's own data port (serving what its
@@ -22,8 +26,11 @@ import java.util.logging.Logger;
  * fetches from another worker's port when a RunCall names one ({@code ObjectRef.direct}). A
  * keeper that cannot be reached, or refuses, leaves the fetch to the head's path (the head
  * then pulls the object from the keeper, as before direct transfers); an unreachable keeper
- * is said once in the log. Off when the cluster speaks TLS (this port has no certificate yet)
- * or objects move over gRPC only.
+ * is said once in the log. Off when objects move over gRPC only. When the cluster speaks TLS
+ * the port does too, with a key and self-signed certificate made at start
+ * ({@link PortIdentity}); the registration carries the certificate's fingerprint, and a fetch
+ * accepts only the keeper certificate whose fingerprint came with the ticket
+ * ({@link PinnedTrust}).
  */
 final class PeerObjects implements AutoCloseable {
   private static final Logger LOG = Logger.getLogger(PeerObjects.class.getName());
@@ -35,39 +42,46 @@ final class PeerObjects implements AutoCloseable {
   private final DirectPort port;
   private final BulkClient client;
   private final String host;
+  /** The port's TLS identity; null when the cluster (and so the port) is plaintext. */
+  private final PortIdentity identity;
+  private final PinnedTrust pins = new PinnedTrust();
   /** Keepers' addresses already logged as unreachable. */
   private final Set<String> unreachable = ConcurrentHashMap.newKeySet();
 
   private PeerObjects(Vertx vertx, String workerId, HeadObjects head, DirectPort port,
-      ObjectStore store, String host) {
+      ObjectStore store, String host, PortIdentity identity) {
     this.vertx = vertx;
     this.workerId = workerId;
     this.head = head;
     this.port = port;
     this.host = host;
+    this.identity = identity;
     this.client = port == null ? null : new BulkClient(store, null);
   }
 
   /**
-   * @param enabled whether this node takes part (plaintext data port, not gRPC only)
+   * @param enabled whether this node takes part (not gRPC only)
+   * @param tls whether the cluster speaks TLS: then so does this port, and fetches pin
    */
   static PeerObjects start(Vertx vertx, WorkerNodeOptions options, HeadObjects head,
-      ObjectStore store, boolean enabled) {
+      ObjectStore store, boolean enabled, boolean tls) {
     String workerId = options.worker().workerId();
     if (!enabled) {
-      return new PeerObjects(vertx, workerId, head, null, store, "");
+      return new PeerObjects(vertx, workerId, head, null, store, "", null);
     }
+    PortIdentity identity = tls ? PortIdentity.generate(workerId) : null;
     String host = towards(options.headHost());
     // Behind NAT, or with several interfaces, the address others reach this host by may not be
     // the one that routes to the head: BULLETIN_DIRECT_HOST names it (the port stays bound to
     // the interface towards the head).
     String announced = System.getenv().getOrDefault("BULLETIN_DIRECT_HOST", "").trim();
     try {
-      return new PeerObjects(vertx, workerId, head, DirectPort.start(host, store), store,
-          announced.isEmpty() ? host : announced);
+      return new PeerObjects(vertx, workerId, head, DirectPort.start(host, store,
+          identity == null ? null : identity.serverContext()), store,
+          announced.isEmpty() ? host : announced, identity);
     } catch (IOException e) {
       LOG.warning(e.getMessage() + "; objects this worker keeps go through the head");
-      return new PeerObjects(vertx, workerId, head, null, store, "");
+      return new PeerObjects(vertx, workerId, head, null, store, "", null);
     }
   }
 
@@ -86,9 +100,15 @@ final class PeerObjects implements AutoCloseable {
     }
   }
 
-  /** Announces the port in the registration (port 0: none). */
+  /** Announces the port in the registration (port 0: none), and its certificate's pin. */
   RegisterWorker.Builder announce(RegisterWorker.Builder register) {
-    return port == null ? register : register.setDirectHost(host).setDirectPort(port.port());
+    if (port == null) {
+      return register;
+    }
+    if (identity != null) {
+      register.setDirectTlsFingerprint(ByteString.copyFrom(identity.fingerprint()));
+    }
+    return register.setDirectHost(host).setDirectPort(port.port());
   }
 
   /** The head accepted this node: tickets for its port are signed with this key from now on. */
@@ -109,8 +129,21 @@ final class PeerObjects implements AutoCloseable {
     } catch (IllegalArgumentException e) {
       return head.fetch(key, size);
     }
+    SSLContext tls;
+    if (!source.getTlsFingerprint().isEmpty()) {
+      tls = pins.contextFor(source.getTlsFingerprint().toByteArray());
+    } else if (identity != null) {
+      // A TLS cluster's head never names a plaintext keeper; if one did, the ticket and the
+      // bytes would cross the network in the clear.
+      LOG.warning("worker " + source.getKeeper() + "'s data port comes without a certificate"
+          + " pin in a cluster that speaks TLS; fetching " + key + " through the head");
+      return head.fetch(key, size);
+    } else {
+      tls = null;
+    }
     byte[] request = DirectTicket.request(workerId, key, source.getTicket().toByteArray());
-    return vertx.<ObjectKey>executeBlocking(() -> client.getDirect(address, request, key), false)
+    return vertx.<ObjectKey>executeBlocking(() -> client.getDirect(address, request, key, tls),
+        false)
         .recover(error -> {
           if (error instanceof BulkClient.UnreachableException) {
             if (unreachable.add(source.getAddress())) {

@@ -100,8 +100,8 @@ public final class WorkerNode implements AutoCloseable {
     SocketAddress head = SocketAddress.inetSocketAddress(options.headPort(), options.headHost());
     this.objects = new HeadObjects(vertx, client, head, options.token(), store,
         options.bulkData(), tls.enabled() ? TlsSetup.clientContext(vertx, tls) : null);
-    this.peers = PeerObjects.start(vertx, options, objects, store,
-        options.bulkData() && !tls.enabled());
+    this.peers = PeerObjects.start(vertx, options, objects, store, options.bulkData(),
+        tls.enabled());
     this.link = new HeadLink(vertx, client, options, tls, this::registration, this::onHead,
         this::stop);
   }

@@ -43,7 +43,7 @@ class DirectPortTest {
   void start() throws IOException {
     keeperStore = ObjectStores.open(new StoreOptions(folder.resolve("a"), 64 << 20, null));
     readerStore = ObjectStores.open(new StoreOptions(folder.resolve("b"), 64 << 20, null));
-    keeper = DirectPort.start("127.0.0.1", keeperStore);
+    keeper = DirectPort.start("127.0.0.1", keeperStore, null);
     keeper.ticketKey(key);
     reader = new BulkClient(readerStore, null);
     payload = new byte[5 << 20];
@@ -74,7 +74,7 @@ class DirectPortTest {
 
   private String refusal(byte[] request, ObjectKey wanted) {
     BulkClient.RefusedException refused = assertThrows(BulkClient.RefusedException.class,
-        () -> reader.getDirect(address(), request, wanted));
+        () -> reader.getDirect(address(), request, wanted, null));
     assertFalse(readerStore.contains(wanted), "nothing is stored from a refused transfer");
     return refused.getMessage();
   }
@@ -82,7 +82,7 @@ class DirectPortTest {
   @Test
   void theKeeperSendsTheObjectToTheTicketsReader() throws IOException {
     ObjectKey got = reader.getDirect(address(),
-        request("worker-b", object, ticket(object, "worker-b", 60_000)), object);
+        request("worker-b", object, ticket(object, "worker-b", 60_000)), object, null);
     assertEquals(object, got);
     ByteBuffer stored = readerStore.read(got);
     byte[] bytes = new byte[stored.remaining()];
@@ -113,7 +113,7 @@ class DirectPortTest {
   @Test
   void aTicketIsUsedOnce() throws IOException {
     byte[] once = request("worker-b", object, ticket(object, "worker-b", 60_000));
-    reader.getDirect(address(), once, object);
+    reader.getDirect(address(), once, object, null);
     readerStore.release(object);
     readerStore.dropUnreferencedObjects();
     assertTrue(refusal(once, object).contains("already used"));
@@ -135,6 +135,6 @@ class DirectPortTest {
     }
     assertThrows(BulkClient.UnreachableException.class, () -> reader.getDirect(
         new InetSocketAddress("127.0.0.1", closed),
-        request("worker-b", object, ticket(object, "worker-b", 60_000)), object));
+        request("worker-b", object, ticket(object, "worker-b", 60_000)), object, null));
   }
 }

@@ -1,0 +1,134 @@
+package dev.bulletin.worker.tls;
+
+import java.net.Socket;
+import java.security.GeneralSecurityException;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.security.cert.CertificateEncodingException;
+import java.security.cert.CertificateException;
+import java.security.cert.X509Certificate;
+import java.util.HexFormat;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLEngine;
+import javax.net.ssl.TrustManager;
+import javax.net.ssl.X509ExtendedTrustManager;
+
+/**
+ * The reading side of a worker's TLS data port: trusts exactly one certificate, the one whose
+ * SHA-256 fingerprint the head handed out with the ticket ({@link PortIdentity}). The check runs
+ * inside the handshake, and a TLS session carries no application byte before its handshake ends,
+ * so a peer with any other certificate (an impostor at the keeper's address) fails the handshake
+ * and never sees the ticket. Contexts are kept per fingerprint (a few keepers), so that sessions
+ * with one keeper can be resumed. Thread-safe.
+ */
+public final class PinnedTrust {
+  private static final int FINGERPRINT_BYTES = 32;
+  /** Beyond this many keepers remembered, the cache starts again (keepers come and go). */
+  private static final int MAX_CONTEXTS = 1024;
+
+  private final Map<String, SSLContext> contexts = new ConcurrentHashMap<>();
+
+  /** A client context that accepts only the certificate with this SHA-256 fingerprint. */
+  public SSLContext contextFor(byte[] fingerprint) {
+    if (fingerprint.length != FINGERPRINT_BYTES) {
+      throw new IllegalArgumentException("a certificate pin is a SHA-256 digest of "
+          + FINGERPRINT_BYTES + " bytes, got " + fingerprint.length);
+    }
+    String hex = hex(fingerprint);
+    if (contexts.size() > MAX_CONTEXTS) {
+      contexts.clear();
+    }
+    return contexts.computeIfAbsent(hex, unused -> newContext(fingerprint.clone()));
+  }
+
+  private static SSLContext newContext(byte[] fingerprint) {
+    try {
+      SSLContext context = SSLContext.getInstance(TlsSetup.PROTOCOL);
+      context.init(null, new TrustManager[] {new Pinned(fingerprint)}, null);
+      return context;
+    } catch (GeneralSecurityException e) {
+      throw new IllegalStateException("cannot set up TLS for a worker's data port: " + e, e);
+    }
+  }
+
+  /** SHA-256 of a certificate's DER encoding. */
+  public static byte[] fingerprint(X509Certificate certificate) {
+    try {
+      return MessageDigest.getInstance("SHA-256").digest(certificate.getEncoded());
+    } catch (NoSuchAlgorithmException | CertificateEncodingException e) {
+      throw new IllegalStateException("cannot take a certificate's SHA-256: " + e, e);
+    }
+  }
+
+  public static String hex(byte[] fingerprint) {
+    return HexFormat.of().formatHex(fingerprint);
+  }
+
+  /**
+   * Compares the peer's leaf certificate with the pin. An extended trust manager: the JDK then
+   * adds no checks of its own (host names, CA paths), which have no meaning for a pinned,
+   * self-signed certificate.
+   */
+  private static final class Pinned extends X509ExtendedTrustManager {
+    private final byte[] pin;
+
+    Pinned(byte[] pin) {
+      this.pin = pin;
+    }
+
+    private void check(X509Certificate[] chain) throws CertificateException {
+      if (chain == null || chain.length == 0) {
+        throw new CertificateException("the keeper presented no certificate");
+      }
+      byte[] got = fingerprint(chain[0]);
+      if (!MessageDigest.isEqual(got, pin)) {
+        throw new CertificateException("the keeper's certificate has SHA-256 " + hex(got)
+            + ", not " + hex(pin) + " (the one the head gave with the ticket): not the worker"
+            + " the ticket is for");
+      }
+    }
+
+    @Override
+    public void checkServerTrusted(X509Certificate[] chain, String authType, SSLEngine engine)
+        throws CertificateException {
+      check(chain);
+    }
+
+    @Override
+    public void checkServerTrusted(X509Certificate[] chain, String authType, Socket socket)
+        throws CertificateException {
+      check(chain);
+    }
+
+    @Override
+    public void checkServerTrusted(X509Certificate[] chain, String authType)
+        throws CertificateException {
+      check(chain);
+    }
+
+    @Override
+    public void checkClientTrusted(X509Certificate[] chain, String authType, SSLEngine engine)
+        throws CertificateException {
+      throw new CertificateException("a pinned client context checks servers only");
+    }
+
+    @Override
+    public void checkClientTrusted(X509Certificate[] chain, String authType, Socket socket)
+        throws CertificateException {
+      throw new CertificateException("a pinned client context checks servers only");
+    }
+
+    @Override
+    public void checkClientTrusted(X509Certificate[] chain, String authType)
+        throws CertificateException {
+      throw new CertificateException("a pinned client context checks servers only");
+    }
+
+    @Override
+    public X509Certificate[] getAcceptedIssuers() {
+      return new X509Certificate[0];
+    }
+  }
+}
