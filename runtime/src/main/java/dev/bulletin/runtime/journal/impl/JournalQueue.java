@@ -54,6 +54,9 @@ final class JournalQueue {
     if (closing) {
       throw new IllegalStateException("the journal is closed");
     }
+    if (pending.isEmpty() && writtenSeq == durableSeq) {
+      notifyAll(); // the writer may sleep with nothing to flush: this record starts its idle flush
+    }
     pending.add(record);
     return nextSeq++;
   }
