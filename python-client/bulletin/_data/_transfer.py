@@ -102,6 +102,7 @@ class Transfer:
         if self.same_host and encoded.nbytes >= RECYCLE_MIN:
             request.write_sizes.append(encoded.nbytes)
             request.mapped_ids.extend(self._maps.ids())
+            request.spare_ready = self._maps.has_spare(encoded.nbytes)
         reply = self._conn.call(self._conn.stub.HasObjects, request, "HasObjects")
         if not reply.present[0]:
             retry_lost(self._conn, f"the upload of object {oid[:12]}", lambda: self.upload(
@@ -262,9 +263,27 @@ class Transfer:
     def _spares(self, arena_bytes: int) -> _arena.SpareFiles | None:
         """Pre-faulted files for this client's large writes, filled in the background from now
         (same host only: elsewhere nothing is written into the store folder)."""
-        if not self.same_host or arena_bytes < RECYCLE_MIN or not _arena.supported(self.folder):
+        if not self.same_host or arena_bytes < RECYCLE_MIN:
+            return None
+        if self._conn.hello.host_arena_bytes > 0:
+            # From the host's arena: the runtime pre-faulted them once for every client.
+            return _arena.SpareFiles(self.folder, min(arena_bytes, _ARENA_FIRST_FILL),
+                                     arena_bytes, source=self._arena_spare)
+        if not _arena.supported(self.folder):
             return None
         return _arena.SpareFiles(self.folder, min(arena_bytes, _ARENA_FIRST_FILL), arena_bytes)
+
+    def _arena_spare(self, size: int):
+        """A file of the host arena moved into this user's folder, mapped here; None when the
+        arena says no (this user holds its share), NotYet when it is still filling."""
+        reply = self._conn.stub.TakeArenaSpare(pb.ArenaSpareRequest(size=size),
+                                               metadata=self._conn.metadata,
+                                               timeout=_RPC_SECONDS)
+        if not reply.staged_name:
+            if reply.later:
+                raise _arena.NotYet()
+            return None
+        return _arena.open_spare(self.folder / reply.staged_name, reply.size)
 
     @property
     def spares(self) -> _arena.SpareFiles | None:

@@ -334,8 +334,7 @@ public final class FileObjectStore implements ObjectStore {
     checkStagedName(stagedName, size);
     StoreTable.Entry victim = table.recyclable(namespace, size, new HashSet<>(preferred));
     if (victim == null) {
-      // No released object's memory: pre-faulted memory from the arena, if it has some.
-      return handOutSpare(namespace, size, stagedName).size() > 0;
+      return false;
     }
     try {
       table.detach(victim, folderOf(namespace).resolve(stagedName));
