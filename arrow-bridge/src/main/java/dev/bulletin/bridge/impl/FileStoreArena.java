@@ -209,12 +209,13 @@ public final class FileStoreArena implements StoreArena {
     if (filling > 0) {
       return false;
     }
-    long held = pooledBytes() + handedOutBytes();
-    while (!plan.isEmpty() && held + plan.get(0) > budget) {
-      plan.remove(0); // no longer fits the budget (smaller ones may)
+    long pooled = pooledBytes();
+    while (!plan.isEmpty() && pooled + plan.get(0) > budget) {
+      plan.remove(0); // can no longer fit the budget (smaller ones may)
     }
     forgetUsed();
-    return !plan.isEmpty();
+    // Files handed out and not used yet still count: wait until they are.
+    return !plan.isEmpty() && pooled + handedOutBytes() + plan.get(0) <= budget;
   }
 
   /**
@@ -250,10 +251,12 @@ public final class FileStoreArena implements StoreArena {
     return pressure.low();
   }
 
+  /** Deletes the pool; its sizes are made again once memory allows. */
   private void giveBackAll() {
     for (Pooled pooled : pool) {
       Files2.deleteQuietly(pooled.path());
       givenBack++;
+      plan.add(pooled.size());
     }
     pool.clear();
   }
