@@ -227,14 +227,19 @@ public final class FileStoreArena implements StoreArena {
     if (size > budget) {
       return false;
     }
-    if (plan.contains(size) || filling >= size) {
+    if (filling >= size) {
       return true;
     }
+    // Asked again while it waits: files filled meanwhile may stand in its way too.
     pool.sort(Comparator.comparingLong(Pooled::size));
     while (!pool.isEmpty() && pooledBytes() + handedOutBytes() + size > budget) {
       Files2.deleteQuietly(pool.remove(0).path());
       givenBack++;
     }
+    if (!plan.isEmpty() && plan.get(0) == size) {
+      return true;
+    }
+    plan.remove(Long.valueOf(size)); // planned further back: it moves to the front
     plan.add(0, size);
     notifyAll();
     return true;
