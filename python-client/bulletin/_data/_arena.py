@@ -163,6 +163,18 @@ class SpareFiles:
             self._writing += 1
             return spare
 
+    def put_back(self, spare: Spare, size: int) -> None:
+        """A spare taken for a write of ``size`` bytes that was not needed after all (the store
+        had the object): it is ready again, as it was (holding this writer's own bytes)."""
+        with self._cond:
+            self._spares.append(spare)
+            try:
+                self._plan.remove(_round_up(size))  # not made again: it came back
+            except ValueError:
+                pass
+            self._writing -= 1
+            self._cond.notify_all()
+
     def written(self) -> None:
         """The write into a taken spare is done: the background thread may fill again."""
         with self._cond:

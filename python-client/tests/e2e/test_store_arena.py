@@ -82,6 +82,22 @@ def test_the_first_large_write_after_connecting_lands_in_a_spare(two_users):
                timeout=10, what="the closed client's spares to go")
 
 
+def test_an_executors_new_result_lands_in_an_arena_file(two_users):
+    """Bob's first call (so his executor has no spare of its own yet) returns a new array."""
+    with _client(two_users, "bob") as bob:
+        bob._transfer.spares.close()  # bob's client holds none: his share is free for results
+        arena = two_users.store_dir / ".arena"
+        wait_until(lambda: any(os.path.getsize(arena / n) >= 6 * MIB
+                               for n in os.listdir(arena)), timeout=30,
+                   what="an arena file for a 5 MiB result")
+        pooled = _inodes(arena)
+        f = bob.submit(lambda n: np.full(n, 2.0, dtype=np.float32), 5 * MIB // 4)
+        assert f.exception(timeout=CALL_SECONDS) is None  # the result stays in the store
+        assert os.stat(bob._transfer.folder / f.remote_id).st_ino in pooled
+        assert f.result().sum() == 5 * MIB // 2
+        del f
+
+
 def test_no_file_that_held_or_will_hold_one_users_bytes_reaches_another(two_users):
     """Arena files go one way, from the runtime's own 0700 pool into one user's folder; a
     user's files never go back. Bob cannot take a spare under ada's session, and none of the
@@ -120,21 +136,6 @@ def test_no_file_that_held_or_will_hold_one_users_bytes_reaches_another(two_user
                     assert b"\x00\x00\xe0\x40" * 16 not in f.read(), "ada's bytes in bob's file"
             del mine, result
         del ref
-
-
-def test_an_executors_new_result_lands_in_an_arena_file(two_users):
-    with _client(two_users, "bob") as bob:
-        bob._transfer.spares.close()  # bob's client holds none: his share is free for results
-        arena = two_users.store_dir / ".arena"
-        wait_until(lambda: any(os.path.getsize(arena / n) >= 14 * MIB
-                               for n in os.listdir(arena)), timeout=30,
-                   what="an arena file for a 13 MiB result")
-        pooled = _inodes(arena)
-        f = bob.submit(lambda n: np.full(n, 2.0, dtype=np.float32), 13 * MIB // 4)
-        assert f.exception(timeout=CALL_SECONDS) is None  # the result stays in the store
-        assert os.stat(bob._transfer.folder / f.remote_id).st_ino in pooled
-        assert f.result().sum() == 13 * MIB // 2
-        del f
 
 
 def test_the_default_arena_is_an_eighth_of_the_store(client):
