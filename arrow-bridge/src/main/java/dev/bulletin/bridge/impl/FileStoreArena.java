@@ -196,6 +196,9 @@ public final class FileStoreArena implements StoreArena {
       }
       return true;
     } catch (IOException e) {
+      if (Thread.currentThread().isInterrupted()) {
+        return false; // closing: the fill was cut on purpose
+      }
       LOG.warning("cannot fill arena file " + path + " (" + size + " bytes): " + e
           + "; the arena stops growing until memory is handed out");
       synchronized (this) {
