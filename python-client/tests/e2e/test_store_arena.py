@@ -76,6 +76,14 @@ def test_the_first_large_write_after_connecting_lands_in_a_spare(two_users):
         # The spare taken is taken again from the arena, the size of the write.
         assert transfer.spares.wait_filled(30)
         assert transfer.spares.largest() >= ref.nbytes
+        # The same bytes again: copied and hashed into a spare, then found held already: the
+        # spare is put back, nothing is written.
+        held = transfer.spares.spare_bytes()
+        again = ada.scatter(a.copy())
+        assert again.id == ref.id
+        assert transfer._maps.spare_writes == 1
+        assert transfer.spares.spare_bytes() == held
+        del again
         del ref
     # Closing the client deletes the spares it did not use: their memory is the host's again.
     wait_until(lambda: not [n for n in os.listdir(transfer.folder) if "-spare-" in n],
