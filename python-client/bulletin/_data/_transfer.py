@@ -138,14 +138,21 @@ class Transfer:
             self._maps.put_back_spare(spare, encoded.nbytes)
         else:
             name = stage_name(self._session)
-            self._maps.keep_spare(spare, self.folder / name, encoded.nbytes, oid)
-            self.write_seconds += copied
-            outages = self._conn.outages
-            retry_lost(self._conn, f"the upload of object {oid[:12]}",
-                       lambda: self._adopt_written(oid, encoded, name, outages))
-            self.uploads += 1
-            self.uploaded_bytes += encoded.nbytes
-            self.last_path = "same-host"
+            what = f"the upload of object {oid[:12]}"
+            try:
+                self._maps.keep_spare(spare, self.folder / name, encoded.nbytes, oid)
+            except OSError:
+                # Its file went away (a restarted runtime deletes the files its journal does
+                # not name): the ordinary path, which falls back to the network if it must.
+                retry_lost(self._conn, what, lambda: self.upload(oid, encoded))
+            else:
+                self.write_seconds += copied
+                outages = self._conn.outages
+                retry_lost(self._conn, what,
+                           lambda: self._adopt_written(oid, encoded, name, outages))
+                self.uploads += 1
+                self.uploaded_bytes += encoded.nbytes
+                self.last_path = "same-host"
         with self._lock:
             self._held[oid] = self._held.get(oid, 0) + 1
         return oid
