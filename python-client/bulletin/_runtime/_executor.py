@@ -391,7 +391,8 @@ class Executor:
             write_file(Path(pending.path), encoded)
             return _finished(pending)
         self._pending = pending
-        return Stage(encoded.nbytes, tuple(self._maps.ids()), self._maps.has_spare(encoded.nbytes))
+        return Stage(encoded.nbytes, tuple(self._maps.ids()),
+                     self._maps.has_spare(encoded.nbytes))
 
 
 def _finished(pending: _Pending) -> Finished:
