@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import bulletin
+from bulletin._data import _arena
 from bulletin._proto import bulletin_pb2 as pb
 from cluster_support import CALL_SECONDS, free_port, run_cli, start_cluster, wait_until
 
@@ -48,6 +49,18 @@ def _client(cluster, who: str) -> bulletin.Client:
                            set_as_default=False)
 
 
+def _filled(spares, timeout: float = 60) -> bool:
+    """Waits for a client's spares; says why when they do not come."""
+    if spares.wait_filled(timeout):
+        return True
+    available, total = _arena._meminfo()
+    if total and available < total * _arena._LOW_MEMORY_SHARE:
+        pytest.skip("the machine is short of memory: the arena gives its memory back by design")
+    raise AssertionError(f"spares not filled within {timeout} s: still to take "
+                         f"{spares._plan}, taking {spares._filling}, holding "
+                         f"{spares.spare_bytes()} bytes")
+
+
 def _inodes(folder, prefix=""):
     return {os.stat(folder / n).st_ino for n in os.listdir(folder) if n.startswith(prefix)}
 
@@ -58,7 +71,7 @@ def test_the_first_large_write_after_connecting_lands_in_a_spare(two_users):
         hello = ada._conn.hello
         assert hello.host_arena_bytes == 64 * MIB and hello.arena_bytes == 64 * MIB
         assert transfer.same_host and transfer.spares is not None
-        assert transfer.spares.wait_filled(30)
+        assert _filled(transfer.spares)
         assert transfer.spares.spare_bytes() >= 32 * MIB  # the arena's largest file
         # The spare is a file of the host arena, moved into ada's folder under her session.
         names = [n for n in os.listdir(transfer.folder) if "-spare-" in n]
@@ -74,7 +87,7 @@ def test_the_first_large_write_after_connecting_lands_in_a_spare(two_users):
         assert st.st_size == ref.nbytes and st.st_nlink == 1
         assert stat.S_IMODE(st.st_mode) == 0o600
         # The spare taken is taken again from the arena, the size of the write.
-        assert transfer.spares.wait_filled(30)
+        assert _filled(transfer.spares)
         assert transfer.spares.largest() >= ref.nbytes
         # The same bytes again: copied and hashed into a spare, then found held already: the
         # spare is put back, nothing is written.
@@ -114,7 +127,7 @@ def test_no_file_that_held_or_will_hold_one_users_bytes_reaches_another(two_user
     assert stat.S_IMODE(os.stat(arena).st_mode) == 0o700
     with _client(two_users, "ada") as ada:
         folder = ada._transfer.folder
-        assert ada._transfer.spares.wait_filled(30)
+        assert _filled(ada._transfer.spares)
         adas = _inodes(folder)  # her spares: bytes she will write
         secret = np.full(4 * MIB, 7.0, dtype=np.float32)
         ref = ada.scatter(secret)
