@@ -646,6 +646,20 @@ def main() -> None:
                   f"{same['scatter_GBps'] / ray_['put_GBps']:.2f}x that (target >= 1x); its "
                   f"copy alone {same['store_first_write_GBps'] / ray_['put_first_GBps']:.2f}x / "
                   f"{same['store_write_GBps'] / ray_['put_GBps']:.2f}x")
+            # The goal lines of issue 16 part 1: the whole scatter (digest, "has it?", copy,
+            # adopt) against one thread's memcpy into touched memory and ray.put, same run.
+            for what, rate, put in (
+                    ("scatter of fresh 1 GiB, the first after `bulletin up`",
+                     same["scatter_first_GBps"], ray_["put_first_GBps"]),
+                    ("scatter of fresh 1 GiB, steady state", same["scatter_GBps"],
+                     ray_["put_GBps"])):
+                print(f"  GOAL {what}: {rate:.2f} GB/s = {rate / same['memcpy_GBps']:.2f} x "
+                      f"memcpy (goal >= 0.8x); ray.put {put:.2f} GB/s (goal: >= ray.put: "
+                      f"{rate / put:.2f}x)")
+            print(f"  GOAL a call returning a new 1 GiB array, end to end: "
+                  f"{same['round_trip_distinct_result_s']:.3f} s; ray "
+                  f"{ray_['distinct_result_s']:.3f} s (goal: faster than Ray: "
+                  f"{ray_['distinct_result_s'] / same['round_trip_distinct_result_s']:.2f}x)")
             print(f"  a call returning a new 1 GiB array: bulletin "
                   f"{same['round_trip_distinct_result_s']:.3f} s, ray "
                   f"{ray_['distinct_result_s']:.3f} s: bulletin is "

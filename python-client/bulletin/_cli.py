@@ -78,10 +78,11 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--store-capacity", type=int, default=0, metavar="BYTES",
                     help="object store memory limit (default: half of /dev/shm)")
     up.add_argument("--store-arena-share", type=float, metavar="SHARE",
-                    help="share of the store capacity (0..0.5, default 0: off) a client on this "
-                         "host keeps pre-faulted for its next large writes, so that even a "
-                         "first write runs at memory speed: memory taken from the machine while "
-                         "it waits (0: none; see docs/data-plane.md)")
+                    help="share of the store capacity (0..0.5, default 0.125) kept "
+                         "pre-faulted once for this host, filled in the background, so that "
+                         "even a first large write runs at memory speed: memory taken from the "
+                         "machine while it waits, given back under memory pressure (0: none; "
+                         "see docs/data-plane.md)")
     up.add_argument("--spill-dir", type=Path, metavar="DIR",
                     help="local-disk folder for objects pushed out of memory (default: temp dir)")
     up.add_argument("--state-dir", type=Path, metavar="DIR",

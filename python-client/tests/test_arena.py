@@ -22,9 +22,7 @@ def folder(tmp_path_factory):
     shm = __import__("pathlib").Path("/dev/shm") / f"bulletin-arena-test-{os.getpid()}-{path.name}"
     shm.mkdir(mode=0o700)
     yield shm
-    for name in os.listdir(shm):
-        os.unlink(shm / name)
-    shm.rmdir()
+    __import__("shutil").rmtree(shm)
 
 
 def test_spares_are_filled_in_the_background_and_invisible_until_named(folder):
@@ -122,3 +120,67 @@ def test_the_first_fill_is_a_ladder_so_a_write_cuts_little_off_its_spare():
     assert _arena._ladder(3 << 29) == [size * MIB + granule
                                         for size in (1024, 256, 128, 64, 32, 16)]
     assert _arena._ladder(3 * MIB) == []
+
+
+class _HostArena:
+    """A stand-in for the runtime's TakeArenaSpare: pre-faulted files made in a pool folder and
+    moved into the writer's folder, as the runtime does; ``later`` answers NotYet first."""
+
+    def __init__(self, pool, folder, later: int = 0):
+        self.pool, self.folder, self.later, self.asked = pool, folder, later, []
+
+    def __call__(self, size):
+        self.asked.append(size)
+        if self.later:
+            self.later -= 1
+            raise _arena.NotYet()
+        if size > 16 * MIB:
+            return None  # over this arena's budget: refused, not worth asking again
+        src = self.pool / f"f{len(self.asked)}"
+        with open(src, "wb") as f:
+            f.truncate(size)
+        name = self.folder / f".stage-s-spare-{len(self.asked)}"
+        os.rename(src, name)
+        return _arena.open_spare(name, size)
+
+
+def test_spares_from_the_host_arena_are_asked_again_while_it_fills_and_named_by_rename(
+        folder, tmp_path, monkeypatch):
+    monkeypatch.setattr(_arena, "_RETRY_SECONDS", 0.01)
+    pool = folder / "pool"
+    pool.mkdir()
+    host = _HostArena(pool, folder, later=2)
+    maps = WriteMappings(64 * MIB, spares=_arena.SpareFiles(folder, 8 * MIB, 8 * MIB,
+                                                            source=host))
+    try:
+        assert maps.spares.wait_filled(10)
+        assert host.asked == [6 * MIB] * 3, "asked again while the arena said 'not yet'"
+        spare_name = folder / ".stage-s-spare-3"
+        assert spare_name.exists(), "an arena spare keeps its name until it holds an object"
+        value = np.arange(MIB, dtype=np.float32)
+        encoded = encode(value)
+        path = folder / ".stage-test-1"
+        maps.write_new(path, encoded, encoded.digest())
+        assert maps.spare_writes == 1
+        assert not spare_name.exists(), "renamed to the write's staged name"
+        assert os.stat(path).st_size == encoded.nbytes
+        np.testing.assert_array_equal(open_object(path), value)
+    finally:
+        maps.close()
+
+
+def test_a_refused_size_is_not_asked_again_and_an_unused_spare_is_deleted_on_close(folder):
+    pool = folder / "pool"
+    pool.mkdir()
+    host = _HostArena(pool, folder)
+    spares = _arena.SpareFiles(folder, 8 * MIB, 64 * MIB, source=host)
+    try:
+        assert spares.wait_filled(10)
+        assert spares.take(20 * MIB) is None  # no spare that large: the next is asked for
+        assert spares.wait_filled(10)
+        assert host.asked.count(20 * MIB) == 1, "refused once: not asked again"
+        assert [n for n in os.listdir(folder) if n.startswith(".stage-s-spare-")]
+    finally:
+        spares.close()
+    # Its memory goes back to the machine: the names go with the spares.
+    assert not [n for n in os.listdir(folder) if n.startswith(".stage-s-spare-")]

@@ -617,3 +617,20 @@ def test_crc32c_with_the_digest_equals_the_crc32c_of_the_bytes():
     together, apart = encode(a), encode(a)
     assert together.digest(with_crc32c=True) == apart.digest()
     assert together.crc32c() == apart.crc32c() == google_crc32c.value(apart.to_bytes())
+
+
+def test_write_digesting_copies_and_hashes_in_one_pass_as_write_into_and_digest_do():
+    from bulletin._codec import encode
+    a = np.random.default_rng(5).random(700_000, dtype=np.float32)
+    for value in (a, a[::3], {"x": a, "meta": [1, "two"]}):
+        plain = encode(value)
+        fused = encode(value)
+        out = bytearray(fused.nbytes)
+        assert fused.write_digesting(out) == plain.digest()
+        assert fused.digest() == plain.digest()  # kept: not computed again
+        assert bytes(out) == plain.to_bytes()
+    with pytest.raises(ValueError, match="exactly"):
+        encode(a).write_digesting(bytearray(10))
+    with pytest.raises(ValueError, match="read-only"):
+        small = encode(np.zeros(3))
+        small.write_digesting(bytes(small.nbytes))

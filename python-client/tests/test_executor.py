@@ -228,7 +228,8 @@ def test_replies_are_written_in_one_json_form():
         "kind": "finished", "result": "ab", "size": 3, "raised": True, "run_seconds": 0.5}
     assert json.loads(to_wire(Finished("ab", 3, False, 0.5, retire="why")))["retire"] == "why"
     assert json.loads(to_wire(Stage(1 << 20, ("ab",)))) == {
-        "kind": "stage", "size": 1 << 20, "mapped": ["ab"]}
+        "kind": "stage", "size": 1 << 20, "mapped": ["ab"], "spare_ready": False}
+    assert json.loads(to_wire(Stage(1 << 20, (), True)))["spare_ready"] is True
     assert json.loads(to_wire(Unfit("OSError(12)"))) == {"kind": "unfit", "reason": "OSError(12)"}
 
 

@@ -24,6 +24,7 @@ import xxhash
 
 _COALESCE_BELOW = 64 * 1024     # adjacent segments smaller than this are joined at build time
 _SCRATCH_BYTES = 8 * 1024 * 1024  # block size when a strided array is hashed or streamed
+_HASH_SLICE = 1024 * 1024  # copied then hashed while still in cache (write_digesting)
 _PARALLEL_MIN = 64 * 1024 * 1024  # a buffer is split across threads only above this size
 _PARALLEL_PIECE = 16 * 1024 * 1024
 
@@ -149,6 +150,37 @@ class Encoded:
             offset += n
         for job in jobs:
             job.result()
+
+    def write_digesting(self, dest) -> str:
+        """Copies the stream into ``dest`` (as ``write_into``, one thread) and computes its
+        digest in the same pass: each slice is hashed from ``dest`` right after its copy, while
+        it is still in cache, so the bytes are read from memory once instead of twice (a
+        separate digest reads all of them again). Returns (and keeps) the digest."""
+        mv = _bytes_view(memoryview(dest))
+        if mv.readonly or len(mv) != self.nbytes:
+            raise ValueError(f"write_digesting needs a writable destination of exactly "
+                             f"{self.nbytes} bytes, got {len(mv)} bytes"
+                             f"{' (read-only)' if mv.readonly else ''}")
+        out = np.frombuffer(mv, dtype=np.uint8)
+        h = xxhash.xxh3_128()
+        offset = 0
+        for seg in self._segments:
+            n = _nbytes(seg)
+            target = out[offset:offset + n]
+            if isinstance(seg, StridedSegment):
+                seg.copy_into(target)
+                for lo in range(0, n, _HASH_SLICE):
+                    h.update(target[lo:lo + _HASH_SLICE])
+            else:
+                src = np.frombuffer(seg, dtype=np.uint8)
+                for lo in range(0, n, _HASH_SLICE):
+                    np.copyto(target[lo:lo + _HASH_SLICE], src[lo:lo + _HASH_SLICE])
+                    h.update(target[lo:lo + _HASH_SLICE])
+            offset += n
+        digest = h.hexdigest()
+        if self._digest is None:
+            self._digest = digest
+        return digest
 
     def to_bytes(self) -> bytes:
         """The whole stream as bytes (a copy: meant for small objects)."""

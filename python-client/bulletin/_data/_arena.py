@@ -6,10 +6,14 @@ helps only once something was released. So a writer keeps a few *spare files*, a
 mapped ahead of need by a background thread: a large write takes one, copies into the mapping it
 already has (a plain memory copy), gives the file its name and truncates it to the object's size.
 
-A spare is an anonymous file (``O_TMPFILE``) in the writer's own store folder: it has no name
-until it holds an object, so no other process can open it, and a writer that dies leaves nothing
-behind (its memory goes with its last mapping). Its pages are fresh from the kernel (zeroed) and
-are only ever handed to this process: no bytes of anyone cross to anyone else.
+Where the runtime keeps a host arena (``HelloReply.host_arena_bytes``), a same-host client's
+spares come from it: files the runtime pre-faulted once for the whole host, moved into this
+user's folder (``TakeArenaSpare``) and only mapped here, so the client pays page-table entries,
+not zeroed pages. Otherwise (an executor; a runtime without an arena) a spare is an anonymous
+file (``O_TMPFILE``) in the writer's own store folder: it has no name until it holds an object,
+so no other process can open it, and a writer that dies leaves nothing behind (its memory goes
+with its last mapping). Either way its pages are fresh (zeroed) and only ever reach one user's
+folder: no bytes of anyone cross to anyone else.
 
 The memory is taken from the machine while it waits. The budget: ``initial`` bytes filled at
 start, grown on demand (a write larger than every spare makes the next spare that large) up to
@@ -28,16 +32,22 @@ _O_TMPFILE = getattr(os, "O_TMPFILE", 0)
 _GRANULE = 2 << 20  # spare sizes are rounded up to this: a write a few bytes larger still fits
 _LOW_MEMORY_SHARE = 0.10  # below this share of the machine's memory available: give spares back
 _CHECK_SECONDS = 5.0
+_RETRY_SECONDS = 0.5  # the host arena had no file yet: ask again after this
 _WAIT_FOR_FILL = 60.0  # at most this long for a spare being made (a fresh write is slower)
 
 
+class NotYet(Exception):
+    """A spare source has none now but may later (the host arena is still filling)."""
+
+
 class Spare:
-    """One pre-faulted anonymous file and this process's mapping of it."""
+    """One pre-faulted file and this process's mapping of it: anonymous, or (from the host
+    arena) named ``path`` in the writer's folder until it holds an object."""
 
-    __slots__ = ("fd", "map")
+    __slots__ = ("fd", "map", "path")
 
-    def __init__(self, fd: int, mapped: mmap.mmap):
-        self.fd, self.map = fd, mapped
+    def __init__(self, fd: int, mapped: mmap.mmap, path: Path | None = None):
+        self.fd, self.map, self.path = fd, mapped, path
 
     @property
     def size(self) -> int:
@@ -45,6 +55,12 @@ class Spare:
 
     def name(self, path: Path) -> None:
         """Gives the spare a name in its folder (fails if ``path`` exists)."""
+        if self.path is not None:
+            if os.path.lexists(path):
+                raise FileExistsError(path)
+            os.rename(self.path, path)  # one folder of one tmpfs: atomic
+            self.path = None  # from now on the file is the write's, not a spare
+            return
         # linkat(AT_SYMLINK_FOLLOW) through /proc: the one way to name an O_TMPFILE file
         # without CAP_DAC_READ_SEARCH (os.link takes linkat only when given a dir fd).
         fds = os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY)
@@ -54,11 +70,34 @@ class Spare:
             os.close(fds)
 
     def close(self) -> None:
+        if self.path is not None:  # an unused arena spare: its memory goes back to the host
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
         try:
             self.map.close()
         except BufferError:  # a view is still exported; unmapped when collected
             pass
         os.close(self.fd)
+
+
+def open_spare(path: Path, size: int) -> Spare:
+    """Maps a pre-faulted file handed to this process (``TakeArenaSpare``) for writing, its
+    page-table entries made now, off the write path: the pages themselves exist already."""
+    fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+    try:
+        mapped = mmap.mmap(fd, size, flags=mmap.MAP_SHARED)
+    except BaseException:
+        os.close(fd)
+        raise
+    spare = Spare(fd, mapped, Path(path))
+    try:
+        _prefault_for_writing(mapped)
+    except BaseException:
+        spare.close()
+        raise
+    return spare
 
 
 def supported(folder: Path) -> bool:
@@ -75,8 +114,11 @@ def supported(folder: Path) -> bool:
 class SpareFiles:
     """Spare files of one folder, filled in the background; ``take`` hands one out."""
 
-    def __init__(self, folder: Path, initial_bytes: int, limit_bytes: int):
+    def __init__(self, folder: Path, initial_bytes: int, limit_bytes: int, source=None):
+        """``source(size)``: where spares come from (a Spare, None when refused, or NotYet);
+        None: anonymous files this process pre-faults itself."""
         self.folder = Path(folder)
+        self._source = source
         self._limit = _round_up(limit_bytes)
         self._target = min(_round_up(initial_bytes), self._limit)
         # Sizes of the spares to make next, in order: at start a ladder that fills the budget
@@ -120,6 +162,18 @@ class SpareFiles:
             self._plan.append(_round_up(size))
             self._writing += 1
             return spare
+
+    def put_back(self, spare: Spare, size: int) -> None:
+        """A spare taken for a write of ``size`` bytes that was not needed after all (the store
+        had the object): it is ready again, as it was (holding this writer's own bytes)."""
+        with self._cond:
+            self._spares.append(spare)
+            try:
+                self._plan.remove(_round_up(size))  # not made again: it came back
+            except ValueError:
+                pass
+            self._writing -= 1
+            self._cond.notify_all()
 
     def written(self) -> None:
         """The write into a taken spare is done: the background thread may fill again."""
@@ -189,17 +243,26 @@ class SpareFiles:
                     continue
                 size = self._filling = self._plan.pop(0)
             start = time.perf_counter()
+            later = False
             try:
-                spare = _make(self.folder, size)
-            except OSError:
+                spare = self._source(size) if self._source else _make(self.folder, size)
+            except NotYet:
+                spare, later = None, True
+            except Exception:  # noqa: BLE001 - a failed fill must not end the thread
                 spare = None
             with self._cond:
                 self._filling = 0
                 self.fill_seconds += time.perf_counter() - start
+                if later and not self._closed:
+                    self._plan.insert(0, size)  # the host arena is filling: ask again soon
+                    self._cond.notify_all()
+                    self._cond.wait(_RETRY_SECONDS)
+                    continue
                 if spare is None or self._closed:
                     if spare is not None:
                         spare.close()
-                    self._target = 0  # the folder cannot take more: stop trying
+                    if self._source is None:
+                        self._target = 0  # the folder cannot take more: stop trying
                     self._cond.notify_all()
                     continue
                 self._spares.append(spare)

@@ -89,6 +89,10 @@ class Transfer:
 
     def acquire(self, encoded) -> str:
         """Makes sure the store holds the object for this session; returns its id."""
+        if self.same_host and encoded.nbytes <= self.capacity:
+            spare = self._maps.take_spare(encoded.nbytes)
+            if spare is not None:
+                return self._acquire_through(spare, encoded)
         # Across hosts the bytes also need their CRC32C: one pass over them for both.
         oid = encoded.digest(with_crc32c=not self.same_host)
         with self._lock:
@@ -104,6 +108,7 @@ class Transfer:
         if self.same_host and encoded.nbytes >= RECYCLE_MIN:
             request.write_sizes.append(encoded.nbytes)
             request.mapped_ids.extend(self._maps.ids())
+            request.spare_ready = self._maps.has_spare(encoded.nbytes)
         reply = self._conn.call(self._conn.stub.HasObjects, request, "HasObjects")
         if not reply.present[0]:
             retry_lost(self._conn, f"the upload of object {oid[:12]}", lambda: self.upload(
@@ -111,6 +116,58 @@ class Transfer:
         with self._lock:
             self._held[oid] = self._held.get(oid, 0) + 1
         return oid
+
+    def _acquire_through(self, spare, encoded) -> str:
+        """A large same-host write with a pre-faulted spare ready: the bytes are copied into it
+        and hashed in the same pass (the id is known only after), then "has it?". If the store
+        has the object the spare is put back (it held only this user's own bytes); else it
+        becomes the object. One read of the bytes instead of two (digest, then copy)."""
+        start = perf_counter()
+        view = memoryview(spare.map)[:encoded.nbytes]
+        try:
+            oid = encoded.write_digesting(view)
+        except BaseException:
+            view.release()
+            self._maps.put_back_spare(spare, encoded.nbytes)
+            raise
+        view.release()
+        copied = perf_counter() - start
+        with self._lock:
+            held = self._held.get(oid, 0) > 0
+        present = held or self._conn.call(self._conn.stub.HasObjects, pb.HasObjectsRequest(
+            ids=[oid]), "HasObjects").present[0]
+        if present:
+            self._maps.put_back_spare(spare, encoded.nbytes)
+        else:
+            name = stage_name(self._session)
+            what = f"the upload of object {oid[:12]}"
+            try:
+                self._maps.keep_spare(spare, self.folder / name, encoded.nbytes, oid)
+            except OSError:
+                # Its file went away (a restarted runtime deletes the files its journal does
+                # not name): the ordinary path, which falls back to the network if it must.
+                retry_lost(self._conn, what, lambda: self.upload(oid, encoded))
+            else:
+                self.write_seconds += copied
+                outages = self._conn.outages
+                retry_lost(self._conn, what,
+                           lambda: self._adopt_written(oid, encoded, name, outages))
+                self.uploads += 1
+                self.uploaded_bytes += encoded.nbytes
+                self.last_path = "same-host"
+        with self._lock:
+            self._held[oid] = self._held.get(oid, 0) + 1
+        return oid
+
+    def _adopt_written(self, oid: str, encoded, name: str, outages: int) -> None:
+        """Adopts a file written already; after a runtime restart deleted it (with every file
+        its journal does not name), writes it again, into a new file."""
+        try:
+            self._adopt(oid, encoded, name)
+        except BulletinError:
+            if self._conn.outages == outages:
+                raise
+            self._adopt(oid, encoded, self._write_same_host(oid, encoded, ""))
 
     def release(self, oid: str) -> None:
         with self._lock:
@@ -264,9 +321,27 @@ class Transfer:
     def _spares(self, arena_bytes: int) -> _arena.SpareFiles | None:
         """Pre-faulted files for this client's large writes, filled in the background from now
         (same host only: elsewhere nothing is written into the store folder)."""
-        if not self.same_host or arena_bytes < RECYCLE_MIN or not _arena.supported(self.folder):
+        if not self.same_host or arena_bytes < RECYCLE_MIN:
+            return None
+        if self._conn.hello.host_arena_bytes > 0:
+            # From the host's arena: the runtime pre-faulted them once for every client.
+            return _arena.SpareFiles(self.folder, min(arena_bytes, _ARENA_FIRST_FILL),
+                                     arena_bytes, source=self._arena_spare)
+        if not _arena.supported(self.folder):
             return None
         return _arena.SpareFiles(self.folder, min(arena_bytes, _ARENA_FIRST_FILL), arena_bytes)
+
+    def _arena_spare(self, size: int):
+        """A file of the host arena moved into this user's folder, mapped here; None when the
+        arena says no (this user holds its share), NotYet when it is still filling."""
+        reply = self._conn.stub.TakeArenaSpare(pb.ArenaSpareRequest(size=size),
+                                               metadata=self._conn.metadata,
+                                               timeout=_RPC_SECONDS)
+        if not reply.staged_name:
+            if reply.later:
+                raise _arena.NotYet()
+            return None
+        return _arena.open_spare(self.folder / reply.staged_name, reply.size)
 
     @property
     def spares(self) -> _arena.SpareFiles | None:

@@ -113,6 +113,34 @@ class WriteMappings:
         self._map_and_write(fd, encoded, oid)
         return True
 
+    def take_spare(self, size: int) -> Spare | None:
+        """A pre-faulted spare of at least ``size`` bytes, for a write whose id is not known
+        yet (``Encoded.write_digesting``): then ``keep_spare`` or ``put_back_spare``."""
+        if self.spares is None or size < RECYCLE_MIN or size > self._limit:
+            return None
+        return self.spares.take(size)
+
+    def keep_spare(self, spare: Spare, path: Path, size: int, oid: str) -> None:
+        """The spare holds object ``oid`` (``size`` bytes): named ``path``, cut to its size and
+        kept mapped like any large write."""
+        try:
+            spare.name(path)
+            os.ftruncate(spare.fd, size)  # nobody else maps a spare: no reader can fault
+        except BaseException:
+            spare.close()
+            raise
+        finally:
+            self.spares.written()
+        kept = _Mapping(spare.fd, spare.map, oid)
+        st = os.fstat(kept.fd)
+        with self._lock:
+            self._maps[(st.st_dev, st.st_ino)] = kept
+            self._trim()
+        self.spare_writes += 1
+
+    def put_back_spare(self, spare: Spare, size: int) -> None:
+        self.spares.put_back(spare, size)
+
     def has_spare(self, size: int) -> bool:
         return self.spares is not None and self.spares.largest() >= size
 

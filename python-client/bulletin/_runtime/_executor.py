@@ -102,6 +102,7 @@ class Stage:
     whose files this executor still maps, which the agent gives back first."""
     size: int
     mapped: tuple
+    spare_ready: bool = False  # a spare of its own fits: the agent need not hand out arena memory
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,8 @@ def to_wire(reply) -> str:
         if reply.retire:
             fields["retire"] = reply.retire
     elif isinstance(reply, Stage):
-        fields = {"kind": "stage", "size": reply.size, "mapped": list(reply.mapped)}
+        fields = {"kind": "stage", "size": reply.size, "mapped": list(reply.mapped),
+                  "spare_ready": reply.spare_ready}
     elif isinstance(reply, Unfit):
         fields = {"kind": "unfit", "reason": reply.reason}
     else:
@@ -389,7 +391,8 @@ class Executor:
             write_file(Path(pending.path), encoded)
             return _finished(pending)
         self._pending = pending
-        return Stage(encoded.nbytes, tuple(self._maps.ids()))
+        return Stage(encoded.nbytes, tuple(self._maps.ids()),
+                     self._maps.has_spare(encoded.nbytes))
 
 
 def _finished(pending: _Pending) -> Finished:

@@ -32,8 +32,9 @@ def double(x):
 
 
 def dot_files(store_dir) -> list[str]:
+    # Spares live clients hold from the host arena are not leftovers.
     return [n for f in store_dir.iterdir() if f.is_dir() for n in os.listdir(f)
-            if n.startswith(".")]
+            if n.startswith(".") and "-spare-" not in n]
 
 
 def open_transfer(client, direction, oid, size=0):

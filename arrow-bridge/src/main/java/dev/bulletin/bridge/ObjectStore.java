@@ -71,6 +71,22 @@ public interface ObjectStore extends AutoCloseable {
       String stagedName);
 
   /**
+   * Hands a pre-faulted file of the host's arena ({@link StoreArena}) to a same-host writer of
+   * {@code namespace}, as {@code stagedName} in its folder, at least {@code size} bytes long
+   * (the writer truncates it to its object and calls {@link #adopt}).
+   *
+   * @return the file handed out, or none (always none when the store keeps no arena)
+   */
+  default StoreArena.Handout handOutSpare(String namespace, long size, String stagedName) {
+    return StoreArena.Handout.REFUSED;
+  }
+
+  /** The store's arena, or null when it keeps none. */
+  default StoreArena arena() {
+    return null;
+  }
+
+  /**
    * Publishes a file someone wrote next to the objects (an executor's result, a same-host
    * client's upload) under its id, and takes one reference. {@code staged} must be a temporary
    * (dot-prefixed) file in the key's namespace folder. If the object already exists the staged

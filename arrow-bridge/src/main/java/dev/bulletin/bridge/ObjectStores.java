@@ -27,6 +27,17 @@ public final class ObjectStores {
     return new FileObjectStore(options, true);
   }
 
+  /**
+   * Gives a store a pre-faulted arena of {@code share} of its capacity, filled in the background
+   * from now ({@link StoreArena}); a share of 0 keeps none.
+   */
+  public static void keepArena(ObjectStore store, double share) {
+    long budget = (long) (share * store.capacityBytes());
+    if (budget > 0 && store instanceof FileObjectStore files) {
+      files.useArena(budget, dev.bulletin.bridge.impl.MemoryPressure.ofHost());
+    }
+  }
+
   /** The default place for a cluster's store: /dev/shm when the host has it, else the temp dir. */
   public static Path defaultFolder(String clusterId) {
     return defaultBase().resolve("bulletin-" + clusterId);

@@ -86,6 +86,7 @@ public final class BulletinRuntime implements AutoCloseable {
           + store.objectCount() + " objects an earlier run left in " + storeFolder + " in "
           + (System.nanoTime() - reopening) / 1_000_000 + " ms");
     }
+    ObjectStores.keepArena(store, options.storeArenaShare()); // filled in the background
     this.agent = Workers.local(options.worker(), store);
   }
 

@@ -92,9 +92,10 @@ public final class Main implements Callable<Integer> {
       description = "Object store memory limit in bytes (default: half of the store's file system).")
   long storeCapacity;
 
-  @Option(names = "--store-arena-share", defaultValue = "0",
-      description = "Share of the store capacity a same-host writer keeps pre-faulted for its"
-          + " next large writes (memory taken from the machine while it waits; 0: none).")
+  @Option(names = "--store-arena-share", defaultValue = "0.125",
+      description = "Share of the store capacity kept pre-faulted for the host's first large"
+          + " writes, filled in the background (memory taken from the machine while it waits,"
+          + " given back under memory pressure; 0: none). Default: ${DEFAULT-VALUE}.")
   double storeArenaShare;
 
   @Option(names = "--spill-dir",

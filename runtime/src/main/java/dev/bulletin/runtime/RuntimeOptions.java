@@ -36,8 +36,8 @@ import java.nio.file.Path;
  * @param reconnect how long sessions and workers whose link broke are waited for
  * @param stateFolder where the journal lives (null: {@code home}); see docs/durability.md
  * @param journal whether the control plane's state is journaled (false: a restart loses it)
- * @param storeArenaShare the share of the store's capacity a same-host writer keeps pre-faulted
- *     for its next large writes (0: none; see docs/data-plane.md)
+ * @param storeArenaShare the share of the store's capacity kept pre-faulted, once for the host,
+ *     for same-host writers' first large writes (0: none; see docs/data-plane.md)
  */
 public record RuntimeOptions(
     Path home,

@@ -6,6 +6,7 @@ import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.bridge.ObjectStoreException;
 import dev.bulletin.bridge.StoreFullException;
+import dev.bulletin.bridge.StoreArena;
 import dev.bulletin.bridge.StoreOptions;
 import dev.bulletin.bridge.StoreStats;
 import java.io.IOException;
@@ -42,6 +43,8 @@ public final class FileObjectStore implements ObjectStore {
   private final long capacity;
   private final StoreLayout layout;
   private final StoreTable table;
+  /** Pre-faulted files for first writes; null until {@link #useArena}. */
+  private volatile StoreArena arena;
 
   public FileObjectStore(StoreOptions options) {
     this(options, false);
@@ -88,6 +91,28 @@ public final class FileObjectStore implements ObjectStore {
     }
     Files2.ownerOnlyFolder(folder);
     StoreOwner.mark(folder.resolve(MARKER));
+  }
+
+  /** Keeps a pre-faulted arena of {@code budgetBytes} for this store's writers (0: none). */
+  public void useArena(long budgetBytes, MemoryPressure pressure) {
+    if (budgetBytes > 0 && arena == null) {
+      arena = new FileStoreArena(root, budgetBytes, pressure);
+    }
+  }
+
+  @Override
+  public StoreArena arena() {
+    return arena;
+  }
+
+  @Override
+  public StoreArena.Handout handOutSpare(String namespace, long size, String stagedName) {
+    StoreArena pool = arena;
+    if (pool == null) {
+      return StoreArena.Handout.REFUSED;
+    }
+    checkStagedName(stagedName, size);
+    return pool.handOut(folderOf(namespace), namespace, size, stagedName);
   }
 
   @Override
@@ -306,11 +331,7 @@ public final class FileObjectStore implements ObjectStore {
   @Override
   public synchronized boolean stageRecycled(String namespace, long size,
       Collection<ObjectId> preferred, String stagedName) {
-    if (size < 0 || !stagedName.startsWith(".") || stagedName.contains("/")
-        || stagedName.equals(".") || stagedName.equals("..")) {
-      throw new ObjectStoreException("a staged name is a dot-prefixed file name and a size is"
-          + " >= 0; got " + stagedName + " and " + size);
-    }
+    checkStagedName(stagedName, size);
     StoreTable.Entry victim = table.recyclable(namespace, size, new HashSet<>(preferred));
     if (victim == null) {
       return false;
@@ -322,6 +343,14 @@ public final class FileObjectStore implements ObjectStore {
     }
     table.recycled();
     return true;
+  }
+
+  private static void checkStagedName(String stagedName, long size) {
+    if (size < 0 || !stagedName.startsWith(".") || stagedName.contains("/")
+        || stagedName.equals(".") || stagedName.equals("..")) {
+      throw new ObjectStoreException("a staged name is a dot-prefixed file name and a size is"
+          + " >= 0; got " + stagedName + " and " + size);
+    }
   }
 
   private StoreTable.Entry add(ObjectKey key, long size) {
@@ -513,6 +542,9 @@ public final class FileObjectStore implements ObjectStore {
 
   @Override
   public synchronized void close() {
+    if (arena != null) {
+      arena.close();
+    }
     table.clear();
     Files2.deleteTree(root);
     Files2.deleteTree(spillRoot);

@@ -58,7 +58,7 @@ public final class GrpcApi {
   private final int dataPort;
   /** The web dashboard's address told in Hello; empty: the runtime serves none. */
   private String dashboardUrl = "";
-  private double arenaShare;
+  private final dev.bulletin.runtime.objects.ArenaSpares arenaSpares;
 
   public GrpcApi(ControlPlane plane, SessionRegistry sessions, ObjectApi objects, int dataPort,
       StatusReport status,
@@ -73,12 +73,7 @@ public final class GrpcApi {
     this.sessions = sessions;
     this.objects = objects;
     this.dataPort = dataPort;
-  }
-
-  /** The share of the store a same-host client keeps pre-faulted (HelloReply.arena_bytes). */
-  public GrpcApi arenaShare(double share) {
-    this.arenaShare = share;
-    return this;
+    this.arenaSpares = new dev.bulletin.runtime.objects.ArenaSpares(plane::store);
   }
 
   /** Names the web dashboard in Hello (set before the API serves). */
@@ -102,6 +97,9 @@ public final class GrpcApi {
         this.<AdoptObjectRequest, PutObjectReply>objectCall(auth, objects::adoptObject));
     server.callHandler(method("OpenTransfer", OpenTransferRequest.newBuilder()),
         this.<OpenTransferRequest, OpenTransferReply>objectCall(auth, objects::openTransfer));
+    server.callHandler(method("TakeArenaSpare", dev.bulletin.protocol.ArenaSpareRequest
+        .newBuilder()), this.<dev.bulletin.protocol.ArenaSpareRequest,
+            dev.bulletin.protocol.ArenaSpareReply>objectCall(auth, arenaSpares::take));
     server.callHandler(method("Status", StatusRequest.newBuilder()), auth.users(this::status));
     server.callHandler(method("Shutdown", ShutdownRequest.newBuilder()), auth.users(this::shutdown));
   }
@@ -144,7 +142,8 @@ public final class GrpcApi {
         .setStoreDir(plane.store().folderOf(ObjectKey.namespaceOf(identity.user())).toString())
         .setHostId(hostId).setStoreCapacityBytes(plane.store().capacityBytes())
         .setDataPort(dataPort).setDashboardUrl(dashboardUrl)
-        .setArenaBytes((long) (arenaShare * plane.store().capacityBytes())).build()));
+        .setArenaBytes(arenaSpares.budgetBytes())
+        .setHostArenaBytes(arenaSpares.budgetBytes()).build()));
   }
 
   private void session(Identity identity, GrpcServerRequest<ClientMessage, ServerMessage> request) {

@@ -163,7 +163,7 @@ public final class RuntimeVerticle extends VerticleBase {
         plane.journaling().durable(restoreMark), context);
     GrpcApi api = new GrpcApi(plane, sessions, objects, bulk.port(), status, clusterId, version,
         options.inlineLimitBytes(), WireLimits.MAX_MESSAGE_BYTES, stopCluster);
-    api.arenaShare(options.storeArenaShare()).mount(grpc, auth);
+    api.mount(grpc, auth);
     new UsageApi(usage.store()).mount(grpc, auth);
     new WorkerAttachApi(vertx, plane, clusterId, version, options.inlineLimitBytes(),
         WireLimits.MAX_MESSAGE_BYTES, options.reconnect().workerGrace()).mount(grpc, auth);

@@ -442,7 +442,8 @@ public final class ObjectApi {
           reply.addPresent(present);
           if (staging) {
             reply.addStagedNames(present ? ""
-                : recycledFile(caller, holds, message.getWriteSizes(i), mapped));
+                : recycledFile(caller, holds, message.getWriteSizes(i), mapped,
+                    message.getSpareReady()));
           }
         }
       } catch (IllegalArgumentException | ObjectStoreException e) {
@@ -453,14 +454,20 @@ public final class ObjectApi {
     });
   }
 
-  /** A staged file holding reused memory for a same-host write, or "" (write a new file). */
+  /**
+   * A staged file holding reused memory for a same-host write: a released object's, else (when
+   * the writer has no spare of its own ready) a pre-faulted one of the host's arena; or "" (the
+   * writer writes a new file).
+   */
   private String recycledFile(Caller caller, SessionHolds holds, long size,
-      List<ObjectId> mapped) {
+      List<ObjectId> mapped, boolean spareReady) {
     if (size < RECYCLE_MIN_BYTES) {
       return "";
     }
     String name = SessionHolds.stagedPrefix(holds.sessionId()) + "r" + UUID.randomUUID();
-    return store().stageRecycled(caller.namespace(), size, mapped, name) ? name : "";
+    return store().stageRecycled(caller.namespace(), size, mapped, name)
+        || !spareReady && store().handOutSpare(caller.namespace(), size, name).size() > 0
+        ? name : "";
   }
 
   public void adoptObject(Caller caller, GrpcServerRequest<AdoptObjectRequest, PutObjectReply> request) {

@@ -195,8 +195,11 @@ final class ExecutorProcess {
    */
   private boolean stageResultFile(CallRequest request, ExecutorReply.Stage stage,
       Path resultPath) {
-    boolean staged = store.stageRecycled(request.owner(), stage.size(), stage.mapped(),
-        resultPath.getFileName().toString());
+    String name = resultPath.getFileName().toString();
+    // Else a pre-faulted file of the host's arena, unless the executor has a spare of its own.
+    boolean staged = store.stageRecycled(request.owner(), stage.size(), stage.mapped(), name)
+        || !stage.spareReady() && store.handOutSpare(request.owner(), stage.size(), name)
+            .size() > 0;
     if (staged && account != null) {
       try {
         account.own(resultPath);

@@ -31,7 +31,12 @@ sealed interface ExecutorReply {
    *
    * @param mapped objects whose files the executor still maps (given back first)
    */
-  record Stage(long size, List<ObjectId> mapped) implements ExecutorReply {}
+  record Stage(long size, List<ObjectId> mapped, boolean spareReady) implements ExecutorReply {
+    /** An older executor's reply: no word on spares. */
+    Stage(long size, List<ObjectId> mapped) {
+      this(size, mapped, false);
+    }
+  }
 
   /**
    * The executor could not load the call and an earlier call may have damaged it: the call did
@@ -61,7 +66,8 @@ sealed interface ExecutorReply {
     return switch (kind) {
       case "finished" -> new Finished(id(fields, "result"), size(fields), flag(fields, "raised"),
           seconds(fields), Optional.ofNullable(optionalText(fields, "retire")));
-      case "stage" -> new Stage(size(fields), ids(fields, "mapped"));
+      case "stage" -> new Stage(size(fields), ids(fields, "mapped"),
+          fields.containsKey("spare_ready") && flag(fields, "spare_ready"));
       case "unfit" -> new Unfit(text(fields, "reason"));
       default -> throw new MalformedReplyException("the executor's reply has an unknown kind "
           + quote(kind) + " (finished, stage or unfit): " + quote(text));

@@ -24,6 +24,9 @@ class ExecutorReplyTest {
     assertEquals(new ExecutorReply.Stage(1 << 20, List.of(ObjectId.parse(ID))),
         ExecutorReply.parse("{\"kind\": \"stage\", \"size\": 1048576, \"mapped\": [\"" + ID
             + "\"]}"));
+    assertEquals(new ExecutorReply.Stage(1 << 20, List.of(), true),
+        ExecutorReply.parse("{\"kind\": \"stage\", \"size\": 1048576, \"mapped\": [],"
+            + " \"spare_ready\": true}"));
     assertEquals(new ExecutorReply.Unfit("OSError(12)"),
         ExecutorReply.parse("{\"kind\": \"unfit\", \"reason\": \"OSError(12)\"}"));
   }

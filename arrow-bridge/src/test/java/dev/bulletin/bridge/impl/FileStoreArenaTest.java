@@ -1,0 +1,167 @@
+package dev.bulletin.bridge.impl;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.bulletin.bridge.StoreArena;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.List;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The host arena's accounting, its handout by rename, its per-user share and its give-back. */
+class FileStoreArenaTest {
+  static final long MIB = 1 << 20;
+
+  @TempDir Path root;
+  Path meminfo;
+  Path alice;
+  Path bob;
+  FileStoreArena arena;
+
+  @BeforeEach
+  void setUp() throws Exception {
+    meminfo = root.resolve("meminfo");
+    memAvailable(900_000);
+    alice = Files2.ownerOnlyFolder(root.resolve("alice"));
+    bob = Files2.ownerOnlyFolder(root.resolve("bob"));
+  }
+
+  @AfterEach
+  void tearDown() {
+    if (arena != null) {
+      arena.close();
+    }
+  }
+
+  void memAvailable(long kib) throws Exception {
+    Files.writeString(meminfo, "MemTotal:        1000000 kB\nMemFree:          10 kB\n"
+        + "MemAvailable:   " + kib + " kB\n");
+  }
+
+  FileStoreArena start(long budget) {
+    arena = new FileStoreArena(root, budget, new MemoryPressure(meminfo));
+    return arena;
+  }
+
+  static void waitFor(BooleanSupplier condition, String what) throws InterruptedException {
+    long deadline = System.nanoTime() + 20_000_000_000L;
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("timed out waiting for " + what);
+      }
+      Thread.sleep(20);
+    }
+  }
+
+  @Test
+  void theLadderFillsTheBudgetLargestFirst() {
+    assertEquals(List.of(18 * MIB, 10 * MIB), FileStoreArena.ladder(32 * MIB));
+    assertEquals(List.of(), FileStoreArena.ladder(5 * MIB));
+  }
+
+  @Test
+  void fillsInTheBackgroundAndHandsOutByRenameIntoTheUsersFolder() throws Exception {
+    start(32 * MIB);
+    waitFor(() -> arena.stats().pooledBytes() == 28 * MIB, "the ladder to fill");
+    Path pool = root.resolve(FileStoreArena.FOLDER);
+    assertEquals("rwx------", PosixFilePermissions.toString(Files.getPosixFilePermissions(pool)));
+
+    StoreArena.Handout got = arena.handOut(alice, "alice", 5 * MIB, ".stage-s1-spare-1");
+    assertEquals(10 * MIB, got.size(), "the smallest file that fits");
+    Path handed = alice.resolve(".stage-s1-spare-1");
+    assertEquals(10 * MIB, Files.size(handed));
+    assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(handed)));
+    try (var left = Files.list(pool)) {
+      assertEquals(1, left.count(), "the file left the pool: it is alice's now");
+    }
+    StoreArena.Stats stats = arena.stats();
+    assertEquals(18 * MIB, stats.pooledBytes());
+    assertEquals(10 * MIB, stats.handedOutBytes(), "counted until it is used");
+    assertEquals(1, stats.handOuts());
+
+    // Used (renamed to an object, or deleted): no longer counted; a file of the size asked
+    // for is made again.
+    Files.delete(handed);
+    waitFor(() -> arena.stats().handedOutBytes() == 0
+        && arena.stats().pooledBytes() == 24 * MIB, "the refill of 6 MiB");
+  }
+
+  @Test
+  void oneUserCannotTakeTheWholeArenaFromTheOthers() throws Exception {
+    start(32 * MIB);
+    waitFor(() -> arena.stats().pooledBytes() == 28 * MIB, "the ladder to fill");
+    // Holding none, a user may take any one file, even more than half the budget.
+    assertEquals(18 * MIB, arena.handOut(alice, "alice", 17 * MIB, ".a1").size());
+    StoreArena.Handout more = arena.handOut(alice, "alice", 4 * MIB, ".a2");
+    assertEquals(0, more.size(), "alice holds her share: 18 + 10 MiB is over half of 32");
+    assertFalse(more.later(), "and asking again will not change that");
+    assertFalse(Files.exists(alice.resolve(".a2")));
+    assertEquals(10 * MIB, arena.handOut(bob, "bob", 4 * MIB, ".b1").size(),
+        "bob still gets his");
+    assertTrue(Files.exists(bob.resolve(".b1")));
+  }
+
+  @Test
+  void aRequestLargerThanEveryFileGrowsTheArenaWithinItsBudget() throws Exception {
+    start(32 * MIB);
+    waitFor(() -> arena.stats().pooledBytes() == 28 * MIB, "the ladder to fill");
+    StoreArena.Handout none = arena.handOut(alice, "alice", 24 * MIB, ".a1");
+    assertEquals(0, none.size());
+    assertTrue(none.later(), "a 24 MiB file is being made");
+    waitFor(() -> arena.stats().pooledBytes() == 24 * MIB, "the 24 MiB file");
+    assertTrue(arena.stats().givenBack() >= 2, "smaller files made room for it");
+    assertEquals(24 * MIB, arena.handOut(alice, "alice", 24 * MIB, ".a1").size());
+    StoreArena.Handout over = arena.handOut(bob, "bob", 40 * MIB, ".b1");
+    assertEquals(0, over.size());
+    assertFalse(over.later(), "over the budget: never made");
+  }
+
+  @Test
+  void givesItsPoolBackWhileMemoryIsShortAndFillsAgainAfter() throws Exception {
+    start(32 * MIB);
+    waitFor(() -> arena.stats().pooledBytes() == 28 * MIB, "the ladder to fill");
+    memAvailable(50_000); // 5 % of the machine available
+    waitFor(() -> arena.stats().pooledBytes() == 0, "the pool to be given back");
+    assertEquals(2, arena.stats().givenBack());
+    try (var left = Files.list(root.resolve(FileStoreArena.FOLDER))) {
+      assertEquals(0, left.count(), "the files are deleted: their memory is the machine's");
+    }
+    assertEquals(0, arena.handOut(alice, "alice", 4 * MIB, ".a1").size());
+    memAvailable(900_000);
+    // Made again: the 4 MiB alice asked for first, then the ladder's 18 and 10 MiB.
+    waitFor(() -> arena.stats().pooledBytes() == 32 * MIB, "the pool to be made again");
+    assertEquals(4 * MIB, arena.handOut(alice, "alice", 4 * MIB, ".a1").size());
+  }
+
+  @Test
+  void aHandedOutFileBelongsToTheOwnerOfTheFolderItGoesTo() throws Exception {
+    Assumptions.assumeTrue("root".equals(System.getProperty("user.name")),
+        "changing a file's owner needs root");
+    Files.setAttribute(bob, "unix:uid", 65534);
+    Files.setAttribute(bob, "unix:gid", 65534);
+    start(32 * MIB);
+    waitFor(() -> arena.stats().pooledBytes() == 28 * MIB, "the ladder to fill");
+    assertEquals(10 * MIB, arena.handOut(bob, "bob", 4 * MIB, ".b1").size());
+    assertEquals(65534, Files.getAttribute(bob.resolve(".b1"), "unix:uid"));
+    assertEquals(65534, Files.getAttribute(bob.resolve(".b1"), "unix:gid"));
+  }
+
+  @Test
+  void closingDeletesThePoolButNotWhatWasHandedOut() throws Exception {
+    start(32 * MIB);
+    waitFor(() -> arena.stats().pooledBytes() == 28 * MIB, "the ladder to fill");
+    arena.handOut(alice, "alice", 4 * MIB, ".a1");
+    arena.close();
+    arena = null;
+    assertFalse(Files.exists(root.resolve(FileStoreArena.FOLDER)));
+    assertTrue(Files.exists(alice.resolve(".a1")));
+  }
+}
