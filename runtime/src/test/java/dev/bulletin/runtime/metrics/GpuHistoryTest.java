@@ -16,7 +16,7 @@ class GpuHistoryTest {
 
   private void gauge(String worker, String state, AtomicInteger value) {
     Gauge.builder(ClusterMeters.GPUS, value, AtomicInteger::get).tag("worker", worker)
-        .tag("state", state).register(registry);
+        .tag("state", state).strongReference(true).register(registry); // no GC of the value
   }
 
   @Test
