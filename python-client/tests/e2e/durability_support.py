@@ -24,9 +24,11 @@ def restart(cluster: Cluster, *extra: str, gpus: int = 1, cpus: int = 2) -> Clus
 
 
 def store_files(cluster: Cluster) -> set[str]:
-    """The store's objects, as namespace/id (not its dot-files)."""
+    """The store's objects, as namespace/id (not its dot-files, nor the host arena's pool of
+    pre-faulted files in .arena: those are no objects)."""
     root = Path(cluster.info["store_dir"])
-    return {f"{ns.name}/{f.name}" for ns in root.iterdir() if ns.is_dir()
+    return {f"{ns.name}/{f.name}" for ns in root.iterdir()
+            if ns.is_dir() and not ns.name.startswith(".")
             for f in ns.iterdir() if not f.name.startswith(".")}
 
 
