@@ -35,6 +35,13 @@ final class Passes {
    * starts the first few; the rest come into view as those go.
    */
   static final int WINDOW_PER_USER = 32;
+  /**
+   * How often the full window runs at the least while passes look at a small one
+   * ({@link SmallWindow}): the calls behind the first few get their positions and explanations
+   * from it (a timer's pass is always full, so a call is still explained when it turns old
+   * enough).
+   */
+  private static final long FULL_WINDOW_EVERY_NANOS = 200_000_000L;
 
   private final ControlPlane plane;
   private final PolicyPass policy;
@@ -50,6 +57,9 @@ final class Passes {
   /** The one-shot timer of the pass a plan asked for (Plan#revisitAt), or -1; and its moment. */
   private long revisitTimer = -1;
   private long revisitAtMillis = Long.MAX_VALUE;
+  /** A pass over the full window is due (a timer asked, or the small one may not suffice). */
+  private boolean fullWanted = true;
+  private long lastFullNanos;
 
   Passes(ControlPlane plane, PolicyPass policy, Context context) {
     this.plane = plane;
@@ -87,6 +97,12 @@ final class Passes {
     }
   }
 
+  /** Asks for a pass over every user's full window (timers: explanations and time's effects). */
+  void requestFull() {
+    fullWanted = true;
+    request();
+  }
+
   private void runDeferred() {
     passDeferred = false;
     runPasses();
@@ -116,8 +132,19 @@ final class Passes {
     }
     List<Task> active = new ArrayList<>();
     plane.placedTaskIds().forEach(id -> plane.tasks().get(id).ifPresent(active::add));
-    Plan plan = policy.plan(plane.workers(), active, plane.tasks().window(WINDOW_PER_USER),
-        plane.objects());
+    List<Task> window = plane.tasks().window(WINDOW_PER_USER);
+    long now = System.nanoTime();
+    List<Task> considered = fullWanted || now - lastFullNanos >= FULL_WINDOW_EVERY_NANOS
+        ? window : SmallWindow.of(window, active);
+    if (considered == window) {
+      fullWanted = false;
+      lastFullNanos = now;
+    }
+    Plan plan = policy.plan(plane.workers(), active, considered, plane.objects());
+    if (considered != window
+        && plan.placements().size() + plan.infeasible().size() >= considered.size()) {
+      passWanted = true; // the small window ran out: the calls behind it may fit too
+    }
     for (Placement placement : plan.placements()) {
       Task task = plane.tasks().get(placement.callId()).orElse(null);
       AttachedWorker worker = plane.worker(placement.workerId()).orElse(null);
@@ -162,7 +189,7 @@ final class Passes {
     revisitTimer = context.owner().setTimer(delay, id -> {
       revisitTimer = -1;
       revisitAtMillis = Long.MAX_VALUE;
-      request();
+      requestFull();
     });
   }
 
@@ -178,7 +205,7 @@ final class Passes {
               Double::sum));
     }
     policy.ledger().earn(held, elapsed, policy.now()).forEach(plane::creditsEarned);
-    request();
+    requestFull();
   }
 
   /** A call the policy will never run as asked, unless a pool could start a worker for it. */

@@ -1,0 +1,112 @@
+package dev.bulletin.runtime.control;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+
+import dev.bulletin.bridge.ObjectKey;
+import dev.bulletin.runtime.identity.Identity;
+import dev.bulletin.runtime.scheduler.Demand;
+import dev.bulletin.runtime.scheduler.snapshot.QueuedCall;
+import dev.bulletin.runtime.task.Task;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * When a pass may look at a user's first few queued calls only ({@link SmallWindow}), and when
+ * the full window is kept; and that the scheduler's cached view of a queued task
+ * ({@link Task#queuedAs}) is dropped whenever a field it copies changes.
+ */
+class SmallWindowTest {
+
+  private static Task task(String id, String user, Demand demand) {
+    ObjectKey object = ObjectKey.of(user, "0".repeat(32));
+    return new Task(id, "f", new Identity(user, "default", true), demand, object, object,
+        List.of(), 0, event -> { }, 0);
+  }
+
+  private static List<Task> queue(String user, int count) {
+    List<Task> tasks = new ArrayList<>();
+    for (int i = 0; i < count; i++) {
+      tasks.add(task(user + i, user, new Demand(0, 1, 0)));
+    }
+    return tasks;
+  }
+
+  @Test
+  void oneUsersUniformQueueIsCutToItsFirstFew() {
+    List<Task> window = queue("ada", 32);
+    List<Task> small = SmallWindow.of(window, List.of());
+    assertEquals(window.subList(0, SmallWindow.PER_USER), small);
+  }
+
+  @Test
+  void aWindowNoLargerThanTheSmallOneIsKept() {
+    List<Task> window = queue("ada", SmallWindow.PER_USER);
+    assertSame(window, SmallWindow.of(window, List.of()));
+  }
+
+  @Test
+  void severalUsersKeepTheFullWindow() {
+    // Fair share interleaves users: a cut window would tell other positions than the full one.
+    List<Task> window = queue("ada", 16);
+    window.addAll(queue("bob", 16));
+    assertSame(window, SmallWindow.of(window, List.of()));
+  }
+
+  @Test
+  void aCallOfAnotherShapeKeepsTheFullWindow() {
+    // A smaller call further back may fit where the first ones do not (backfill).
+    List<Task> window = queue("ada", 31);
+    window.add(task("small", "ada", new Demand(0, 0.5, 0)));
+    assertSame(window, SmallWindow.of(window, List.of()));
+  }
+
+  @Test
+  void priorityCreditsOrAnotherQosKeepTheFullWindow() {
+    List<Task> byPriority = queue("ada", 32);
+    byPriority.get(20).scheduling("", 5, 0, Duration.ZERO);
+    assertSame(byPriority, SmallWindow.of(byPriority, List.of()));
+    List<Task> byCredits = queue("ada", 32);
+    byCredits.get(20).scheduling("", 0, 3, Duration.ZERO);
+    assertSame(byCredits, SmallWindow.of(byCredits, List.of()));
+    List<Task> byQos = queue("ada", 32);
+    byQos.get(20).scheduling("urgent", 0, 0, Duration.ZERO);
+    assertSame(byQos, SmallWindow.of(byQos, List.of()));
+  }
+
+  @Test
+  void runningPreemptibleWorkKeepsTheFullWindow() {
+    // A reclaim plan weighs every waiting call against the victims.
+    List<Task> window = queue("ada", 32);
+    Task borrowed = task("lent", "bob", new Demand(1, 1, 0));
+    borrowed.placedPreemptible(true);
+    assertSame(window, SmallWindow.of(window, List.of(borrowed)));
+    borrowed.placedPreemptible(false);
+    assertEquals(SmallWindow.PER_USER, SmallWindow.of(window, List.of(borrowed)).size());
+  }
+
+  @Test
+  void theCachedQueuedViewIsDroppedWhenAFieldItCopiesChanges() {
+    Task task = task("c1", "ada", new Demand(0, 1, 0));
+    QueuedCall seen = QueuedCall.builder().id("c1").user("ada").group("default")
+        .submittedAt(Instant.EPOCH).build();
+    task.queuedAs(seen);
+    assertSame(seen, task.queuedAs());
+    task.scheduling("", 1, 0, Duration.ZERO);
+    assertNull(task.queuedAs(), "priority changed");
+    task.queuedAs(seen);
+    task.knownInputSizes(Map.of("a", 1L));
+    assertNull(task.queuedAs(), "input sizes became known");
+    task.queuedAs(seen);
+    task.restored(Instant.EPOCH, 1);
+    assertNull(task.queuedAs(), "submittedAt restored from the journal");
+    task.queuedAs(seen);
+    assertNotNull(task.queuedAs());
+  }
+}
