@@ -82,7 +82,10 @@ public final class FileStoreArena implements StoreArena {
     Pooled fit = pool.stream().filter(p -> p.size() >= size)
         .min(Comparator.comparingLong(Pooled::size)).orElse(null);
     if (fit == null) {
-      return growFor(roundUp(size)) ? Handout.LATER : Handout.REFUSED;
+      // Made only for a writer that may take it, and only where the files other writers hold
+      // leave room: a "later" the filler can never keep would have the writer ask forever.
+      boolean mayTake = held == 0 || held + roundUp(size) <= perNamespaceBytes();
+      return mayTake && growFor(roundUp(size)) ? Handout.LATER : Handout.REFUSED;
     }
     // Half the budget per user, except a user holding none may take any one file: a single
     // write larger than half still gets one.
@@ -224,10 +227,11 @@ public final class FileStoreArena implements StoreArena {
   /**
    * A request no file fits: the next file is made that large, giving back smaller ones.
    *
-   * @return whether one will be made (false: larger than the budget)
+   * @return whether one will be made (false: larger than what the budget leaves beside the
+   *     files handed out and not yet used)
    */
   private boolean growFor(long size) {
-    if (size > budget) {
+    if (handedOutBytes() + size > budget) {
       return false;
     }
     if (filling >= size) {

@@ -125,6 +125,36 @@ class FileStoreArenaTest {
   }
 
   @Test
+  void aRequestTheHandedOutFilesLeaveNoRoomForIsRefusedNotPromised() throws Exception {
+    start(32 * MIB);
+    waitFor(() -> arena.stats().pooledBytes() == 28 * MIB, "the ladder to fill");
+    Path carol = Files2.ownerOnlyFolder(root.resolve("carol"));
+    assertEquals(18 * MIB, arena.handOut(bob, "bob", 17 * MIB, ".b1").size());
+    assertEquals(10 * MIB, arena.handOut(carol, "carol", 9 * MIB, ".c1").size());
+    // 28 MiB are held by writers and not used yet: a 10 MiB file would break the budget until
+    // they are, so "later" would have alice ask again and again for nothing.
+    StoreArena.Handout none = arena.handOut(alice, "alice", 9 * MIB, ".a1");
+    assertEquals(0, none.size());
+    assertFalse(none.later(), "no file can be made while bob and carol hold theirs");
+    // Bob's write used his file: there is room again, and a file for alice is made.
+    Files.delete(bob.resolve(".b1"));
+    waitFor(() -> arena.handOut(alice, "alice", 9 * MIB, ".a1").size() >= 9 * MIB,
+        "alice's file");
+    assertTrue(Files.exists(alice.resolve(".a1")));
+  }
+
+  @Test
+  void aUserHoldingHerShareIsRefusedEvenWhenNoFileFits() throws Exception {
+    start(32 * MIB);
+    waitFor(() -> arena.stats().pooledBytes() == 28 * MIB, "the ladder to fill");
+    assertEquals(18 * MIB, arena.handOut(alice, "alice", 17 * MIB, ".a1").size());
+    StoreArena.Handout none = arena.handOut(alice, "alice", 12 * MIB, ".a2");
+    assertEquals(0, none.size());
+    assertFalse(none.later(), "18 + 12 MiB is over her half of 32: no file is made for her");
+    assertEquals(10 * MIB, arena.stats().pooledBytes(), "and none was given back for it");
+  }
+
+  @Test
   void givesItsPoolBackWhileMemoryIsShortAndFillsAgainAfter() throws Exception {
     start(32 * MIB);
     waitFor(() -> arena.stats().pooledBytes() == 28 * MIB, "the ladder to fill");
