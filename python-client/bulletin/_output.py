@@ -3,8 +3,8 @@
 The runtime streams a call's stdout and stderr in chunks cut wherever the pipe was read, so two
 calls printing at once could come out merged in the middle of a line ("call 27 line 0call 28
 line 0"). Each call's output is therefore held here until a line ends, and written one whole
-line at a time; while other calls of the same client are in flight, each line starts with a
-short label naming its call (the start of its key, as ``repr(future)`` shows it), which
+line at a time; when a call runs at the same time as another call of the same client, each of
+its lines starts with a short label naming it (the start of its key, as ``repr(future)`` shows it), which
 ``Client(output_prefix=False)`` turns off.
 
 In a Jupyter kernel (ipykernel), a call's output belongs under the cell that started it, but the
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Callable
+import weakref
 
 from ._errors import InvalidArgumentError
 
@@ -88,18 +88,32 @@ def kernel_route() -> KernelRoute | None:
 
 
 class OutputPolicy:
-    """A client's rules for its calls' output: whether lines get labels, when calls overlap."""
+    """A client's rules for its calls' output: whether lines get labels, when calls overlap.
 
-    def __init__(self, in_flight: Callable[[], int], prefix: bool = True):
-        self._in_flight = in_flight
+    A call overlaps once another call of the client was in flight at the same time, at any
+    moment of its life: whether two calls overlap is known when the second is submitted, not
+    when a line arrives (the last call of a map, printing after all the others ended, still
+    belongs to the map's interleaved output and keeps its label)."""
+
+    def __init__(self, prefix: bool = True):
         self.prefix = prefix
+        self._live: weakref.WeakSet[CallOutput] = weakref.WeakSet()
+        self._lock = threading.Lock()
 
     def open(self, key: str) -> CallOutput:
         """The output of one new call, routed to the cell (if any) submitting it now."""
-        return CallOutput(call_label(key), self, kernel_route())
+        out = CallOutput(call_label(key), self, kernel_route())
+        with self._lock:
+            if self._live:
+                out.overlapped = True
+                for other in self._live:
+                    other.overlapped = True
+            self._live.add(out)
+        return out
 
-    def overlapping(self) -> bool:
-        return self.prefix and self._in_flight() > 1
+    def ended(self, out: CallOutput) -> None:
+        with self._lock:
+            self._live.discard(out)
 
 
 class CallOutput:
@@ -111,7 +125,7 @@ class CallOutput:
         self._policy = policy
         self._route = route
         self._partial = {"stdout": "", "stderr": ""}
-        self._labelled = False  # once a call's lines carry its label, all later ones do
+        self.overlapped = False  # set by the policy: another call was in flight with this one
         self._lock = threading.Lock()
 
     def lines(self, stream: str, text: str) -> str:
@@ -128,14 +142,14 @@ class CallOutput:
             left = [(stream, self._labelled_lines(text + "\n"))
                     for stream, text in self._partial.items() if text]
             self._partial = {"stdout": "", "stderr": ""}
-            return left
+        if self._policy is not None:
+            self._policy.ended(self)
+        return left
 
     def _labelled_lines(self, text: str) -> str:
         if not text:
             return ""
-        if not self._labelled and self._policy is not None and self._policy.overlapping():
-            self._labelled = True
-        if not self._labelled or not self._policy.prefix:
+        if not self.overlapped or self._policy is None or not self._policy.prefix:
             return text
         tag = f"[{self._label}] "
         return "".join(tag + line for line in text.splitlines(keepends=True))

@@ -151,7 +151,7 @@ class Submitter:
         # Large arguments stay in the store while the caller's object lives: id(obj) -> ids.
         self._kept: dict[int, tuple[weakref.ref, dict[str, weakref.finalize]]] = {}
         # Whole lines, labelled while calls overlap, under the cell that submitted each call.
-        self.output = OutputPolicy(calls.in_flight)
+        self.output = OutputPolicy()
 
     def start(self) -> None:
         self._queue.start()

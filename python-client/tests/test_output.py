@@ -32,20 +32,30 @@ def test_the_unfinished_last_line_is_written_as_a_line_of_its_own_at_the_end():
     assert out.rest() == []
 
 
-def test_lines_get_the_call_label_while_other_calls_are_in_flight_and_keep_it():
-    in_flight = [1]
-    policy = OutputPolicy(lambda: in_flight[0])
-    out = CallOutput("train-3f2a1c", policy)
+def test_lines_get_the_call_label_once_another_call_is_in_flight_and_keep_it():
+    policy = OutputPolicy()
+    out = policy.open("train-3f2a1c9d8e7f60514233445566778899")
     assert out.lines("stdout", "alone\n") == "alone\n"
-    in_flight[0] = 2
+    other = policy.open("eval-0123456789abcdef0123456789abcdef")
     assert out.lines("stdout", "a\nb\n") == "[train-3f2a1c] a\n[train-3f2a1c] b\n"
-    in_flight[0] = 1  # the other call ended: this call's lines stay recognisable
+    other.rest()  # the other call ended: this call's lines stay recognisable
     assert out.lines("stdout", "c\n") == "[train-3f2a1c] c\n"
 
 
+def test_the_last_call_of_a_map_keeps_its_label_after_the_others_ended():
+    policy = OutputPolicy()
+    calls = [policy.open(f"shout-{n:032x}") for n in range(3)]
+    for call in calls[:2]:
+        call.rest()
+    assert calls[2].lines("stdout", "late\n") == f"[{call_label(f'shout-{2:032x}')}] late\n"
+    calls[2].rest()
+    assert policy.open("next-0123456789abcdef0123456789abcdef").lines("stdout", "x\n") == "x\n"
+
+
 def test_the_label_can_be_turned_off():
-    policy = OutputPolicy(lambda: 40, prefix=False)
-    assert CallOutput("train-3f2a1c", policy).lines("stdout", "a\n") == "a\n"
+    policy = OutputPolicy(prefix=False)
+    policy.open("a-0123456789abcdef0123456789abcdef")
+    assert policy.open("train-3f2a1c").lines("stdout", "a\n") == "a\n"
 
 
 def test_the_label_is_the_start_of_the_key_as_the_future_shows_it():

@@ -118,14 +118,7 @@ class Encoded:
         """Copies the stream into ``dest`` (writable, exactly ``nbytes`` long): one copy of
         each payload byte, no intermediate buffers. ``threads`` > 1 splits buffers above 64 MiB
         across threads (default: ``$BULLETIN_COPY_THREADS``, else 1: see the microbenchmark)."""
-        mv = memoryview(dest)
-        if mv.readonly:
-            raise ValueError("write_into needs a writable destination; got a read-only buffer "
-                             "(map the file with write access, or pass a bytearray)")
-        mv = _bytes_view(mv)
-        if len(mv) != self.nbytes:
-            raise ValueError(f"write_into needs a destination of exactly {self.nbytes} bytes "
-                             f"(Encoded.nbytes), got {len(mv)} bytes")
+        mv = self._destination(dest, "write_into")
         threads = _default_threads() if threads is None else threads
         if threads < 1:
             raise ValueError(f"threads must be >= 1, not {threads}")
@@ -151,16 +144,25 @@ class Encoded:
         for job in jobs:
             job.result()
 
+    def _destination(self, dest, what: str) -> memoryview:
+        """``dest`` as writable bytes of exactly this stream's size, or a ValueError that says
+        what is wrong with it."""
+        mv = memoryview(dest)
+        if mv.readonly:
+            raise ValueError(f"{what} needs a writable destination; got a read-only buffer "
+                             "(map the file with write access, or pass a bytearray)")
+        mv = _bytes_view(mv)
+        if len(mv) != self.nbytes:
+            raise ValueError(f"{what} needs a destination of exactly {self.nbytes} bytes "
+                             f"(Encoded.nbytes), got {len(mv)} bytes")
+        return mv
+
     def write_digesting(self, dest) -> str:
         """Copies the stream into ``dest`` (as ``write_into``, one thread) and computes its
         digest in the same pass: each slice is hashed from ``dest`` right after its copy, while
         it is still in cache, so the bytes are read from memory once instead of twice (a
         separate digest reads all of them again). Returns (and keeps) the digest."""
-        mv = _bytes_view(memoryview(dest))
-        if mv.readonly or len(mv) != self.nbytes:
-            raise ValueError(f"write_digesting needs a writable destination of exactly "
-                             f"{self.nbytes} bytes, got {len(mv)} bytes"
-                             f"{' (read-only)' if mv.readonly else ''}")
+        mv = self._destination(dest, "write_digesting")
         out = np.frombuffer(mv, dtype=np.uint8)
         h = xxhash.xxh3_128()
         offset = 0

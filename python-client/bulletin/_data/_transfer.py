@@ -160,8 +160,9 @@ class Transfer:
         return oid
 
     def _adopt_written(self, oid: str, encoded, name: str, outages: int) -> None:
-        """Adopts a file written already; after a runtime restart deleted it (with every file
-        its journal does not name), writes it again, into a new file."""
+        """Adopts a file written already. If the runtime restarted between the write and the
+        adopt (``outages`` moved), it deleted the file with every other file its journal does
+        not name: writes it again, into a new file."""
         try:
             self._adopt(oid, encoded, name)
         except BulletinError:
@@ -197,15 +198,7 @@ class Transfer:
                 self.same_host = False  # e.g. the folder went away: fall back to the network
             else:
                 self.write_seconds += perf_counter() - start
-                try:
-                    self._adopt(oid, encoded, name)
-                except BulletinError:
-                    if self._conn.outages == outages:
-                        raise
-                    # The runtime restarted between the write and the adopt, and deleted the
-                    # staged file with every other file its journal does not name: write
-                    # it again, into a new file.
-                    self._adopt(oid, encoded, self._write_same_host(oid, encoded, ""))
+                self._adopt_written(oid, encoded, name, outages)
                 self.uploads += 1
                 self.uploaded_bytes += encoded.nbytes
                 self.last_path = "same-host"

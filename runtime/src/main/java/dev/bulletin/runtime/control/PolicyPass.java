@@ -128,25 +128,13 @@ public final class PolicyPass {
         policy));
   }
 
-  /**
-   * The task as the scheduler sees it queued: built once and kept on the task while every field
-   * it copies stays the same (the task drops it when one changes). Not kept while an input's
-   * size is still unknown (0), so a later pass sees the size once the object exists.
-   */
+  /** The task as the scheduler sees it queued. */
   private QueuedCall queuedCall(Task task, ObjectDirectory objects) {
-    QueuedCall kept = task.queuedAs();
-    if (kept != null) {
-      return kept;
-    }
-    QueuedCall call = QueuedCall.builder().id(task.id()).user(task.owner().user())
+    return QueuedCall.builder().id(task.id()).user(task.owner().user())
         .group(task.owner().group()).qos(task.qos()).demand(task.demand())
         .priority(task.priority()).creditsSpent((long) task.credits())
         .inputs(inputs(task, objects)).submittedAt(task.submittedAt())
         .walltime(expectedRun(task)).build();
-    if (task.inputSizes() != null) {
-      task.queuedAs(call);
-    }
-    return call;
   }
 
   /** The call's argument objects, id to size: what the locality score weighs. */

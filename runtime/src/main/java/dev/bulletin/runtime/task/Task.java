@@ -22,8 +22,6 @@ public final class Task {
   private final ObjectKey args;
   private final List<ObjectKey> refs;
   private Map<String, Long> inputSizes;
-  /** How the scheduler last saw it queued; dropped when any field it copies changes. */
-  private dev.bulletin.runtime.scheduler.snapshot.QueuedCall queuedAs;
   private final double timeoutSeconds;
   private final TaskEventSink sink;
   private final long submittedNanos;
@@ -116,7 +114,6 @@ public final class Task {
   public void restored(Instant submittedAt, int attempts) {
     this.submittedAt = submittedAt;
     this.attempts = attempts;
-    this.queuedAs = null;
   }
 
   /** Records why the call is being stopped (cancel, timeout), before its executor is killed. */
@@ -146,7 +143,6 @@ public final class Task {
     this.priority = priority;
     this.credits = credits;
     this.walltime = walltime;
-    this.queuedAs = null;
   }
 
   public void placedPreemptible(boolean preemptible) {
@@ -165,18 +161,6 @@ public final class Task {
 
   public void knownInputSizes(Map<String, Long> sizes) {
     this.inputSizes = Map.copyOf(sizes);
-    this.queuedAs = null;
-  }
-
-  /**
-   * The scheduler's view of it while queued, kept so a pass need not rebuild it (a pipelined
-   * map runs a pass per freed slot over the same waiting calls); null when not built yet or
-   * when a field it copies (submittedAt, scheduling, input sizes) changed since.
-   */
-  public dev.bulletin.runtime.scheduler.snapshot.QueuedCall queuedAs() { return queuedAs; }
-
-  public void queuedAs(dev.bulletin.runtime.scheduler.snapshot.QueuedCall call) {
-    this.queuedAs = call;
   }
 
   /** Why it waits, as last told to its caller, or null (not told yet, or it ran since). */

@@ -1,26 +1,20 @@
 package dev.bulletin.runtime.control;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
-import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 
 import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.runtime.identity.Identity;
 import dev.bulletin.runtime.scheduler.Demand;
-import dev.bulletin.runtime.scheduler.snapshot.QueuedCall;
 import dev.bulletin.runtime.task.Task;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /**
  * When a pass may look at a user's first few queued calls only ({@link SmallWindow}), and when
- * the full window is kept; and that the scheduler's cached view of a queued task
- * ({@link Task#queuedAs}) is dropped whenever a field it copies changes.
+ * the full window is kept.
  */
 class SmallWindowTest {
 
@@ -89,24 +83,5 @@ class SmallWindowTest {
     assertSame(window, SmallWindow.of(window, List.of(borrowed)));
     borrowed.placedPreemptible(false);
     assertEquals(SmallWindow.PER_USER, SmallWindow.of(window, List.of(borrowed)).size());
-  }
-
-  @Test
-  void theCachedQueuedViewIsDroppedWhenAFieldItCopiesChanges() {
-    Task task = task("c1", "ada", new Demand(0, 1, 0));
-    QueuedCall seen = QueuedCall.builder().id("c1").user("ada").group("default")
-        .submittedAt(Instant.EPOCH).build();
-    task.queuedAs(seen);
-    assertSame(seen, task.queuedAs());
-    task.scheduling("", 1, 0, Duration.ZERO);
-    assertNull(task.queuedAs(), "priority changed");
-    task.queuedAs(seen);
-    task.knownInputSizes(Map.of("a", 1L));
-    assertNull(task.queuedAs(), "input sizes became known");
-    task.queuedAs(seen);
-    task.restored(Instant.EPOCH, 1);
-    assertNull(task.queuedAs(), "submittedAt restored from the journal");
-    task.queuedAs(seen);
-    assertNotNull(task.queuedAs());
   }
 }
