@@ -10,6 +10,7 @@ import collections
 import queue
 import re
 import threading
+import time
 import uuid
 from typing import Callable
 
@@ -132,11 +133,8 @@ class Connection:
         self.session_id = uuid.uuid4().hex
         self.metadata = ((("authorization", f"Bearer {token}"),) if token else ()) + (
             ("bulletin-session", self.session_id),)
-        # Hello without wait_for_ready fails at once on a refused connection, and within
-        # connect_timeout on a host that does not answer.
         try:
-            self.hello = self.stub.Hello(pb.HelloRequest(client_version=__version__),
-                                         metadata=self.metadata, timeout=connect_timeout)
+            self.hello = self._hello(connect_timeout)
         except grpc.RpcError as exc:
             self.channel.close()
             code = exc.code()
@@ -159,6 +157,19 @@ class Connection:
                     f"is not a bulletin runtime ({exc.details()}). Check the address, or start a "
                     "runtime with `bulletin up`.") from None
             raise self.error(exc, "Hello") from None
+
+    def _hello(self, connect_timeout: float):
+        """Hello without wait_for_ready: it fails at once on a refused connection, and within
+        connect_timeout on a host that does not answer. A connection cut under it is tried
+        again, twice at most: something answered there."""
+        for tries_left in (2, 1, 0):
+            try:
+                return self.stub.Hello(pb.HelloRequest(client_version=__version__),
+                                       metadata=self.metadata, timeout=connect_timeout)
+            except grpc.RpcError as exc:
+                if not (tries_left and _reconnect.link_broke(exc)):
+                    raise
+            time.sleep(0.05)
 
     def data_tls(self):
         """The data port's SSL context when the runtime speaks TLS (its ports go together),

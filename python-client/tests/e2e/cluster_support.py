@@ -200,6 +200,17 @@ def wait_warm(cluster: Cluster, timeout: float = 60.0) -> None:
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
+def scrape_metrics(cluster: Cluster, prefix: str = "bulletin_") -> dict[str, float]:
+    """The series of /metrics whose names start with ``prefix``, by name and labels (loopback
+    needs no token)."""
+    import urllib.request
+
+    with urllib.request.urlopen(cluster.info["dashboard_url"] + "metrics", timeout=10) as reply:
+        text = reply.read().decode()
+    return {name: float(value) for name, value in
+            (line.rsplit(" ", 1) for line in text.splitlines() if line.startswith(prefix))}
+
+
 def referenced_objects(client: bulletin.Client) -> int:
     """Objects the cluster's store holds a reference to (the leak check counts them)."""
     return client.status().store["referenced"]

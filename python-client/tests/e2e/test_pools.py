@@ -7,12 +7,11 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
-import urllib.request
 
 import pytest
 
 import bulletin
-from cluster_support import CALL_SECONDS, run_cli, start_cluster, wait_until
+from cluster_support import CALL_SECONDS, run_cli, scrape_metrics, start_cluster, wait_until
 
 SCALE_SECONDS = 90
 # A replacement worker: a Slurm job, a JVM and an executor starting on a busy machine.
@@ -44,12 +43,7 @@ def executor_id_once(gate: str):
 
 
 def pool_meters(head) -> dict[str, float]:
-    """The pool series of /metrics (loopback needs no token), by name and labels."""
-    with urllib.request.urlopen(head.info["dashboard_url"] + "metrics", timeout=10) as response:
-        text = response.read().decode()
-    return {name: float(value) for name, value in
-            (line.rsplit(" ", 1) for line in text.splitlines()
-             if line.startswith("bulletin_pool_"))}
+    return scrape_metrics(head, "bulletin_pool_")
 
 
 def assert_pool_meters(head, launched: int, workers: int) -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
+import time
 
 import grpc
 
@@ -16,7 +18,8 @@ import pytest
 import bulletin
 from bulletin._data import _arena
 from bulletin._proto import bulletin_pb2 as pb
-from cluster_support import CALL_SECONDS, free_port, run_cli, start_cluster, wait_until
+from cluster_support import (CALL_SECONDS, free_port, run_cli, scrape_metrics, start_cluster,
+                             wait_until)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -61,8 +64,20 @@ def _filled(spares, timeout: float = 60) -> bool:
                          f"{spares.spare_bytes()} bytes")
 
 
+def _stats(folder, prefix=""):
+    """The files of a folder as they stand; one moved away meanwhile (a handout) is left out."""
+    found = []
+    for name in os.listdir(folder):
+        if name.startswith(prefix):
+            try:
+                found.append(os.stat(folder / name))
+            except FileNotFoundError:
+                pass
+    return found
+
+
 def _inodes(folder, prefix=""):
-    return {os.stat(folder / n).st_ino for n in os.listdir(folder) if n.startswith(prefix)}
+    return {st.st_ino for st in _stats(folder, prefix)}
 
 
 def test_the_first_large_write_after_connecting_lands_in_a_spare(two_users):
@@ -88,6 +103,12 @@ def test_the_first_large_write_after_connecting_lands_in_a_spare(two_users):
         assert stat.S_IMODE(st.st_mode) == 0o600
         # The spare taken is taken again from the arena, the size of the write.
         assert _filled(transfer.spares)
+        # /metrics says what the arena holds and has handed out.
+        meters = scrape_metrics(two_users, "bulletin_store_arena_")
+        assert meters["bulletin_store_arena_handouts_total"] >= 2
+        held = sum(value for name, value in meters.items()
+                   if name.startswith("bulletin_store_arena_bytes{"))
+        assert 32 * MIB <= held <= 64 * MIB, meters
         assert transfer.spares.largest() >= ref.nbytes
         # The same bytes again: copied and hashed into a spare, then found held already: the
         # spare is put back, nothing is written.
@@ -108,13 +129,26 @@ def test_an_executors_new_result_lands_in_an_arena_file(two_users):
     with _client(two_users, "bob") as bob:
         bob._transfer.spares.close()  # bob's client holds none: his share is free for results
         arena = two_users.store_dir / ".arena"
-        wait_until(lambda: any(os.path.getsize(arena / n) >= 6 * MIB
-                               for n in os.listdir(arena)), timeout=30,
+        wait_until(lambda: any(st.st_size >= 6 * MIB for st in _stats(arena)), timeout=30,
                    what="an arena file for a 5 MiB result")
-        pooled = _inodes(arena)
-        f = bob.submit(lambda n: np.full(n, 2.0, dtype=np.float32), 5 * MIB // 4)
-        assert f.exception(timeout=CALL_SECONDS) is None  # the result stays in the store
-        assert os.stat(bob._transfer.folder / f.remote_id).st_ino in pooled
+        # Every file the arena holds while the call runs (the filler may make the one the
+        # result takes after the call started; a tmpfs inode is not reused while its file lives).
+        pooled, watching = _inodes(arena), threading.Event()
+
+        def watch():
+            while not watching.is_set():
+                pooled.update(_inodes(arena))
+                time.sleep(0.001)
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            f = bob.submit(lambda n: np.full(n, 2.0, dtype=np.float32), 5 * MIB // 4)
+            assert f.exception(timeout=CALL_SECONDS) is None  # the result stays in the store
+        finally:
+            watching.set()
+            watcher.join()
+        assert os.stat(bob._transfer.folder / f.remote_id).st_ino in pooled, \
+            "the executor wrote its result into a fresh file, not an arena file"
         assert f.result().sum() == 5 * MIB // 2
         del f
 
@@ -153,8 +187,12 @@ def test_no_file_that_held_or_will_hold_one_users_bytes_reaches_another(two_user
             assert bobs and not bobs & adas, "a file of ada's reached bob"
             assert not _inodes(folder) & bobs
             for name in os.listdir(bobs_folder):
-                with open(bobs_folder / name, "rb") as f:
-                    assert b"\x00\x00\xe0\x40" * 16 not in f.read(), "ada's bytes in bob's file"
+                try:
+                    with open(bobs_folder / name, "rb") as f:
+                        held = f.read()
+                except FileNotFoundError:
+                    continue  # a spare taken meanwhile: its file is read under its new name
+                assert b"\x00\x00\xe0\x40" * 16 not in held, "ada's bytes in bob's file"
             del mine, result
         del ref
 

@@ -1,5 +1,6 @@
 package dev.bulletin.runtime.metrics;
 
+import dev.bulletin.bridge.StoreArena;
 import dev.bulletin.bridge.StoreStats;
 import dev.bulletin.runtime.control.ControlPlane;
 import dev.bulletin.runtime.pool.PoolStatus;
@@ -21,7 +22,9 @@ import java.util.concurrent.TimeUnit;
 /**
  * The cluster's state as meters: GPUs total and reserved per worker ({@code bulletin_gpus{worker,
  * state}}; the usage ledger adds {@code state="busy"} from utilisation samples), the object store
- * ({@code bulletin_store_objects}, {@code bulletin_store_bytes{tier}}), data-port bytes, pool
+ * ({@code bulletin_store_objects}, {@code bulletin_store_bytes{tier}}), the memory its arena
+ * holds pre-faulted ({@code bulletin_store_arena_bytes{state}}: what the arena costs the
+ * machine) and its handouts, data-port bytes, pool
  * workers by state and the scheduler's pass time.
  *
  * <p>{@link #refresh} copies the control plane's numbers into plain fields that the gauges
@@ -41,6 +44,7 @@ public final class ClusterMeters {
   private final Map<String, WorkerGpus> workers = new HashMap<>();
   private final Map<String, int[]> poolCounts = new HashMap<>();
   private volatile StoreStats store = new StoreStats(0, 0, 0, 0, 0, 0, 0);
+  private volatile StoreArena.Stats arena = new StoreArena.Stats(0, 0, 0, 0, 0);
   private volatile long dataPortBytes;
   private final Timer pass;
 
@@ -79,6 +83,21 @@ public final class ClusterMeters {
         .tag("tier", "spilled").baseUnit("bytes").register(registry);
     Gauge.builder("bulletin.store.capacity", this, meters -> meters.store.capacityBytes())
         .description("The object store's memory capacity").baseUnit("bytes").register(registry);
+    Gauge.builder("bulletin.store.arena.bytes", this, meters -> meters.arena.pooledBytes())
+        .description("Pre-faulted memory of the store's arena: pooled, or handed to a writer"
+            + " and not used yet").tag("state", "pooled").baseUnit("bytes").register(registry);
+    Gauge.builder("bulletin.store.arena.bytes", this, meters -> meters.arena.handedOutBytes())
+        .description("Pre-faulted memory of the store's arena: pooled, or handed to a writer"
+            + " and not used yet").tag("state", "handed_out").baseUnit("bytes")
+        .register(registry);
+    FunctionCounter.builder("bulletin.store.arena.handouts", this,
+        meters -> meters.arena.handOuts())
+        .description("Arena files handed to writers (spares and executors' results)")
+        .register(registry);
+    FunctionCounter.builder("bulletin.store.arena.given.back", this,
+        meters -> meters.arena.givenBack())
+        .description("Arena files deleted to give their memory back (pressure, or a larger file)")
+        .register(registry);
     FunctionCounter.builder("bulletin.dataport", this, meters -> meters.dataPortBytes)
         .description("Bytes moved over the bulk data port, up and down").baseUnit("bytes")
         .register(registry);
@@ -102,6 +121,10 @@ public final class ClusterMeters {
   /** Copies the plane's numbers for the gauges; on the control plane's event loop. */
   public void refresh() {
     store = plane.store().stats();
+    StoreArena hostArena = plane.store().arena();
+    if (hostArena != null) {
+      arena = hostArena.stats();
+    }
     dataPortBytes = plane.objects().dataPortBytes();
     refreshGpus();
     if (pools != null) {
