@@ -10,6 +10,7 @@ import gc
 import itertools
 import json
 import mmap
+import os
 import threading
 
 import numpy as np
@@ -634,3 +635,70 @@ def test_write_digesting_copies_and_hashes_in_one_pass_as_write_into_and_digest_
     with pytest.raises(ValueError, match="read-only"):
         small = encode(np.zeros(3))
         small.write_digesting(bytes(small.nbytes))
+
+
+def _tree_reference(data: bytes) -> str:
+    """The hash tree of the module doc, computed here from the bytes alone."""
+    leaves = b"".join(xxhash.xxh3_128_digest(data[lo:lo + _encoded._TREE_LEAF])
+                      for lo in range(0, len(data), _encoded._TREE_LEAF))
+    return xxhash.xxh3_128_hexdigest(_encoded._TREE_TAG + leaves)
+
+
+@pytest.fixture
+def small_tree(monkeypatch):
+    """The tree's sizes scaled down 64 times (1 MiB streams, 128 KiB pieces), so that pieces
+    straddle segments without gigabytes of test data."""
+    monkeypatch.setattr(_encoded, "_TREE_MIN", 1 << 20)
+    monkeypatch.setattr(_encoded, "_TREE_LEAF", 128 << 10)
+    monkeypatch.setattr(_encoded, "_HASH_SLICE", 48 << 10)
+
+
+@pytest.mark.parametrize("threads", [1, 3, 8])
+def test_a_large_stream_is_named_by_the_hash_tree_of_its_bytes(small_tree, threads):
+    # A table of three columns: several payload segments, pieces that straddle them.
+    table = pa.table({"a": np.arange(60_000, dtype=np.int64),
+                      "b": np.random.default_rng(5).random(60_000),
+                      "c": np.arange(60_000, dtype=np.int32)})
+    enc = encode(table)
+    data = enc.to_bytes()
+    assert enc.nbytes >= _encoded._TREE_MIN and len(enc._segments) > 2
+    expected = _tree_reference(data)
+    assert expected != xxhash.xxh3_128_hexdigest(data)
+    assert encode(table).digest() == expected
+    out = bytearray(enc.nbytes)
+    assert encode(table).write_digesting(out, threads=threads) == expected
+    assert bytes(out) == data
+
+
+def test_the_tree_changes_with_any_byte_and_not_with_how_it_was_computed(small_tree):
+    x = np.random.default_rng(9).integers(0, 255, 3 << 20, dtype=np.uint8)
+    d = encode(x).digest()
+    assert encode(x.copy()).digest() == d
+    for where in (0, len(x) // 2, len(x) - 1):
+        y = x.copy()
+        y[where] ^= 1
+        assert encode(y).digest() != d
+
+
+def test_a_stream_just_under_the_tree_size_keeps_the_flat_hash(small_tree):
+    x = np.zeros((1 << 20) - 4096, dtype=np.uint8)
+    enc = encode(x)
+    assert enc.nbytes < _encoded._TREE_MIN
+    assert enc.digest() == xxhash.xxh3_128_hexdigest(enc.to_bytes())
+
+
+def test_a_large_strided_stream_keeps_the_flat_hash(small_tree):
+    x = np.arange(4 << 20, dtype=np.uint8).reshape(2048, 2048)[:, ::2]
+    enc = encode(x)
+    assert enc.nbytes >= _encoded._TREE_MIN
+    assert enc.digest() == xxhash.xxh3_128_hexdigest(enc.to_bytes())
+
+
+def test_hash_threads_follow_the_cpus_and_the_environment(monkeypatch):
+    monkeypatch.delenv("BULLETIN_COPY_THREADS", raising=False)
+    assert 1 <= _encoded._hash_threads() <= min(8, len(os.sched_getaffinity(0)))
+    monkeypatch.setenv("BULLETIN_COPY_THREADS", "3")
+    assert _encoded._hash_threads() == 3
+    monkeypatch.setenv("BULLETIN_COPY_THREADS", "many")
+    with pytest.raises(ValueError, match="BULLETIN_COPY_THREADS"):
+        _encoded._hash_threads()

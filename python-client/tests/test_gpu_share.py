@@ -43,3 +43,45 @@ def test_a_real_share_caps_pytorchs_allocator_where_cuda_is_there(monkeypatch):
             torch.empty(int(total * 0.6), dtype=torch.uint8, device="cuda:0")
     else:
         assert said == "GPU share 0.5 (PyTorch sees no CUDA device: GPU memory not capped)"
+
+
+class _StandInCuda:
+    """Stands in for torch.cuda where no GPU is (the boundary a CPU machine cannot cross)."""
+
+    def __init__(self, initialized: bool):
+        self.initialized, self.emptied = initialized, 0
+
+    def is_initialized(self):
+        return self.initialized
+
+    def empty_cache(self):
+        self.emptied += 1
+
+
+@pytest.mark.parametrize("initialized, emptied", [(True, 1), (False, 0)])
+def test_a_call_that_used_cuda_gives_the_cached_memory_back(monkeypatch, initialized, emptied):
+    import types
+
+    cuda = _StandInCuda(initialized)
+    monkeypatch.setitem(__import__("sys").modules, "torch", types.SimpleNamespace(cuda=cuda))
+    _gpu_share.release_cached_gpu_memory()
+    assert cuda.emptied == emptied
+
+
+def test_an_executor_that_never_imported_torch_does_not_import_it(monkeypatch):
+    import sys
+
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    _gpu_share.release_cached_gpu_memory()
+    assert "torch" not in sys.modules
+
+
+def test_on_a_real_gpu_the_freed_blocks_leave_the_process():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device here")
+    block = torch.empty(256 << 20, dtype=torch.uint8, device="cuda:0")
+    del block
+    assert torch.cuda.memory_reserved(0) >= 256 << 20  # cached by the allocator
+    _gpu_share.release_cached_gpu_memory()
+    assert torch.cuda.memory_reserved(0) < 256 << 20

@@ -30,8 +30,10 @@ so a reader (the Java store) learns what an object is from the first message alo
   ``bulletin.pickle.protocol`` ("5") and ``bulletin.pickle.buffers`` (the count of out-of-band
   buffers); each out-of-band buffer is its own 64-byte aligned Arrow buffer.
 
-Content id: ``digest()`` is the lowercase hex of XXH3-128 (seed 0) over the complete stream
-bytes, exactly ``Encoded.nbytes`` of them; nothing else goes into it. Equal bytes give equal ids.
+Content id: ``digest()`` depends on the complete stream bytes (exactly ``Encoded.nbytes`` of
+them) and nothing else; equal bytes give equal ids. Under 64 MiB it is the lowercase hex of
+XXH3-128 (seed 0) over the bytes; from 64 MiB on, of a one-level hash tree over their 8 MiB
+pieces, hashed on several threads (``_encoded``'s module doc says exactly how).
 
 Zero copy on read: ``decode`` wraps its argument without copying; decoded arrays, Arrow
 columns and pickled numpy arrays are views of it and keep it alive. They are read-only when the

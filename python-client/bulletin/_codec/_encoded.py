@@ -6,14 +6,20 @@ is not one dense block is a ``StridedSegment``: its bytes are produced in C orde
 the destination by ``write_into`` (one strided copy) or through a bounded scratch block when
 hashed or streamed.
 
-The content id (``digest``) is XXH3-128 (seed 0) of the whole serialized stream, fed segment
-by segment: XXH3's streaming state gives the same value as hashing the concatenated bytes, so
-any reader holding the bytes (the Java store, a test) can recompute it without knowing how they
-were produced.
+The content id (``digest``) depends only on the serialized bytes, so any reader holding them
+(a test, another host) can recompute it without knowing how they were produced:
+- a stream under 64 MiB (``_TREE_MIN``): XXH3-128 (seed 0) of the whole stream;
+- a larger one: a hash tree of one level, so that its pieces are hashed on several threads
+  at once (one thread's XXH3 is slower than one thread's memcpy on a server core, and a
+  large write would otherwise be bound by it): XXH3-128 of ``_TREE_TAG`` followed by the
+  16-byte XXH3-128 digests of the stream's consecutive 8 MiB pieces (``_TREE_LEAF``; the
+  last may be shorter). A stream that holds a strided array keeps the flat hash (its bytes
+  are made a block at a time).
 """
 
 from __future__ import annotations
 
+import bisect
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator
@@ -27,6 +33,10 @@ _SCRATCH_BYTES = 8 * 1024 * 1024  # block size when a strided array is hashed or
 _HASH_SLICE = 1024 * 1024  # copied then hashed while still in cache (write_digesting)
 _PARALLEL_MIN = 64 * 1024 * 1024  # a buffer is split across threads only above this size
 _PARALLEL_PIECE = 16 * 1024 * 1024
+_TREE_MIN = 64 * 1024 * 1024  # streams at least this large are named by a hash tree
+_TREE_LEAF = 8 * 1024 * 1024
+_TREE_TAG = b"bulletin-xxh3-tree-8m\0"
+_MAX_HASH_THREADS = 8
 
 
 def _bytes_view(obj) -> memoryview:
@@ -85,6 +95,30 @@ def _default_threads() -> int:
     return 1
 
 
+def _hash_threads() -> int:
+    """Threads that hash (and copy, in ``write_digesting``) a large stream's pieces: the CPUs
+    this process may run on, at most 8 (``$BULLETIN_COPY_THREADS`` overrides)."""
+    if os.environ.get("BULLETIN_COPY_THREADS"):
+        return _default_threads()
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(_MAX_HASH_THREADS, cpus))
+
+
+def _run_split(work, items: list, threads: int) -> list:
+    """``work(part)`` over ``threads`` consecutive parts of ``items`` at once (the calling
+    thread takes the first); the results in order."""
+    threads = max(1, min(threads, len(items)))
+    size = -(-len(items) // threads)
+    parts = [items[i:i + size] for i in range(0, len(items), size)]
+    jobs = [_pool().submit(work, part) for part in parts[1:]]
+    results = [work(parts[0])]
+    results.extend(job.result() for job in jobs)
+    return results
+
+
 def _pool() -> ThreadPoolExecutor:
     global _POOL
     if _POOL is None:
@@ -100,7 +134,7 @@ class Encoded:
     bytes have been written or streamed (the digest is computed once and cached).
     """
 
-    __slots__ = ("kind", "nbytes", "metadata", "_segments", "_digest", "_crc32c")
+    __slots__ = ("kind", "nbytes", "metadata", "_segments", "_digest", "_crc32c", "_starts")
 
     def __init__(self, kind: str, segments: list, metadata: dict[str, str]) -> None:
         self.kind = kind
@@ -109,6 +143,7 @@ class Encoded:
         self.nbytes = sum(_nbytes(s) for s in self._segments)
         self._digest: str | None = None
         self._crc32c: int | None = None
+        self._starts: list[int] | None = None  # each segment's offset (hash tree pieces)
 
     def __repr__(self) -> str:
         return f"<Encoded {self.kind} {self.nbytes} bytes in {len(self._segments)} segments>"
@@ -157,13 +192,32 @@ class Encoded:
                              f"(Encoded.nbytes), got {len(mv)} bytes")
         return mv
 
-    def write_digesting(self, dest) -> str:
-        """Copies the stream into ``dest`` (as ``write_into``, one thread) and computes its
-        digest in the same pass: each slice is hashed from ``dest`` right after its copy, while
-        it is still in cache, so the bytes are read from memory once instead of twice (a
-        separate digest reads all of them again). Returns (and keeps) the digest."""
+    def write_digesting(self, dest, threads: int | None = None) -> str:
+        """Copies the stream into ``dest`` (as ``write_into``) and computes its digest in the
+        same pass: each slice is hashed from ``dest`` right after its copy, while it is still in
+        cache, so the bytes are read from memory once instead of twice (a separate digest reads
+        all of them again). A stream named by a hash tree is copied and hashed on ``threads``
+        threads, piece by piece (default: the CPUs this process may use, at most 8). Returns
+        (and keeps) the digest."""
         mv = self._destination(dest, "write_digesting")
         out = np.frombuffer(mv, dtype=np.uint8)
+        if self._tree():
+            def copy_and_hash(leaves):
+                digests = []
+                for lo, hi in leaves:
+                    h = xxhash.xxh3_128()
+                    for at, view in self._views(lo, hi):
+                        src = np.frombuffer(view, dtype=np.uint8)
+                        for s in range(0, len(src), _HASH_SLICE):
+                            part = out[at + s:at + min(len(src), s + _HASH_SLICE)]
+                            np.copyto(part, src[s:s + _HASH_SLICE])
+                            h.update(part)
+                    digests.append(h.digest())
+                return digests
+            digest = self._tree_root(copy_and_hash, threads)
+            if self._digest is None:
+                self._digest = digest
+            return digest
         h = xxhash.xxh3_128()
         offset = 0
         for seg in self._segments:
@@ -228,11 +282,24 @@ class Encoded:
 
     # -- identity ------------------------------------------------------------------------------
     def digest(self, with_crc32c: bool = False) -> str:
-        """Lowercase hex XXH3-128 (seed 0) of the serialized bytes: 32 characters.
+        """The content id of the serialized bytes (see the module doc): 32 lowercase hex
+        characters. A large stream's pieces are hashed on several threads.
 
         ``with_crc32c``: also compute :meth:`crc32c` in the same pass, each slice checked while
         it is still in cache (an object about to cross hosts needs both).
         """
+        if self._digest is None and self._tree():
+            def hash_leaves(leaves):
+                digests = []
+                for lo, hi in leaves:
+                    h = xxhash.xxh3_128()
+                    for _, view in self._views(lo, hi):
+                        h.update(view)
+                    digests.append(h.digest())
+                return digests
+            self._digest = self._tree_root(hash_leaves, None)
+        if self._digest is not None and with_crc32c:
+            self.crc32c()
         if self._digest is None:
             h = xxhash.xxh3_128()
             crc = 0 if with_crc32c and self._crc32c is None else None
@@ -248,6 +315,41 @@ class Encoded:
             if crc is not None:
                 self._crc32c = crc
         return self._digest
+
+    def _tree(self) -> bool:
+        """Whether this stream is named by the hash tree (see the module doc)."""
+        return self.nbytes >= _TREE_MIN and not any(
+            isinstance(seg, StridedSegment) for seg in self._segments)
+
+    def _tree_root(self, leaf_digests, threads: int | None) -> str:
+        """The tree's root over ``leaf_digests(leaves)`` (a list of 16-byte digests for a list
+        of (lo, hi) pieces), run on ``threads`` threads."""
+        leaves = [(lo, min(lo + _TREE_LEAF, self.nbytes))
+                  for lo in range(0, self.nbytes, _TREE_LEAF)]
+        threads = _hash_threads() if threads is None else threads
+        if threads < 1:
+            raise ValueError(f"threads must be >= 1, not {threads}")
+        root = xxhash.xxh3_128(_TREE_TAG)
+        for digests in _run_split(leaf_digests, leaves, threads):
+            for digest in digests:
+                root.update(digest)
+        return root.hexdigest()
+
+    def _views(self, lo: int, hi: int) -> Iterator[tuple[int, memoryview]]:
+        """The stream's bytes from ``lo`` to ``hi`` as (offset, view of a segment) pairs (only
+        for streams of byte segments: see ``_tree``)."""
+        if self._starts is None:
+            starts, at = [], 0
+            for seg in self._segments:
+                starts.append(at)
+                at += len(seg)
+            self._starts = starts
+        i = bisect.bisect_right(self._starts, lo) - 1
+        while lo < hi:
+            seg, start = self._segments[i], self._starts[i]
+            end = min(hi, start + len(seg))
+            yield lo, seg[lo - start:end - start]
+            lo, i = end, i + 1
 
     def crc32c(self) -> int:
         """CRC32C (Castagnoli) of the serialized bytes: the check of a cross-host transfer."""

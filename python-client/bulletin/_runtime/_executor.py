@@ -28,7 +28,7 @@ from .._data._objects import encode, open_object, write_file
 from .._data import _arena
 from .._data._write_maps import RECYCLE_MIN, WriteMappings
 from . import _preempt
-from ._gpu_share import apply_gpu_fraction
+from ._gpu_share import apply_gpu_fraction, release_cached_gpu_memory
 from ._arguments import load_arguments
 from .._errors import BulletinError, MemoryLimitError, ResultSerializationError
 from .._status import format_bytes
@@ -296,6 +296,8 @@ class Executor:
                     f"the function returned a {_type_name(value)}, which cannot be pickled: "
                     f"{exc}. Return plain data (arrays, tensors moved to the CPU, dicts) instead.")
                 encoded, raised = encode(envelope(error)), True
+        del value, ran  # a result or traceback holding GPU tensors frees them here
+        release_cached_gpu_memory()
         return self._store(_Pending(call.result_path, encoded, raised, run_seconds, retire))
 
     def _invoke(self, call: Call, fresh: bool):
