@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import sys
 import threading
-import weakref
 
 from ._errors import InvalidArgumentError
 
@@ -97,23 +96,29 @@ class OutputPolicy:
 
     def __init__(self, prefix: bool = True):
         self.prefix = prefix
-        self._live: weakref.WeakSet[CallOutput] = weakref.WeakSet()
         self._lock = threading.Lock()
+        self._live = 0  # outputs opened and not ended
+        self._opened = 0  # outputs opened so far: a later one opened while this one was live
+        # if the count moved during its life (O(1) per call: a map of thousands opens them all)
 
     def open(self, key: str) -> CallOutput:
         """The output of one new call, routed to the cell (if any) submitting it now."""
         out = CallOutput(call_label(key), self, kernel_route())
         with self._lock:
-            if self._live:
-                out.overlapped = True
-                for other in self._live:
-                    other.overlapped = True
-            self._live.add(out)
+            self._opened += 1
+            out._opened_as = self._opened
+            out._met_others = self._live > 0
+            self._live += 1
         return out
+
+    def opened(self) -> int:
+        return self._opened
 
     def ended(self, out: CallOutput) -> None:
         with self._lock:
-            self._live.discard(out)
+            if out._ended_at is None:
+                out._ended_at = self._opened
+                self._live -= 1
 
 
 class CallOutput:
@@ -125,8 +130,20 @@ class CallOutput:
         self._policy = policy
         self._route = route
         self._partial = {"stdout": "", "stderr": ""}
-        self.overlapped = False  # set by the policy: another call was in flight with this one
+        self._opened_as = 0  # the policy's count of opened outputs when this one opened
+        self._met_others = False  # other calls were in flight when this one opened
+        self._ended_at: int | None = None  # the policy's count when this one ended
         self._lock = threading.Lock()
+
+    @property
+    def overlapped(self) -> bool:
+        """Another call of the client was in flight with this one at some moment of its life."""
+        if self._met_others:
+            return True
+        if self._policy is None:
+            return False
+        last = self._policy.opened() if self._ended_at is None else self._ended_at
+        return last > self._opened_as
 
     def lines(self, stream: str, text: str) -> str:
         """The whole lines that ``text`` completes (labelled if need be); keeps the rest."""
