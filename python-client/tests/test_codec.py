@@ -702,3 +702,18 @@ def test_hash_threads_follow_the_cpus_and_the_environment(monkeypatch):
     monkeypatch.setenv("BULLETIN_COPY_THREADS", "many")
     with pytest.raises(ValueError, match="BULLETIN_COPY_THREADS"):
         _encoded._hash_threads()
+
+
+def test_a_function_pickled_by_value_keeps_the_file_it_was_defined_in():
+    # cloudpickle >= 3.1.3 renames every pickled code object's file "<dynamic-code>": a
+    # remote traceback would show no file and no source line.
+    import traceback
+
+    def inner(x):
+        return x / 0
+
+    fn = decode(encode(inner).to_bytes())
+    assert fn.__code__.co_filename == __file__
+    with pytest.raises(ZeroDivisionError) as raised:
+        fn(1)
+    assert traceback.extract_tb(raised.value.__traceback__)[-1].line == "return x / 0"

@@ -16,9 +16,11 @@ as two buffers.
 
 from __future__ import annotations
 
+import collections
 import io
 import pickle
 import sys
+import types
 
 import cloudpickle
 import numpy as np
@@ -63,7 +65,34 @@ def _reduce_torch(t):
     return _rebuild_torch, args
 
 
+_DYNAMIC_CODE = "<dynamic-code>"
+
+
+def _code_keeping_its_file(code):
+    """cloudpickle from 3.1.3 names the file of every code object it pickles "<dynamic-code>"
+    (a payload that does not depend on where a function was defined): a remote traceback then
+    has no file and no source lines to show. bulletin keeps the file's name, which it needs
+    more than a payload that is the same for the same function in two files."""
+    reduced = cloudpickle.cloudpickle._code_reduce(code)
+    if code.co_filename == _DYNAMIC_CODE:
+        return reduced
+    args = tuple(code.co_filename if type(a) is str and a == _DYNAMIC_CODE else a
+                 for a in reduced[1])
+    return (reduced[0], args, *reduced[2:])
+
+
+def _dispatch_table():
+    """cloudpickle's reducers, with its code reducer keeping the file name (see above) where
+    it is the one that drops it."""
+    table = cloudpickle.Pickler.dispatch_table
+    if getattr(cloudpickle.cloudpickle, "_code_reduce", None) is not table.get(types.CodeType):
+        return table  # another cloudpickle than the one this was written against: as it is
+    return collections.ChainMap({types.CodeType: _code_keeping_its_file}, table)
+
+
 class _Pickler(cloudpickle.Pickler):
+    dispatch_table = _dispatch_table()
+
     def reducer_override(self, obj):
         torch = sys.modules.get("torch")
         if (torch is not None and type(obj) in (torch.Tensor, torch.nn.Parameter)
