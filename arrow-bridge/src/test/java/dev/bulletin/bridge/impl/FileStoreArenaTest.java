@@ -143,6 +143,35 @@ class FileStoreArenaTest {
     assertTrue(Files.exists(alice.resolve(".a1")));
   }
 
+  FileStoreArena startWithLongTailsOver(long tail) throws Exception {
+    arena = new FileStoreArena(root, 64 * MIB, new MemoryPressure(meminfo), tail);
+    waitFor(() -> arena.stats().pooledBytes() == 62 * MIB, "the ladder (34 + 18 + 10 MiB)");
+    return arena;
+  }
+
+  @Test
+  void aFileFarLongerThanTheWriteWaitsForOneOfItsSizeWhereTheBudgetHasRoom() throws Exception {
+    startWithLongTailsOver(4 * MIB); // 256 MiB in a real store
+    // Alice's 20 MiB write takes the 34 MiB file (a tail under twice the write) and uses it.
+    assertEquals(34 * MIB, arena.handOut(alice, "alice", 20 * MIB, ".a1").size());
+    Files.delete(alice.resolve(".a1"));
+    // 3 MiB: the 10 MiB file fits, with a 6 MiB tail: too long, and 28 MiB are pooled, so a
+    // 4 MiB file is made for bob rather than 6 MiB freed at his write.
+    StoreArena.Handout later = arena.handOut(bob, "bob", 3 * MIB, ".b1");
+    assertTrue(later.later(), "a 4 MiB file is being made: " + later);
+    waitFor(() -> arena.handOut(bob, "bob", 3 * MIB, ".b1").size() > 0, "bob's file");
+    assertEquals(4 * MIB, Files.size(bob.resolve(".b1")));
+    assertEquals(0, arena.stats().givenBack(), "no pooled file was given back for it");
+  }
+
+  @Test
+  void aFileFarLongerThanTheWriteIsHandedOutWhenNoneOfItsSizeFits() throws Exception {
+    startWithLongTailsOver(4 * MIB);
+    // The pool fills the budget: a 4 MiB file would need one given back. The 10 MiB one goes.
+    assertEquals(10 * MIB, arena.handOut(bob, "bob", 3 * MIB, ".b1").size());
+    assertEquals(0, arena.stats().givenBack());
+  }
+
   @Test
   void aUserHoldingHerShareIsRefusedEvenWhenNoFileFits() throws Exception {
     start(32 * MIB);
