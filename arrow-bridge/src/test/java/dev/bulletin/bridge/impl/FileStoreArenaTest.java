@@ -51,6 +51,18 @@ class FileStoreArenaTest {
     return arena;
   }
 
+  /** An arena of {@code budget} whose ladder of files is filled (18 + 10 MiB for 32 MiB). */
+  void startFilled(long budget) throws Exception {
+    start(budget);
+    waitForTheLadder();
+  }
+
+  void waitForTheLadder() throws Exception {
+    long ladder = FileStoreArena.ladder(arena.stats().budgetBytes()).stream()
+        .mapToLong(Long::longValue).sum();
+    waitFor(() -> arena.stats().pooledBytes() == ladder, "the ladder to fill");
+  }
+
   static void waitFor(BooleanSupplier condition, String what) throws InterruptedException {
     long deadline = System.nanoTime() + 20_000_000_000L;
     while (!condition.getAsBoolean()) {
@@ -69,8 +81,7 @@ class FileStoreArenaTest {
 
   @Test
   void fillsInTheBackgroundAndHandsOutByRenameIntoTheUsersFolder() throws Exception {
-    start(32 * MIB);
-    waitFor(() -> arena.stats().pooledBytes() == 28 * MIB, "the ladder to fill");
+    startFilled(32 * MIB);
     Path pool = root.resolve(FileStoreArena.FOLDER);
     assertEquals("rwx------", PosixFilePermissions.toString(Files.getPosixFilePermissions(pool)));
 
@@ -96,8 +107,7 @@ class FileStoreArenaTest {
 
   @Test
   void oneUserCannotTakeTheWholeArenaFromTheOthers() throws Exception {
-    start(32 * MIB);
-    waitFor(() -> arena.stats().pooledBytes() == 28 * MIB, "the ladder to fill");
+    startFilled(32 * MIB);
     // Holding none, a user may take any one file, even more than half the budget.
     assertEquals(18 * MIB, arena.handOut(alice, "alice", 17 * MIB, ".a1").size());
     StoreArena.Handout more = arena.handOut(alice, "alice", 4 * MIB, ".a2");
@@ -111,8 +121,7 @@ class FileStoreArenaTest {
 
   @Test
   void aRequestLargerThanEveryFileGrowsTheArenaWithinItsBudget() throws Exception {
-    start(32 * MIB);
-    waitFor(() -> arena.stats().pooledBytes() == 28 * MIB, "the ladder to fill");
+    startFilled(32 * MIB);
     StoreArena.Handout none = arena.handOut(alice, "alice", 24 * MIB, ".a1");
     assertEquals(0, none.size());
     assertTrue(none.later(), "a 24 MiB file is being made");
@@ -126,8 +135,7 @@ class FileStoreArenaTest {
 
   @Test
   void aRequestTheHandedOutFilesLeaveNoRoomForIsRefusedNotPromised() throws Exception {
-    start(32 * MIB);
-    waitFor(() -> arena.stats().pooledBytes() == 28 * MIB, "the ladder to fill");
+    startFilled(32 * MIB);
     Path carol = Files2.ownerOnlyFolder(root.resolve("carol"));
     assertEquals(18 * MIB, arena.handOut(bob, "bob", 17 * MIB, ".b1").size());
     assertEquals(10 * MIB, arena.handOut(carol, "carol", 9 * MIB, ".c1").size());
@@ -143,10 +151,10 @@ class FileStoreArenaTest {
     assertTrue(Files.exists(alice.resolve(".a1")));
   }
 
-  FileStoreArena startWithLongTailsOver(long tail) throws Exception {
+  /** A 64 MiB arena whose ladder (34 + 18 + 10 MiB) is filled; tails over {@code tail} are long. */
+  void startWithLongTailsOver(long tail) throws Exception {
     arena = new FileStoreArena(root, 64 * MIB, new MemoryPressure(meminfo), tail);
-    waitFor(() -> arena.stats().pooledBytes() == 62 * MIB, "the ladder (34 + 18 + 10 MiB)");
-    return arena;
+    waitForTheLadder();
   }
 
   @Test
@@ -174,8 +182,7 @@ class FileStoreArenaTest {
 
   @Test
   void aUserHoldingHerShareIsRefusedEvenWhenNoFileFits() throws Exception {
-    start(32 * MIB);
-    waitFor(() -> arena.stats().pooledBytes() == 28 * MIB, "the ladder to fill");
+    startFilled(32 * MIB);
     assertEquals(18 * MIB, arena.handOut(alice, "alice", 17 * MIB, ".a1").size());
     StoreArena.Handout none = arena.handOut(alice, "alice", 12 * MIB, ".a2");
     assertEquals(0, none.size());
@@ -185,8 +192,7 @@ class FileStoreArenaTest {
 
   @Test
   void givesItsPoolBackWhileMemoryIsShortAndFillsAgainAfter() throws Exception {
-    start(32 * MIB);
-    waitFor(() -> arena.stats().pooledBytes() == 28 * MIB, "the ladder to fill");
+    startFilled(32 * MIB);
     memAvailable(50_000); // 5 % of the machine available
     waitFor(() -> arena.stats().pooledBytes() == 0, "the pool to be given back");
     assertEquals(2, arena.stats().givenBack());
@@ -206,8 +212,7 @@ class FileStoreArenaTest {
         "changing a file's owner needs root");
     Files.setAttribute(bob, "unix:uid", 65534);
     Files.setAttribute(bob, "unix:gid", 65534);
-    start(32 * MIB);
-    waitFor(() -> arena.stats().pooledBytes() == 28 * MIB, "the ladder to fill");
+    startFilled(32 * MIB);
     assertEquals(10 * MIB, arena.handOut(bob, "bob", 4 * MIB, ".b1").size());
     assertEquals(65534, Files.getAttribute(bob.resolve(".b1"), "unix:uid"));
     assertEquals(65534, Files.getAttribute(bob.resolve(".b1"), "unix:gid"));
@@ -215,8 +220,7 @@ class FileStoreArenaTest {
 
   @Test
   void closingDeletesThePoolButNotWhatWasHandedOut() throws Exception {
-    start(32 * MIB);
-    waitFor(() -> arena.stats().pooledBytes() == 28 * MIB, "the ladder to fill");
+    startFilled(32 * MIB);
     arena.handOut(alice, "alice", 4 * MIB, ".a1");
     arena.close();
     arena = null;
