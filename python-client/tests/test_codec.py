@@ -694,14 +694,14 @@ def test_a_large_strided_stream_keeps_the_flat_hash(small_tree):
     assert enc.digest() == xxhash.xxh3_128_hexdigest(enc.to_bytes())
 
 
-def test_hash_threads_follow_the_cpus_and_the_environment(monkeypatch):
+def test_copy_threads_follow_the_cpus_and_the_environment(monkeypatch):
     monkeypatch.delenv("BULLETIN_COPY_THREADS", raising=False)
-    assert 1 <= _encoded._hash_threads() <= min(8, len(os.sched_getaffinity(0)))
+    assert 1 <= _encoded._copy_threads() <= min(8, len(os.sched_getaffinity(0)))
     monkeypatch.setenv("BULLETIN_COPY_THREADS", "3")
-    assert _encoded._hash_threads() == 3
+    assert _encoded._copy_threads() == 3
     monkeypatch.setenv("BULLETIN_COPY_THREADS", "many")
     with pytest.raises(ValueError, match="BULLETIN_COPY_THREADS"):
-        _encoded._hash_threads()
+        _encoded._copy_threads()
 
 
 def test_a_function_pickled_by_value_keeps_the_file_it_was_defined_in():

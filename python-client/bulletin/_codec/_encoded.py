@@ -36,7 +36,7 @@ _PARALLEL_PIECE = 16 * 1024 * 1024
 _TREE_MIN = 64 * 1024 * 1024  # streams at least this large are named by a hash tree
 _TREE_LEAF = 8 * 1024 * 1024
 _TREE_TAG = b"bulletin-xxh3-tree-8m\0"
-_MAX_HASH_THREADS = 8
+_MAX_COPY_THREADS = 8
 
 
 def _bytes_view(obj) -> memoryview:
@@ -82,7 +82,9 @@ def _c_order_blocks(a: np.ndarray, limit: int) -> Iterator[np.ndarray]:
 _POOL: ThreadPoolExecutor | None = None
 
 
-def _default_threads() -> int:
+def _copy_threads() -> int:
+    """Threads that copy and hash a large stream's pieces: ``$BULLETIN_COPY_THREADS``, else the
+    CPUs this process may run on, at most 8."""
     env = os.environ.get("BULLETIN_COPY_THREADS")
     if env:
         try:
@@ -92,19 +94,11 @@ def _default_threads() -> int:
         if value < 1:
             raise ValueError(f"BULLETIN_COPY_THREADS must be >= 1, not {value}")
         return value
-    return 1
-
-
-def _hash_threads() -> int:
-    """Threads that hash (and copy, in ``write_digesting``) a large stream's pieces: the CPUs
-    this process may run on, at most 8 (``$BULLETIN_COPY_THREADS`` overrides)."""
-    if os.environ.get("BULLETIN_COPY_THREADS"):
-        return _default_threads()
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
-    return max(1, min(_MAX_HASH_THREADS, cpus))
+    return max(1, min(_MAX_COPY_THREADS, cpus))
 
 
 def _run_split(work, items: list, threads: int) -> list:
@@ -152,9 +146,9 @@ class Encoded:
     def write_into(self, dest, threads: int | None = None) -> None:
         """Copies the stream into ``dest`` (writable, exactly ``nbytes`` long): one copy of
         each payload byte, no intermediate buffers. ``threads`` > 1 splits buffers above 64 MiB
-        across threads (default: ``$BULLETIN_COPY_THREADS``, else 1: see the microbenchmark)."""
+        across threads (default: ``_copy_threads``)."""
         mv = self._destination(dest, "write_into")
-        threads = _default_threads() if threads is None else threads
+        threads = _copy_threads() if threads is None else threads
         if threads < 1:
             raise ValueError(f"threads must be >= 1, not {threads}")
         out = np.frombuffer(mv, dtype=np.uint8)
@@ -326,7 +320,7 @@ class Encoded:
         of (lo, hi) pieces), run on ``threads`` threads."""
         leaves = [(lo, min(lo + _TREE_LEAF, self.nbytes))
                   for lo in range(0, self.nbytes, _TREE_LEAF)]
-        threads = _hash_threads() if threads is None else threads
+        threads = _copy_threads() if threads is None else threads
         if threads < 1:
             raise ValueError(f"threads must be >= 1, not {threads}")
         root = xxhash.xxh3_128(_TREE_TAG)
