@@ -116,11 +116,12 @@ def main() -> int:
 
         n = 1 << 30
         client.submit(fresh_gib, 1 << 20, gpus=1).result(timeout=120)  # warm
-        rounds = []
+        rounds, whole = [], True
         for _ in range(3):
             start = time.perf_counter()
             got = client.submit(fresh_gib, n, gpus=1).result(timeout=300)
             rounds.append(time.perf_counter() - start)
+            whole = whole and got.numel() == n and bool(got[0] == 1) and bool(got[-1] == 1)
             del got
         local = []
         for _ in range(3):
@@ -132,7 +133,7 @@ def main() -> int:
         print(f"a call returning 1 GiB of new GPU memory: best {min(rounds):.3f} s "
               f"(rounds {', '.join(f'{r:.3f}' for r in rounds)}); torch.ones(1 GiB).cpu() here: "
               f"best {min(local):.3f} s; ratio {min(rounds) / min(local):.2f}x")
-        check("1 GiB CUDA result arrives", True)
+        check("a 1 GiB CUDA result arrives whole", whole, "wrong size or content")
     print(f"{len(FAILED)} check(s) failed: {FAILED}" if FAILED else "all checks ok")
     return 1 if FAILED else 0
 
