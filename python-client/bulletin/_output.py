@@ -4,8 +4,8 @@ The runtime streams a call's stdout and stderr in chunks cut wherever the pipe w
 calls printing at once could come out merged in the middle of a line ("call 27 line 0call 28
 line 0"). Each call's output is therefore held here until a line ends, and written one whole
 line at a time; when a call runs at the same time as another call of the same client, each of
-its lines starts with a short label naming it (the start of its key, as ``repr(future)`` shows it), which
-``Client(output_prefix=False)`` turns off.
+its lines starts with a short label naming it (the start of its key, as ``repr(future)`` shows
+it), which ``Client(output_prefix=False)`` turns off.
 
 In a Jupyter kernel (ipykernel), a call's output belongs under the cell that started it, but the
 thread that receives it writes under whichever cell runs at the time. The cell that submits a
@@ -103,35 +103,36 @@ class OutputPolicy:
 
     def open(self, key: str) -> CallOutput:
         """The output of one new call, routed to the cell (if any) submitting it now."""
-        out = CallOutput(call_label(key), self, kernel_route())
+        route = kernel_route()
         with self._lock:
             self._opened += 1
-            out._opened_as = self._opened
-            out._met_others = self._live > 0
+            met_others = self._live > 0
             self._live += 1
-        return out
+            return CallOutput(call_label(key), self, route, self._opened, met_others)
 
     def opened(self) -> int:
+        """Outputs opened so far."""
         return self._opened
 
-    def ended(self, out: CallOutput) -> None:
+    def ended(self) -> int:
+        """One output ended (called once per output); the count of outputs opened by then."""
         with self._lock:
-            if out._ended_at is None:
-                out._ended_at = self._opened
-                self._live -= 1
+            self._live -= 1
+            return self._opened
 
 
 class CallOutput:
     """One call's output on its way to the caller: whole lines, labelled while calls overlap."""
 
     def __init__(self, label: str, policy: OutputPolicy | None = None,
-                 route: KernelRoute | None = None):
+                 route: KernelRoute | None = None, opened_as: int = 0,
+                 met_others: bool = False):
         self._label = label
         self._policy = policy
         self._route = route
         self._partial = {"stdout": "", "stderr": ""}
-        self._opened_as = 0  # the policy's count of opened outputs when this one opened
-        self._met_others = False  # other calls were in flight when this one opened
+        self._opened_as = opened_as  # the policy's count of opened outputs when this one opened
+        self._met_others = met_others  # other calls were in flight when this one opened
         self._ended_at: int | None = None  # the policy's count when this one ended
         self._lock = threading.Lock()
 
@@ -159,8 +160,8 @@ class CallOutput:
             left = [(stream, self._labelled_lines(text + "\n"))
                     for stream, text in self._partial.items() if text]
             self._partial = {"stdout": "", "stderr": ""}
-        if self._policy is not None:
-            self._policy.ended(self)
+            if self._policy is not None and self._ended_at is None:
+                self._ended_at = self._policy.ended()
         return left
 
     def _labelled_lines(self, text: str) -> str:

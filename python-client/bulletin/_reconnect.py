@@ -56,11 +56,7 @@ def link_broke(exc: grpc.RpcError) -> bool:
     """True if a connection was made and then cut (not refused, not a wrong address): a Hello
     that meets this on a runtime that just started, or on a connection the channel reused as
     it closed, is worth sending again."""
-    try:
-        details = exc.details() or ""
-    except Exception:
-        return False
-    return link_lost(exc) and any(mark in details for mark in _LOST_DETAILS)
+    return link_lost(exc) and any(mark in (exc.details() or "") for mark in _LOST_DETAILS)
 
 
 class Backoff:

@@ -3,6 +3,9 @@ caps (docs/scheduler.md, "Fractional GPUs")."""
 
 from __future__ import annotations
 
+import sys
+import types
+
 import pytest
 
 from bulletin._runtime import _gpu_share
@@ -60,17 +63,13 @@ class _StandInCuda:
 
 @pytest.mark.parametrize("initialized, emptied", [(True, 1), (False, 0)])
 def test_a_call_that_used_cuda_gives_the_cached_memory_back(monkeypatch, initialized, emptied):
-    import types
-
     cuda = _StandInCuda(initialized)
-    monkeypatch.setitem(__import__("sys").modules, "torch", types.SimpleNamespace(cuda=cuda))
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
     _gpu_share.release_cached_gpu_memory()
     assert cuda.emptied == emptied
 
 
 def test_an_executor_that_never_imported_torch_does_not_import_it(monkeypatch):
-    import sys
-
     monkeypatch.delitem(sys.modules, "torch", raising=False)
     _gpu_share.release_cached_gpu_memory()
     assert "torch" not in sys.modules

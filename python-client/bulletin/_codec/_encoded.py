@@ -196,19 +196,7 @@ class Encoded:
         mv = self._destination(dest, "write_digesting")
         out = np.frombuffer(mv, dtype=np.uint8)
         if self._tree():
-            def copy_and_hash(leaves):
-                digests = []
-                for lo, hi in leaves:
-                    h = xxhash.xxh3_128()
-                    for at, view in self._views(lo, hi):
-                        src = np.frombuffer(view, dtype=np.uint8)
-                        for s in range(0, len(src), _HASH_SLICE):
-                            part = out[at + s:at + min(len(src), s + _HASH_SLICE)]
-                            np.copyto(part, src[s:s + _HASH_SLICE])
-                            h.update(part)
-                    digests.append(h.digest())
-                return digests
-            digest = self._tree_root(copy_and_hash, threads)
+            digest = self._tree_root(threads, out)
             if self._digest is None:
                 self._digest = digest
             return digest
@@ -283,17 +271,7 @@ class Encoded:
         it is still in cache (an object about to cross hosts needs both).
         """
         if self._digest is None and self._tree():
-            def hash_leaves(leaves):
-                digests = []
-                for lo, hi in leaves:
-                    h = xxhash.xxh3_128()
-                    for _, view in self._views(lo, hi):
-                        h.update(view)
-                    digests.append(h.digest())
-                return digests
-            self._digest = self._tree_root(hash_leaves, None)
-        if self._digest is not None and with_crc32c:
-            self.crc32c()
+            self._digest = self._tree_root(None)
         if self._digest is None:
             h = xxhash.xxh3_128()
             crc = 0 if with_crc32c and self._crc32c is None else None
@@ -308,6 +286,8 @@ class Encoded:
             self._digest = h.hexdigest()
             if crc is not None:
                 self._crc32c = crc
+        if with_crc32c:
+            self.crc32c()  # the tree's pass computes none; cached otherwise
         return self._digest
 
     def _tree(self) -> bool:
@@ -315,19 +295,35 @@ class Encoded:
         return self.nbytes >= _TREE_MIN and not any(
             isinstance(seg, StridedSegment) for seg in self._segments)
 
-    def _tree_root(self, leaf_digests, threads: int | None) -> str:
-        """The tree's root over ``leaf_digests(leaves)`` (a list of 16-byte digests for a list
-        of (lo, hi) pieces), run on ``threads`` threads."""
+    def _tree_root(self, threads: int | None, out: np.ndarray | None = None) -> str:
+        """The tree's root, its pieces hashed on ``threads`` threads; with ``out``, each piece
+        is first copied there and hashed from there, slice by slice, while still in cache."""
         leaves = [(lo, min(lo + _TREE_LEAF, self.nbytes))
                   for lo in range(0, self.nbytes, _TREE_LEAF)]
         threads = _copy_threads() if threads is None else threads
         if threads < 1:
             raise ValueError(f"threads must be >= 1, not {threads}")
         root = xxhash.xxh3_128(_TREE_TAG)
-        for digests in _run_split(leaf_digests, leaves, threads):
+        for digests in _run_split(lambda part: [self._leaf(lo, hi, out) for lo, hi in part],
+                                  leaves, threads):
             for digest in digests:
                 root.update(digest)
         return root.hexdigest()
+
+    def _leaf(self, lo: int, hi: int, out: np.ndarray | None) -> bytes:
+        """The 16-byte digest of the stream's bytes from ``lo`` to ``hi`` (copied into ``out``
+        on the way when given)."""
+        h = xxhash.xxh3_128()
+        for at, view in self._views(lo, hi):
+            if out is None:
+                h.update(view)
+                continue
+            src = np.frombuffer(view, dtype=np.uint8)
+            for s in range(0, len(src), _HASH_SLICE):
+                part = out[at + s:at + min(len(src), s + _HASH_SLICE)]
+                np.copyto(part, src[s:s + _HASH_SLICE])
+                h.update(part)
+        return h.digest()
 
     def _views(self, lo: int, hi: int) -> Iterator[tuple[int, memoryview]]:
         """The stream's bytes from ``lo`` to ``hi`` as (offset, view of a segment) pairs (only

@@ -74,8 +74,6 @@ def _code_keeping_its_file(code):
     has no file and no source lines to show. bulletin keeps the file's name, which it needs
     more than a payload that is the same for the same function in two files."""
     reduced = cloudpickle.cloudpickle._code_reduce(code)
-    if code.co_filename == _DYNAMIC_CODE:
-        return reduced
     args = tuple(code.co_filename if type(a) is str and a == _DYNAMIC_CODE else a
                  for a in reduced[1])
     return (reduced[0], args, *reduced[2:])
