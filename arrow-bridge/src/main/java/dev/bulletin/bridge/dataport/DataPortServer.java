@@ -14,7 +14,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.logging.Level;
 import java.util.logging.Logger;
-import javax.net.ssl.SSLContext;
 
 /**
  * A data port: raw TCP for the bytes of object transfers, the runtime's and each worker's own.
@@ -58,7 +57,7 @@ public final class DataPortServer<T> implements AutoCloseable {
   /** Connections being served, with the time they last moved a byte. */
   private final Map<SocketChannel, AtomicLong> live = new ConcurrentHashMap<>();
 
-  private DataPortServer(ServerSocketChannel server, SSLContext tls,
+  private DataPortServer(ServerSocketChannel server, TlsEngines tls,
       HeaderGate.Redeemer<T> tickets, Handler<T> handler, Options options) throws IOException {
     this.server = server;
     this.handler = handler;
@@ -76,10 +75,10 @@ public final class DataPortServer<T> implements AutoCloseable {
   /**
    * Starts serving on a bound server channel.
    *
-   * @param tls the TLS context every connection must speak; null for plaintext
+   * @param tls the TLS engines every connection must speak with; null for plaintext
    * @param sweep runs every second beside the stall check (e.g. dropping expired tickets)
    */
-  public static <T> DataPortServer<T> start(ServerSocketChannel bound, SSLContext tls,
+  public static <T> DataPortServer<T> start(ServerSocketChannel bound, TlsEngines tls,
       HeaderGate.Redeemer<T> tickets, Handler<T> handler, Options options, Runnable sweep)
       throws IOException {
     DataPortServer<T> port = new DataPortServer<>(bound, tls, tickets, handler, options);

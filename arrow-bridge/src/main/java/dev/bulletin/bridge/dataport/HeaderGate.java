@@ -18,7 +18,6 @@ import java.util.Map;
 import java.util.function.LongSupplier;
 import java.util.logging.Level;
 import java.util.logging.Logger;
-import javax.net.ssl.SSLContext;
 
 /**
  * Accepts data connections and reads their header (magic, version, ticket) without blocking a
@@ -102,7 +101,7 @@ public final class HeaderGate<T> implements Runnable {
   private final Selector selector;
   private final Redeemer<T> tickets;
   /** Null: plaintext connections. */
-  private final SSLContext tls;
+  private final TlsEngines tls;
   private final Admission<T> admit;
   private final long headerNanos;
   private final LongSupplier nanoTime;
@@ -110,10 +109,10 @@ public final class HeaderGate<T> implements Runnable {
   private final ArrayDeque<Pending> pendingInOrder = new ArrayDeque<>();
 
   /**
-   * @param tls the server's TLS context; null for plaintext connections
+   * @param tls the server's TLS engines; null for plaintext connections
    * @param admit takes a connection whose ticket was redeemed (it must not block the gate)
    */
-  public HeaderGate(ServerSocketChannel server, SSLContext tls, Redeemer<T> tickets,
+  public HeaderGate(ServerSocketChannel server, TlsEngines tls, Redeemer<T> tickets,
       long headerNanos, LongSupplier nanoTime, Admission<T> admit) throws IOException {
     this.server = server;
     this.tls = tls;

@@ -7,7 +7,6 @@ import java.nio.channels.ByteChannel;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.List;
-import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLEngine;
 import javax.net.ssl.SSLEngineResult;
 import javax.net.ssl.SSLEngineResult.HandshakeStatus;
@@ -54,6 +53,8 @@ public final class TlsChannel implements ByteChannel {
   private ByteBuffer appIn;
   /** Whether netIn and netOut have their transfer size (see {@link #NET_BUFFER_BYTES}). */
   private boolean bulk;
+  /** Whether the handshake was begun (see {@link #begin}). */
+  private boolean begun;
 
   private TlsChannel(SocketChannel socket, SSLEngine engine) {
     this.socket = socket;
@@ -75,8 +76,8 @@ public final class TlsChannel implements ByteChannel {
   }
 
   /** The server side of an accepted connection. */
-  public static TlsChannel server(SocketChannel socket, SSLContext context) {
-    SSLEngine engine = context.createSSLEngine();
+  public static TlsChannel server(SocketChannel socket, TlsEngines engines) {
+    SSLEngine engine = engines.forServer();
     engine.setUseClientMode(false);
     // AES-128-GCM first (clients offer AES-256 first): bulk transfers spend their CPU in the
     // cipher, and AES-128 takes 10 rounds where AES-256 takes 14. It is TLS 1.3's
@@ -94,11 +95,11 @@ public final class TlsChannel implements ByteChannel {
 
   /**
    * The client side, checking that the server's certificate names {@code host} (a name or an
-   * address, as dialled) and is signed by a CA the context trusts.
+   * address, as dialled) and is signed by a CA the engines trust.
    */
-  public static TlsChannel client(SocketChannel socket, SSLContext context, String host,
+  public static TlsChannel client(SocketChannel socket, TlsEngines engines, String host,
       int port) {
-    SSLEngine engine = context.createSSLEngine(host, port);
+    SSLEngine engine = engines.forClient(host, port);
     engine.setUseClientMode(true);
     SSLParameters parameters = engine.getSSLParameters();
     parameters.setEndpointIdentificationAlgorithm("HTTPS");
@@ -125,6 +126,7 @@ public final class TlsChannel implements ByteChannel {
     if (!dst.hasRemaining()) {
       return 0;
     }
+    begin();
     while (true) {
       if (appIn.hasRemaining()) {
         return drainAppIn(dst);
@@ -161,6 +163,7 @@ public final class TlsChannel implements ByteChannel {
    */
   @Override
   public int write(ByteBuffer src) throws IOException {
+    begin();
     int consumed = 0;
     while (true) {
       if (!flush()) {
@@ -194,6 +197,18 @@ public final class TlsChannel implements ByteChannel {
     }
   }
 
+  /**
+   * Begins the handshake, so that the engine says which side moves first whichever side reads
+   * or writes first: a fresh engine says "not handshaking" until it wraps or unwraps, and what
+   * a first call does then is the library's choice.
+   */
+  private void begin() throws SSLException {
+    if (!begun) {
+      begun = true;
+      engine.beginHandshake();
+    }
+  }
+
   /** Sends what was wrapped; true once nothing waits (always, in blocking mode). */
   public boolean flush() throws IOException {
     while (netOut.hasRemaining()) {
@@ -209,10 +224,23 @@ public final class TlsChannel implements ByteChannel {
     return socket.isOpen();
   }
 
-  /** Closes the socket; no close_notify (every transfer ends with its own status or CRC). */
+  /**
+   * Closes the socket and the engine; no close_notify (every transfer ends with its own status
+   * or CRC). Closing both of the engine's directions is what frees a native engine's memory at
+   * once rather than at its finalizer.
+   */
   @Override
   public void close() throws IOException {
-    socket.close();
+    try {
+      socket.close();
+    } finally {
+      engine.closeOutbound();
+      try {
+        engine.closeInbound();
+      } catch (SSLException noCloseNotify) {
+        // Expected: the peer sent none, as above.
+      }
+    }
   }
 
   private int drainAppIn(ByteBuffer dst) {
@@ -238,6 +266,8 @@ public final class TlsChannel implements ByteChannel {
     SSLEngineResult result;
     try {
       result = engine.unwrap(netIn, target);
+    } catch (SSLException e) {
+      throw explained(e);
     } finally {
       if (!direct) {
         appIn.flip();
@@ -250,6 +280,11 @@ public final class TlsChannel implements ByteChannel {
         }
         return direct ? target.position() - before : 0;
       case BUFFER_UNDERFLOW:
+        if (result.getHandshakeStatus() == HandshakeStatus.FINISHED) {
+          // BoringSSL ends a server's handshake on a call that also found no next record:
+          // the caller must look at the handshake again, not wait for the peer.
+          return 0;
+        }
         if (netIn.remaining() == netIn.capacity()) { // a record larger than the buffer
           netIn = grow(netIn.compact(), engine.getSession().getPacketBufferSize()).flip();
         }
@@ -278,7 +313,12 @@ public final class TlsChannel implements ByteChannel {
           }
           netOut = grow(netOut, packet);
         }
-        SSLEngineResult result = engine.wrap(src, netOut);
+        SSLEngineResult result;
+        try {
+          result = engine.wrap(src, netOut);
+        } catch (SSLException e) {
+          throw explained(e);
+        }
         consumed += result.bytesConsumed();
         if (result.getStatus() == SSLEngineResult.Status.CLOSED) {
           throw new SSLException("the TLS session is closed");
@@ -316,6 +356,24 @@ public final class TlsChannel implements ByteChannel {
           + " (it may not speak TLS, or it does not trust this side's certificate)");
     }
     return read;
+  }
+
+  /**
+   * The engine's exception with its cause's message in its own: a native engine says "General
+   * OpenSslEngine problem" where the reason is the trust manager's (which certificate was
+   * refused, and why), and that reason is what the user must read.
+   */
+  private static SSLException explained(SSLException e) {
+    Throwable cause = e.getCause();
+    String reason = cause == null ? null : cause.getMessage();
+    if (reason == null || String.valueOf(e.getMessage()).contains(reason)) {
+      return e;
+    }
+    SSLException told = e instanceof SSLHandshakeException
+        ? new SSLHandshakeException(e.getMessage() + ": " + reason)
+        : new SSLException(e.getMessage() + ": " + reason);
+    told.initCause(e);
+    return told;
   }
 
   private void runTasks() {

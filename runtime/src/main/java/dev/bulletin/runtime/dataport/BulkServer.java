@@ -2,6 +2,7 @@ package dev.bulletin.runtime.dataport;
 
 import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.bridge.dataport.DataPortServer;
+import dev.bulletin.bridge.dataport.TlsEngines;
 import dev.bulletin.runtime.PortInUseException;
 import dev.bulletin.runtime.objects.ObjectApi;
 import java.io.IOException;
@@ -9,7 +10,6 @@ import java.net.InetSocketAddress;
 import java.nio.channels.ServerSocketChannel;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
-import javax.net.ssl.SSLContext;
 
 /**
  * The runtime's bulk data port: raw TCP beside the gRPC API, for the bytes of cross-host object
@@ -38,10 +38,10 @@ public final class BulkServer implements AutoCloseable {
   /**
    * Listens on host:port (0: any free port) and starts serving.
    *
-   * @param tls the TLS context every connection must speak; null for plaintext
+   * @param tls the TLS engines every connection must speak with; null for plaintext
    * @param loop runs work on the control plane's event loop (a stored object's hand-over)
    */
-  public static BulkServer start(String host, int port, SSLContext tls, BulkTickets tickets,
+  public static BulkServer start(String host, int port, TlsEngines tls, BulkTickets tickets,
       ObjectStore store, Executor loop, ObjectApi objects) throws IOException {
     ServerSocketChannel bound = ServerSocketChannel.open();
     try {

@@ -139,9 +139,9 @@ public final class RuntimeVerticle extends VerticleBase {
     ObjectApi objects = new ObjectApi(plane, tickets);
     plane.objects().direct().lifetime(tickets.ttl());
     plane.objects().direct().requireTls(tls.enabled());
-    javax.net.ssl.SSLContext dataTls;
+    dev.bulletin.bridge.dataport.TlsEngines dataTls;
     try {
-      dataTls = tls.enabled() ? TlsSetup.serverContext(vertx, tls) : null;
+      dataTls = tls.enabled() ? TlsSetup.serverEngines(vertx, tls) : null;
     } catch (Exception e) {
       return Future.failedFuture(new IllegalArgumentException("cannot load the TLS certificate "
           + tls.certificate() + " and key " + tls.privateKey() + ": " + e.getMessage(), e));

@@ -14,6 +14,7 @@ import dev.bulletin.bridge.dataport.BulkIo;
 import dev.bulletin.bridge.dataport.BulkWire;
 import dev.bulletin.bridge.dataport.HeaderGate;
 import dev.bulletin.bridge.dataport.TlsChannel;
+import dev.bulletin.bridge.dataport.TlsEngines;
 import dev.bulletin.runtime.objects.ObjectApi;
 import dev.bulletin.worker.tls.TlsOptions;
 import dev.bulletin.worker.tls.TlsSetup;
@@ -42,7 +43,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32C;
-import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -81,8 +81,8 @@ class TlsGateTest {
   private ServerSocketChannel server;
   private HeaderGate<BulkTickets.Ticket> gate;
   private BulkIo io;
-  private SSLContext trustsCluster;
-  private SSLContext trustsOtherCa;
+  private TlsEngines trustsCluster;
+  private TlsEngines trustsOtherCa;
 
   @BeforeAll
   static void makeCertificates() throws Exception {
@@ -92,10 +92,10 @@ class TlsGateTest {
 
   @BeforeEach
   void start() throws Exception {
-    SSLContext serverContext = TlsSetup.serverContext(vertx, TlsOptions.server(
+    TlsEngines serverContext = TlsSetup.serverEngines(vertx, TlsOptions.server(
         cluster.resolve("server.pem"), cluster.resolve("server-key.pem"), null));
-    trustsCluster = TlsSetup.clientContext(vertx, TlsOptions.client(cluster.resolve("ca.pem")));
-    trustsOtherCa = TlsSetup.clientContext(vertx, TlsOptions.client(other.resolve("ca.pem")));
+    trustsCluster = TlsSetup.clientEngines(vertx, TlsOptions.client(cluster.resolve("ca.pem")));
+    trustsOtherCa = TlsSetup.clientEngines(vertx, TlsOptions.client(other.resolve("ca.pem")));
     serverStore = ObjectStores.open(new StoreOptions(folder.resolve("server"), 1L << 30, null));
     clientStore = ObjectStores.open(new StoreOptions(folder.resolve("client"), 1L << 30, null));
     io = new BulkIo(threads);
@@ -141,7 +141,7 @@ class TlsGateTest {
         direction == BulkTickets.Direction.PUT ? serverStore.beginUpload(key, size) : null);
   }
 
-  private TlsChannel dial(SSLContext context, String host) throws IOException {
+  private TlsChannel dial(TlsEngines context, String host) throws IOException {
     SocketChannel socket = SocketChannel.open(new InetSocketAddress("127.0.0.1",
         server.socket().getLocalPort()));
     return TlsChannel.client(socket, context, host, server.socket().getLocalPort());

@@ -4,6 +4,7 @@ import dev.bulletin.bridge.dataport.BulkIo;
 import dev.bulletin.bridge.dataport.BulkWire;
 import dev.bulletin.bridge.dataport.DaemonThreads;
 import dev.bulletin.bridge.dataport.TlsChannel;
+import dev.bulletin.bridge.dataport.TlsEngines;
 import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.bridge.ObjectStore;
 import java.io.EOFException;
@@ -23,7 +24,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import javax.net.ssl.SSLContext;
 
 /**
  * The worker node's side of the runtime's bulk data port: moves objects between this host's
@@ -64,7 +64,7 @@ public final class BulkClient implements AutoCloseable {
 
   private final ObjectStore store;
   /** Null: plaintext data connections. */
-  private final SSLContext tls;
+  private final TlsEngines tls;
   private final ExecutorService helpers = Executors.newCachedThreadPool(
       DaemonThreads.named("bulletin-node-data"));
   private final BulkIo io = new BulkIo(helpers);
@@ -72,8 +72,8 @@ public final class BulkClient implements AutoCloseable {
       Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("bulletin-node-data-watch"));
   private final Set<Transfer> live = ConcurrentHashMap.newKeySet();
 
-  /** @param tls the context of TLS data connections (the runtime's CA); null for plaintext */
-  public BulkClient(ObjectStore store, SSLContext tls) {
+  /** @param tls the engines of TLS data connections (trusting the runtime's CA); null for plaintext */
+  public BulkClient(ObjectStore store, TlsEngines tls) {
     this.store = store;
     this.tls = tls;
     watchdog.scheduleWithFixedDelay(this::cutStalled, 1, 1, TimeUnit.SECONDS);
@@ -95,12 +95,12 @@ public final class BulkClient implements AutoCloseable {
    * {@link #get} otherwise. A keeper that cannot be reached fails with
    * {@link UnreachableException} within {@link #DIRECT_CONNECT_MILLIS}.
    *
-   * @param tls the keeper's port speaks TLS and must present the certificate this context
-   *     pins ({@link dev.bulletin.worker.tls.PinnedTrust}): the request, with its ticket, is
+   * @param tls the keeper's port speaks TLS and must present the certificate these engines
+   *     pin ({@link dev.bulletin.worker.tls.PinnedTrust}): the request, with its ticket, is
    *     sent only after that handshake; null: a plaintext port
    */
   public ObjectKey getDirect(InetSocketAddress address, byte[] request, ObjectKey key,
-      SSLContext tls) throws IOException {
+      TlsEngines tls) throws IOException {
     // A keeper's TLS port sends no CRC: its AEAD records are the check (BulkWire).
     return receive(open(address, header(BulkWire.VERSION_DIRECT, request, true),
         DIRECT_CONNECT_MILLIS, tls), key, tls == null);
@@ -146,7 +146,7 @@ public final class BulkClient implements AutoCloseable {
   }
 
   private Transfer open(InetSocketAddress address, ByteBuffer header, int connectMillis,
-      SSLContext tls) throws IOException {
+      TlsEngines tls) throws IOException {
     SocketChannel channel = SocketChannel.open();
     try {
       channel.socket().connect(address, connectMillis);

@@ -7,12 +7,12 @@ import dev.bulletin.bridge.dataport.BulkWire;
 import dev.bulletin.bridge.dataport.DataPortServer;
 import dev.bulletin.bridge.dataport.DirectTicket;
 import dev.bulletin.bridge.dataport.HeaderGate;
+import dev.bulletin.bridge.dataport.TlsEngines;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.channels.ServerSocketChannel;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import javax.net.ssl.SSLContext;
 
 /**
  * A worker's own data port: serves the objects its store keeps straight to another worker (or a
@@ -40,9 +40,9 @@ final class DirectPort implements AutoCloseable {
   /**
    * Listens on host, any free port, and starts serving.
    *
-   * @param tls the context every connection must speak (the port's identity); null: plaintext
+   * @param tls the engines every connection must speak with (the port's identity); null: plaintext
    */
-  static DirectPort start(String host, ObjectStore store, SSLContext tls) throws IOException {
+  static DirectPort start(String host, ObjectStore store, TlsEngines tls) throws IOException {
     ServerSocketChannel bound = ServerSocketChannel.open();
     try {
       bound.bind(new InetSocketAddress(host, 0), 64);

@@ -4,6 +4,7 @@ import com.google.protobuf.ByteString;
 import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.bridge.ObjectStoreException;
+import dev.bulletin.bridge.dataport.TlsEngines;
 import dev.bulletin.protocol.GetObjectRequest;
 import dev.bulletin.protocol.ObjectChunk;
 import dev.bulletin.protocol.OpenTransferReply;
@@ -63,10 +64,10 @@ final class HeadObjects {
 
   /**
    * @param bulk whether to use the runtime's bulk data port when it has one
-   * @param dataTls the TLS context of data connections; null when the runtime speaks plaintext
+   * @param dataTls the TLS engines of data connections; null when the runtime speaks plaintext
    */
   HeadObjects(Vertx vertx, GrpcClient client, SocketAddress head, String token,
-      ObjectStore store, boolean bulk, javax.net.ssl.SSLContext dataTls) {
+      ObjectStore store, boolean bulk, TlsEngines dataTls) {
     this.vertx = vertx;
     this.client = client;
     this.head = head;

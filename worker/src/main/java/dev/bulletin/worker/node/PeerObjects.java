@@ -4,6 +4,7 @@ import com.google.protobuf.ByteString;
 import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.bridge.dataport.DirectTicket;
+import dev.bulletin.bridge.dataport.TlsEngines;
 import dev.bulletin.protocol.DirectSource;
 import dev.bulletin.protocol.RegisterWorker;
 import dev.bulletin.protocol.WorkerAccepted;
@@ -18,7 +19,6 @@ import java.net.InetSocketAddress;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.logging.Logger;
-import javax.net.ssl.SSLContext;
 
 /**
  * Objects moved between workers without the head: this node's own data port (serving what its
@@ -77,7 +77,7 @@ final class PeerObjects implements AutoCloseable {
     String announced = System.getenv().getOrDefault("BULLETIN_DIRECT_HOST", "").trim();
     try {
       return new PeerObjects(vertx, workerId, head, DirectPort.start(host, store,
-          identity == null ? null : identity.serverContext()), store,
+          identity == null ? null : identity.serverEngines()), store,
           announced.isEmpty() ? host : announced, identity);
     } catch (IOException e) {
       LOG.warning(e.getMessage() + "; objects this worker keeps go through the head");
@@ -129,9 +129,9 @@ final class PeerObjects implements AutoCloseable {
     } catch (IllegalArgumentException e) {
       return head.fetch(key, size);
     }
-    SSLContext tls;
+    TlsEngines tls;
     if (!source.getTlsFingerprint().isEmpty()) {
-      tls = pins.contextFor(source.getTlsFingerprint().toByteArray());
+      tls = pins.enginesFor(source.getTlsFingerprint().toByteArray());
     } else if (identity != null) {
       // A TLS cluster's head never names a plaintext keeper; if one did, the ticket and the
       // bytes would cross the network in the clear.

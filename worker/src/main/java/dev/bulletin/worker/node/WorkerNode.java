@@ -99,7 +99,7 @@ public final class WorkerNode implements AutoCloseable {
         TlsSetup.dial(tls));
     SocketAddress head = SocketAddress.inetSocketAddress(options.headPort(), options.headHost());
     this.objects = new HeadObjects(vertx, client, head, options.token(), store,
-        options.bulkData(), tls.enabled() ? TlsSetup.clientContext(vertx, tls) : null);
+        options.bulkData(), tls.enabled() ? TlsSetup.clientEngines(vertx, tls) : null);
     this.peers = PeerObjects.start(vertx, options, objects, store, options.bulkData(),
         tls.enabled());
     this.link = new HeadLink(vertx, client, options, tls, this::registration, this::onHead,

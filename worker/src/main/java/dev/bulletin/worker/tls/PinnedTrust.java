@@ -1,7 +1,7 @@
 package dev.bulletin.worker.tls;
 
+import dev.bulletin.bridge.dataport.TlsEngines;
 import java.net.Socket;
-import java.security.GeneralSecurityException;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.security.cert.CertificateEncodingException;
@@ -10,9 +10,7 @@ import java.security.cert.X509Certificate;
 import java.util.HexFormat;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLEngine;
-import javax.net.ssl.TrustManager;
 import javax.net.ssl.X509ExtendedTrustManager;
 
 /**
@@ -20,7 +18,7 @@ import javax.net.ssl.X509ExtendedTrustManager;
  * SHA-256 fingerprint the head handed out with the ticket ({@link PortIdentity}). The check runs
  * inside the handshake, and a TLS session carries no application byte before its handshake ends,
  * so a peer with any other certificate (an impostor at the keeper's address) fails the handshake
- * and never sees the ticket. Contexts are kept per fingerprint (a few keepers), so that sessions
+ * and never sees the ticket. Engines' contexts are kept per fingerprint (a few keepers), so that sessions
  * with one keeper can be resumed. Thread-safe.
  */
 public final class PinnedTrust {
@@ -28,10 +26,10 @@ public final class PinnedTrust {
   /** Beyond this many keepers remembered, the cache starts again (keepers come and go). */
   private static final int MAX_CONTEXTS = 1024;
 
-  private final Map<String, SSLContext> contexts = new ConcurrentHashMap<>();
+  private final Map<String, TlsEngines> contexts = new ConcurrentHashMap<>();
 
-  /** A client context that accepts only the certificate with this SHA-256 fingerprint. */
-  public SSLContext contextFor(byte[] fingerprint) {
+  /** Client engines that accept only the certificate with this SHA-256 fingerprint. */
+  public TlsEngines enginesFor(byte[] fingerprint) {
     if (fingerprint.length != FINGERPRINT_BYTES) {
       throw new IllegalArgumentException("a certificate pin is a SHA-256 digest of "
           + FINGERPRINT_BYTES + " bytes, got " + fingerprint.length);
@@ -40,17 +38,12 @@ public final class PinnedTrust {
     if (contexts.size() > MAX_CONTEXTS) {
       contexts.clear();
     }
-    return contexts.computeIfAbsent(hex, unused -> newContext(fingerprint.clone()));
+    return contexts.computeIfAbsent(hex, unused -> DataTls.client(pinned(fingerprint)));
   }
 
-  private static SSLContext newContext(byte[] fingerprint) {
-    try {
-      SSLContext context = SSLContext.getInstance(TlsSetup.PROTOCOL);
-      context.init(null, new TrustManager[] {new Pinned(fingerprint)}, null);
-      return context;
-    } catch (GeneralSecurityException e) {
-      throw new IllegalStateException("cannot set up TLS for a worker's data port: " + e, e);
-    }
+  /** The trust manager that accepts only the certificate with this SHA-256 fingerprint. */
+  static X509ExtendedTrustManager pinned(byte[] fingerprint) {
+    return new Pinned(fingerprint.clone());
   }
 
   /** SHA-256 of a certificate's DER encoding. */

@@ -1,5 +1,6 @@
 package dev.bulletin.worker.tls;
 
+import dev.bulletin.bridge.dataport.TlsEngines;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.math.BigInteger;
@@ -19,7 +20,6 @@ import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import javax.net.ssl.KeyManagerFactory;
-import javax.net.ssl.SSLContext;
 
 /**
  * The TLS identity of a worker's own data port: an EC P-256 key made when the worker starts and
@@ -38,7 +38,8 @@ public final class PortIdentity {
 
   private final X509Certificate certificate;
   private final byte[] fingerprint;
-  private final SSLContext serverContext;
+  private final KeyManagerFactory keys;
+  private final TlsEngines serverEngines;
 
   private PortIdentity(KeyPair keys, X509Certificate certificate) throws GeneralSecurityException {
     this.certificate = certificate;
@@ -53,8 +54,8 @@ public final class PortIdentity {
     KeyManagerFactory managers = KeyManagerFactory.getInstance(
         KeyManagerFactory.getDefaultAlgorithm());
     managers.init(store, NO_PASSWORD);
-    this.serverContext = SSLContext.getInstance(TlsSetup.PROTOCOL);
-    serverContext.init(managers.getKeyManagers(), null, null);
+    this.keys = managers;
+    this.serverEngines = DataTls.server(managers);
   }
 
   /** A fresh key and certificate naming {@code name} (the worker's id, for people reading it). */
@@ -78,9 +79,14 @@ public final class PortIdentity {
     return certificate;
   }
 
-  /** The data port server's context: presents this certificate, asks for none. */
-  public SSLContext serverContext() {
-    return serverContext;
+  /** The data port server's engines: they present this certificate and ask for none. */
+  public TlsEngines serverEngines() {
+    return serverEngines;
+  }
+
+  /** This identity's key and certificate, for a JDK context (tests that play an impostor). */
+  public KeyManagerFactory keyManagers() {
+    return keys;
   }
 
   /**

@@ -1,18 +1,18 @@
 package dev.bulletin.worker.tls;
 
+import dev.bulletin.bridge.dataport.TlsEngines;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpClientOptions;
 import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.http.HttpVersion;
 import io.vertx.core.net.PemKeyCertOptions;
 import io.vertx.core.net.PemTrustOptions;
-import javax.net.ssl.SSLContext;
 import javax.net.ssl.TrustManager;
 
 /**
  * Turns {@link TlsOptions} into what the two ports need: Vert.x options for the gRPC API
- * (HTTP/2 over TLS, chosen by ALPN) and JDK SSL contexts for the data port's
- * {@code TlsChannel}. Both read the same PEM files through Vert.x's PEM loaders, so a key or
+ * (HTTP/2 over TLS, chosen by ALPN) and the engines of the data port's {@code TlsChannel}
+ * ({@link DataTls}). Both read the same PEM files through Vert.x's PEM loaders, so a key or
  * certificate that one port accepts, the other accepts too.
  */
 public final class TlsSetup {
@@ -48,20 +48,16 @@ public final class TlsSetup {
     return http;
   }
 
-  /** The data port server's context: presents the runtime's certificate. */
-  public static SSLContext serverContext(Vertx vertx, TlsOptions tls) throws Exception {
-    SSLContext context = SSLContext.getInstance(PROTOCOL);
-    context.init(keyCert(tls).getKeyManagerFactory(vertx).getKeyManagers(), null, null);
-    return context;
+  /** The data port server's engines: they present the runtime's certificate. */
+  public static TlsEngines serverEngines(Vertx vertx, TlsOptions tls) throws Exception {
+    return DataTls.server(keyCert(tls).getKeyManagerFactory(vertx));
   }
 
-  /** A data port client's context: trusts the CA (or the JDK's default trust store). */
-  public static SSLContext clientContext(Vertx vertx, TlsOptions tls) throws Exception {
-    TrustManager[] trust = tls.ca() == null ? null : new PemTrustOptions()
-        .addCertPath(tls.ca().toString()).getTrustManagerFactory(vertx).getTrustManagers();
-    SSLContext context = SSLContext.getInstance(PROTOCOL);
-    context.init(null, trust, null);
-    return context;
+  /** A data port client's engines: they trust the CA (or the JDK's default trust store). */
+  public static TlsEngines clientEngines(Vertx vertx, TlsOptions tls) throws Exception {
+    TrustManager trust = tls.ca() == null ? null : new PemTrustOptions()
+        .addCertPath(tls.ca().toString()).getTrustManagerFactory(vertx).getTrustManagers()[0];
+    return DataTls.client(trust);
   }
 
   private static PemKeyCertOptions keyCert(TlsOptions tls) {

@@ -5,6 +5,7 @@ import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.bridge.ObjectStores;
 import dev.bulletin.bridge.StoreOptions;
 import dev.bulletin.bridge.dataport.DirectTicket;
+import dev.bulletin.worker.tls.JdkContexts;
 import dev.bulletin.worker.tls.PinnedTrust;
 import dev.bulletin.worker.tls.PortIdentity;
 import java.io.IOException;
@@ -49,7 +50,7 @@ public final class DirectPortBenchmark {
         ObjectStore readerStore = ObjectStores.open(new StoreOptions(base.resolve("b"),
             4 * size, null));
         DirectPort plain = DirectPort.start("127.0.0.1", keeperStore, null);
-        DirectPort tls = DirectPort.start("127.0.0.1", keeperStore, identity.serverContext());
+        DirectPort tls = DirectPort.start("127.0.0.1", keeperStore, identity.serverEngines());
         BulkClient reader = new BulkClient(readerStore, null)) {
       plain.ticketKey(key);
       tls.ticketKey(key);
@@ -76,7 +77,7 @@ public final class DirectPortBenchmark {
             cpuBefore = OS.getProcessCpuTime();
             long start = System.nanoTime();
             ObjectKey got = reader.getDirect(new InetSocketAddress("127.0.0.1", port.port()),
-                request, object, withTls ? pins.contextFor(identity.fingerprint()) : null);
+                request, object, withTls ? pins.enginesFor(identity.fingerprint()) : null);
             long nanos = System.nanoTime() - start;
             readerStore.release(got); // kept: the next upload of its size reuses the file
             report("direct " + (withTls ? "TLS  " : "plain") + (fresh ? " fresh pages"
@@ -153,7 +154,7 @@ public final class DirectPortBenchmark {
 
   private static long tlsStream(long size, PortIdentity identity, PinnedTrust pins)
       throws Exception {
-    SSLContext server = identity.serverContext();
+    SSLContext server = JdkContexts.serving(identity);
     try (SSLServerSocket listener = (SSLServerSocket) server.getServerSocketFactory()
         .createServerSocket(0, 4, java.net.InetAddress.getLoopbackAddress())) {
       Thread sender = new Thread(() -> {
@@ -171,7 +172,7 @@ public final class DirectPortBenchmark {
       });
       sender.start();
       long start = System.nanoTime();
-      try (SSLSocket in = (SSLSocket) pins.contextFor(identity.fingerprint()).getSocketFactory()
+      try (SSLSocket in = (SSLSocket) JdkContexts.trusting(identity).getSocketFactory()
           .createSocket("127.0.0.1", listener.getLocalPort())) {
         InputStream stream = in.getInputStream();
         byte[] buffer = new byte[1 << 20];

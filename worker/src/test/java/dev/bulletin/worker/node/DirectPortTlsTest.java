@@ -11,6 +11,7 @@ import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.bridge.ObjectStores;
 import dev.bulletin.bridge.StoreOptions;
 import dev.bulletin.bridge.dataport.DirectTicket;
+import dev.bulletin.worker.tls.JdkContexts;
 import dev.bulletin.worker.tls.PinnedTrust;
 import dev.bulletin.worker.tls.PortIdentity;
 import java.io.IOException;
@@ -51,7 +52,7 @@ class DirectPortTlsTest {
   void start() throws IOException {
     keeperStore = ObjectStores.open(new StoreOptions(folder.resolve("a"), 64 << 20, null));
     readerStore = ObjectStores.open(new StoreOptions(folder.resolve("b"), 64 << 20, null));
-    keeper = DirectPort.start("127.0.0.1", keeperStore, identity.serverContext());
+    keeper = DirectPort.start("127.0.0.1", keeperStore, identity.serverEngines());
     keeper.ticketKey(key);
     reader = new BulkClient(readerStore, null);
     payload = new byte[5 << 20];
@@ -87,7 +88,7 @@ class DirectPortTlsTest {
   @Test
   void aPinnedReaderReceivesTheObjectOverTls() throws IOException {
     ObjectKey got = reader.getDirect(address(), request(), object,
-        pins.contextFor(identity.fingerprint()));
+        pins.enginesFor(identity.fingerprint()));
     assertArrayEquals(payload, stored(got));
     assertEquals(payload.length, keeper.servedBytes());
   }
@@ -97,7 +98,7 @@ class DirectPortTlsTest {
     // An impostor at some address, with a certificate of its own: what the handshake lets
     // through to it is counted.
     PortIdentity impostorIdentity = PortIdentity.generate("impostor");
-    try (SSLServerSocket impostor = (SSLServerSocket) impostorIdentity.serverContext()
+    try (SSLServerSocket impostor = (SSLServerSocket) JdkContexts.serving(impostorIdentity)
         .getServerSocketFactory().createServerSocket(0, 8,
             java.net.InetAddress.getLoopbackAddress())) {
       CompletableFuture<Integer> received = CompletableFuture.supplyAsync(() -> {
@@ -120,14 +121,14 @@ class DirectPortTlsTest {
       byte[] request = request();
       IOException refused = assertThrows(IOException.class, () -> reader.getDirect(
           new InetSocketAddress("127.0.0.1", impostor.getLocalPort()), request, object,
-          pins.contextFor(identity.fingerprint())));
+          pins.enginesFor(identity.fingerprint())));
       assertTrue(refused.getMessage().contains(PinnedTrust.hex(identity.fingerprint())),
           refused.getMessage());
       assertFalse(readerStore.contains(object));
       assertEquals(0, received.get(20, TimeUnit.SECONDS), "no application byte reached it");
       // The ticket was not spent anywhere: the real keeper still takes it.
       assertArrayEquals(payload, stored(reader.getDirect(address(), request, object,
-          pins.contextFor(identity.fingerprint()))));
+          pins.enginesFor(identity.fingerprint()))));
     }
   }
 
@@ -135,7 +136,7 @@ class DirectPortTlsTest {
   void aReaderPinningAnotherCertificateRefusesTheRealKeeper() {
     byte[] otherPin = PortIdentity.generate("worker-c").fingerprint();
     IOException refused = assertThrows(IOException.class, () -> reader.getDirect(address(),
-        request(), object, pins.contextFor(otherPin)));
+        request(), object, pins.enginesFor(otherPin)));
     assertTrue(refused.getMessage().contains("not the worker the ticket is for"),
         refused.getMessage());
     assertEquals(0, keeper.servedBytes());
@@ -149,13 +150,13 @@ class DirectPortTlsTest {
     assertEquals(0, keeper.servedBytes());
     // Its header was not taken as a ticket: the same request still works over TLS.
     assertArrayEquals(payload, stored(reader.getDirect(address(), request, object,
-        pins.contextFor(identity.fingerprint()))));
+        pins.enginesFor(identity.fingerprint()))));
   }
 
   @Test
   void aPinIsASha256() {
     IllegalArgumentException wrong = assertThrows(IllegalArgumentException.class,
-        () -> pins.contextFor(new byte[5]));
+        () -> pins.enginesFor(new byte[5]));
     assertTrue(wrong.getMessage().contains("32 bytes"), wrong.getMessage());
     assertEquals(32, identity.fingerprint().length);
     assertArrayEquals(identity.fingerprint(), PinnedTrust.fingerprint(identity.certificate()));
