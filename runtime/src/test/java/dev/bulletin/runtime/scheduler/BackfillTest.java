@@ -154,6 +154,43 @@ class BackfillTest {
   }
 
 
+  /**
+   * w1: one in-quota call on all 8 GPUs, free in 50 minutes by its walltime. w2: an in-quota
+   * call on 4 GPUs, free in 30 minutes, and preemptible scavenger work on the other 4 with a
+   * day of walltime left. Too few preemptible GPUs anywhere to reclaim room now.
+   */
+  private static Builders.SnapshotBuilder oneWorkerWithPreemptibleWork() {
+    return aSnapshot()
+        .workers(aWorker().id("w1").gpus(8), aWorker().id("w2").gpus(8))
+        .running(aRunningCall().id("long").on("w1", 0, 1, 2, 3, 4, 5, 6, 7),
+            aRunningCall().id("short").on("w2", 0, 1, 2, 3).walltime(Duration.ofMinutes(40)),
+            aRunningCall().id("scavenging").qos("scavenger").preemptible(true)
+                .on("w2", 4, 5, 6, 7).walltime(Duration.ofDays(1)))
+        .queue(aCall().id("big").qos("batch").gpus(8).submittedAt(secondsAgo(7200)));
+  }
+
+  @Test
+  void preemptibleWorkCountsAsFreeingItsGpusWhenTheReservedCallMayReclaimIt() {
+    // By walltimes alone w2 frees in a day and w1 in 50 minutes; but the big call may stop the
+    // scavenger work, so w2 is free once the in-quota call there ends, in 30 minutes.
+    Plan plan = scheduler().plan(oneWorkerWithPreemptibleWork().policy(BACKFILL_ON).build());
+    WaitInfo big = waitOf(plan, "big");
+    assertEquals(WaitCode.CAPACITY, big.code());
+    assertTrue(big.reason().contains("8 GPUs on worker w2 are reserved for it (free in 30m at"
+        + " the latest, 4 of them by stopping preemptible work;"), big.reason());
+    assertEquals(NOW.plus(Duration.ofMinutes(30)), big.eta().orElseThrow());
+  }
+
+  @Test
+  void withPreemptionOffPreemptibleWorkCountsByItsWalltime() {
+    Plan plan = scheduler().plan(oneWorkerWithPreemptibleWork()
+        .policy("scheduler: {backfill: {}, max_preemptors_per_pass: 0}").build());
+    WaitInfo big = waitOf(plan, "big");
+    assertTrue(big.reason().contains("8 GPUs on worker w1 are reserved for it (free in 50m at"
+        + " the latest;"), big.reason());
+    assertEquals(NOW.plus(Duration.ofMinutes(50)), big.eta().orElseThrow());
+  }
+
   @Test
   void theReservedCallStartsWhenTheGpusFreeAheadOfHigherPriorityCalls() {
     Plan plan = scheduler().plan(aSnapshot().policy(BACKFILL_ON)

@@ -283,6 +283,9 @@ final class Pass implements PassView {
    * GPUs free soonest; the rest of the pass uses that worker only for calls that end before.
    */
   private void reserveForBigCalls() {
+    // A reserved call may reclaim preemptible work, so that work frees its GPUs within the grace.
+    long reclaimedBy = policy.maxPreemptorsPerPass() > 0
+        ? nowMillis + policy.preemptionGrace().toMillis() : Long.MAX_VALUE;
     for (CallRow row : Reservations.candidates(rows, policy.backfill(), index.maxGpus,
         nowMillis)) {
       row.decidedEarly = true;
@@ -290,14 +293,16 @@ final class Pass implements PassView {
       decide(row, false);
       if (waiting.size() == waitingBefore || row.preemptible
           || row.waitCode != WaitCode.CAPACITY
-          || !index.reservations.reserve(row, index, holdings, nowMillis)) {
+          || !index.reservations.reserve(row, index, holdings, nowMillis, reclaimedBy)) {
         continue;
       }
       long in = Math.max(0, row.reservedFrom.toEpochMilli() - nowMillis);
+      int reclaimable = index.reservations.latest().reclaimable;
       row.waitWith(WaitCode.CAPACITY, row.waitReason + "; " + Text.count(row.gpus, "GPU")
           + " on worker " + row.reservedWorker + " are reserved for it (free "
           + (in == 0 ? "now" : "in " + Text.duration(java.time.Duration.ofMillis(in))
-          + " at the latest") + "; only calls that end before then may use them)");
+          + " at the latest") + (reclaimable == 0 ? "" : ", " + reclaimable + " of them by"
+          + " stopping preemptible work") + "; only calls that end before then may use them)");
     }
   }
 

@@ -8,11 +8,13 @@ import java.util.List;
 /**
  * The pass's backfill reservations (EASY backfill, per worker): the oldest big calls that have
  * waited {@link Backfill#after} each get GPUs on the worker where enough free soonest, judged by
- * the walltimes of what holds them. From then on, in this pass, a call may use that worker only
- * if it ends before the reservation starts (by its walltime), or if it takes no more than the
- * GPUs the reserved call will leave over at that time. The scheduler keeps no state between
- * passes: each pass reserves again from the snapshot, so the reservation follows the cluster
- * (a call ending early brings it forward) and is gone once the reserved call is placed.
+ * the walltimes of what holds them; preemptible work counts as freeing its GPUs within the
+ * preemption grace, since the reserved call (entitled) may reclaim it. From then on, in this
+ * pass, a call may use that worker only if it ends before the reservation starts (by its
+ * walltime), or if it takes no more than the GPUs the reserved call will leave over at that
+ * time. The scheduler keeps no state between passes: each pass reserves again from the
+ * snapshot, so the reservation follows the cluster (a call ending early brings it forward) and
+ * is gone once the reserved call is placed.
  */
 final class Reservations {
 
@@ -23,12 +25,15 @@ final class Reservations {
     final long startMillis;
     /** GPUs free at the start beyond what the reserved call needs: longer calls may take these. */
     int spare;
+    /** Of the GPUs the reserved call counts on, those preemptible work holds (to reclaim). */
+    final int reclaimable;
 
-    Reservation(CallRow row, int worker, long startMillis, int spare) {
+    Reservation(CallRow row, int worker, long startMillis, int spare, int reclaimable) {
       this.row = row;
       this.worker = worker;
       this.startMillis = startMillis;
       this.spare = spare;
+      this.reclaimable = reclaimable;
     }
   }
 
@@ -60,12 +65,17 @@ final class Reservations {
 
   /**
    * Reserves for {@code row} the worker, not yet reserved, where its GPUs free soonest; false if
-   * no worker could ever hold it or every such worker is reserved.
+   * no worker could ever hold it or every such worker is reserved. A holder frees its GPUs when
+   * its walltime ends, or, if it is preemptible, by {@code reclaimedByMillis} (the pass may
+   * preempt for the reserved call: now plus the grace; {@link Long#MAX_VALUE} when preemption
+   * is off), whichever is first.
    */
-  boolean reserve(CallRow row, ClusterIndex index, List<Holding> holdings, long nowMillis) {
+  boolean reserve(CallRow row, ClusterIndex index, List<Holding> holdings, long nowMillis,
+      long reclaimedByMillis) {
     int bestWorker = -1;
     long bestStart = Long.MAX_VALUE;
     int bestSpare = 0;
+    int bestReclaimable = 0;
     List<List<Holding>> perWorker = byWorkerHoldings(index, holdings);
     for (int w = 0; w < index.size; w++) {
       if (!index.usable[w] || byWorker[w] != null || index.gpuCount[w] < row.gpus
@@ -75,28 +85,42 @@ final class Reservations {
         continue;
       }
       int free = index.freeCount[w];
+      int reclaimable = 0;
       long start = nowMillis;
       List<Holding> held = perWorker.get(w);
-      held.sort((a, b) -> Long.compare(a.endMillis(), b.endMillis()));
+      held.sort((a, b) -> Long.compare(freesAt(a, reclaimedByMillis),
+          freesAt(b, reclaimedByMillis)));
       for (int i = 0; i < held.size() && free < row.gpus; i++) {
-        free += held.get(i).gpus();
-        start = Math.max(start, held.get(i).endMillis());
+        Holding holding = held.get(i);
+        free += holding.gpus();
+        start = Math.max(start, freesAt(holding, reclaimedByMillis));
+        if (freesAt(holding, reclaimedByMillis) < holding.endMillis()) {
+          reclaimable += holding.gpus();
+        }
       }
       if (free >= row.gpus && start < bestStart) {
         bestWorker = w;
         bestStart = start;
         bestSpare = free - row.gpus;
+        bestReclaimable = reclaimable;
       }
     }
     if (bestWorker < 0) {
       return false;
     }
-    Reservation reservation = new Reservation(row, bestWorker, bestStart, bestSpare);
+    Reservation reservation = new Reservation(row, bestWorker, bestStart, bestSpare,
+        bestReclaimable);
     byWorker[bestWorker] = reservation;
     all.add(reservation);
     row.reservedFrom = java.time.Instant.ofEpochMilli(bestStart);
     row.reservedWorker = index.workers[bestWorker].id();
     return true;
+  }
+
+  /** When a holder gives its GPUs back at the latest: its walltime, or its reclaim if sooner. */
+  private static long freesAt(Holding holding, long reclaimedByMillis) {
+    return holding.preemptible() ? Math.min(holding.endMillis(), reclaimedByMillis)
+        : holding.endMillis();
   }
 
   private static List<List<Holding>> byWorkerHoldings(ClusterIndex index,
@@ -135,6 +159,11 @@ final class Reservations {
         && nowMillis + row.walltimeMillis > reservation.startMillis) {
       reservation.spare -= row.gpus;
     }
+  }
+
+  /** The reservation made last (by a successful {@link #reserve}). */
+  Reservation latest() {
+    return all.get(all.size() - 1);
   }
 
   /** The reservation holding worker {@code w}, or null. */

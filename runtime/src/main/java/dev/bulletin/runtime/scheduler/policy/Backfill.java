@@ -5,11 +5,12 @@ import java.time.Duration;
 /**
  * Backfill reservations for big calls: a call asking at least {@code minGpus} GPUs (0: as many
  * as the largest worker has, a whole box) that has waited {@code after} gets GPUs reserved on the
- * worker where they free soonest (by the walltimes of what runs there); until then only calls
- * that end before the reservation starts, by their walltime, may use that worker's GPUs. At most
- * {@code maxReservations} calls hold one at a time, the oldest first. Without it a stream of
- * smaller, higher-ordered calls keeps taking every GPU that frees and a big call can wait for
- * hours.
+ * worker where they free soonest (by the walltimes of what runs there, preemptible work counting
+ * as freeing its GPUs within the preemption grace, as the reserved call may reclaim it); until
+ * then only calls that end before the reservation starts, by their walltime, may use that
+ * worker's GPUs. At most {@code maxReservations} calls hold one at a time, the oldest first.
+ * Without it a stream of smaller, higher-ordered calls keeps taking every GPU that frees and a
+ * big call can wait for hours.
  *
  * @param after how long a big call waits before it gets a reservation ({@code unlimited}: never)
  * @param minGpus what counts as big; 0 for a whole worker (the most GPUs any worker has, and
@@ -38,7 +39,7 @@ public record Backfill(Duration after, int minGpus, int maxReservations) {
   /**
    * On by default: calls that need a whole worker and waited 10 minutes reserve one, at most 16
    * at a time. In the 1.05-load simulation (docs/scheduler.md) this brings the 8-GPU calls' p95
-   * wait from 4.9 h to 27 min (FIFO: 61 min), at the cost of everyone else's tail.
+   * wait from 4.9 h to 19 min (FIFO: 61 min), at the cost of everyone else's tail.
    */
   public static Backfill defaults() {
     return new Backfill(Duration.ofMinutes(10), WHOLE_WORKER, 16);

@@ -7,7 +7,11 @@ import org.junit.jupiter.api.Test;
  * The benchmark entry point ({@code make bench-scheduler}): runs only with
  * {@code -Dbulletin.bench=true} and prints tables; it asserts nothing about time.
  * {@code -Dbulletin.bench.calls=N} shrinks the dynamic run for a quick look;
- * {@code -Dbulletin.bench.loads=1.05} runs only that load.
+ * {@code -Dbulletin.bench.loads=1.05} runs only that load;
+ * {@code -Dbulletin.bench.policyOnly=true} runs only the policy column (a backfill variant; the
+ * goals then compare with the documented baselines at 1.05 load);
+ * {@code -Dbulletin.bench.breakdown=true} also prints, per QoS and size, how many calls waited
+ * past their first pass.
  */
 class SchedulerBench {
 
