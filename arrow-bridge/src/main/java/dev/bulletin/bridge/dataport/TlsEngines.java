@@ -1,6 +1,5 @@
 package dev.bulletin.bridge.dataport;
 
-import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLEngine;
 
 /**
@@ -16,18 +15,4 @@ public interface TlsEngines {
   /** An engine for a connection dialled to {@code host} (name or address) and port. */
   SSLEngine forClient(String host, int port);
 
-  /** The engines of a JDK context (the JDK's own TLS). */
-  static TlsEngines of(SSLContext context) {
-    return new TlsEngines() {
-      @Override
-      public SSLEngine forServer() {
-        return context.createSSLEngine();
-      }
-
-      @Override
-      public SSLEngine forClient(String host, int port) {
-        return context.createSSLEngine(host, port);
-      }
-    };
-  }
 }

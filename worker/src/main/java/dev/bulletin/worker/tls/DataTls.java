@@ -86,6 +86,8 @@ public final class DataTls {
         return SslProvider.JDK;
       case "boringssl":
         if (OpenSsl.isAvailable()) {
+          LOG.info("the data ports' TLS runs on " + OpenSsl.versionString()
+              + " (netty-tcnative)");
           return SslProvider.OPENSSL;
         }
         LOG.info("BoringSSL's native code did not load here (" + OpenSsl.unavailabilityCause()
