@@ -14,5 +14,4 @@ public interface TlsEngines {
 
   /** An engine for a connection dialled to {@code host} (name or address) and port. */
   SSLEngine forClient(String host, int port);
-
 }
