@@ -2,6 +2,7 @@
 
 import os
 import stat
+import threading
 
 import numpy as np
 import pytest
@@ -167,6 +168,26 @@ def test_spares_from_the_host_arena_are_asked_again_while_it_fills_and_named_by_
         np.testing.assert_array_equal(open_object(path), value)
     finally:
         maps.close()
+
+
+def test_close_waits_for_a_fill_under_way_and_leaves_no_spare_behind(folder):
+    pool = folder / "pool"
+    pool.mkdir()
+    host = _HostArena(pool, folder)
+    asked, release = threading.Event(), threading.Event()
+
+    def slow(size):
+        asked.set()
+        release.wait(10)  # the arena's answer is on its way when the client closes
+        return host(size)
+
+    spares = _arena.SpareFiles(folder, 8 * MIB, 8 * MIB, source=slow)
+    assert asked.wait(10)
+    threading.Timer(0.3, release.set).start()
+    spares.close()
+    assert release.is_set(), "close returned before the fill under way ended"
+    assert not [n for n in os.listdir(folder) if n.startswith(".stage-s-spare-")], \
+        "the spare made during close was deleted before close returned"
 
 
 def test_a_refused_size_is_not_asked_again_and_an_unused_spare_is_deleted_on_close(folder):

@@ -34,6 +34,7 @@ _LOW_MEMORY_SHARE = 0.10  # below this share of the machine's memory available: 
 _CHECK_SECONDS = 5.0
 _RETRY_SECONDS = 0.5  # the host arena had no file yet: ask again after this
 _WAIT_FOR_FILL = 60.0  # at most this long for a spare being made (a fresh write is slower)
+_CLOSE_WAIT = 30.0  # close() waits at most this long for a fill under way to end
 
 
 class NotYet(Exception):
@@ -209,12 +210,16 @@ class SpareFiles:
                 lambda: self._closed or not self._filling and not self._wants_more(), timeout)
 
     def close(self) -> None:
+        """Deletes the spares; returns once a fill under way has ended and deleted its spare
+        too, so that none is left in the folder (the caller may remove the folder next)."""
         with self._cond:
             self._closed = True
             spares, self._spares = self._spares, []
             self._cond.notify_all()
         for spare in spares:
             spare.close()
+        if self._thread is not threading.current_thread():
+            self._thread.join(_CLOSE_WAIT)
 
     # -- the background thread ------------------------------------------------------------------
 
