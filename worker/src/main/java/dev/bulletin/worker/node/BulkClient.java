@@ -72,7 +72,10 @@ public final class BulkClient implements AutoCloseable {
       Executors.newSingleThreadScheduledExecutor(DaemonThreads.named("bulletin-node-data-watch"));
   private final Set<Transfer> live = ConcurrentHashMap.newKeySet();
 
-  /** @param tls the engines of TLS data connections (trusting the runtime's CA); null for plaintext */
+  /**
+   * @param tls the engines of TLS data connections (trusting the runtime's CA); null for
+   *     plaintext
+   */
   public BulkClient(ObjectStore store, TlsEngines tls) {
     this.store = store;
     this.tls = tls;

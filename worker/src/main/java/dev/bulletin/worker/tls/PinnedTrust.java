@@ -18,15 +18,15 @@ import javax.net.ssl.X509ExtendedTrustManager;
  * SHA-256 fingerprint the head handed out with the ticket ({@link PortIdentity}). The check runs
  * inside the handshake, and a TLS session carries no application byte before its handshake ends,
  * so a peer with any other certificate (an impostor at the keeper's address) fails the handshake
- * and never sees the ticket. Engines' contexts are kept per fingerprint (a few keepers), so that sessions
+ * and never sees the ticket. Engines are kept per fingerprint (a few keepers), so that sessions
  * with one keeper can be resumed. Thread-safe.
  */
 public final class PinnedTrust {
   private static final int FINGERPRINT_BYTES = 32;
   /** Beyond this many keepers remembered, the cache starts again (keepers come and go). */
-  private static final int MAX_CONTEXTS = 1024;
+  private static final int MAX_PINS = 1024;
 
-  private final Map<String, TlsEngines> contexts = new ConcurrentHashMap<>();
+  private final Map<String, TlsEngines> engines = new ConcurrentHashMap<>();
 
   /** Client engines that accept only the certificate with this SHA-256 fingerprint. */
   public TlsEngines enginesFor(byte[] fingerprint) {
@@ -35,10 +35,10 @@ public final class PinnedTrust {
           + FINGERPRINT_BYTES + " bytes, got " + fingerprint.length);
     }
     String hex = hex(fingerprint);
-    if (contexts.size() > MAX_CONTEXTS) {
-      contexts.clear();
+    if (engines.size() > MAX_PINS) {
+      engines.clear();
     }
-    return contexts.computeIfAbsent(hex, unused -> DataTls.client(pinned(fingerprint)));
+    return engines.computeIfAbsent(hex, unused -> DataTls.client(pinned(fingerprint)));
   }
 
   /** The trust manager that accepts only the certificate with this SHA-256 fingerprint. */

@@ -292,12 +292,16 @@ final class Pass implements PassView {
       int waitingBefore = waiting.size();
       decide(row, false);
       if (waiting.size() == waitingBefore || row.preemptible
-          || row.waitCode != WaitCode.CAPACITY
-          || !index.reservations.reserve(row, index, holdings, nowMillis, reclaimedBy)) {
+          || row.waitCode != WaitCode.CAPACITY) {
+        continue;
+      }
+      Reservations.Reservation reservation =
+          index.reservations.reserve(row, index, holdings, nowMillis, reclaimedBy);
+      if (reservation == null) {
         continue;
       }
       long in = Math.max(0, row.reservedFrom.toEpochMilli() - nowMillis);
-      int reclaimable = index.reservations.latest().reclaimable;
+      int reclaimable = reservation.reclaimable;
       row.waitWith(WaitCode.CAPACITY, row.waitReason + "; " + Text.count(row.gpus, "GPU")
           + " on worker " + row.reservedWorker + " are reserved for it (free "
           + (in == 0 ? "now" : "in " + Text.duration(java.time.Duration.ofMillis(in))

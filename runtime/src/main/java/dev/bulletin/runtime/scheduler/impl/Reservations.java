@@ -64,13 +64,13 @@ final class Reservations {
   }
 
   /**
-   * Reserves for {@code row} the worker, not yet reserved, where its GPUs free soonest; false if
+   * Reserves for {@code row} the worker, not yet reserved, where its GPUs free soonest; null if
    * no worker could ever hold it or every such worker is reserved. A holder frees its GPUs when
    * its walltime ends, or, if it is preemptible, by {@code reclaimedByMillis} (the pass may
    * preempt for the reserved call: now plus the grace; {@link Long#MAX_VALUE} when preemption
    * is off), whichever is first.
    */
-  boolean reserve(CallRow row, ClusterIndex index, List<Holding> holdings, long nowMillis,
+  Reservation reserve(CallRow row, ClusterIndex index, List<Holding> holdings, long nowMillis,
       long reclaimedByMillis) {
     int bestWorker = -1;
     long bestStart = Long.MAX_VALUE;
@@ -92,9 +92,10 @@ final class Reservations {
           freesAt(b, reclaimedByMillis)));
       for (int i = 0; i < held.size() && free < row.gpus; i++) {
         Holding holding = held.get(i);
+        long frees = freesAt(holding, reclaimedByMillis);
         free += holding.gpus();
-        start = Math.max(start, freesAt(holding, reclaimedByMillis));
-        if (freesAt(holding, reclaimedByMillis) < holding.endMillis()) {
+        start = Math.max(start, frees);
+        if (frees < holding.endMillis()) {
           reclaimable += holding.gpus();
         }
       }
@@ -106,7 +107,7 @@ final class Reservations {
       }
     }
     if (bestWorker < 0) {
-      return false;
+      return null;
     }
     Reservation reservation = new Reservation(row, bestWorker, bestStart, bestSpare,
         bestReclaimable);
@@ -114,7 +115,7 @@ final class Reservations {
     all.add(reservation);
     row.reservedFrom = java.time.Instant.ofEpochMilli(bestStart);
     row.reservedWorker = index.workers[bestWorker].id();
-    return true;
+    return reservation;
   }
 
   /** When a holder gives its GPUs back at the latest: its walltime, or its reclaim if sooner. */
@@ -159,11 +160,6 @@ final class Reservations {
         && nowMillis + row.walltimeMillis > reservation.startMillis) {
       reservation.spare -= row.gpus;
     }
-  }
-
-  /** The reservation made last (by a successful {@link #reserve}). */
-  Reservation latest() {
-    return all.get(all.size() - 1);
   }
 
   /** The reservation holding worker {@code w}, or null. */
