@@ -29,6 +29,7 @@ from .._data import _arena
 from .._data._write_maps import RECYCLE_MIN, WriteMappings
 from . import _preempt
 from ._gpu_share import apply_gpu_fraction, release_cached_gpu_memory
+from ._argument_maps import ArgumentMaps
 from ._arguments import load_arguments
 from .._errors import BulletinError, MemoryLimitError, ResultSerializationError
 from .._status import format_bytes
@@ -251,6 +252,7 @@ class Executor:
         self._functions: OrderedDict[str, object] = OrderedDict()
         self._cache_size = cache_size
         self._maps = WriteMappings(keep_mapped_bytes) if keep_mapped_bytes else None
+        self._argument_maps = ArgumentMaps()
         self._limits = _Limits()
         self._memory_limit = memory_limit  # applied by main() before: what calls report
         self._over_limit = False
@@ -373,11 +375,10 @@ class Executor:
             self._functions.popitem(last=False)
         return fn
 
-    @staticmethod
-    def _arguments(args_path: str, paths: dict):
+    def _arguments(self, args_path: str, paths: dict):
         """The call's arguments, and the values that came from store objects: id to
         (value, path)."""
-        return load_arguments(args_path, paths)
+        return load_arguments(args_path, paths, self._argument_maps)
 
     def _store(self, pending: _Pending):
         """Writes the result where the agent expects it (the agent publishes it atomically), or

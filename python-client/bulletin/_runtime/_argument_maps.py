@@ -1,0 +1,132 @@
+"""The executor's mappings of its calls' large argument objects, kept from one call to the next.
+
+Mapping a stored object is cheap; reading it through a fresh mapping is not. On ``/dev/shm`` with
+4 KiB pages the first touch of each page takes a fault, and unmapping tears the page tables down
+again: together 0.1-0.2 s per GiB on the development VM, paid by every call that reads a large
+argument. A training loop passes the same dataset to call after call, so the executor keeps a
+large argument's mapping while consecutive calls name its object.
+
+Only the mapping is kept. Every call decodes its own values from it, so no call sees what an
+earlier one did to a decoded list or dict, and the mapping itself is read-only. Content
+addressing makes the reuse safe: an id names the same bytes for as long as its file exists.
+
+A kept mapping must not hold memory the store believes it freed, nor a file it wants to recycle
+(an open file refuses the write lease that recycling takes). So a background thread unmaps, off
+the calls' path:
+- at once, the mappings that the call just started does not name;
+- within ``sweep_seconds``, the mapping of a file the store deleted.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import threading
+
+import pyarrow as pa
+
+KEEP_MIN = 1 << 20  # smaller objects are cheap to map and read again: not kept
+
+
+class _Kept:
+    __slots__ = ("fd", "buffer", "nbytes")
+
+    def __init__(self, fd: int, buffer: pa.Buffer, nbytes: int):
+        self.fd, self.buffer, self.nbytes = fd, buffer, nbytes
+
+    def deleted(self) -> bool:
+        try:
+            return os.fstat(self.fd).st_nlink == 0
+        except OSError:
+            return True
+
+    def close(self) -> None:
+        # The mapping goes when the last value decoded from it does (user code may keep one).
+        self.buffer = None
+        os.close(self.fd)
+
+
+class ArgumentMaps:
+    """Read-only mappings of large argument objects, by id, for the calls of one executor."""
+
+    def __init__(self, sweep_seconds: float = 0.5):
+        self._kept: dict[str, _Kept] = {}
+        self._dropped: list[_Kept] = []
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._sweeping = False  # the thread runs only while something is kept or dropped
+        self._closed = False
+        self._sweep_seconds = sweep_seconds
+        self.reused = 0  # mappings a call found kept: for tests and benchmarks
+
+    def begin(self, oids) -> None:
+        """A call naming the objects ``oids`` starts: the other mappings are let go."""
+        names = set(oids)
+        with self._lock:
+            for oid in [oid for oid in self._kept if oid not in names]:
+                self._dropped.append(self._kept.pop(oid))
+        if self._dropped:
+            self._wake.set()
+
+    def buffer(self, oid: str, path: str) -> pa.Buffer:
+        """The object's bytes, mapped read-only: a kept mapping when its file still exists."""
+        with self._lock:
+            kept = self._kept.get(oid)
+            if kept is not None and kept.buffer is not None and not kept.deleted():
+                self.reused += 1
+                return kept.buffer
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            size = os.fstat(fd).st_size
+            # A plain read-only mmap wrapped as an Arrow buffer: pyarrow's own memory_map
+            # advises the kernel to read ahead every range it touches (milliseconds per GiB).
+            buffer = pa.py_buffer(mmap.mmap(fd, size, prot=mmap.PROT_READ)) if size else b""
+        except BaseException:
+            os.close(fd)
+            raise
+        if size < KEEP_MIN:
+            os.close(fd)
+            return buffer
+        with self._lock:
+            if self._closed:
+                os.close(fd)
+                return buffer
+            previous = self._kept.pop(oid, None)
+            if previous is not None:
+                self._dropped.append(previous)
+                self._wake.set()
+            self._kept[oid] = _Kept(fd, buffer, size)
+            if not self._sweeping:
+                self._sweeping = True
+                threading.Thread(target=self._sweep_loop, name="bulletin-argument-maps",
+                                 daemon=True).start()
+        return buffer
+
+    def kept_bytes(self) -> int:
+        with self._lock:
+            return sum(kept.nbytes for kept in self._kept.values())
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            dropped = list(self._kept.values())
+            self._kept.clear()
+        for kept in dropped:
+            kept.close()
+
+    def _sweep_loop(self) -> None:
+        while True:
+            self._wake.wait(self._sweep_seconds)
+            self._wake.clear()
+            with self._lock:
+                for oid, kept in list(self._kept.items()):
+                    if kept.deleted():
+                        self._dropped.append(self._kept.pop(oid))
+                dropped, self._dropped = self._dropped, []
+                done = not self._kept
+                if done:
+                    self._sweeping = False  # the next kept mapping starts a thread again
+            for kept in dropped:
+                kept.close()
+            if done:
+                return

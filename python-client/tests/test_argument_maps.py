@@ -1,0 +1,121 @@
+"""The executor keeps a large argument's mapping while consecutive calls name its object, and
+lets it go (off the call's path) when a call does not, or when the store deletes the file."""
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+from bulletin._data._objects import StoreRef
+from bulletin._data._write_maps import _exclusive
+from bulletin._runtime._argument_maps import KEEP_MIN
+from bulletin._runtime._executor import Executor
+
+from test_executor import run
+
+
+@pytest.fixture
+def store(tmp_path):
+    from test_executor import Store
+    return Store(tmp_path)
+
+
+def big_dict():
+    return {"rows": [1, 2, 3], "data": np.arange(KEEP_MIN // 4 * 2, dtype=np.float32)}
+
+
+def named(store, oid):
+    return StoreRef(oid), {oid: str(store.path / oid)}
+
+
+def until(condition, seconds=5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return condition()
+
+
+def lease_free(path) -> bool:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        return _exclusive(fd)
+    finally:
+        os.close(fd)
+
+
+def open_on(path) -> bool:
+    """Whether this process has a descriptor open on ``path`` (deleted or not)."""
+    target = str(path)
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}").removesuffix(" (deleted)") == target:
+                return True
+        except OSError:
+            pass
+    return False
+
+
+def appended(d):
+    d["rows"].append(4)
+    return len(d["rows"]), float(d["data"][-1])
+
+
+def test_consecutive_calls_reuse_the_mapping_and_still_decode_values_of_their_own(store):
+    executor = Executor(store.path)
+    oid = store.put(big_dict())
+    ref, refs = named(store, oid)
+    last = float(KEEP_MIN // 4 * 2 - 1)
+    assert run(executor, store, appended, ref, refs=refs) == ("ok", (4, last))
+    # The first call's append is not seen: the mapping is shared, the decoded dict is not.
+    assert run(executor, store, appended, ref, refs=refs) == ("ok", (4, last))
+    assert executor._argument_maps.reused == 1
+
+
+def test_a_mapping_the_next_call_does_not_name_is_let_go_so_its_file_can_be_recycled(store):
+    executor = Executor(store.path)
+    first, other = store.put(big_dict()), store.put(np.ones(KEEP_MIN, dtype=np.uint8))
+    path = store.path / first
+    ref, refs = named(store, first)
+    assert run(executor, store, lambda d: len(d["rows"]), ref, refs=refs) == ("ok", 3)
+    if not lease_free(store.path / other):
+        pytest.skip("this file system grants no write leases")
+    assert open_on(path) and not lease_free(path)  # kept between the calls
+    ref, refs = named(store, other)
+    assert run(executor, store, lambda a: int(a.sum()), ref, refs=refs) == ("ok", KEEP_MIN)
+    assert until(lambda: not open_on(path) and lease_free(path))
+    assert executor._argument_maps.reused == 0
+
+
+def test_the_mapping_of_a_file_the_store_deleted_is_let_go_without_another_call(store):
+    executor = Executor(store.path)
+    oid = store.put(big_dict())
+    path = store.path / oid
+    ref, refs = named(store, oid)
+    assert run(executor, store, lambda d: len(d["rows"]), ref, refs=refs) == ("ok", 3)
+    assert executor._argument_maps.kept_bytes() == os.path.getsize(path)
+    os.unlink(path)  # the store evicted it: its memory must not stay held by the executor
+    assert until(lambda: executor._argument_maps.kept_bytes() == 0 and not open_on(path))
+
+
+def test_a_deleted_and_rewritten_object_is_mapped_again(store):
+    executor = Executor(store.path)
+    oid = store.put(big_dict())
+    ref, refs = named(store, oid)
+    executor._argument_maps._sweep_seconds = 3600  # only the call itself may notice
+    assert run(executor, store, lambda d: len(d["rows"]), ref, refs=refs) == ("ok", 3)
+    os.unlink(store.path / oid)
+    assert store.put(big_dict()) == oid
+    assert run(executor, store, lambda d: len(d["rows"]), ref, refs=refs) == ("ok", 3)
+    assert executor._argument_maps.reused == 0
+
+
+def test_small_objects_are_not_kept(store):
+    executor = Executor(store.path)
+    oid = store.put(list(range(100)))
+    ref, refs = named(store, oid)
+    assert run(executor, store, len, ref, refs=refs) == ("ok", 100)
+    assert executor._argument_maps.kept_bytes() == 0
+    assert not open_on(store.path / oid)
