@@ -28,9 +28,11 @@ def noop(x=None):
 
 
 def measure(call_sync, run_pipelined, calls: int, pipelined: int, warmup: int) -> dict:
-    # Steady state for every system alike: JIT-compiled paths (bulletin's JVM: its scheduler's
-    # hot loops reach the optimizing compiler only after some 20,000 calls, and compiling them
-    # takes a core for seconds), warm worker pools and connections (all three).
+    # Steady state for every system alike: JIT-compiled paths, warm worker pools and connections
+    # (all three). Bulletin's JVM compiles for minutes: with -XX:+LogCompilation, pipelined
+    # no-op calls on 2 cores drove 1,100 compilations in the second 20 s, 200-700 per 20 s up
+    # to 120 s and under 100 after 140 s (about 100,000 calls); after 20,000 calls its compiler
+    # threads still took 230-650 us of CPU per call, after 80,000 calls 73 us.
     for _ in range(500):
         call_sync()
     done = 0
@@ -117,8 +119,9 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=1000, help="synchronous calls (default 1000)")
     parser.add_argument("--pipelined", type=int, default=3000,
                         help="calls submitted at once for the throughput figure (default 3000)")
-    parser.add_argument("--warmup", type=int, default=30000,
-                        help="pipelined calls every system runs before timing (default 30000)")
+    parser.add_argument("--warmup", type=int, default=100000,
+                        help="pipelined calls every system runs before timing (default 100000: "
+                             "a runtime's JIT settles after about that many)")
     parser.add_argument("--workers", type=int, default=2,
                         help="worker processes / CPU slots for every system (default 2)")
     parser.add_argument("--only", choices=sorted(SYSTEMS), action="append",
