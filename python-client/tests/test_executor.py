@@ -256,6 +256,20 @@ def test_a_large_result_waits_for_the_agent_to_stage_its_file_then_commit_writes
         executor.commit(True)
 
 
+def test_a_large_result_is_named_as_it_is_copied_even_when_the_store_holds_it_already(store):
+    import numpy as np
+    from bulletin._runtime._executor import Stage
+    executor = Executor(store.path, keep_mapped_bytes=64 << 20)
+    big = np.arange(1 << 20, dtype=np.float32)
+    held = store.put(big)  # the same bytes, stored before (not the call's argument)
+    reply = executor.run(call(store, store.put(lambda: big.copy()), store.put(((), {}))))
+    # No lookup before the copy: the id comes out of the copy's own pass over the bytes.
+    assert isinstance(reply, Stage)
+    done = executor.commit(False)
+    assert (done.result, done.size) == (held, os.path.getsize(store.path / held))
+    assert np.array_equal(open_object(store.path / ".result-t-1"), big)
+
+
 def test_an_executor_grows_a_spare_after_its_first_large_result_and_writes_the_next_into_it(
         store):
     import numpy as np

@@ -31,7 +31,7 @@ _MAP_FLAGS = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
 class _Mapping:
     __slots__ = ("fd", "map", "oid")
 
-    def __init__(self, fd: int, mapped: mmap.mmap, oid: str):
+    def __init__(self, fd: int, mapped: mmap.mmap, oid: str | None):
         self.fd, self.map, self.oid = fd, mapped, oid
 
     def close(self) -> None:
@@ -66,8 +66,9 @@ class WriteMappings:
         with self._lock:
             return [m.oid for m in self._maps.values()]
 
-    def write_new(self, path: Path, encoded, oid: str) -> None:
-        """Writes a new file, keeping its mapping when it is large."""
+    def write_new(self, path: Path, encoded, oid: str | None) -> None:
+        """Writes a new file, keeping its mapping when it is large. ``oid`` None: the id is not
+        known yet, and is computed in the same pass as the copy (``Encoded.write_digesting``)."""
         size = encoded.nbytes
         if size < RECYCLE_MIN or size > self._limit:
             write_file(path, encoded)
@@ -83,9 +84,9 @@ class WriteMappings:
         self._map_and_write(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600), encoded,
                             oid)
 
-    def write_recycled(self, path: Path, encoded, oid: str) -> bool:
+    def write_recycled(self, path: Path, encoded, oid: str | None) -> bool:
         """Overwrites a file the runtime staged from a released object; False when another
-        process still maps it (the caller then writes a new file)."""
+        process still maps it (the caller then writes a new file). ``oid``: as ``write_new``."""
         size = encoded.nbytes
         st = os.stat(path)  # not open(): an open of our own would fail the lease below
         if st.st_size < size:
@@ -169,7 +170,7 @@ class WriteMappings:
         for kept in maps:
             kept.close()
 
-    def _map_and_write(self, fd: int, encoded, oid: str) -> None:
+    def _map_and_write(self, fd: int, encoded, oid: str | None) -> None:
         """Sizes an open file to the object, maps it, writes it and keeps the mapping."""
         try:
             os.ftruncate(fd, encoded.nbytes)
@@ -182,7 +183,10 @@ class WriteMappings:
     def _write_and_keep(self, kept: _Mapping, encoded) -> None:
         view = memoryview(kept.map)[:encoded.nbytes]
         try:
-            encoded.write_into(view)
+            if kept.oid is None:
+                kept.oid = encoded.write_digesting(view)
+            else:
+                encoded.write_into(view)
         except BaseException:
             view.release()
             kept.close()
