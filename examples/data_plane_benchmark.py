@@ -143,22 +143,21 @@ def same_host(client, a: np.ndarray) -> dict:
     del out
     # A result that differs from the argument (and from every earlier result): the executor
     # writes 1 GiB of new bytes into fresh memory.
-    distinct = []
-    for k in (-1.0, 3.0, 5.0):
-        start = time.perf_counter()
-        out = client.submit(scale, a, k).result()
-        distinct.append(time.perf_counter() - start)
-        del out
+    def distinct_results(arg) -> float:
+        times = []
+        for k in (-1.0, 3.0, 5.0):
+            start = time.perf_counter()
+            out = client.submit(scale, arg, k).result()
+            times.append(time.perf_counter() - start)
+            del out
+        return min(times)
+
+    distinct = distinct_results(a)
     # The same with the input scattered once, as Ray's task gets `ray.put`'s ref: the array
     # passed itself is hashed again by every call (content addressing finds it in the store,
     # but only once it has read every byte: an array may have changed since the last call).
     a_ref = client.scatter(a)
-    distinct_ref = []
-    for k in (-1.0, 3.0, 5.0):
-        start = time.perf_counter()
-        out = client.submit(scale, a_ref, k).result()
-        distinct_ref.append(time.perf_counter() - start)
-        del out
+    distinct_ref = distinct_results(a_ref)
     del a_ref
     # Opening an object in the store, as the executor and a same-host client do.
     f = client.submit(lambda n: np.ones(n // 4, dtype=np.float32), nbytes)
@@ -188,8 +187,8 @@ def same_host(client, a: np.ndarray) -> dict:
         "open_ms": opened * 1e3,
         "round_trip_s": round_trip,
         "round_trip_same_array_again_s": same_again,
-        "round_trip_distinct_result_s": min(distinct),
-        "round_trip_distinct_result_scattered_s": min(distinct_ref),
+        "round_trip_distinct_result_s": distinct,
+        "round_trip_distinct_result_scattered_s": distinct_ref,
         "round_trip_phases_s": {k: round(v, 4) for k, v in phase.items()},
     }
 
