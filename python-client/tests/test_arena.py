@@ -205,3 +205,27 @@ def test_a_refused_size_is_not_asked_again_and_an_unused_spare_is_deleted_on_clo
         spares.close()
     # Its memory goes back to the machine: the names go with the spares.
     assert not [n for n in os.listdir(folder) if n.startswith(".stage-s-spare-")]
+
+
+def test_a_writer_with_a_released_file_to_recycle_leaves_the_spare_for_another_write(folder):
+    maps = WriteMappings(64 * MIB)
+    encoded = encode(np.arange(MIB, dtype=np.float32))
+    oid = encoded.digest()
+    maps.write_new(folder / ".stage-test-1", encoded, oid)  # its mapping is kept
+    maps.spares = _arena.SpareFiles(folder, 8 * MIB, 8 * MIB)
+    try:
+        assert maps.spares.wait_filled(10) and maps.spares.largest() >= encoded.nbytes
+        # Released: the runtime hands that file back for the next write; the spare stays.
+        assert maps.take_spare(encoded.nbytes, held=set()) is None
+        assert maps.spares.largest() >= encoded.nbytes and maps.spares.taken == 0
+        # Still held: nothing to recycle, so the write takes the spare.
+        spare = maps.take_spare(encoded.nbytes, held={oid})
+        assert spare is not None and maps.spares.taken == 1
+        maps.put_back_spare(spare, encoded.nbytes)
+        # Its file deleted (the runtime evicted it): nothing to recycle either.
+        os.unlink(folder / ".stage-test-1")
+        spare = maps.take_spare(encoded.nbytes, held=set())
+        assert spare is not None
+        maps.put_back_spare(spare, encoded.nbytes)
+    finally:
+        maps.close()

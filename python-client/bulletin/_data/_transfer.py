@@ -90,7 +90,9 @@ class Transfer:
     def acquire(self, encoded) -> str:
         """Makes sure the store holds the object for this session; returns its id."""
         if self.same_host and encoded.nbytes <= self.capacity:
-            spare = self._maps.take_spare(encoded.nbytes)
+            with self._lock:
+                held = set(self._held)
+            spare = self._maps.take_spare(encoded.nbytes, held)
             if spare is not None:
                 return self._acquire_through(spare, encoded)
         # Across hosts the bytes also need their CRC32C: one pass over them for both.
