@@ -55,7 +55,6 @@ class ArgumentMaps:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._sweeping = False  # the thread runs only while something is kept or dropped
-        self._closed = False
         self._sweep_seconds = sweep_seconds
         self.reused = 0  # mappings a call found kept: for tests and benchmarks
 
@@ -72,7 +71,7 @@ class ArgumentMaps:
         """The object's bytes, mapped read-only: a kept mapping when its file still exists."""
         with self._lock:
             kept = self._kept.get(oid)
-            if kept is not None and kept.buffer is not None and not kept.deleted():
+            if kept is not None and not kept.deleted():
                 self.reused += 1
                 return kept.buffer
         fd = os.open(path, os.O_RDONLY)
@@ -88,9 +87,6 @@ class ArgumentMaps:
             os.close(fd)
             return buffer
         with self._lock:
-            if self._closed:
-                os.close(fd)
-                return buffer
             previous = self._kept.pop(oid, None)
             if previous is not None:
                 self._dropped.append(previous)
@@ -105,14 +101,6 @@ class ArgumentMaps:
     def kept_bytes(self) -> int:
         with self._lock:
             return sum(kept.nbytes for kept in self._kept.values())
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            dropped = list(self._kept.values())
-            self._kept.clear()
-        for kept in dropped:
-            kept.close()
 
     def _sweep_loop(self) -> None:
         while True:
