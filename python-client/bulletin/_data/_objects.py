@@ -103,18 +103,18 @@ def stage_name(session: str) -> str:
 
 
 def open_object(path: str | Path):
-    """Maps an object file and decodes it: zero copy where the encoding allows.
-
-    A plain read-only mmap wrapped as an Arrow buffer: pyarrow's own memory_map advises the
-    kernel to read ahead every range it touches, which costs milliseconds on a 1 GiB object.
-    The mapping lives as long as the decoded value refers to it.
-    """
+    """Maps an object file and decodes it: zero copy where the encoding allows. The mapping
+    lives as long as the decoded value refers to it."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        size = os.fstat(fd).st_size
-        if size == 0:
-            return decode(b"")
-        mapped = mmap.mmap(fd, size, prot=mmap.PROT_READ)
+        return decode(map_read_only(fd))
     finally:
         os.close(fd)
-    return decode(pa.py_buffer(mapped))
+
+
+def map_read_only(fd: int):
+    """The whole file open at ``fd``, mapped read-only (an Arrow buffer; empty bytes for an
+    empty file). A plain mmap wrapped as a buffer: pyarrow's own memory_map advises the kernel
+    to read ahead every range it touches, which costs milliseconds on a 1 GiB object."""
+    size = os.fstat(fd).st_size
+    return pa.py_buffer(mmap.mmap(fd, size, prot=mmap.PROT_READ)) if size else b""

@@ -19,11 +19,12 @@ the calls' path:
 
 from __future__ import annotations
 
-import mmap
 import os
 import threading
 
 import pyarrow as pa
+
+from .._data._objects import map_read_only
 
 KEEP_MIN = 1 << 20  # smaller objects are cheap to map and read again: not kept
 
@@ -76,13 +77,11 @@ class ArgumentMaps:
                 return kept.buffer
         fd = os.open(path, os.O_RDONLY)
         try:
-            size = os.fstat(fd).st_size
-            # A plain read-only mmap wrapped as an Arrow buffer: pyarrow's own memory_map
-            # advises the kernel to read ahead every range it touches (milliseconds per GiB).
-            buffer = pa.py_buffer(mmap.mmap(fd, size, prot=mmap.PROT_READ)) if size else b""
+            buffer = map_read_only(fd)
         except BaseException:
             os.close(fd)
             raise
+        size = len(buffer)
         if size < KEEP_MIN:
             os.close(fd)
             return buffer

@@ -9,21 +9,19 @@ from .._placeholders import resolving
 from ._argument_maps import ArgumentMaps
 
 
-def load_arguments(args_path: str, paths: dict[str, str], maps: ArgumentMaps | None = None):
+def load_arguments(args_path: str, paths: dict[str, str], maps: ArgumentMaps):
     """``(args, kwargs, stored)``: the call's arguments, and the values that came from store
     objects, id to (value, path). ``paths`` maps the id of each object the call names to its
     file; each object is decoded once however often it appears, from a mapping kept in ``maps``
     when an earlier call mapped it."""
     values: dict[str, object] = {}
-    if maps is not None:
-        maps.begin(paths)
+    maps.begin(paths)
 
     def resolve(oid: str):
         if oid not in values:
             if oid not in paths:
                 raise BulletinError(f"argument object {oid} was not sent with the call")
-            values[oid] = (open_object(paths[oid]) if maps is None
-                           else decode(maps.buffer(oid, paths[oid])))
+            values[oid] = decode(maps.buffer(oid, paths[oid]))
         return values[oid]
 
     with resolving(resolve):
