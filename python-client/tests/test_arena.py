@@ -229,3 +229,30 @@ def test_a_writer_with_a_released_file_to_recycle_leaves_the_spare_for_another_w
         maps.put_back_spare(spare, encoded.nbytes)
     finally:
         maps.close()
+
+
+def test_a_small_write_leaves_a_far_longer_spare_for_a_large_one(folder, monkeypatch):
+    # The runtime's rule (FileStoreArena#tooLong) with a shorter tail, so the spares stay small.
+    monkeypatch.setattr(_arena, "_LONG_TAIL", 8 * MIB)
+    maps = WriteMappings(64 * MIB, spares=_arena.SpareFiles(folder, 36 * MIB, 36 * MIB))
+    spares = maps.spares
+    try:
+        assert spares.wait_filled(10) and spares.largest() == 34 * MIB
+        # A 1 MiB argument first: cut to it, the 34 MiB spare would be gone for the dataset
+        # written next. It goes into a fresh file instead, and the spare stays whole.
+        small = encode(np.ones(MIB // 4, dtype=np.float32))
+        maps.write_new(folder / ".stage-test-small", small, None)
+        assert maps.spare_writes == 0 and spares.taken == 0
+        assert spares.largest() == 34 * MIB
+        assert open_object(folder / ".stage-test-small").sum() == MIB // 4
+        # One of the small write's size is made next: the budget holds it beside the large one.
+        assert spares.wait_filled(10) and spares.spare_bytes() == 36 * MIB
+        spare = spares.take(small.nbytes)
+        assert spare is not None and spare.size == 2 * MIB
+        spares.put_back(spare, small.nbytes)
+        # A write of more than half the large spare still takes it.
+        large = spares.take(20 * MIB)
+        assert large is not None and large.size == 34 * MIB
+        spares.put_back(large, 20 * MIB)
+    finally:
+        maps.close()
