@@ -231,9 +231,7 @@ def test_a_writer_with_a_released_file_to_recycle_leaves_the_spare_for_another_w
         maps.close()
 
 
-def test_a_small_write_leaves_a_far_longer_spare_for_a_large_one(folder, monkeypatch):
-    # The runtime's rule (FileStoreArena#tooLong) with a shorter tail, so the spares stay small.
-    monkeypatch.setattr(_arena, "_LONG_TAIL", 8 * MIB)
+def test_a_small_write_leaves_a_far_longer_spare_for_a_large_one(folder):
     maps = WriteMappings(64 * MIB, spares=_arena.SpareFiles(folder, 36 * MIB, 36 * MIB))
     spares = maps.spares
     try:
@@ -250,9 +248,11 @@ def test_a_small_write_leaves_a_far_longer_spare_for_a_large_one(folder, monkeyp
         spare = spares.take(small.nbytes)
         assert spare is not None and spare.size == 2 * MIB
         spares.put_back(spare, small.nbytes)
-        # A write of more than half the large spare still takes it.
-        large = spares.take(20 * MIB)
+        # A write whose page faults would cost more than cutting the spare's tail takes it,
+        # even at under half its size (a tail at most 4 times the write).
+        assert spares.take(6 * MIB) is None
+        large = spares.take(7 * MIB)
         assert large is not None and large.size == 34 * MIB
-        spares.put_back(large, 20 * MIB)
+        spares.put_back(large, 7 * MIB)
     finally:
         maps.close()
