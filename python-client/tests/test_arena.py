@@ -236,6 +236,9 @@ def test_a_small_write_leaves_a_far_longer_spare_for_a_large_one(folder):
     spares = maps.spares
     try:
         assert spares.wait_filled(10) and spares.largest() == 34 * MIB
+        # What the writer tells the runtime ("a spare is ready": no arena file for this write)
+        # follows the same rule as what it takes.
+        assert not maps.has_spare(MIB) and maps.has_spare(20 * MIB)
         # A 1 MiB argument first: cut to it, the 34 MiB spare would be gone for the dataset
         # written next. It goes into a fresh file instead, and the spare stays whole.
         small = encode(np.ones(MIB // 4, dtype=np.float32))

@@ -147,19 +147,18 @@ class SpareFiles:
     def take(self, size: int) -> Spare | None:
         """The smallest spare of at least ``size`` bytes, or None (the writer then writes a fresh
         file, and the next spare is made at least this large, within the limit). None too when
-        the smallest that fits costs more to cut to the write than a fresh file (``_too_long``)."""
+        the smallest that fits costs more to cut to the write than a fresh file (``_serves``)."""
         with self._cond:
             # A spare that fits is being made: waiting for it costs less than writing a fresh
             # file (which would pay the same faults, competing with the fill for the memory).
-            self._cond.wait_for(lambda: self._closed or not self._filling
-                                or self._filling < size
-                                or any(s.size >= size for s in self._spares), _WAIT_FOR_FILL)
-            fits = [s for s in self._spares if s.size >= size]
-            if not fits:
+            self._cond.wait_for(lambda: self._closed or not _serves(self._filling, size)
+                                or any(_serves(s.size, size) for s in self._spares),
+                                _WAIT_FOR_FILL)
+            spare = self._smallest_fitting(size)
+            if spare is None:
                 self._grow_for(_round_up(size))
                 return None
-            spare = min(fits, key=lambda s: s.size)
-            if _too_long(spare.size, _round_up(size)):
+            if not _serves(spare.size, size):
                 # Cut to size, it would also be gone for the large write that needs it (a
                 # client's first 2 MiB argument took the 1 GiB spare, and the dataset written
                 # next paid every page fault: 0.96 s instead of 0.13 s on two cores). A fresh
@@ -214,6 +213,16 @@ class SpareFiles:
         if sum(s.size for s in self._spares) + size <= self._target and size not in self._plan:
             self._plan.insert(0, size)
             self._cond.notify_all()
+
+    def serves(self, size: int) -> bool:
+        """Whether ``take(size)`` would hand out a spare now."""
+        with self._cond:
+            spare = self._smallest_fitting(size)
+            return spare is not None and _serves(spare.size, size)
+
+    def _smallest_fitting(self, size: int) -> Spare | None:
+        return min((s for s in self._spares if s.size >= size), key=lambda s: s.size,
+                   default=None)
 
     def largest(self) -> int:
         with self._cond:
@@ -374,12 +383,14 @@ def _ladder(budget: int) -> list[int]:
     return sizes
 
 
-def _too_long(spare_size: int, wanted: int) -> bool:
-    """Whether cutting a spare to a write costs more than writing a fresh file (see
-    ``_CUT_RATIO``). A 256 MiB write still takes a 1 GiB spare (0.19 s to cut it against 0.34 s
-    of page faults on two cores): the runtime's arena may have no file of its size for this
-    writer, which holds its share already."""
-    return spare_size - wanted > _CUT_RATIO * wanted
+def _serves(spare_size: int, size: int) -> bool:
+    """Whether a spare of ``spare_size`` bytes takes a write of ``size``: it fits, and cutting
+    it to the write costs less than writing a fresh file (see ``_CUT_RATIO``). A 256 MiB write
+    still takes a 1 GiB spare (0.19 s to cut it against 0.34 s of page faults on two cores):
+    the runtime's arena may have no file of its size for this writer, which holds its share
+    already."""
+    wanted = _round_up(size)
+    return spare_size >= size and spare_size - wanted <= _CUT_RATIO * wanted
 
 
 def _round_up(size: int) -> int:

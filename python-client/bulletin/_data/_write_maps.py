@@ -152,7 +152,7 @@ class WriteMappings:
         self.spares.put_back(spare, size)
 
     def has_spare(self, size: int) -> bool:
-        return self.spares is not None and self.spares.largest() >= size
+        return self.spares is not None and self.spares.serves(size)
 
     def _take_spare(self, path: Path, size: int) -> Spare | None:
         """A pre-faulted spare named ``path`` and cut to ``size``, or None."""
