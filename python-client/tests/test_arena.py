@@ -259,3 +259,33 @@ def test_a_small_write_leaves_a_far_longer_spare_for_a_large_one(folder):
         spares.put_back(large, 7 * MIB)
     finally:
         maps.close()
+
+
+def test_a_size_the_host_arena_refused_is_not_asked_for_each_small_write(folder):
+    asked = []
+
+    def one_file_then_none(size):  # a user past its share: one file, then refusals
+        asked.append(size)
+        if len(asked) > 1:
+            return None
+        path = folder / f".stage-s-spare-{len(asked)}"
+        with open(path, "wb") as f:
+            f.truncate(size)
+        return _arena.open_spare(path, size)
+
+    # A budget of 40 MiB: a ladder of 34 and 6 MiB, of which the arena gives only the first.
+    spares = _arena.SpareFiles(folder, 40 * MIB, 40 * MIB, source=one_file_then_none)
+    try:
+        assert spares.wait_filled(10) and spares.largest() == 34 * MIB
+        assert asked == [34 * MIB, 6 * MIB]
+        for _ in range(3):
+            # Far too long for 1 MiB: a fresh file, and a 2 MiB spare asked for, once.
+            assert spares.take(MIB) is None
+            assert spares.wait_filled(10)
+        assert asked == [34 * MIB, 6 * MIB, 2 * MIB]
+        # A spare taken: the writer holds less, so the arena may say yes again.
+        spares.put_back(spares.take(20 * MIB), 20 * MIB)
+        assert spares.take(MIB) is None and spares.wait_filled(10)
+        assert asked.count(2 * MIB) == 2
+    finally:
+        spares.close()

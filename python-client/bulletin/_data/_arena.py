@@ -135,6 +135,9 @@ class SpareFiles:
         self._closed = False
         self._filling = 0  # the size of the spare being made, 0 when none
         self._writing = 0  # spares taken whose write has not ended yet
+        # Sizes the source refused since a spare was last taken: not asked for again on a
+        # write's behalf until then (each ask is an RPC to the runtime).
+        self._refused: set[int] = set()
         # Counters for tests and benchmarks.
         self.taken = 0
         self.given_back = 0
@@ -167,6 +170,7 @@ class SpareFiles:
                 self._plan_if_room(_round_up(size))
                 return None
             self._spares.remove(spare)
+            self._refused.clear()  # the writer holds less now: the source may say yes
             self.taken += 1
             # Made again in the background, the size of what was taken (a loop writing
             # same-sized objects finds one ready each time), once the write is done: filling
@@ -209,8 +213,10 @@ class SpareFiles:
 
     def _plan_if_room(self, size: int) -> None:
         """The next spare made is ``size`` bytes if the budget holds it beside the spares there
-        are (none is given back for it); else none is."""
-        if sum(s.size for s in self._spares) + size <= self._target and size not in self._plan:
+        are (none is given back for it) and the source did not refuse that size since a spare
+        was last taken; else none is."""
+        if (sum(s.size for s in self._spares) + size <= self._target
+                and size not in self._plan and size not in self._refused):
             self._plan.insert(0, size)
             self._cond.notify_all()
 
@@ -295,6 +301,8 @@ class SpareFiles:
                 if spare is None or self._closed:
                     if spare is not None:
                         spare.close()
+                    elif self._source is not None:
+                        self._refused.add(size)
                     if self._source is None:
                         self._target = 0  # the folder cannot take more: stop trying
                     self._cond.notify_all()
