@@ -718,18 +718,20 @@ def summary(results: dict) -> None:
             # The goal lines of issue 16 part 1: the whole scatter (digest, "has it?", copy,
             # adopt) against one thread's memcpy into touched memory and ray.put, same run.
             goals = part1_goals(results)
-            for when, key, put in (("the first after `bulletin up`", "first", "put_first_GBps"),
-                                   ("steady state", "steady", "put_GBps")):
-                rate = same["scatter_first_GBps" if key == "first" else "scatter_GBps"]
+            for when, key, rate, put in (
+                    ("the first after `bulletin up`", "first", same["scatter_first_GBps"],
+                     ray_["put_first_GBps"]),
+                    ("steady state", "steady", same["scatter_GBps"], ray_["put_GBps"])):
                 print(f"  GOAL scatter of fresh 1 GiB, {when}: {rate:.2f} GB/s = "
                       f"{goals[f'scatter_{key}_vs_memcpy']:.2f} x memcpy (goal >= 0.8x); ray.put "
-                      f"{ray_[put]:.2f} GB/s (goal: >= ray.put: "
+                      f"{put:.2f} GB/s (goal: >= ray.put: "
                       f"{goals[f'scatter_{key}_vs_ray_put']:.2f}x)")
             ray_task = ray_['distinct_result_s']
             scattered = same['round_trip_distinct_result_scattered_s']
             print(f"  GOAL a call returning a new 1 GiB array, end to end, its input scattered "
                   f"once (Ray's task takes a ray.put ref): {scattered:.3f} s; ray "
-                  f"{ray_task:.3f} s (goal: faster than Ray: {goals['new_array_call_vs_ray']:.2f}x)")
+                  f"{ray_task:.3f} s (goal: faster than Ray: "
+                  f"{goals['new_array_call_vs_ray']:.2f}x)")
             print(f"  a call returning a new 1 GiB array, the array itself passed to each call "
                   f"(hashed by each): bulletin {same['round_trip_distinct_result_s']:.3f} s, "
                   f"{ray_task / same['round_trip_distinct_result_s']:.2f}x Ray's task")
