@@ -12,10 +12,13 @@ from bulletin._data._objects import StoreRef, encode, open_object
 
 
 class Store:
-    """A store folder as the agent lays it out: encoded objects named by their content id."""
+    """A store folder as the agent lays it out: encoded objects named by their content id, and
+    a staging folder inside it where results are written."""
 
     def __init__(self, path):
         self.path = path
+        self.staging = path / ".staging"
+        self.staging.mkdir()
 
     def put(self, obj) -> str:
         encoded = encode(obj)
@@ -34,11 +37,11 @@ def store(tmp_path):
 
 def call(store, function_id, args_id, refs=None, task="t-1") -> Call:
     return Call(task, str(store.path / function_id), str(store.path / args_id), refs or {},
-                str(store.path / f".result-{task}"))
+                str(store.staging / f".result-{task}"))
 
 
 def run(executor, store, fn, *args, refs=None, **kwargs):
-    staged = store.path / ".result-t-1"
+    staged = store.staging / ".result-t-1"
     reply = executor.run(call(store, store.put(fn), store.put((args, kwargs)), refs))
     assert isinstance(reply, Finished) and not reply.retire
     assert reply.size == os.path.getsize(staged)
@@ -93,7 +96,7 @@ def test_an_argument_returned_as_is_keeps_its_id_and_is_not_written_again(store)
     import numpy as np
     big = np.arange(1 << 20, dtype=np.float32)
     ref = store.put(big)
-    staged = store.path / ".result-t-1"
+    staged = store.staging / ".result-t-1"
     executor = Executor(store.path)
 
     def run_on(fn):
@@ -169,7 +172,7 @@ def test_function_cache_evicts_the_least_recently_used(store):
 
 
 def test_missing_function_object_is_reported_as_raised(store, capsys):
-    staged = store.path / ".result-t-9"
+    staged = store.staging / ".result-t-9"
     reply = Executor(store.path).run(call(store, "0" * 32, store.put(((), {})), task="t-9"))
     assert reply.raised
     assert "could not load" in open_object(staged)["message"]
@@ -201,7 +204,7 @@ def test_a_result_already_in_the_store_is_not_written_again(store):
     import numpy as np
     data = np.arange(1 << 16, dtype=np.float32)
     ref = store.put(data)
-    staged = store.path / ".result-t-echo"
+    staged = store.staging / ".result-t-echo"
     reply = Executor(store.path).run(call(store, store.put(lambda x: x),
                                           store.put(((StoreRef(ref),), {})),
                                           {ref: str(store.path / ref)}, task="t-echo"))
@@ -240,7 +243,7 @@ def test_a_large_result_waits_for_the_agent_to_stage_its_file_then_commit_writes
     big = np.ones(1 << 20, dtype=np.float32)
     reply = executor.run(call(store, store.put(lambda: big), store.put(((), {}))))
     assert isinstance(reply, Stage) and reply.size > 1 << 20 and reply.mapped == ()
-    staged = store.path / ".result-t-1"
+    staged = store.staging / ".result-t-1"
     assert not staged.exists()  # nothing written before the agent answers
     done = executor.commit(False)  # no recycled file: a new one
     assert isinstance(done, Finished) and done.size == os.path.getsize(staged)
@@ -267,7 +270,7 @@ def test_a_large_result_is_named_as_it_is_copied_even_when_the_store_holds_it_al
     assert isinstance(reply, Stage)
     done = executor.commit(False)
     assert (done.result, done.size) == (held, os.path.getsize(store.path / held))
-    assert np.array_equal(open_object(store.path / ".result-t-1"), big)
+    assert np.array_equal(open_object(store.staging / ".result-t-1"), big)
 
 
 def test_an_executor_grows_a_spare_after_its_first_large_result_and_writes_the_next_into_it(
@@ -281,14 +284,14 @@ def test_an_executor_grows_a_spare_after_its_first_large_result_and_writes_the_n
     executor.run(call(store, store.put(lambda: big), store.put(((), {}))))
     first = executor.commit(False)
     spares = executor._maps.spares
-    assert spares is not None and spares.folder == store.path
+    assert spares is not None and spares.folder == store.staging  # where results go
     assert spares.wait_filled(10) and spares.largest() >= first.size
-    os.replace(store.path / ".result-t-1", store.path / first.result)
+    os.replace(store.staging / ".result-t-1", store.path / first.result)
     executor.run(call(store, store.put(lambda: big * 3), store.put(((), {})), task="t-2"))
     second = executor.commit(False)
     assert executor._maps.spare_writes == 1
-    assert np.array_equal(open_object(store.path / ".result-t-2"), big * 3)
-    assert os.path.getsize(store.path / ".result-t-2") == second.size
+    assert np.array_equal(open_object(store.staging / ".result-t-2"), big * 3)
+    assert os.path.getsize(store.staging / ".result-t-2") == second.size
 
 
 def test_a_call_an_earlier_call_may_have_broken_is_not_run_and_the_executor_asks_to_go(store):

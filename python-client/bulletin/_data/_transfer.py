@@ -1,7 +1,7 @@
 """Moving objects between a client and the runtime's store.
 
-Same host (HelloReply.host_id equals ours and the store folder is writable): an object is
-written once, straight into a staged file of the store folder, and adopted by the runtime; a
+Same host (HelloReply.host_id equals ours and the staging folder is writable): an object is
+written once, straight into a staged file of the staging folder, and adopted by the runtime; a
 result is mapped from the store file, zero copy. Otherwise: the runtime's bulk data port (one
 raw TCP connection per object under a ticket from OpenTransfer, CRC32C over the whole object,
 see ``_bulk``); if that port cannot be reached, chunked PutObject / GetObject with a CRC32C per
@@ -51,13 +51,16 @@ class Transfer:
         self._chunk = chunk_bytes
         self._send_release = send_release
         self.capacity = hello.store_capacity_bytes
+        # Published objects are read in ``folder``; what this client writes goes to ``staging``
+        # (the runtime takes it from there by rename and checks it: docs/security.md).
         self.folder = Path(hello.store_dir) if hello.store_dir else None
+        self.staging = Path(hello.staging_dir) if hello.staging_dir else None
         path = os.environ.get("BULLETIN_DATA_PATH", "auto")
         if path not in _PATHS:
             raise BulletinError(f"BULLETIN_DATA_PATH must be one of {', '.join(_PATHS)}, "
                                 f"not {path!r}")
-        self.same_host = (path == "auto" and self.folder is not None
-                          and hello.host_id == host_id() and os.access(self.folder, os.W_OK))
+        self.same_host = (path == "auto" and self.staging is not None
+                          and hello.host_id == host_id() and os.access(self.staging, os.W_OK))
         # The bulk data port (0: none, or given up on); on the host of the gRPC address.
         self._data_port = 0 if path == "grpc" else hello.data_port
         self._data_host = conn.address.rpartition(":")[0].strip("[]")
@@ -144,7 +147,7 @@ class Transfer:
             name = stage_name(self._session)
             what = f"the upload of object {oid[:12]}"
             try:
-                self._maps.keep_spare(spare, self.folder / name, encoded.nbytes, oid)
+                self._maps.keep_spare(spare, self.staging / name, encoded.nbytes, oid)
             except OSError:
                 # Its file went away (a restarted runtime deletes the files its journal does
                 # not name): the ordinary path, which falls back to the network if it must.
@@ -296,7 +299,7 @@ class Transfer:
     def _write_same_host(self, oid: str, encoded, staged_name: str) -> str:
         """Writes the object into a staged file of the store folder; returns its name."""
         if staged_name:
-            recycled = self.folder / staged_name
+            recycled = self.staging / staged_name
             try:
                 if self._maps.write_recycled(recycled, encoded, oid):
                     return staged_name
@@ -305,7 +308,7 @@ class Transfer:
                 raise
             _unlink_quietly(recycled)  # another process still maps it: theirs to keep
         name = stage_name(self._session)
-        path = self.folder / name
+        path = self.staging / name
         try:
             self._maps.write_new(path, encoded, oid)
         except BaseException:
@@ -320,11 +323,11 @@ class Transfer:
             return None
         if self._conn.hello.host_arena_bytes > 0:
             # From the host's arena: the runtime pre-faulted them once for every client.
-            return _arena.SpareFiles(self.folder, min(arena_bytes, _ARENA_FIRST_FILL),
+            return _arena.SpareFiles(self.staging, min(arena_bytes, _ARENA_FIRST_FILL),
                                      arena_bytes, source=self._arena_spare)
-        if not _arena.supported(self.folder):
+        if not _arena.supported(self.staging):
             return None
-        return _arena.SpareFiles(self.folder, min(arena_bytes, _ARENA_FIRST_FILL), arena_bytes)
+        return _arena.SpareFiles(self.staging, min(arena_bytes, _ARENA_FIRST_FILL), arena_bytes)
 
     def _arena_spare(self, size: int):
         """A file of the host arena moved into this user's folder, mapped here; None when the
@@ -336,7 +339,7 @@ class Transfer:
             if reply.later:
                 raise _arena.NotYet()
             return None
-        return _arena.open_spare(self.folder / reply.staged_name, reply.size)
+        return _arena.open_spare(self.staging / reply.staged_name, reply.size)
 
     @property
     def spares(self) -> _arena.SpareFiles | None:

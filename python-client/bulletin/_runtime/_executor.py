@@ -357,9 +357,9 @@ class Executor:
         copy. A link, not nothing: the stored object may be released and deleted before the
         agent adopts the result, and the link keeps its bytes (the store never reuses the
         memory of a file with another link). Where no link can be made, the bytes are written."""
-        folder = os.path.dirname(result_path)
+        objects = os.path.dirname(os.path.dirname(result_path))  # the staging folder's parent
         try:
-            os.link(os.path.join(folder, encoded.digest()), result_path)
+            os.link(os.path.join(objects, encoded.digest()), result_path)
             return True
         except OSError:
             return False

@@ -261,3 +261,22 @@ users:
   - {{name: alice, group: vision, token: "{ALICE}"}}
   - {{name: bob, group: nlp, token: "{BOB}"}}
 """, gpus=1, cpus=cpus)
+
+
+def staged_files(store_dir: Path) -> list[str]:
+    """Temporaries left in a store: the runtime's own (dot-files of each namespace's objects
+    folder) and what writers staged (in each namespace's .staging folder). Spares a live client
+    holds from the host arena (".stage-<session>-spare-...") are not counted: its session's end
+    deletes them."""
+    left = []
+    for namespace in store_dir.iterdir():
+        if not namespace.is_dir() or namespace.name.startswith("."):
+            continue
+        for entry in namespace.iterdir():
+            if entry.name == ".staging":
+                left += [f"{namespace.name}/.staging/{n}" for n in os.listdir(entry)
+                         if "-spare-" not in n]
+            elif entry.name.startswith("."):
+                left.append(f"{namespace.name}/{entry.name}")
+    return left
+

@@ -21,7 +21,7 @@ import cloudpickle
 import pytest
 
 from cluster_support import (Cluster, cli_env, referenced_objects,
-                             remove_dead_worker_stores, start_cluster, wait_until)
+                             remove_dead_worker_stores, staged_files, start_cluster, wait_until)
 
 # Every runtime the tests start serves its dashboard and /metrics on a free port: suites run
 # side by side on one machine, and the default 8780 can be taken (tests that need a known HTTP
@@ -77,13 +77,6 @@ def _cluster_environment(request, monkeypatch):
         _client._set_default(client)
 
 
-def staged_files(cluster) -> list[str]:
-    # Spares a live client holds from the host arena (".stage-<session>-spare-...") are not
-    # left behind: its session's end deletes them.
-    return [name for folder in cluster.store_dir.iterdir() if folder.is_dir()
-            for name in os.listdir(folder) if name.startswith(".") and "-spare-" not in name]
-
-
 @pytest.fixture(autouse=True)
 def _store_leak_check(request):
     """After every test on the session cluster, the store holds what it held before: the
@@ -103,7 +96,7 @@ def _store_leak_check(request):
     wait_until(lambda: referenced_objects(client) == expected, timeout=10,
                what=f"the store to hold {expected} referenced objects again "
                     f"(it holds {referenced_objects(client)})")
-    assert staged_files(cluster) == []
+    assert staged_files(cluster.store_dir) == []
 
 
 @pytest.fixture(autouse=True)

@@ -15,8 +15,8 @@ import pytest
 
 import bulletin
 from bulletin import StoreFullError
-from cluster_support import (CALL_SECONDS, assert_serves, referenced_objects, start_cluster,
-                             wait_until)
+from cluster_support import (CALL_SECONDS, assert_serves, referenced_objects, staged_files,
+                             start_cluster, wait_until)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -164,9 +164,7 @@ def test_client_killed_mid_upload_leaves_nothing(cluster, client, path):
         proc.wait(10)
     # The leak check after this test also verifies no staged file and no held object remain.
     # (The killed client's session ends once the cluster's reconnect window has passed.)
-    wait_until(lambda: not [n for f in cluster.store_dir.iterdir() if f.is_dir()
-                            for n in os.listdir(f)
-                            if n.startswith(".") and "-spare-" not in n], timeout=20,
+    wait_until(lambda: not staged_files(cluster.store_dir), timeout=20,
                what="the killed client's partial object to go away")
     assert_serves(client)
 

@@ -143,12 +143,18 @@ def test_each_users_executors_run_as_their_account(accounts, alice, bob):
             assert (uid, euid, in_root_group) == (accounts[user][1], accounts[user][1], False)
 
 
-def test_a_users_store_folder_belongs_to_their_account_alone(lab, accounts, alice):
-    assert alice.submit(make_bytes, 1 << 20).result(timeout=CALL_SECONDS)
-    folder = lab.store_dir / "alice"
-    info = folder.stat()
-    assert info.st_uid == accounts["alice"][1]
-    assert stat.S_IMODE(info.st_mode) == 0o700
+def test_a_users_store_folders_give_her_her_objects_and_nothing_to_swap(lab, accounts, alice):
+    kept = alice.submit(make_bytes, 4 << 20)
+    assert kept.exception(timeout=CALL_SECONDS) is None
+    # Published objects: a folder of the runtime's (root), passable but not listable, in which
+    # alice can neither add nor swap a name; each of her objects is hers to read, alone.
+    objects = (lab.store_dir / "alice").stat()
+    assert (objects.st_uid, stat.S_IMODE(objects.st_mode)) == (0, 0o711)
+    published = (lab.store_dir / "alice" / kept.remote_id).stat()
+    assert (published.st_uid, stat.S_IMODE(published.st_mode)) == (accounts["alice"][1], 0o600)
+    # What she writes goes to her staging folder, hers alone.
+    staging = (lab.store_dir / "alice" / ".staging").stat()
+    assert (staging.st_uid, stat.S_IMODE(staging.st_mode)) == (accounts["alice"][1], 0o700)
 
 
 def test_bob_cannot_read_alices_objects_the_clusters_state_or_alices_environment(lab, alice,

@@ -77,7 +77,12 @@ def _stats(folder, prefix=""):
 
 
 def _inodes(folder, prefix=""):
-    return {st.st_ino for st in _stats(folder, prefix)}
+    return {st.st_ino for st in _stats(folder, prefix) if stat.S_ISREG(st.st_mode)}
+
+
+def _files_of(transfer) -> set:
+    """The inodes of a client's files: its published objects and what it staged."""
+    return _inodes(transfer.folder) | _inodes(transfer.staging)
 
 
 def test_the_first_large_write_after_connecting_lands_in_a_spare(two_users):
@@ -89,7 +94,7 @@ def test_the_first_large_write_after_connecting_lands_in_a_spare(two_users):
         assert _filled(transfer.spares)
         assert transfer.spares.spare_bytes() >= 32 * MIB  # the arena's largest file
         # The spare is a file of the host arena, moved into ada's folder under her session.
-        names = [n for n in os.listdir(transfer.folder) if "-spare-" in n]
+        names = [n for n in os.listdir(transfer.staging) if "-spare-" in n]
         assert names and all(n.startswith(f".stage-{ada._conn.session_id}-spare-")
                              for n in names)
         a = np.random.default_rng(3).random(4 * MIB, dtype=np.float32)  # 16 MiB
@@ -120,7 +125,7 @@ def test_the_first_large_write_after_connecting_lands_in_a_spare(two_users):
         del again
         del ref
     # Closing the client deletes the spares it did not use: their memory is the host's again.
-    wait_until(lambda: not [n for n in os.listdir(transfer.folder) if "-spare-" in n],
+    wait_until(lambda: not [n for n in os.listdir(transfer.staging) if "-spare-" in n],
                timeout=10, what="the closed client's spares to go")
 
 
@@ -162,10 +167,10 @@ def test_no_file_that_held_or_will_hold_one_users_bytes_reaches_another(two_user
     with _client(two_users, "ada") as ada:
         folder = ada._transfer.folder
         assert _filled(ada._transfer.spares)
-        adas = _inodes(folder)  # her spares: bytes she will write
+        adas = _files_of(ada._transfer)  # her spares: bytes she will write
         secret = np.full(4 * MIB, 7.0, dtype=np.float32)
         ref = ada.scatter(secret)
-        adas |= _inodes(folder)
+        adas |= _files_of(ada._transfer)
         assert os.stat(folder / ref.id).st_ino in adas
         ref.release()
         # A spare asked for under ada's session by bob is refused: it would land in her folder.
@@ -176,21 +181,20 @@ def test_no_file_that_held_or_will_hold_one_users_bytes_reaches_another(two_user
                     *metadata, ("bulletin-session", ada._conn.session_id)))
             assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
             assert "belongs to another user" in refused.value.details()
-            adas |= _inodes(folder)
-            bobs_folder = bob._transfer.folder
+            adas |= _files_of(ada._transfer)
             bob._transfer.spares.wait_filled(30)  # ada's spare may hold the arena: then none
             mine = bob.scatter(np.zeros(4 * MIB, dtype=np.float32))
             # A call of bob's returning a new array: the executor writes a file of bob's.
             result = bob.submit(lambda n: np.ones(n, dtype=np.float32), 3 * MIB)
             assert result.result(timeout=CALL_SECONDS).sum() == 3 * MIB
-            bobs = _inodes(bobs_folder)
+            bobs = _files_of(bob._transfer)
             assert bobs and not bobs & adas, "a file of ada's reached bob"
-            assert not _inodes(folder) & bobs
-            for name in os.listdir(bobs_folder):
+            assert not _files_of(ada._transfer) & bobs
+            for path in [*bob._transfer.folder.iterdir(), *bob._transfer.staging.iterdir()]:
                 try:
-                    with open(bobs_folder / name, "rb") as f:
+                    with open(path, "rb") as f:
                         held = f.read()
-                except FileNotFoundError:
+                except (FileNotFoundError, IsADirectoryError):
                     continue  # a spare taken meanwhile: its file is read under its new name
                 assert b"\x00\x00\xe0\x40" * 16 not in held, "ada's bytes in bob's file"
             del mine, result

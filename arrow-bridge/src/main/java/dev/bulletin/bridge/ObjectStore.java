@@ -29,13 +29,25 @@ public interface ObjectStore extends AutoCloseable {
 
   long capacityBytes();
 
-  /** The folder of a namespace's objects, created (owner-only) if needed. */
+  /**
+   * The folder of a namespace's published objects, created if needed. Only the store's owner
+   * can add, rename or remove names in it; readers open its files by id.
+   */
   Path folderOf(String namespace);
 
   /**
-   * Gives a namespace's folder to a Unix account (owned by it, mode 0700), so that processes of
-   * that account read and write its objects and no other account can; the memory folder itself
-   * becomes traversable by all (0711), never listable. Needs the privilege to change owners.
+   * The folder where a namespace's writers put what they write ({@link #adopt}, the files
+   * {@link #stageRecycled} and {@link #handOutSpare} hand them): inside {@link #folderOf}, and
+   * the namespace account's own once {@link #giveFolderTo} gave it. The store treats every name
+   * in it as hostile (see {@link UserFolder}).
+   */
+  Path stagingFolderOf(String namespace);
+
+  /**
+   * Gives a namespace to a Unix account: its staging folder becomes the account's (mode 0700),
+   * its objects the account's to read (mode 0600, now and when published later), and the
+   * objects folder and the memory folder passable by all (0711), never listable. Needs the
+   * privilege to change owners.
    *
    * @throws ObjectStoreException if the owner cannot be changed
    */
@@ -56,7 +68,7 @@ public interface ObjectStore extends AutoCloseable {
    * Gives the memory of an unreferenced object to a same-host writer. On shared memory the
    * first write into fresh pages costs a page fault each (several times the copy itself); an
    * object nobody holds any more has its pages already allocated. The object leaves the store
-   * and its file becomes {@code stagedName} in the namespace's folder, as it was: the writer
+   * and its file becomes {@code stagedName} in the namespace's staging folder, as it was: the writer
    * first makes sure no other process still maps it (a reader of the released object), and only
    * then truncates it to {@code size} (truncating a file someone maps would crash them on their
    * next read of the tail), overwrites it whole and calls {@link #adopt}. Only objects of the
@@ -72,7 +84,7 @@ public interface ObjectStore extends AutoCloseable {
 
   /**
    * Hands a pre-faulted file of the host's arena ({@link StoreArena}) to a same-host writer of
-   * {@code namespace}, as {@code stagedName} in its folder, at least {@code size} bytes long
+   * {@code namespace}, as {@code stagedName} in its staging folder, at least {@code size} bytes long
    * (the writer truncates it to its object and calls {@link #adopt}).
    *
    * @return the file handed out, or none (always none when the store keeps no arena)
@@ -87,12 +99,14 @@ public interface ObjectStore extends AutoCloseable {
   }
 
   /**
-   * Publishes a file someone wrote next to the objects (an executor's result, a same-host
-   * client's upload) under its id, and takes one reference. {@code staged} must be a temporary
-   * (dot-prefixed) file in the key's namespace folder. If the object already exists the staged
-   * file is deleted (or need not exist: a writer that saw the object may skip writing it).
+   * Publishes a file someone wrote (an executor's result, a same-host client's upload) under
+   * its id, and takes one reference. {@code staged} must be a temporary (dot-prefixed) file in
+   * the key's staging folder. If the object already exists the staged file is deleted (or need
+   * not exist: a writer that saw the object may skip writing it).
    *
    * @throws ObjectStoreException if the staged file is missing or in the wrong place
+   * @throws UserFolder.RefusedFileException if it is not a plain file of the namespace's
+   *     account with one link (a link, a FIFO, a folder...): it is deleted, nothing published
    */
   ObjectKey adopt(ObjectKey key, Path staged);
 

@@ -25,7 +25,7 @@ public interface StoreArena extends AutoCloseable {
    * @return the file handed out, or none: then {@link Handout#later} says whether one may come
    *     (the pool is still filling; the next fill makes one that large)
    */
-  Handout handOut(Path folder, String namespace, long size, String stagedName);
+  Handout handOut(UserFolder folder, String namespace, long size, String stagedName);
 
   /** The most bytes one client is offered (what a namespace may hold handed out). */
   long perNamespaceBytes();

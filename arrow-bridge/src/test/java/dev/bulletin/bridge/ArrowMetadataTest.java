@@ -74,7 +74,7 @@ class ArrowMetadataTest {
     Path staged;
     try (ObjectStore store = ObjectStores.open(new StoreOptions(folder.resolve("m"), 4L << 30, null))) {
       byte[] head = arrowStream(4);
-      staged = store.folderOf("ada").resolve(".stage-big");
+      staged = store.stagingFolderOf("ada").resolve(".stage-big");
       try (RandomAccessFile file = new RandomAccessFile(staged.toFile(), "rw")) {
         file.write(head); // a small stream, then 2 GiB of hole
         file.setLength(2L << 30);

@@ -181,23 +181,23 @@ class FileObjectStoreTest {
   void adoptPublishesAStagedFileAndDeduplicates() throws Exception {
     try (ObjectStore store = store(1 << 20)) {
       ObjectKey k = key("ada", 5);
-      Path staged = store.folderOf("ada").resolve(".stage-1");
+      Path staged = store.stagingFolderOf("ada").resolve(".stage-1");
       Files.write(staged, array(data(64, 5)));
       store.adopt(k, staged);
       assertFalse(Files.exists(staged));
       assertArrayEquals(array(data(64, 5)), store.readSmall(k));
-      Path again = store.folderOf("ada").resolve(".stage-2");
+      Path again = store.stagingFolderOf("ada").resolve(".stage-2");
       Files.write(again, array(data(64, 5)));
       store.adopt(k, again);
       assertFalse(Files.exists(again));
       assertEquals(2, store.info(k).references());
       assertEquals(64, store.stats().memoryBytes());
       // A writer that saw the object already there wrote nothing: adoption still counts it.
-      store.adopt(k, store.folderOf("ada").resolve(".stage-never-written"));
+      store.adopt(k, store.stagingFolderOf("ada").resolve(".stage-never-written"));
       assertEquals(3, store.info(k).references());
       assertThrows(ObjectStoreException.class,
-          () -> store.adopt(key("ada", 9), store.folderOf("ada").resolve(".stage-missing")));
-      Path elsewhere = store.folderOf("bob").resolve(".stage-3");
+          () -> store.adopt(key("ada", 9), store.stagingFolderOf("ada").resolve(".stage-missing")));
+      Path elsewhere = store.stagingFolderOf("bob").resolve(".stage-3");
       Files.write(elsewhere, new byte[1]);
       assertThrows(ObjectStoreException.class, () -> store.adopt(key("ada", 6), elsewhere));
     }
@@ -215,16 +215,16 @@ class FileObjectStoreTest {
       ObjectKey k = key("ada", 7);
       store.put(k, data(2000, 7));
       Path stored = store.folderOf("ada").resolve(k.id().hex());
-      Path recycledRace = store.folderOf("ada").resolve(".result-t1");
+      Path recycledRace = store.stagingFolderOf("ada").resolve(".result-t1");
       Files.createLink(recycledRace, stored); // what the executor writes for equal bytes
       store.release(k);
       assertFalse(store.stageRecycled("ada", 1500, List.of(k.id()), ".stage-x"));
-      assertFalse(Files.exists(store.folderOf("ada").resolve(".stage-x")));
+      assertFalse(Files.exists(store.stagingFolderOf("ada").resolve(".stage-x")));
       assertFalse(store.contains(k));
       store.adopt(k, recycledRace);
       assertArrayEquals(array(data(2000, 7)), store.readSmall(k));
 
-      Path evictedRace = store.folderOf("ada").resolve(".result-t2");
+      Path evictedRace = store.stagingFolderOf("ada").resolve(".result-t2");
       Files.createLink(evictedRace, stored);
       store.release(k);
       store.put(key("ada", 8), data(2000, 8)); // evicts the released object
@@ -253,7 +253,7 @@ class FileObjectStoreTest {
         // The writer's own mapping wins over a closer fit; held and leased objects never go.
         assertTrue(store.stageRecycled("ada", 900, List.of(preferred.id(), held.id()), ".stage-a"));
         assertFalse(store.contains(preferred));
-        Path staged = store.folderOf("ada").resolve(".stage-a");
+        Path staged = store.stagingFolderOf("ada").resolve(".stage-a");
         assertEquals(1500, Files.size(staged)); // as it was: the writer truncates it
         assertEquals(5500 - 1500, store.stats().memoryBytes()); // a staged file is not counted
         // Next: the closest fit of what is left, then nothing (bob's objects are bob's).
@@ -411,7 +411,7 @@ class FileObjectStoreTest {
       store.release(key("ada", 2));
       store.put(key("bob", 3), data(10, 3));
       store.release(key("bob", 3));
-      Path staged = store.folderOf("ada").resolve(".stage-s1-x");
+      Path staged = store.stagingFolderOf("ada").resolve(".stage-s1-x");
       Files.write(staged, new byte[5]);
       store.dropUnreferenced("ada", ".stage-s1-");
       assertTrue(store.contains(key("ada", 1)));

@@ -9,6 +9,7 @@ import dev.bulletin.bridge.StoreFullException;
 import dev.bulletin.bridge.StoreArena;
 import dev.bulletin.bridge.StoreOptions;
 import dev.bulletin.bridge.StoreStats;
+import dev.bulletin.bridge.UserFolder;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -23,7 +24,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.stream.Stream;
 
 /**
  * One file per object: {@code root/namespace/id} in memory (/dev/shm), or
@@ -43,6 +43,7 @@ public final class FileObjectStore implements ObjectStore {
   private final long capacity;
   private final StoreLayout layout;
   private final StoreTable table;
+  private final NamespaceFolders folders;
   /** Pre-faulted files for first writes; null until {@link #useArena}. */
   private volatile StoreArena arena;
 
@@ -59,7 +60,8 @@ public final class FileObjectStore implements ObjectStore {
     this.spillRoot = options.spillFolder();
     this.capacity = options.capacityBytes();
     this.layout = new StoreLayout(root, spillRoot);
-    this.table = new StoreTable(layout, capacity);
+    this.folders = new NamespaceFolders(root);
+    this.table = new StoreTable(layout, capacity, folders);
     try {
       prepare(root, keepObjects);
       if (spillRoot != null) {
@@ -112,7 +114,7 @@ public final class FileObjectStore implements ObjectStore {
       return StoreArena.Handout.REFUSED;
     }
     checkStagedName(stagedName, size);
-    return pool.handOut(folderOf(namespace), namespace, size, stagedName);
+    return pool.handOut(folders.staging(namespace), namespace, size, stagedName);
   }
 
   @Override
@@ -132,31 +134,17 @@ public final class FileObjectStore implements ObjectStore {
 
   @Override
   public Path folderOf(String namespace) {
-    Path folder = root.resolve(new ObjectKey(namespace, zeroId()).namespace());
-    if (!Files.isDirectory(folder)) {
-      try {
-        Files2.ownerOnlyFolder(folder);
-      } catch (IOException e) {
-        throw new ObjectStoreException("cannot create object folder " + folder + ": " + e, e);
-      }
-    }
-    return folder;
+    return folders.objects(namespace);
+  }
+
+  @Override
+  public Path stagingFolderOf(String namespace) {
+    return folders.staging(namespace).path();
   }
 
   @Override
   public void giveFolderTo(String namespace, int uid, int gid) {
-    Path folder = folderOf(namespace);
-    try {
-      Files2.giveTo(folder, uid, gid);
-      Files2.traversableFolder(root);
-    } catch (IOException | UnsupportedOperationException | SecurityException e) {
-      throw new ObjectStoreException("cannot give object folder " + folder + " to uid " + uid
-          + ": " + e, e);
-    }
-  }
-
-  private static dev.bulletin.bridge.ObjectId zeroId() {
-    return dev.bulletin.bridge.ObjectId.parse("0".repeat(32));
+    folders.giveTo(namespace, uid, gid);
   }
 
   private Path memoryPath(ObjectKey key) {
@@ -188,6 +176,7 @@ public final class FileObjectStore implements ObjectStore {
     Path temp = tempPath(key.namespace());
     try {
       Files2.writeFully(temp, bytes);
+      folders.prepare(key.namespace(), temp);
       Files2.publish(temp, memoryPath(key));
     } catch (IOException e) {
       Files2.deleteQuietly(temp);
@@ -275,6 +264,7 @@ public final class FileObjectStore implements ObjectStore {
       return key;
     }
     try {
+      folders.prepare(key.namespace(), temp);
       Files2.publish(temp, memoryPath(key));
     } catch (IOException e) {
       table.unreserve(size);
@@ -288,29 +278,26 @@ public final class FileObjectStore implements ObjectStore {
 
   @Override
   public synchronized ObjectKey adopt(ObjectKey key, Path staged) {
-    Path folder = folderOf(key.namespace());
+    Path folder = stagingFolderOf(key.namespace());
     if (!folder.equals(staged.getParent())
         || !staged.getFileName().toString().startsWith(".")) {
       throw new ObjectStoreException("a staged object must be a dot-prefixed file in " + folder
           + ", got " + staged);
     }
+    String name = staged.getFileName().toString();
     StoreTable.Entry existing = table.get(key);
     if (existing != null) {
       // Equal bytes are already here (the writer may have seen them and written nothing).
-      Files2.deleteQuietly(staged);
+      folders.staging(key.namespace()).delete(name);
       existing.references++;
       touch(existing);
       return key;
     }
-    long size;
-    try {
-      size = Files.size(staged);
-    } catch (IOException e) {
-      throw new ObjectStoreException("staged object " + staged + " for " + key
-          + " cannot be read: " + e, e);
-    }
+    // Out of the writer's folder first: only there is what the name points to settled.
+    Path temp = tempPath(key.namespace());
+    long size = folders.take(key, name, temp);
     if (size > capacity) {
-      Files2.deleteQuietly(staged);
+      Files2.deleteQuietly(temp);
       throw tooLarge(key, size);
     }
     try {
@@ -319,9 +306,9 @@ public final class FileObjectStore implements ObjectStore {
       // The bytes already sit in memory: keep them, the next writer makes room.
     }
     try {
-      Files2.publish(staged, memoryPath(key));
+      Files2.publish(temp, memoryPath(key));
     } catch (IOException e) {
-      Files2.deleteQuietly(staged);
+      Files2.deleteQuietly(temp);
       throw new ObjectStoreException("cannot publish object " + key + ": " + e, e);
     }
     add(key, size).references = 1;
@@ -336,9 +323,12 @@ public final class FileObjectStore implements ObjectStore {
     if (victim == null) {
       return false;
     }
+    Path temp = tempPath(namespace);
     try {
-      table.detach(victim, folderOf(namespace).resolve(stagedName));
+      table.detach(victim, temp);
+      folders.staging(namespace).handIn(temp, stagedName);
     } catch (IOException e) {
+      Files2.deleteQuietly(temp);
       return false; // the writer takes a fresh file
     }
     table.recycled();
@@ -510,15 +500,7 @@ public final class FileObjectStore implements ObjectStore {
             && entry.leases == 0).toList();
     unused.forEach(table::remove);
     if (stagedPrefix != null && !stagedPrefix.isEmpty()) {
-      Path folder = root.resolve(namespace);
-      if (Files.isDirectory(folder)) {
-        try (Stream<Path> files = Files.list(folder)) {
-          files.filter(p -> p.getFileName().toString().startsWith(stagedPrefix))
-              .forEach(Files2::deleteQuietly);
-        } catch (IOException ignored) {
-          // Reclaimed when the store closes.
-        }
-      }
+      folders.staging(namespace).deleteEntries(stagedPrefix);
     }
   }
 
@@ -546,7 +528,7 @@ public final class FileObjectStore implements ObjectStore {
       arena.close();
     }
     table.clear();
-    Files2.deleteTree(root);
-    Files2.deleteTree(spillRoot);
+    UserFolder.deleteTree(root); // users' staging folders inside: by descriptors only
+    UserFolder.deleteTree(spillRoot);
   }
 }

@@ -2,6 +2,7 @@ package dev.bulletin.bridge.impl;
 
 import dev.bulletin.bridge.ObjectStoreException;
 import dev.bulletin.bridge.StoreArena;
+import dev.bulletin.bridge.UserFolder;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -84,7 +85,8 @@ public final class FileStoreArena implements StoreArena {
   }
 
   @Override
-  public synchronized Handout handOut(Path target, String namespace, long size, String stagedName) {
+  public synchronized Handout handOut(UserFolder target, String namespace, long size,
+      String stagedName) {
     forgetUsed();
     long held = handedOut.values().stream().filter(h -> h.namespace().equals(namespace))
         .mapToLong(HandedOut::size).sum();
@@ -111,15 +113,9 @@ public final class FileStoreArena implements StoreArena {
     if (held > 0 && held + fit.size() > perNamespaceBytes()) {
       return Handout.REFUSED;
     }
-    Path staged = target.resolve(stagedName);
+    Path staged = target.path().resolve(stagedName);
     try {
-      // The new owner first, while only the store's owner can reach the file; then the move.
-      int uid = (Integer) Files.getAttribute(target, "unix:uid");
-      if ((Integer) Files.getAttribute(fit.path(), "unix:uid") != uid) {
-        Files.setAttribute(fit.path(), "unix:uid", uid);
-        Files.setAttribute(fit.path(), "unix:gid", Files.getAttribute(target, "unix:gid"));
-      }
-      Files.move(fit.path(), staged, StandardCopyOption.ATOMIC_MOVE);
+      target.handIn(fit.path(), stagedName); // given to its account while only we can reach it
     } catch (IOException | RuntimeException e) {
       LOG.warning("cannot hand arena file " + fit.path() + " to " + staged + ": " + e);
       return Handout.REFUSED;

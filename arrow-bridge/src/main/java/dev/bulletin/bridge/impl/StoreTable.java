@@ -38,6 +38,8 @@ final class StoreTable {
 
   private final StoreLayout layout;
   private final long capacity;
+  /** Gives what this table writes back into a namespace to its account. */
+  private final NamespaceFolders folders;
   private final Map<ObjectKey, Entry> entries = new HashMap<>();
   /** Bytes of in-memory objects plus room reserved by uploads in progress. */
   private long memoryBytes;
@@ -45,9 +47,10 @@ final class StoreTable {
   private long recycledFiles;
   private long clock;
 
-  StoreTable(StoreLayout layout, long capacity) {
+  StoreTable(StoreLayout layout, long capacity, NamespaceFolders folders) {
     this.layout = layout;
     this.capacity = capacity;
+    this.folders = folders;
   }
 
   Entry get(ObjectKey key) {
@@ -234,6 +237,7 @@ final class StoreTable {
     try {
       makeRoom(entry.size, entry.key);
       Files.copy(layout.spillPath(entry.key), temp);
+      folders.prepare(entry.key.namespace(), temp);
       Files2.publish(temp, layout.memoryPath(entry.key));
     } catch (IOException | StoreFullException e) {
       Files2.deleteQuietly(temp);

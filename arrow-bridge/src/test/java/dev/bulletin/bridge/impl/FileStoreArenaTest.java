@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.bulletin.bridge.StoreArena;
+import dev.bulletin.bridge.UserFolder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -38,6 +39,15 @@ class FileStoreArenaTest {
   void tearDown() {
     if (arena != null) {
       arena.close();
+    }
+  }
+
+  /** A folder of this process's own account. */
+  static UserFolder own(Path folder) {
+    try {
+      return UserFolder.of(folder, -1, -1);
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
     }
   }
 
@@ -85,7 +95,7 @@ class FileStoreArenaTest {
     Path pool = root.resolve(FileStoreArena.FOLDER);
     assertEquals("rwx------", PosixFilePermissions.toString(Files.getPosixFilePermissions(pool)));
 
-    StoreArena.Handout got = arena.handOut(alice, "alice", 5 * MIB, ".stage-s1-spare-1");
+    StoreArena.Handout got = arena.handOut(own(alice), "alice", 5 * MIB, ".stage-s1-spare-1");
     assertEquals(10 * MIB, got.size(), "the smallest file that fits");
     Path handed = alice.resolve(".stage-s1-spare-1");
     assertEquals(10 * MIB, Files.size(handed));
@@ -109,12 +119,12 @@ class FileStoreArenaTest {
   void oneUserCannotTakeTheWholeArenaFromTheOthers() throws Exception {
     startFilled(32 * MIB);
     // Holding none, a user may take any one file, even more than half the budget.
-    assertEquals(18 * MIB, arena.handOut(alice, "alice", 17 * MIB, ".a1").size());
-    StoreArena.Handout more = arena.handOut(alice, "alice", 4 * MIB, ".a2");
+    assertEquals(18 * MIB, arena.handOut(own(alice), "alice", 17 * MIB, ".a1").size());
+    StoreArena.Handout more = arena.handOut(own(alice), "alice", 4 * MIB, ".a2");
     assertEquals(0, more.size(), "alice holds her share: 18 + 10 MiB is over half of 32");
     assertFalse(more.later(), "and asking again will not change that");
     assertFalse(Files.exists(alice.resolve(".a2")));
-    assertEquals(10 * MIB, arena.handOut(bob, "bob", 4 * MIB, ".b1").size(),
+    assertEquals(10 * MIB, arena.handOut(own(bob), "bob", 4 * MIB, ".b1").size(),
         "bob still gets his");
     assertTrue(Files.exists(bob.resolve(".b1")));
   }
@@ -122,13 +132,13 @@ class FileStoreArenaTest {
   @Test
   void aRequestLargerThanEveryFileGrowsTheArenaWithinItsBudget() throws Exception {
     startFilled(32 * MIB);
-    StoreArena.Handout none = arena.handOut(alice, "alice", 24 * MIB, ".a1");
+    StoreArena.Handout none = arena.handOut(own(alice), "alice", 24 * MIB, ".a1");
     assertEquals(0, none.size());
     assertTrue(none.later(), "a 24 MiB file is being made");
     waitFor(() -> arena.stats().pooledBytes() == 24 * MIB, "the 24 MiB file");
     assertTrue(arena.stats().givenBack() >= 2, "smaller files made room for it");
-    assertEquals(24 * MIB, arena.handOut(alice, "alice", 24 * MIB, ".a1").size());
-    StoreArena.Handout over = arena.handOut(bob, "bob", 40 * MIB, ".b1");
+    assertEquals(24 * MIB, arena.handOut(own(alice), "alice", 24 * MIB, ".a1").size());
+    StoreArena.Handout over = arena.handOut(own(bob), "bob", 40 * MIB, ".b1");
     assertEquals(0, over.size());
     assertFalse(over.later(), "over the budget: never made");
   }
@@ -137,16 +147,16 @@ class FileStoreArenaTest {
   void aRequestTheHandedOutFilesLeaveNoRoomForIsRefusedNotPromised() throws Exception {
     startFilled(32 * MIB);
     Path carol = Files2.ownerOnlyFolder(root.resolve("carol"));
-    assertEquals(18 * MIB, arena.handOut(bob, "bob", 17 * MIB, ".b1").size());
-    assertEquals(10 * MIB, arena.handOut(carol, "carol", 9 * MIB, ".c1").size());
+    assertEquals(18 * MIB, arena.handOut(own(bob), "bob", 17 * MIB, ".b1").size());
+    assertEquals(10 * MIB, arena.handOut(own(carol), "carol", 9 * MIB, ".c1").size());
     // 28 MiB are held by writers and not used yet: a 10 MiB file would break the budget until
     // they are, so "later" would have alice ask again and again for nothing.
-    StoreArena.Handout none = arena.handOut(alice, "alice", 9 * MIB, ".a1");
+    StoreArena.Handout none = arena.handOut(own(alice), "alice", 9 * MIB, ".a1");
     assertEquals(0, none.size());
     assertFalse(none.later(), "no file can be made while bob and carol hold theirs");
     // Bob's write used his file: there is room again, and a file for alice is made.
     Files.delete(bob.resolve(".b1"));
-    waitFor(() -> arena.handOut(alice, "alice", 9 * MIB, ".a1").size() >= 9 * MIB,
+    waitFor(() -> arena.handOut(own(alice), "alice", 9 * MIB, ".a1").size() >= 9 * MIB,
         "alice's file");
     assertTrue(Files.exists(alice.resolve(".a1")));
   }
@@ -161,13 +171,13 @@ class FileStoreArenaTest {
   void aFileFarLongerThanTheWriteWaitsForOneOfItsSizeWhereTheBudgetHasRoom() throws Exception {
     startWithLongTailsOver(4 * MIB); // 256 MiB in a real store
     // Alice's 20 MiB write takes the 34 MiB file (a tail under twice the write) and uses it.
-    assertEquals(34 * MIB, arena.handOut(alice, "alice", 20 * MIB, ".a1").size());
+    assertEquals(34 * MIB, arena.handOut(own(alice), "alice", 20 * MIB, ".a1").size());
     Files.delete(alice.resolve(".a1"));
     // 3 MiB: the 10 MiB file fits, with a 6 MiB tail: too long, and 28 MiB are pooled, so a
     // 4 MiB file is made for bob rather than 6 MiB freed at his write.
-    StoreArena.Handout later = arena.handOut(bob, "bob", 3 * MIB, ".b1");
+    StoreArena.Handout later = arena.handOut(own(bob), "bob", 3 * MIB, ".b1");
     assertTrue(later.later(), "a 4 MiB file is being made: " + later);
-    waitFor(() -> arena.handOut(bob, "bob", 3 * MIB, ".b1").size() > 0, "bob's file");
+    waitFor(() -> arena.handOut(own(bob), "bob", 3 * MIB, ".b1").size() > 0, "bob's file");
     assertEquals(4 * MIB, Files.size(bob.resolve(".b1")));
     assertEquals(0, arena.stats().givenBack(), "no pooled file was given back for it");
   }
@@ -176,15 +186,15 @@ class FileStoreArenaTest {
   void aFileFarLongerThanTheWriteIsHandedOutWhenNoneOfItsSizeFits() throws Exception {
     startWithLongTailsOver(4 * MIB);
     // The pool fills the budget: a 4 MiB file would need one given back. The 10 MiB one goes.
-    assertEquals(10 * MIB, arena.handOut(bob, "bob", 3 * MIB, ".b1").size());
+    assertEquals(10 * MIB, arena.handOut(own(bob), "bob", 3 * MIB, ".b1").size());
     assertEquals(0, arena.stats().givenBack());
   }
 
   @Test
   void aUserHoldingHerShareIsRefusedEvenWhenNoFileFits() throws Exception {
     startFilled(32 * MIB);
-    assertEquals(18 * MIB, arena.handOut(alice, "alice", 17 * MIB, ".a1").size());
-    StoreArena.Handout none = arena.handOut(alice, "alice", 12 * MIB, ".a2");
+    assertEquals(18 * MIB, arena.handOut(own(alice), "alice", 17 * MIB, ".a1").size());
+    StoreArena.Handout none = arena.handOut(own(alice), "alice", 12 * MIB, ".a2");
     assertEquals(0, none.size());
     assertFalse(none.later(), "18 + 12 MiB is over her half of 32: no file is made for her");
     assertEquals(10 * MIB, arena.stats().pooledBytes(), "and none was given back for it");
@@ -199,21 +209,20 @@ class FileStoreArenaTest {
     try (var left = Files.list(root.resolve(FileStoreArena.FOLDER))) {
       assertEquals(0, left.count(), "the files are deleted: their memory is the machine's");
     }
-    assertEquals(0, arena.handOut(alice, "alice", 4 * MIB, ".a1").size());
+    assertEquals(0, arena.handOut(own(alice), "alice", 4 * MIB, ".a1").size());
     memAvailable(900_000);
     // Made again: the 4 MiB alice asked for first, then the ladder's 18 and 10 MiB.
     waitFor(() -> arena.stats().pooledBytes() == 32 * MIB, "the pool to be made again");
-    assertEquals(4 * MIB, arena.handOut(alice, "alice", 4 * MIB, ".a1").size());
+    assertEquals(4 * MIB, arena.handOut(own(alice), "alice", 4 * MIB, ".a1").size());
   }
 
   @Test
   void aHandedOutFileBelongsToTheOwnerOfTheFolderItGoesTo() throws Exception {
     Assumptions.assumeTrue("root".equals(System.getProperty("user.name")),
         "changing a file's owner needs root");
-    Files.setAttribute(bob, "unix:uid", 65534);
-    Files.setAttribute(bob, "unix:gid", 65534);
     startFilled(32 * MIB);
-    assertEquals(10 * MIB, arena.handOut(bob, "bob", 4 * MIB, ".b1").size());
+    UserFolder nobodys = UserFolder.of(bob, 65534, 65534);
+    assertEquals(10 * MIB, arena.handOut(nobodys, "bob", 4 * MIB, ".b1").size());
     assertEquals(65534, Files.getAttribute(bob.resolve(".b1"), "unix:uid"));
     assertEquals(65534, Files.getAttribute(bob.resolve(".b1"), "unix:gid"));
   }
@@ -221,7 +230,7 @@ class FileStoreArenaTest {
   @Test
   void closingDeletesThePoolButNotWhatWasHandedOut() throws Exception {
     startFilled(32 * MIB);
-    arena.handOut(alice, "alice", 4 * MIB, ".a1");
+    arena.handOut(own(alice), "alice", 4 * MIB, ".a1");
     arena.close();
     arena = null;
     assertFalse(Files.exists(root.resolve(FileStoreArena.FOLDER)));

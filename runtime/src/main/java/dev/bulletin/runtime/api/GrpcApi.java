@@ -140,6 +140,8 @@ public final class GrpcApi {
         .setRuntimeVersion(version).setInlineLimitBytes(inlineLimit)
         .setMaxMessageBytes(maxMessage)
         .setStoreDir(plane.store().folderOf(ObjectKey.namespaceOf(identity.user())).toString())
+        .setStagingDir(plane.store().stagingFolderOf(ObjectKey.namespaceOf(identity.user()))
+            .toString())
         .setHostId(hostId).setStoreCapacityBytes(plane.store().capacityBytes())
         .setDataPort(dataPort).setDashboardUrl(dashboardUrl)
         .setArenaBytes(arenaSpares.budgetBytes())

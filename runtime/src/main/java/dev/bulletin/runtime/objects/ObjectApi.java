@@ -481,7 +481,7 @@ public final class ObjectApi {
               + prefix + ", got " + name);
         }
         ObjectKey key = ObjectKey.of(caller.namespace(), message.getId());
-        Path staged = store().folderOf(key.namespace()).resolve(name);
+        Path staged = store().stagingFolderOf(key.namespace()).resolve(name);
         ObjectKey stored = store().adopt(key, staged);
         long mark = plane.journaling().mark();
         holds.adopt(stored);

@@ -142,7 +142,6 @@ final class ExecutorProcess {
   CallOutcome call(CallRequest request, ObjectStore.Lease lease, Path resultPath,
       CallListener listener) throws UnfitExecutorException {
     claim(request.owner());
-    ownCallFiles(request, lease);
     Running running = new Running(request.taskId(), listener, new CountDownLatch(2));
     current = running;
     listener.started(id);
@@ -191,44 +190,16 @@ final class ExecutorProcess {
 
   /**
    * Stages, at the call's result path, the file of a released object of the call owner's, so
-   * the executor's write lands in memory already allocated (see ObjectStore#stageRecycled).
+   * the executor's write lands in memory already allocated (see ObjectStore#stageRecycled), else
+   * a pre-faulted file of the host's arena, unless the executor has a spare of its own. Either
+   * way the store hands the file in already given to the namespace's account.
    */
   private boolean stageResultFile(CallRequest request, ExecutorReply.Stage stage,
       Path resultPath) {
     String name = resultPath.getFileName().toString();
-    // Else a pre-faulted file of the host's arena, unless the executor has a spare of its own.
-    boolean staged = store.stageRecycled(request.owner(), stage.size(), stage.mapped(), name)
+    return store.stageRecycled(request.owner(), stage.size(), stage.mapped(), name)
         || !stage.spareReady() && store.handOutSpare(request.owner(), stage.size(), name)
             .size() > 0;
-    if (staged && account != null) {
-      try {
-        account.own(resultPath);
-      } catch (IOException e) {
-        return false; // the executor writes a new file instead
-      }
-    }
-    return staged;
-  }
-
-  /**
-   * An executor running as the user's account reads the call's files as that account: the
-   * agent (root) wrote them into the user's folder, which only that account can enter.
-   */
-  private void ownCallFiles(CallRequest request, ObjectStore.Lease lease) {
-    if (account == null) {
-      return;
-    }
-    List<ObjectKey> files = new java.util.ArrayList<>(request.refs());
-    files.add(request.function());
-    files.add(request.args());
-    for (ObjectKey key : files) {
-      try {
-        account.own(lease.path(key));
-      } catch (IOException e) {
-        throw new dev.bulletin.bridge.ObjectStoreException("cannot give " + key + " to account "
-            + account.name() + ": " + e, e);
-      }
-    }
   }
 
   /**

@@ -139,7 +139,7 @@ public final class LocalWorkerAgent implements WorkerAgent {
     } catch (ExecutorStartException e) {
       return new CallOutcome.ExecutorDied(e.getMessage());
     }
-    Path staged = store.folderOf(request.owner()).resolve(".result-" + taskId);
+    Path staged = store.stagingFolderOf(request.owner()).resolve(".result-" + taskId);
     List<ObjectKey> used = new ArrayList<>(request.refs());
     used.add(request.function());
     used.add(request.args());
@@ -167,11 +167,8 @@ public final class LocalWorkerAgent implements WorkerAgent {
       sampler.end(taskId);
       running.remove(taskId);
       pendingStops.remove(taskId); // a stop that raced the call's end must not linger
-      try {
-        Files.deleteIfExists(staged); // a result half-written by an executor that died
-      } catch (IOException ignored) {
-        // The store's folder is removed when it closes.
-      }
+      // A result half-written by an executor that died; in the user's folder: by descriptor.
+      dev.bulletin.bridge.UserFolder.deleteTree(staged);
     }
     if (outcome instanceof CallOutcome.Stopped) {
       pool.retire(executor, "its call was stopped");

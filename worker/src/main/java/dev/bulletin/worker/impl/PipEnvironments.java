@@ -185,17 +185,12 @@ final class PipEnvironments {
     listener.output(true, ("[bulletin] " + text + "\n").getBytes(StandardCharsets.UTF_8));
   }
 
+  /** The account's folder holds it: deleted through descriptors, never following a link. */
   private static void deleteTree(Path folder) throws ExecutorStartException {
-    if (!Files.exists(folder)) {
-      return;
-    }
-    try (Stream<Path> paths = Files.walk(folder)) {
-      for (Path path : paths.sorted(Comparator.reverseOrder()).toList()) {
-        Files.delete(path);
-      }
-    } catch (IOException e) {
+    dev.bulletin.bridge.UserFolder.deleteTree(folder);
+    if (Files.exists(folder, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
       throw new ExecutorStartException("cannot remove the unfinished environment " + folder
-          + ": " + e.getMessage(), e);
+          + "; remove it by hand", null);
     }
   }
 }

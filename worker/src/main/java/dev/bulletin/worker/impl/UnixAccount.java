@@ -50,11 +50,7 @@ record UnixAccount(String name, int uid, int gid, Path home) {
 
   /** This process's uid, or -1 when it cannot be told. */
   static int currentUid() {
-    try {
-      return (Integer) Files.getAttribute(Path.of("/proc/self"), "unix:uid");
-    } catch (IOException | RuntimeException e) {
-      return -1;
-    }
+    return dev.bulletin.bridge.UserFolder.currentUid();
   }
 
   /** The command that runs {@code command} as this account, with its groups and no way up. */
@@ -68,13 +64,5 @@ record UnixAccount(String name, int uid, int gid, Path home) {
   /** Where its executors start: its home when there is one, else the root folder. */
   Path workingDirectory() {
     return Files.isDirectory(home) ? home : Path.of("/");
-  }
-
-  /** Makes a file of this account's store folder its own (the agent wrote it as root). */
-  void own(Path file) throws IOException {
-    if (((Integer) Files.getAttribute(file, "unix:uid")) != uid) {
-      Files.setAttribute(file, "unix:uid", uid);
-      Files.setAttribute(file, "unix:gid", gid);
-    }
   }
 }
