@@ -37,7 +37,10 @@ def lab(accounts):  # noqa: F811
     for wheel in wheels.iterdir():
         wheel.chmod(0o644)
     config = home / "cluster.yaml"
+    # useradd --system made the accounts (uid below UID_MIN): the config's escape hatch for
+    # accounts made for bulletin lets them be run_as.
     config.write_text(
+        "allow_system_accounts: true\n"
         "users:\n"
         f"  - {{name: alice, group: lab, token: \"{ALICE_TOKEN}\", run_as: {accounts['alice'][0]}}}\n"
         f"  - {{name: bob, group: lab, token: \"{BOB_TOKEN}\", run_as: {accounts['bob'][0]}}}\n")

@@ -62,8 +62,12 @@ def executor_python(account: str) -> tuple[str, str]:
                                     f"/usr/bin/{version}", f"/usr/local/bin/{version}"]):
         if not os.path.exists(candidate):
             continue
+        # Through a shell's exec: setpriv's own exec finds the program with root's rights (a
+        # venv under /root would pass here and then run without its standard library); the
+        # runtime refuses an interpreter the account cannot reach by itself (issue 26).
         check = subprocess.run(["setpriv", f"--reuid={account}", f"--regid={account}",
-                                "--init-groups", candidate, "-c",
+                                "--init-groups", "/bin/sh", "-c", 'exec "$0" "$@"', candidate,
+                                "-c",
                                 "import bulletin._runtime._executor, numpy, pyarrow, py4j, cloudpickle"],
                                env={"PYTHONPATH": path, "PATH": os.environ["PATH"]},
                                capture_output=True, text=True, cwd="/")
@@ -80,7 +84,10 @@ def lab(accounts):
     # The state folder where other accounts could reach it if bulletin let them: /tmp is 1777.
     home = Path(tempfile.mkdtemp(prefix="bulletin-run-as-"))
     config = Path(tempfile.mkdtemp(prefix="bulletin-run-as-config-")) / "cluster.yaml"
+    # useradd --system made the accounts (uid below UID_MIN): the config's escape hatch for
+    # accounts made for bulletin lets them be run_as.
     config.write_text(
+        "allow_system_accounts: true\n"
         "users:\n"
         f"  - {{name: alice, group: lab, token: \"{ALICE_TOKEN}\", run_as: {accounts['alice'][0]}}}\n"
         f"  - {{name: bob, group: lab, token: \"{BOB_TOKEN}\", run_as: {accounts['bob'][0]}}}\n")

@@ -5,7 +5,9 @@ import dev.bulletin.protocol.BulletinVersion;
 import dev.bulletin.worker.ResourceOptions;
 import dev.bulletin.worker.node.WorkerMain;
 import dev.bulletin.runtime.config.ClusterTokens;
+import dev.bulletin.runtime.config.ConfigHost;
 import dev.bulletin.runtime.config.RuntimeConfig;
+import dev.bulletin.runtime.config.UnixAccounts;
 import dev.bulletin.runtime.pool.WorkerProviders;
 import dev.bulletin.worker.WorkerOptions;
 import dev.bulletin.worker.tls.TlsOptions;
@@ -150,8 +152,12 @@ public final class Main implements Callable<Integer> {
     String ownerUser = System.getenv().getOrDefault("BULLETIN_OWNER_USER",
         System.getProperty("user.name"));
     WorkerOptions worker = resources.worker("local");
+    // The executors' interpreter is checked for each run_as account only where run_as is
+    // honoured: a runtime running as root.
+    ConfigHost thisMachine = ConfigHost.thisMachine()
+        .withInterpreter(UnixAccounts.processIsRoot() ? worker.python() : null);
     RuntimeConfig runtimeConfig = config != null
-        ? RuntimeConfig.load(config, new ClusterTokens(ownerToken, workerToken))
+        ? RuntimeConfig.load(config, new ClusterTokens(ownerToken, workerToken), thisMachine)
         : RuntimeConfig.empty();
     WorkerProviders.check(runtimeConfig.pools()); // a missing partition fails here, not later
     RuntimeOptions.Builder builder = RuntimeOptions.builder(home, worker).host(host).port(port)

@@ -13,12 +13,16 @@ import java.util.Optional;
  * The runtime's YAML file: users, worker pools (docs/pools.md) and the scheduling policy
  * ({@code qos:}, {@code groups:}, {@code limits:}, {@code scheduler:}, read by {@link PolicyYaml};
  * docs/scheduler.md). Validated once, here: a file with mistakes is refused with all of them.
+ * A file is also checked against the machine that reads it ({@link HostChecks}: run_as accounts,
+ * the owner's name); a config built in code only against itself.
  *
  * <pre>
+ * allow_system_accounts: false   # true: run_as may name accounts below UID_MIN
  * users:
  *   - name: ada
  *     group: vision
  *     token: "a-long-random-string"
+ *     run_as: ada
  * </pre>
  */
 public record RuntimeConfig(List<User> users, PoolsConfig pools, PolicyConfig policy) {
@@ -100,12 +104,21 @@ public record RuntimeConfig(List<User> users, PoolsConfig pools, PolicyConfig po
   }
 
   /**
+   * Reads and validates the file against this machine ({@link ConfigHost#thisMachine()}), and
+   * refuses a user whose token is one of the cluster's own tokens.
+   */
+  public static RuntimeConfig load(Path file, ClusterTokens tokens) {
+    return load(file, tokens, ConfigHost.thisMachine());
+  }
+
+  /**
    * Reads and validates the file, and refuses a user whose token is one of the cluster's own
-   * tokens; every mistake in the file is in the one exception.
+   * tokens, or whose name or run_as does not fit {@code host}; every mistake in the file is in
+   * the one exception.
    *
    * @throws ConfigException listing every mistake, each with its field's path
    */
-  public static RuntimeConfig load(Path file, ClusterTokens tokens) {
+  public static RuntimeConfig load(Path file, ClusterTokens tokens, ConfigHost host) {
     String source = "config file " + file;
     if (!Files.isRegularFile(file)) {
       throw new IllegalArgumentException(source + " does not exist");
@@ -116,22 +129,31 @@ public record RuntimeConfig(List<User> users, PoolsConfig pools, PolicyConfig po
     } catch (IOException e) {
       throw new IllegalArgumentException(source + " cannot be read: " + e.getMessage(), e);
     }
-    return parse(text, source, tokens);
+    return parse(text, source, tokens, host);
+  }
+
+  /** Reads a whole document, checked against this machine ({@link ConfigHost#thisMachine()}). */
+  public static RuntimeConfig parse(String yaml, String source, ClusterTokens tokens) {
+    return parse(yaml, source, tokens, ConfigHost.thisMachine());
   }
 
   /**
    * Reads a whole document.
    *
    * @param source what is read, at the start of the error ("config file x.yaml"); null for none
+   * @param host the machine its users' names and run_as accounts are checked against
    */
-  public static RuntimeConfig parse(String yaml, String source, ClusterTokens tokens) {
+  public static RuntimeConfig parse(String yaml, String source, ClusterTokens tokens,
+      ConfigHost host) {
     ConfigErrors errors = new ConfigErrors();
     ConfigNode root = ConfigNode.root(ConfigYaml.parse(yaml, source), errors);
     List<UsersSection.Placed> users = UsersSection.read(root);
+    boolean allowSystemAccounts = root.bool(HostChecks.ALLOW_SYSTEM_ACCOUNTS, false);
     Optional<PoolsConfig> pools = PoolsConfig.read(root);
     Optional<PolicyConfig> policy = PolicyYaml.read(root);
     root.rejectUnknown();
     UsersSection.check(users, policy.orElse(null), tokens, errors);
+    HostChecks.check(users, host, allowSystemAccounts, errors);
     errors.throwIfAny(source);
     return new RuntimeConfig(users.stream().map(UsersSection.Placed::user).toList(),
         pools.orElseThrow(), policy.orElseThrow());

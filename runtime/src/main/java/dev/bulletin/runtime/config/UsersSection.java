@@ -13,6 +13,14 @@ import java.util.Optional;
  * checks refuse every entry that would hand one person's rights to another.
  */
 final class UsersSection {
+  /**
+   * Names of the cluster's own identities and roles: the owner, admins, the worker agents
+   * (Identity.workerAgent() is "bulletin-worker") and the metrics scraper. A user by one of
+   * them would read as that role in status, usage and logs.
+   */
+  static final List<String> ROLE_NAMES =
+      List.of("owner", "admin", "bulletin-worker", "worker", "metrics");
+
   private UsersSection() {}
 
   /** A user with the path of its entry ({@code users[1] (bob)}), for errors that name it. */
@@ -53,12 +61,25 @@ final class UsersSection {
       ConfigErrors errors) {
     Map<String, Placed> byName = new HashMap<>();
     Map<String, Placed> byToken = new HashMap<>();
+    Map<String, Placed> byRunAs = new HashMap<>();
     for (Placed entry : users) {
       User user = entry.user();
       Placed first = byName.putIfAbsent(user.name(), entry);
       if (first != null) {
         errors.add(entry.path() + ".name", "'" + user.name() + "' has an entry already ("
             + first.path() + "); give each user one entry, with one group and one token");
+      }
+      if (ROLE_NAMES.contains(user.name())) {
+        errors.add(entry.path() + ".name", "'" + user.name() + "' is the name of one of bulletin's"
+            + " own roles (" + String.join(", ", ROLE_NAMES) + "): this user would read as that"
+            + " role in status, usage and logs; choose another name (an admin is a user with"
+            + " admin: true)");
+      }
+      Placed accountOf = user.runAs() == null ? null : byRunAs.putIfAbsent(user.runAs(), entry);
+      if (accountOf != null) {
+        errors.add(entry.path() + ".run_as", "'" + user.runAs() + "' is " + accountOf.path()
+            + "'s account too: their executors could read and signal each other's, and their"
+            + " store folders would be one; give each user an account of their own");
       }
       Placed sharing = byToken.putIfAbsent(user.token(), entry);
       if (sharing != null) {
@@ -77,6 +98,29 @@ final class UsersSection {
       }
       checkGroup(entry, policy, errors);
     }
+    for (Placed entry : users) {
+      checkCrossed(entry, byName, errors);
+    }
+  }
+
+  /**
+   * Users crossed onto each other's accounts: alice's run_as is 'bob', the name of the user bob,
+   * whose executors run as an account of his own. The names then say the opposite of who runs
+   * as which account (bob's calls are not 'bob''s, alice's are), which is how a wrong file and a
+   * wrong audit go unnoticed. A run_as named like a user without one of their own is allowed:
+   * that user's executors run as the runtime's account, not as the one named like them.
+   */
+  private static void checkCrossed(Placed entry, Map<String, Placed> byName, ConfigErrors errors) {
+    String account = entry.user().runAs();
+    Placed named = account == null ? null : byName.get(account);
+    if (named == null || named == entry || named.user().runAs() == null
+        || named.user().runAs().equals(account)) { // one account twice: its own error above
+      return;
+    }
+    errors.add(entry.path() + ".run_as", "'" + account + "' is the name of the user "
+        + named.path() + ", whose executors run as '" + named.user().runAs() + "': "
+        + entry.user().name() + "'s calls would run as an account that reads as " + account
+        + "'s; give " + entry.user().name() + " an account named for them, or for no other user");
   }
 
   /**

@@ -57,7 +57,7 @@ class RuntimeConfigPolicyTest {
     Files.writeString(file, "quotas: {}\n");
     IllegalArgumentException error =
         assertThrows(IllegalArgumentException.class, () -> RuntimeConfig.load(file));
-    assertTrue(error.getMessage().endsWith("unknown field 'quotas' (allowed: users, pools, qos,"
-        + " groups, limits, scheduler)"), error.getMessage());
+    assertTrue(error.getMessage().endsWith("unknown field 'quotas' (allowed: users,"
+        + " allow_system_accounts, pools, qos, groups, limits, scheduler)"), error.getMessage());
   }
 }

@@ -22,12 +22,15 @@ class RuntimeConfigRunAsTest {
 
   @Test
   void aUserMayNameTheAccountTheirExecutorsRunAs() throws Exception {
+    // daemon is on every machine; as a system account it takes allow_system_accounts (the
+    // accounts of people, uid >= UID_MIN, are in RunAsRefusalsTest, which makes one).
     RuntimeConfig config = load("""
+        allow_system_accounts: true
         users:
-          - {name: ada, token: ada-token-0123456789, run_as: ada_lab}
+          - {name: ada, token: ada-token-0123456789, run_as: daemon}
           - {name: bob, token: bob-token-0123456789}
         """);
-    assertEquals(Map.of("ada", "ada_lab"), config.runAsAccounts());
+    assertEquals(Map.of("ada", "daemon"), config.runAsAccounts());
   }
 
   @Test

@@ -64,6 +64,28 @@ class UsersConfigTest {
             groups: {vision: {gpus: 4}, nlp: {gpus: 2}}
             """, "users[0] (ann).group: 'visoin' is not in groups: (known: nlp, vision); fix the"
             + " name, or add 'visoin: {}' to groups: for a group without quota"),
+        Arguments.of("a user named like a bulletin role", """
+            users: [{name: bulletin-worker, token: ann-token-0123456789}]
+            """, "users[0] (bulletin-worker).name: 'bulletin-worker' is the name of one of"
+            + " bulletin's own roles (owner, admin, bulletin-worker, worker, metrics): this user"
+            + " would read as that role in status, usage and logs; choose another name"),
+        Arguments.of("one account for two users", """
+            allow_system_accounts: true
+            users:
+              - {name: ann, token: ann-token-0123456789, run_as: daemon}
+              - {name: bob, token: bob-token-0123456789, run_as: daemon}
+            """, "users[1] (bob).run_as: 'daemon' is users[0] (ann)'s account too: their"
+            + " executors could read and signal each other's, and their store folders would be"
+            + " one; give each user an account of their own"),
+        Arguments.of("a user on the account named like another user, who has one of their own",
+            """
+            allow_system_accounts: true
+            users:
+              - {name: ann, token: ann-token-0123456789, run_as: daemon}
+              - {name: daemon, token: daemon-token-0123456789, run_as: bin}
+            """, "users[0] (ann).run_as: 'daemon' is the name of the user users[1] (daemon), whose"
+            + " executors run as 'bin': ann's calls would run as an account that reads as"
+            + " daemon's; give ann an account named for them, or for no other user"),
         Arguments.of("a typo in a user's field", """
             users: [{name: ann, grop: nlp, token: ann-token-0123456789}]
             """, "users[0] (ann): unknown field 'grop' (allowed: name, group, token, admin, run_as)"));
@@ -129,6 +151,46 @@ class UsersConfigTest {
         groups: {nlp: {gpus: 2}}
         """, null, TOKENS);
     assertEquals(2, config.policy().group("nlp").maxGpus());
+  }
+
+  @Test
+  void usersCrossedOntoEachOthersAccountsAreBothRefused() {
+    List<String> errors = errors("""
+        allow_system_accounts: true
+        users:
+          - {name: daemon, token: ann-token-0123456789, run_as: bin}
+          - {name: bin, token: bob-token-0123456789, run_as: daemon}
+        """);
+    assertEquals(2, errors.size(), errors.toString());
+    assertTrue(errors.get(0).startsWith("users[0] (daemon).run_as: 'bin' is the name of the user"
+        + " users[1] (bin), whose executors run as 'daemon'"), errors.toString());
+    assertTrue(errors.get(1).startsWith("users[1] (bin).run_as: 'daemon' is the name of the user"
+        + " users[0] (daemon), whose executors run as 'bin'"), errors.toString());
+  }
+
+  @Test
+  void anAccountNamedLikeAUserWithoutOneOfTheirOwnIsAllowed() {
+    // bob's executors run as the runtime's account: ann on the account 'bob' crosses nobody.
+    RuntimeConfig config = RuntimeConfig.parse("""
+        allow_system_accounts: true
+        users:
+          - {name: ann, token: ann-token-0123456789, run_as: daemon}
+          - {name: daemon, token: bob-token-0123456789}
+        """, null, TOKENS);
+    assertEquals(java.util.Map.of("ann", "daemon"), config.runAsAccounts());
+  }
+
+  @Test
+  void usersBuiltInCodeAreCheckedForRolesAndSharedAccountsToo() {
+    IllegalArgumentException error = assertThrows(IllegalArgumentException.class,
+        () -> new RuntimeConfig(List.of(
+            new RuntimeConfig.User("metrics", null, "metrics-token-0123456789"),
+            new RuntimeConfig.User("a", null, "a-token-0123456789", false, "lab"),
+            new RuntimeConfig.User("b", null, "b-token-0123456789", false, "lab"))));
+    assertTrue(error.getMessage().startsWith("2 errors:\n  users[0] (metrics).name: 'metrics' is"
+        + " the name of one of bulletin's own roles"), error.getMessage());
+    assertTrue(error.getMessage().contains("\n  users[2] (b).run_as: 'lab' is users[1] (a)'s"
+        + " account too"), error.getMessage());
   }
 
   @Test
