@@ -28,6 +28,8 @@ import os
 import threading
 from pathlib import Path
 
+from ._objects import reserve
+
 _O_TMPFILE = getattr(os, "O_TMPFILE", 0)
 _GRANULE = 2 << 20  # spare sizes are rounded up to this: a write a few bytes larger still fits
 # A spare is cut to a write only while its tail is at most this many times the write: on
@@ -332,7 +334,7 @@ def _make(folder: Path, size: int) -> Spare:
     """An anonymous file of ``size`` bytes in ``folder``, its pages allocated and mapped here."""
     fd = os.open(folder, _O_TMPFILE | os.O_RDWR, 0o600)
     try:
-        os.ftruncate(fd, size)
+        reserve(fd, size, folder / ".spare")  # a full share: an error here, never a SIGBUS
         mapped = mmap.mmap(fd, size, flags=mmap.MAP_SHARED)
     except BaseException:
         os.close(fd)

@@ -7,6 +7,7 @@ encodes and decodes through this one.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import mmap
 import os
@@ -17,6 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from .._codec import decode, encode, peek_kind  # noqa: F401
+from .._errors import StoreFullError
 from .._placeholders import stored_object
 from .._ref import Ref  # noqa: F401 (the client's handle of a store object)
 
@@ -71,6 +73,36 @@ _MAP_FLAGS = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
 _SMALL_WRITE = 64 * 1024  # below this one write(2) beats setting up and tearing down a mapping
 
 
+def reserve(fd: int, size: int, path: Path) -> None:
+    """Sizes a file to ``size`` bytes with its memory allocated now (``posix_fallocate``),
+    before anything is written through a mapping of it: a full store folder is then an error
+    here, naming the folder's use and size, and not a SIGBUS in the middle of a copy (which in
+    a notebook is the kernel dying)."""
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            os.ftruncate(fd, 0)  # what it allocated before it ran out goes back at once
+            raise StoreFullError(_full(path, size)) from None
+        if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+            raise  # EOPNOTSUPP, EINVAL: a file system without fallocate, sized as before
+    os.ftruncate(fd, size)  # a longer file (a recycled one) is cut to the object
+
+
+def _full(path: Path, size: int) -> str:
+    folder = Path(path).parent
+    try:
+        fs = os.statvfs(folder)
+        total, free = fs.f_blocks * fs.f_frsize, fs.f_bavail * fs.f_frsize
+        use = f"{(total - free) / 2**20:.1f} MiB of {total / 2**20:.1f} MiB are in use"
+    except OSError:
+        use = "its size cannot be read"
+    return (f"an object of {size / 2**20:.1f} MiB does not fit in your share of this node's "
+            f"object store ({folder}: {use}: objects you hold, and files being written or left "
+            "there); nothing was stored. Release objects you no longer need (del the futures "
+            "and refs, Ref.release()), or ask the cluster's owner for a larger share.")
+
+
 def write_file(path: Path, encoded) -> None:
     """Writes an encoded object into a new file: one copy, straight into the mapped file."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
@@ -81,7 +113,7 @@ def write_file(path: Path, encoded) -> None:
             while data:  # a short write means the disk filled up: the next one raises
                 data = data[os.write(fd, data):]
             return
-        os.ftruncate(fd, size)
+        reserve(fd, size, path)
         if size:
             target = mmap.mmap(fd, size, flags=_MAP_FLAGS)
             view = memoryview(target)

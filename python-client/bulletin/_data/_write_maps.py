@@ -22,7 +22,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from ._arena import Spare, SpareFiles
-from ._objects import write_file
+from ._objects import reserve, write_file
 
 RECYCLE_MIN = 1 << 20  # smaller writes are cheap to fault in: not worth a kept mapping
 _MAP_FLAGS = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
@@ -81,8 +81,8 @@ class WriteMappings:
                 self.spares.written()
             self.spare_writes += 1
             return
-        self._map_and_write(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600), encoded,
-                            oid)
+        self._map_and_write(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600), path,
+                            encoded, oid)
 
     def write_recycled(self, path: Path, encoded, oid: str | None) -> bool:
         """Overwrites a file the runtime staged from a released object; False when another
@@ -111,7 +111,7 @@ class WriteMappings:
         if not _exclusive(fd):
             os.close(fd)
             return False
-        self._map_and_write(fd, encoded, oid)
+        self._map_and_write(fd, path, encoded, oid)
         return True
 
     def take_spare(self, size: int, held=()) -> Spare | None:
@@ -179,10 +179,11 @@ class WriteMappings:
         for kept in maps:
             kept.close()
 
-    def _map_and_write(self, fd: int, encoded, oid: str | None) -> None:
-        """Sizes an open file to the object, maps it, writes it and keeps the mapping."""
+    def _map_and_write(self, fd: int, path: Path, encoded, oid: str | None) -> None:
+        """Sizes an open file to the object (its memory reserved: see ``reserve``), maps it,
+        writes it and keeps the mapping."""
         try:
-            os.ftruncate(fd, encoded.nbytes)
+            reserve(fd, encoded.nbytes, path)
             mapped = mmap.mmap(fd, encoded.nbytes, flags=_MAP_FLAGS)
         except BaseException:
             os.close(fd)

@@ -11,8 +11,12 @@ import java.nio.file.Path;
  * @param capacityBytes how many bytes the memory folder may hold; beyond it unreferenced objects
  *     are evicted and referenced ones spilled
  * @param spillFolder a local-disk folder for objects pushed out of memory, or null for none
+ * @param userShareBytes each namespace's share of the memory folder, enforced by the kernel: its
+ *     folder is a file system of its own of this size (needs root; docs/security.md); 0 for
+ *     none: namespaces share the memory folder, counted by the store's table only
  */
-public record StoreOptions(Path folder, long capacityBytes, Path spillFolder) {
+public record StoreOptions(Path folder, long capacityBytes, Path spillFolder,
+    long userShareBytes) {
 
   /** The share of the memory filesystem a store takes by default. */
   public static final double DEFAULT_SHARE = 0.5;
@@ -27,6 +31,19 @@ public record StoreOptions(Path folder, long capacityBytes, Path spillFolder) {
     if (spillFolder != null && spillFolder.normalize().equals(folder.normalize())) {
       throw new IllegalArgumentException("store spillFolder must differ from folder " + folder);
     }
+    if (userShareBytes < 0) {
+      throw new IllegalArgumentException("store userShareBytes must be >= 0 (0: none), got "
+          + userShareBytes);
+    }
+  }
+
+  public StoreOptions(Path folder, long capacityBytes, Path spillFolder) {
+    this(folder, capacityBytes, spillFolder, 0);
+  }
+
+  /** These options with each namespace held to {@code bytes} of memory (0: not held). */
+  public StoreOptions withUserShare(long bytes) {
+    return new StoreOptions(folder, capacityBytes, spillFolder, bytes);
   }
 
   /**

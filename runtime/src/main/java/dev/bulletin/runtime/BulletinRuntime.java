@@ -75,8 +75,8 @@ public final class BulletinRuntime implements AutoCloseable {
         : ObjectStores.defaultFolder(clusterId);
     Path spillFolder = options.spillFolder() != null ? options.spillFolder()
         : ObjectStores.defaultSpillFolder(clusterId);
-    StoreOptions storeOptions = StoreOptions.withDefaults(storeFolder,
-        options.storeCapacityBytes(), spillFolder);
+    StoreOptions storeOptions = withUserShares(StoreOptions.withDefaults(storeFolder,
+        options.storeCapacityBytes(), spillFolder), options);
     // With a journal the store outlives a crash: the restore keeps what the journal names.
     long reopening = System.nanoTime();
     this.store = options.journal() ? ObjectStores.reopen(storeOptions)
@@ -88,6 +88,19 @@ public final class BulletinRuntime implements AutoCloseable {
     }
     ObjectStores.keepArena(store, options.storeArenaShare()); // filled in the background
     this.agent = Workers.local(options.worker(), store);
+  }
+
+  /**
+   * Where users run as accounts of their own, each namespace is held to its share of the store
+   * by a file system of its own (docs/security.md, "Store space"): a user's files, however
+   * written, then fill only that user's share. Only root may mount it; run_as needs root too.
+   */
+  private static StoreOptions withUserShares(StoreOptions store, RuntimeOptions options) {
+    if (options.config().runAsAccounts().isEmpty()
+        || dev.bulletin.bridge.UserFolder.currentUid() != 0) {
+      return store;
+    }
+    return store.withUserShare(store.capacityBytes());
   }
 
   /**

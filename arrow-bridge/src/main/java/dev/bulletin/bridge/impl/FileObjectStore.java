@@ -60,7 +60,7 @@ public final class FileObjectStore implements ObjectStore {
     this.spillRoot = options.spillFolder();
     this.capacity = options.capacityBytes();
     this.layout = new StoreLayout(root, spillRoot);
-    this.folders = new NamespaceFolders(root);
+    this.folders = new NamespaceFolders(root, options.userShareBytes());
     this.table = new StoreTable(layout, capacity, folders);
     try {
       prepare(root, keepObjects);
@@ -89,7 +89,8 @@ public final class FileObjectStore implements ObjectStore {
           + " made by bulletin; give an empty or new folder (--store-dir / --spill-dir)");
     }
     if (!keep) {
-      Files2.deleteTree(folder);
+      ShareMounts.unmountUnder(folder); // namespaces' file systems an earlier run left
+      UserFolder.deleteTree(folder);
     }
     Files2.ownerOnlyFolder(folder);
     StoreOwner.mark(folder.resolve(MARKER));
@@ -97,7 +98,9 @@ public final class FileObjectStore implements ObjectStore {
 
   /** Keeps a pre-faulted arena of {@code budgetBytes} for this store's writers (0: none). */
   public void useArena(long budgetBytes, MemoryPressure pressure) {
-    if (budgetBytes > 0 && arena == null) {
+    // A namespace of its own file system cannot take a file of the arena's by rename: each
+    // client then keeps spares of its own, inside its share.
+    if (budgetBytes > 0 && arena == null && !folders.shared()) {
       arena = new FileStoreArena(root, budgetBytes, pressure);
     }
   }
@@ -173,6 +176,7 @@ public final class FileObjectStore implements ObjectStore {
     long size = bytes.remaining();
     checkFits(key, size);
     makeRoom(size, key);
+    checkShare(key, size);
     Path temp = tempPath(key.namespace());
     try {
       Files2.writeFully(temp, bytes);
@@ -194,6 +198,7 @@ public final class FileObjectStore implements ObjectStore {
     checkFits(key, size);
     synchronized (this) {
       makeRoom(size, key);
+      checkShare(key, size); // before the first byte: a full share fails the upload at once
       table.reserve(size); // until commit or close
     }
     try {
@@ -353,6 +358,11 @@ public final class FileObjectStore implements ObjectStore {
 
   private void makeRoom(long needed, ObjectKey forKey) {
     table.makeRoom(needed, forKey);
+  }
+
+  /** Room in the namespace's own share, made from its own unreferenced objects only. */
+  private void checkShare(ObjectKey key, long size) {
+    folders.checkRoom(key, size, () -> table.evictOne(key.namespace()));
   }
 
   private void checkFits(ObjectKey key, long size) {
@@ -528,6 +538,9 @@ public final class FileObjectStore implements ObjectStore {
       arena.close();
     }
     table.clear();
+    if (folders.shared()) {
+      ShareMounts.unmountUnder(root);
+    }
     UserFolder.deleteTree(root); // users' staging folders inside: by descriptors only
     UserFolder.deleteTree(spillRoot);
   }

@@ -2,6 +2,7 @@ package dev.bulletin.bridge.impl;
 
 import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.bridge.ObjectStoreException;
+import dev.bulletin.bridge.StoreFullException;
 import dev.bulletin.bridge.UserFolder;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -23,6 +24,9 @@ import java.util.stream.Stream;
  *       clients, executors' results, the files handed to them to overwrite). The account's own,
  *       0700, and hostile to the store: only {@link UserFolder} acts on names in it.
  * </ul>
+ * With a user share, the objects folder is a file system of its own of that size
+ * ({@link ShareMounts}), made with the folder: everything of the namespace, published or staged,
+ * whoever wrote it, counts against the share, and filling it fills nobody else's.
  */
 final class NamespaceFolders {
 
@@ -31,10 +35,49 @@ final class NamespaceFolders {
       dev.bulletin.bridge.ObjectId.parse("0".repeat(32));
 
   private final Path root;
+  /** Each namespace's file system size; 0: namespaces share the store's memory folder. */
+  private final long shareBytes;
   private final Map<String, UserFolder> staging = new ConcurrentHashMap<>();
 
-  NamespaceFolders(Path root) {
+  NamespaceFolders(Path root, long shareBytes) {
     this.root = root;
+    this.shareBytes = shareBytes;
+  }
+
+  /** Whether each namespace is held to a share by a file system of its own. */
+  boolean shared() {
+    return shareBytes > 0;
+  }
+
+  /**
+   * Checks that {@code needed} more bytes fit in the namespace's share, asking {@code evict} to
+   * free its least recently used unreferenced objects while they do not.
+   *
+   * @param evict deletes one evictable object of the namespace; false when there is none left
+   * @throws StoreFullException naming the namespace's use and its share when they cannot
+   */
+  void checkRoom(ObjectKey key, long needed, java.util.function.BooleanSupplier evict) {
+    if (shareBytes <= 0) {
+      return;
+    }
+    Path objects = objects(key.namespace());
+    try {
+      java.nio.file.FileStore share = Files.getFileStore(objects);
+      while (share.getUsableSpace() < needed) {
+        if (!evict.getAsBoolean()) {
+          long total = share.getTotalSpace();
+          long used = total - share.getUsableSpace();
+          throw new StoreFullException("object " + key.id() + " (" + mib(needed) + ") does"
+              + " not fit in " + key.namespace() + "'s share of this node's object store: "
+              + mib(used) + " of " + mib(total) + " are in use (objects held,"
+              + " and files being written or left in " + STAGING + "); release objects you no"
+              + " longer need (del the futures and refs, Ref.release()), or ask the cluster's"
+              + " owner for a larger --store-user-share");
+        }
+      }
+    } catch (IOException e) {
+      throw new ObjectStoreException("cannot read the size of " + objects + ": " + e, e);
+    }
   }
 
   /** The objects folder, made (0700) with its staging folder if missing. */
@@ -119,12 +162,19 @@ final class NamespaceFolders {
     }
   }
 
+  private static String mib(long bytes) {
+    return String.format(java.util.Locale.ROOT, "%.1f MiB", bytes / 1048576.0);
+  }
+
   private UserFolder make(String namespace, int uid, int gid) {
     // Through ObjectKey: a namespace is one safe name, never "..", never dot-prefixed.
     Path objects = root.resolve(new ObjectKey(namespace, ZERO_ID).namespace());
     try {
       if (!Files.isDirectory(objects, LinkOption.NOFOLLOW_LINKS)) {
         Files2.ownerOnlyFolder(objects);
+        if (shareBytes > 0) {
+          ShareMounts.mount(objects, shareBytes); // before anything is in it
+        }
       }
       return UserFolder.of(objects.resolve(STAGING), uid, gid);
     } catch (IOException | UnsupportedOperationException | SecurityException e) {

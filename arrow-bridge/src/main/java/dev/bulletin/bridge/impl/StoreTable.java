@@ -190,6 +190,27 @@ final class StoreTable {
     }
   }
 
+  /**
+   * Evicts the namespace's least recently used unreferenced object in memory (none leased).
+   *
+   * @return false when it has none
+   */
+  boolean evictOne(String namespace) {
+    Entry victim = null;
+    for (Entry entry : entries.values()) {
+      if (!entry.spilled && entry.leases == 0 && entry.references == 0
+          && entry.key.namespace().equals(namespace)
+          && (victim == null || entry.lastUse < victim.lastUse)) {
+        victim = entry;
+      }
+    }
+    if (victim == null) {
+      return false;
+    }
+    remove(victim);
+    return true;
+  }
+
   private Entry leastRecentlyUsed(boolean unreferenced) {
     Entry best = null;
     for (Entry entry : entries.values()) {
