@@ -1,6 +1,6 @@
 """Moving objects between a client and the runtime's store.
 
-Same host (HelloReply.host_id equals ours and the staging folder is writable): an object is
+Same host (HelloReply.host_id equals ours and the staging folder is ours): an object is
 written once, straight into a staged file of the staging folder, and adopted by the runtime; a
 result is mapped from the store file, zero copy. Otherwise: the runtime's bulk data port (one
 raw TCP connection per object under a ticket from OpenTransfer, CRC32C over the whole object,
@@ -60,7 +60,7 @@ class Transfer:
             raise BulletinError(f"BULLETIN_DATA_PATH must be one of {', '.join(_PATHS)}, "
                                 f"not {path!r}")
         self.same_host = (path == "auto" and self.staging is not None
-                          and hello.host_id == host_id() and os.access(self.staging, os.W_OK))
+                          and hello.host_id == host_id() and _own_folder(self.staging))
         # The bulk data port (0: none, or given up on); on the host of the gRPC address.
         self._data_port = 0 if path == "grpc" else hello.data_port
         self._data_host = conn.address.rpartition(":")[0].strip("[]")
@@ -519,3 +519,15 @@ def timed(fn, *args):
     start = perf_counter()
     value = fn(*args)
     return value, perf_counter() - start
+
+
+def _own_folder(folder: Path) -> bool:
+    """Whether this process may write objects into ``folder``: it is of this process's own
+    account. Writable is not enough: the runtime takes from a user's staging folder only files
+    of the account the folder belongs to (a root client may write anywhere, and its files in a
+    run_as user's folder would be refused)."""
+    try:
+        return folder.stat().st_uid == os.geteuid() and os.access(folder, os.W_OK)
+    except OSError:
+        return False
+

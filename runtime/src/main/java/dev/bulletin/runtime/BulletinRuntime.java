@@ -2,6 +2,7 @@ package dev.bulletin.runtime;
 
 import dev.bulletin.protocol.BulletinVersion;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.bridge.ObjectStores;
 import dev.bulletin.bridge.StoreOptions;
@@ -86,6 +87,7 @@ public final class BulletinRuntime implements AutoCloseable {
           + store.objectCount() + " objects an earlier run left in " + storeFolder + " in "
           + (System.nanoTime() - reopening) / 1_000_000 + " ms");
     }
+    giveNamespacesToTheirAccounts(store, options);
     ObjectStores.keepArena(store, options.storeArenaShare()); // filled in the background
     this.agent = Workers.local(options.worker(), store);
   }
@@ -101,6 +103,20 @@ public final class BulletinRuntime implements AutoCloseable {
       return store;
     }
     return store.withUserShare(store.capacityBytes());
+  }
+
+  /**
+   * Gives each run_as user's namespace to their account before any client connects: a client on
+   * this host then sees at once whose staging folder it is (and writes there only if it is its
+   * own), and nothing lands in the folder before its owner is settled.
+   */
+  private static void giveNamespacesToTheirAccounts(ObjectStore store, RuntimeOptions options) {
+    if (dev.bulletin.bridge.UserFolder.currentUid() != 0) {
+      return; // run_as needs root; the config check says so
+    }
+    options.config().runAsAccounts().forEach((user, account) ->
+        dev.bulletin.runtime.config.UnixAccounts.lookup(account).ifPresent(found ->
+            store.giveFolderTo(ObjectKey.namespaceOf(user), found.uid(), found.gid())));
   }
 
   /**
