@@ -77,6 +77,11 @@ def _parser() -> argparse.ArgumentParser:
                          "several times faster)")
     up.add_argument("--store-capacity", type=int, default=0, metavar="BYTES",
                     help="object store memory limit (default: half of /dev/shm)")
+    up.add_argument("--store-user-share", type=int, default=0, metavar="BYTES",
+                    help="with users[].run_as (runtime as root): each user's share of the "
+                         "store, a memory file system of its own that everything of theirs "
+                         "counts against, however written (default: the store capacity; see "
+                         "docs/security.md)")
     up.add_argument("--store-arena-share", type=float, metavar="SHARE",
                     help="share of the store capacity (0..0.5, default 0.125) kept "
                          "pre-faulted once for this host, filled in the background, so that "
@@ -274,6 +279,7 @@ def _up(args) -> int:
                              host=args.host,
                              store_capacity=args.store_capacity, spill_dir=args.spill_dir,
                              store_arena_share=args.store_arena_share,
+                             store_user_share=args.store_user_share,
                              store_dir=args.store_dir, executors=_executor_options(args),
                              tls=args.tls, tls_cert=args.tls_cert, tls_key=args.tls_key,
                              tls_ca=args.tls_ca, usage_retention=retention,

@@ -148,6 +148,7 @@ class UpOptions:
     host: str = "127.0.0.1"
     store_capacity: int = 0  # 0: half of the store's file system
     store_arena_share: float | None = None  # None: the runtime's default (docs/data-plane.md)
+    store_user_share: int = 0  # 0: the store's capacity (only with run_as users, as root)
     spill_dir: Path | None = None
     store_dir: Path | None = None
     executors: ExecutorOptions = ExecutorOptions()
@@ -228,6 +229,8 @@ def runtime_command(java: str, jar: Path, state_dir: Path, opts: UpOptions,
         cmd += ["--config", str(opts.config)]
     if opts.store_capacity:
         cmd += ["--store-capacity", str(opts.store_capacity)]
+    if opts.store_user_share:
+        cmd += ["--store-user-share", str(opts.store_user_share)]
     if opts.store_arena_share is not None:
         cmd += ["--store-arena-share", repr(float(opts.store_arena_share))]
     if opts.spill_dir is not None:

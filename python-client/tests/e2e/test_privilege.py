@@ -24,7 +24,7 @@ from cluster_support import CALL_SECONDS, cli_env, start_cluster
 from test_isolation_accounts import (ALICE_TOKEN, BOB_TOKEN, accounts,  # noqa: F401 (fixture)
                                      executor_python, pytestmark)
 
-SHARE = 192 << 20  # the store's capacity, and so each user's share of it
+SHARE = 192 << 20  # each user's share of the store (--store-user-share)
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +38,8 @@ def lab(accounts):  # noqa: F811
         f"  - {{name: alice, group: lab, token: \"{ALICE_TOKEN}\", run_as: {accounts['alice'][0]}}}\n"
         f"  - {{name: bob, group: lab, token: \"{BOB_TOKEN}\", run_as: {accounts['bob'][0]}}}\n")
     env = dict(cli_env(home), PYTHONPATH=path)
-    c = start_cluster(home, "--config", str(config), "--store-capacity", str(SHARE), gpus=1,
-                      cpus=2, python=python, env=env)
+    c = start_cluster(home, "--config", str(config), "--store-capacity", str(4 * SHARE),
+                      "--store-user-share", str(SHARE), gpus=1, cpus=2, python=python, env=env)
     try:
         yield c
     finally:

@@ -102,7 +102,8 @@ public final class BulletinRuntime implements AutoCloseable {
         || dev.bulletin.bridge.UserFolder.currentUid() != 0) {
       return store;
     }
-    return store.withUserShare(store.capacityBytes());
+    return store.withUserShare(options.storeUserShareBytes() > 0
+        ? Math.min(options.storeUserShareBytes(), store.capacityBytes()) : store.capacityBytes());
   }
 
   /**

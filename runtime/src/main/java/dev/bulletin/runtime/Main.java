@@ -94,6 +94,13 @@ public final class Main implements Callable<Integer> {
       description = "Object store memory limit in bytes (default: half of the store's file system).")
   long storeCapacity;
 
+  @Option(names = "--store-user-share", defaultValue = "0",
+      description = "Where users run as accounts of their own (users[].run_as, runtime as"
+          + " root): each user's share of the store in bytes, a memory file system per user that"
+          + " everything of theirs counts against, however written (default: the store's"
+          + " capacity; docs/security.md).")
+  long storeUserShare;
+
   @Option(names = "--store-arena-share", defaultValue = "0.125",
       description = "Share of the store capacity kept pre-faulted for the host's first large"
           + " writes, filled in the background (memory taken from the machine while it waits,"
@@ -163,7 +170,7 @@ public final class Main implements Callable<Integer> {
     RuntimeOptions.Builder builder = RuntimeOptions.builder(home, worker).host(host).port(port)
         .owner(ownerToken, ownerUser).workerToken(workerToken).config(runtimeConfig)
         .storeFolder(storeDir).storeCapacityBytes(storeCapacity).spillFolder(spillDir)
-        .storeArenaShare(storeArenaShare)
+        .storeArenaShare(storeArenaShare).storeUserShareBytes(storeUserShare)
         .inlineLimitBytes(inlineLimit).drainMarginSeconds(drainMargin).dataPort(dataPort)
         .ticketSeconds(ticketSeconds).httpPort(httpPort(httpPort))
         .metricsToken(System.getenv("BULLETIN_METRICS_TOKEN"))

@@ -38,6 +38,8 @@ import java.nio.file.Path;
  * @param journal whether the control plane's state is journaled (false: a restart loses it)
  * @param storeArenaShare the share of the store's capacity kept pre-faulted, once for the host,
  *     for same-host writers' first large writes (0: none; see docs/data-plane.md)
+ * @param storeUserShareBytes each user's share of the store where users run as accounts of
+ *     their own (a file system per namespace; docs/security.md); 0: the store's capacity
  */
 public record RuntimeOptions(
     Path home,
@@ -62,7 +64,8 @@ public record RuntimeOptions(
     ReconnectOptions reconnect,
     Path stateFolder,
     boolean journal,
-    double storeArenaShare) {
+    double storeArenaShare,
+    long storeUserShareBytes) {
 
   /** {@link #httpPort} when the runtime serves no HTTP port and keeps no metrics. */
   public static final int HTTP_OFF = -1;
@@ -112,6 +115,10 @@ public record RuntimeOptions(
       throw new IllegalArgumentException("storeCapacityBytes must be >= 0 (0 = default), got "
           + storeCapacityBytes);
     }
+    if (storeUserShareBytes < 0) {
+      throw new IllegalArgumentException("storeUserShareBytes must be >= 0 (0 = the store's"
+          + " capacity), got " + storeUserShareBytes);
+    }
   }
 
   /** Where the runtime's state lives: {@code stateFolder}, else {@code home}. */
@@ -153,6 +160,7 @@ public record RuntimeOptions(
     private double drainMarginSeconds = 60;
     private long storeCapacityBytes;
     private double storeArenaShare = 0;
+    private long storeUserShareBytes;
     private Path spillFolder;
     private int dataPort;
     private double ticketSeconds = 60;
@@ -213,6 +221,11 @@ public record RuntimeOptions(
 
     public Builder storeCapacityBytes(long storeCapacityBytes) {
       this.storeCapacityBytes = storeCapacityBytes;
+      return this;
+    }
+
+    public Builder storeUserShareBytes(long storeUserShareBytes) {
+      this.storeUserShareBytes = storeUserShareBytes;
       return this;
     }
 
@@ -280,7 +293,7 @@ public record RuntimeOptions(
       return new RuntimeOptions(home, host, port, ownerToken, ownerUser, workerToken, config,
           worker, storeFolder, inlineLimitBytes, drainMarginSeconds, storeCapacityBytes,
           spillFolder, dataPort, ticketSeconds, schedulerSeed, usageRetention, httpPort,
-          metricsToken, reconnect, stateFolder, journal, storeArenaShare);
+          metricsToken, reconnect, stateFolder, journal, storeArenaShare, storeUserShareBytes);
     }
   }
 }
