@@ -21,7 +21,8 @@ import pytest
 import bulletin
 from bulletin._proto import bulletin_pb2 as pb
 from cluster_support import CALL_SECONDS, cli_env, start_cluster
-from test_isolation_accounts import (ALICE_TOKEN, BOB_TOKEN, accounts,  # noqa: F401 (fixture)
+# accounts, alice and bob are fixtures (alice and bob connect to this module's lab).
+from test_isolation_accounts import (ALICE_TOKEN, BOB_TOKEN, accounts, alice, bob,  # noqa: F401
                                      executor_python, pytestmark)
 
 SHARE = 192 << 20  # each user's share of the store (--store-user-share)
@@ -45,18 +46,6 @@ def lab(accounts):  # noqa: F811
     finally:
         c.stop()
         shutil.rmtree(home, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def alice(lab):
-    with bulletin.Client(lab.address, token=ALICE_TOKEN, set_as_default=False) as c:
-        yield c
-
-
-@pytest.fixture(scope="module")
-def bob(lab):
-    with bulletin.Client(lab.address, token=BOB_TOKEN, set_as_default=False) as c:
-        yield c
 
 
 def swap_for_link(path: str, target: str) -> str:
