@@ -115,8 +115,11 @@ def test_a_published_object_cannot_be_swapped_for_a_link_to_a_secret(lab, alice)
     said = alice.submit(swap_for_link, published, str(lab.home / "token")).result(
         timeout=CALL_SECONDS)
     assert said.startswith("refused"), said
+    # Passed to her next call (where the agent once chowned the call's files by name), the
+    # object is still hers, and the token still root's.
     assert alice.submit(total, ref).result(timeout=CALL_SECONDS) == float(
         np.arange(1 << 20, dtype=np.float32).sum())
+    assert (lab.home / "token").stat().st_uid == 0
 
 
 def test_a_staged_link_fifo_folder_or_hard_link_is_refused_by_name(lab, alice):
