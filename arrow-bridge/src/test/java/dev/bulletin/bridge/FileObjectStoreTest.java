@@ -323,7 +323,8 @@ class FileObjectStoreTest {
           seenBytes[0] += n;
         }, command -> new Thread(command).start()));
         // Checked before anything allocates much: a collection would unmap a leaked mapping.
-        assertFalse(mappedHere(".tmp-"), "the upload's mapping must be gone when it returns");
+        assertFalse(mappedHere(store.root() + "/ada/.tmp-"),
+            "the upload's mapping must be gone when it returns");
         assertEquals(size, upload.written());
         upload.commit();
       }
@@ -349,12 +350,13 @@ class FileObjectStoreTest {
       }
       assertFalse(store.contains(k));
       assertEquals(List.of(), tempFiles(store.root()));
-      assertFalse(mappedHere(".tmp-"), "a failed upload must not stay mapped");
+      assertFalse(mappedHere(store.root() + "/ada/.tmp-"), "a failed upload must not stay mapped");
       assertEquals(0, store.stats().memoryBytes());
     }
   }
 
   /** Whether this process maps a file whose path contains {@code name}. */
+  /** Whether this JVM maps a file whose path holds {@code name} (this test's store only). */
   private static boolean mappedHere(String name) throws Exception {
     return Files.readAllLines(Path.of("/proc/self/maps")).stream().anyMatch(l -> l.contains(name));
   }

@@ -8,7 +8,6 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
@@ -71,7 +70,7 @@ public final class FileStoreArena implements StoreArena {
     this.budget = budgetBytes;
     this.pressure = pressure;
     this.plan = ladder(budgetBytes);
-    Files2.deleteTree(folder); // an earlier run's pool: zeros, but not ours to count
+    dev.bulletin.bridge.UserFolder.deleteTree(folder); // an earlier run's pool: zeros, but not ours to count
     try {
       Files2.ownerOnlyFolder(folder);
     } catch (IOException e) {
@@ -161,7 +160,7 @@ public final class FileStoreArena implements StoreArena {
     }
     synchronized (this) {
       pool.clear();
-      Files2.deleteTree(folder);
+      dev.bulletin.bridge.UserFolder.deleteTree(folder);
     }
   }
 

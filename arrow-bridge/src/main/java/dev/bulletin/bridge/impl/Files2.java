@@ -9,7 +9,6 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.util.Comparator;
 import java.util.stream.Stream;
 
 /** File helpers of the store: owner-only folders, whole writes, atomic publication. */
@@ -59,17 +58,6 @@ final class Files2 {
       Files.deleteIfExists(path);
     } catch (IOException ignored) {
       // A leftover file is reclaimed when the store closes.
-    }
-  }
-
-  static void deleteTree(Path root) {
-    if (root == null || !Files.exists(root)) {
-      return;
-    }
-    try (Stream<Path> files = Files.walk(root)) {
-      files.sorted(Comparator.reverseOrder()).forEach(Files2::deleteQuietly);
-    } catch (IOException ignored) {
-      // Best effort on the way out.
     }
   }
 

@@ -86,7 +86,8 @@ public final class StoreOwner {
       for (Path folder : folders) {
         Path marker = folder.resolve(FileObjectStore.MARKER);
         if (Files.isDirectory(folder) && Files.isRegularFile(marker) && ownerGone(marker)) {
-          Files2.deleteTree(folder);
+          ShareMounts.unmountUnder(folder); // users' shares it had mounted
+          dev.bulletin.bridge.UserFolder.deleteTree(folder);
           if (!Files.exists(folder)) {
             removed.add(folder);
           }
