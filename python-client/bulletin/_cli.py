@@ -162,6 +162,11 @@ def _parser() -> argparse.ArgumentParser:
                              "no call it cannot finish by then")
     worker.add_argument("--store-dir", type=Path, metavar="DIR",
                         help="object store folder (default: /dev/shm/bulletin-worker-ID)")
+    worker.add_argument("--store-user-share", type=int, default=0, metavar="BYTES",
+                        help="with users[].run_as (this worker as root): each user's share of "
+                             "this worker's store, a memory file system of its own that "
+                             "everything of theirs counts against (default: "
+                             "$BULLETIN_STORE_USER_SHARE, else none; see docs/security.md)")
     worker.add_argument("--reconnect-timeout", metavar="SECONDS", default=None,
                         help="how long the worker tries to reattach when the runtime goes "
                              "away, its calls running on (default: "
@@ -420,6 +425,7 @@ def _worker(args) -> int:
                                  gpus=args.gpus, simulate_gpus=args.simulate_gpus, cpus=args.cpus,
                                  memory=args.memory, expires_at=args.expires_at,
                                  store_dir=args.store_dir, data_path=args.data_path,
+                                 store_user_share=args.store_user_share,
                                  executors=_executor_options(args), ca=args.ca,
                                  reconnect_timeout=reconnect)
     _launch.exec_worker(home(), opts)  # does not return

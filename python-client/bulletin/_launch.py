@@ -273,6 +273,7 @@ class WorkerOptions:
     memory: str | None = None
     expires_at: float = 0.0
     store_dir: Path | None = None
+    store_user_share: int = 0  # 0: the worker reads BULLETIN_STORE_USER_SHARE, else none
     data_path: str | None = None  # None: the worker reads BULLETIN_DATA_PATH
     executors: ExecutorOptions = ExecutorOptions()
     ca: Path | None = None  # None: $BULLETIN_CA, runtime.json, $BULLETIN_HOME/ca.pem
@@ -294,6 +295,8 @@ def worker_command(java: str, jar: Path, opts: WorkerOptions,
         cmd += ["--memory", opts.memory]
     if opts.expires_at:
         cmd += ["--expires-at", f"{opts.expires_at:.3f}"]
+    if opts.store_user_share:
+        cmd += ["--store-user-share", str(opts.store_user_share)]
     if opts.store_dir is not None:
         cmd += ["--store-dir", str(opts.store_dir)]
     if opts.data_path:

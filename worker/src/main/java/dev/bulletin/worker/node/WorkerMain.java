@@ -48,6 +48,13 @@ public final class WorkerMain implements Callable<Integer> {
       description = "Object store folder (default: /dev/shm/bulletin-worker-<id>-<pid>).")
   Path storeDir;
 
+  @Option(names = "--store-user-share", defaultValue = "${env:BULLETIN_STORE_USER_SHARE:-0}",
+      description = "With users[].run_as (this worker as root): each user's share of this"
+          + " worker's store in bytes, a memory file system per user that everything of theirs"
+          + " counts against, however written (default: BULLETIN_STORE_USER_SHARE, else 0: none;"
+          + " docs/security.md).")
+  long storeUserShare;
+
   @Option(names = "--data-path", defaultValue = "${env:BULLETIN_DATA_PATH:-auto}",
       description = "How objects move to and from the runtime: auto (its bulk data port, or gRPC"
           + " chunks when it has none or it cannot be reached from here) or grpc (chunks only)."
@@ -105,7 +112,7 @@ public final class WorkerMain implements Callable<Integer> {
         // The pid keeps two workers of one id (a restart racing its predecessor's exit) apart.
         storeDir != null ? storeDir
             : ObjectStores.defaultFolder(STORE_PREFIX + id + "-" + ProcessHandle.current().pid()),
-        BulletinVersion.get(), !dataPath.equals("grpc"), reconnectTimeout());
+        BulletinVersion.get(), !dataPath.equals("grpc"), reconnectTimeout(), storeUserShare);
     WorkerNode node;
     try {
       node = WorkerNode.start(options,

@@ -91,7 +91,8 @@ public final class WorkerNode implements AutoCloseable {
   private WorkerNode(WorkerNodeOptions options, TlsOptions tls) throws Exception {
     this.options = options;
     this.tls = tls;
-    this.store = ObjectStores.inFolder(options.storeFolder());
+    this.store = ObjectStores.open(dev.bulletin.bridge.StoreOptions.withDefaults(
+        options.storeFolder(), 0, null).withUserShare(options.storeUserShareBytes()));
     this.storeReport = new StoreReport(store);
     this.agent = Workers.local(options.worker(), store);
     this.client = GrpcClient.client(vertx,

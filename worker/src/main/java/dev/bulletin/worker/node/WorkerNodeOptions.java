@@ -21,6 +21,8 @@ import java.nio.file.Path;
  *     (else as gRPC chunks)
  * @param reconnectTimeout how long the worker tries to reattach when its link to the runtime
  *     breaks, its calls running on meanwhile; zero: it stops at once
+ * @param storeUserShareBytes each namespace's share of the store, a file system of its own
+ *     (needs root; docs/security.md); 0: none
  */
 public record WorkerNodeOptions(
     String headHost,
@@ -34,7 +36,8 @@ public record WorkerNodeOptions(
     Path storeFolder,
     String version,
     boolean bulkData,
-    java.time.Duration reconnectTimeout) {
+    java.time.Duration reconnectTimeout,
+    long storeUserShareBytes) {
 
   public WorkerNodeOptions {
     if (headHost == null || headHost.isBlank()) {
@@ -55,8 +58,20 @@ public record WorkerNodeOptions(
       throw new IllegalArgumentException("--reconnect-timeout must be seconds >= 0, got "
           + reconnectTimeout);
     }
+    if (storeUserShareBytes < 0) {
+      throw new IllegalArgumentException("--store-user-share must be bytes >= 0 (0: none), got "
+          + storeUserShareBytes);
+    }
     pool = pool == null ? "" : pool;
     providerHandle = providerHandle == null ? "" : providerHandle;
+  }
+
+  /** Options whose store holds no user to a share (see {@code storeUserShareBytes}). */
+  public WorkerNodeOptions(String headHost, int headPort, String token, String pool,
+      WorkerOptions worker, String hostName, double expiresAt, String providerHandle,
+      Path storeFolder, String version, boolean bulkData, java.time.Duration reconnectTimeout) {
+    this(headHost, headPort, token, pool, worker, hostName, expiresAt, providerHandle,
+        storeFolder, version, bulkData, reconnectTimeout, 0);
   }
 
   public String headAddress() {
