@@ -132,6 +132,46 @@ def test_unpicklable_result_is_reported_as_result_serialization_error(store):
     assert isinstance(exception_from_envelope(envelope), bulletin.ResultSerializationError)
 
 
+class _ExitsWhenPickled:
+    def __reduce__(self):
+        raise SystemExit(3)
+
+
+def test_a_result_whose_pickling_calls_sys_exit_ends_the_call_with_an_error(store):
+    """Issue 27: it once escaped the executor's handler, py4j's thread died unanswered, and the
+    call stayed running for good."""
+    kind, envelope = run(Executor(store.path), store, _ExitsWhenPickled)
+    assert kind == "raised"
+    assert envelope["type"] == "bulletin._errors.ResultSerializationError"
+    assert "SystemExit" in envelope["message"] or "3" in envelope["message"]
+
+
+def test_the_py4j_entry_points_turn_exits_into_errors_py4j_answers():
+    from bulletin._runtime._executor import _for_py4j
+    assert isinstance(_for_py4j(SystemExit(1)), RuntimeError)
+    assert isinstance(_for_py4j(KeyboardInterrupt()), RuntimeError)
+    error = ValueError("x")
+    assert _for_py4j(error) is error
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small share needs root")
+def test_a_result_larger_than_the_users_share_ends_the_call_with_store_full(tmp_path):
+    import subprocess
+    import numpy as np
+    folder = tmp_path / "share"
+    folder.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(folder)], check=True)
+    try:
+        share = Store(folder)
+        kind, envelope = run(Executor(share.path), share,
+                             lambda: np.ones(2 << 20, dtype=np.float32))  # 8 MiB
+        assert kind == "raised"
+        assert envelope["type"] == "bulletin._errors.StoreFullError"
+        assert "do not fit in your share" in envelope["message"]
+    finally:
+        subprocess.run(["umount", "--lazy", str(folder)], check=True)
+
+
 def test_exception_that_cannot_be_pickled_still_travels_as_text(store):
     class Holder(Exception):
         def __init__(self):

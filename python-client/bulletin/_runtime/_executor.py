@@ -12,6 +12,7 @@ credential of any Java gateway, so the user code it runs cannot call into the ag
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import resource
@@ -31,7 +32,7 @@ from . import _preempt
 from ._gpu_share import apply_gpu_fraction, release_cached_gpu_memory
 from ._argument_maps import ArgumentMaps
 from ._arguments import load_arguments
-from .._errors import BulletinError, MemoryLimitError, ResultSerializationError
+from .._errors import BulletinError, MemoryLimitError, ResultSerializationError, StoreFullError
 from .._status import format_bytes
 
 _LOG_PREFIX = "[bulletin executor]"
@@ -112,6 +113,15 @@ class Unfit:
     (a lowered memory limit, a broken import state): the call did not run. The agent retires
     this executor and runs the call on a fresh one, which decides whether the call is at fault."""
     reason: str
+
+
+def _for_py4j(exc: BaseException) -> Exception:
+    """What the Py4J entry points raise for ``exc``: py4j answers the agent only for an
+    Exception; a SystemExit or KeyboardInterrupt would end its connection's thread with no
+    answer, and the agent would wait for that call for good."""
+    if isinstance(exc, Exception):
+        return exc
+    return RuntimeError(f"the executor's call ended with {exc!r}")
 
 
 def to_wire(reply) -> str:
@@ -293,7 +303,7 @@ class Executor:
                 return Finished(passed[0], passed[1], False, run_seconds, retire)
             try:
                 encoded = encode(value)
-            except Exception as exc:
+            except BaseException as exc:  # a __reduce__ that calls sys.exit() too: never stuck
                 error = ResultSerializationError(
                     f"the function returned a {_type_name(value)}, which cannot be pickled: "
                     f"{exc}. Return plain data (arrays, tensors moved to the CPU, dicts) instead.")
@@ -337,12 +347,14 @@ class Executor:
             raise BulletinError("commit without a staged result (the agent's protocol is broken)")
         path = Path(pending.path)
         self._spares_for(path.parent)
-        # The id is computed as the bytes are copied (see _store): the copy reads them anyway.
-        if not (staged and self._maps.write_recycled(path, pending.encoded, None)):
-            if staged:
-                os.unlink(path)  # another process still maps it: theirs to keep
-            self._maps.write_new(path, pending.encoded, None)
-        return _finished(pending)
+
+        def write() -> None:
+            # The id is computed as the bytes are copied (see _store): the copy reads them.
+            if not (staged and self._maps.write_recycled(path, pending.encoded, None)):
+                if staged:
+                    os.unlink(path)  # another process still maps it: theirs to keep
+                self._maps.write_new(path, pending.encoded, None)
+        return _written(pending, write)
 
     def _spares_for(self, folder: Path) -> None:
         """Spare files for this executor's large results, grown on demand from the first one
@@ -390,9 +402,9 @@ class Executor:
             pass
         encoded = pending.encoded
         if self._maps is None or encoded.nbytes < RECYCLE_MIN:
-            if not self._link_stored(pending.path, encoded):
-                write_file(Path(pending.path), encoded)
-            return _finished(pending)
+            if self._link_stored(pending.path, encoded):
+                return _finished(pending)
+            return _written(pending, lambda: write_file(Path(pending.path), encoded))
         # A large result is not looked up first: its id would cost a pass over every byte
         # before the copy (56 ms per GiB on two cores), and a new value is the common case. One
         # the store holds already (not the function's argument itself, see _passed_through) is
@@ -400,6 +412,31 @@ class Executor:
         self._pending = pending
         return Stage(encoded.nbytes, tuple(self._maps.ids()),
                      self._maps.has_spare(encoded.nbytes))
+
+
+def _written(pending: _Pending, write) -> Finished:
+    """Runs ``write`` (the result's bytes into its file) and returns the call's end. A result
+    that does not fit in the user's share of the store ends the call with a StoreFullError that
+    says so: the result's file gives its memory back, and the error's few bytes take its place.
+    (Were that too much, the user's own files fill the share: the agent hears why.)"""
+    try:
+        write()
+        return _finished(pending)
+    except StoreFullError as exc:
+        why = str(exc)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        why = f"{exc.strerror} in {os.path.dirname(pending.path)}"
+    try:
+        os.unlink(pending.path)
+    except FileNotFoundError:
+        pass
+    error = StoreFullError(f"the call returned {format_bytes(pending.encoded.nbytes)} that do not "
+                           f"fit in your share of the node's object store: {why}")
+    encoded = encode(envelope(error))
+    write_file(Path(pending.path), encoded)
+    return _finished(_Pending(pending.path, encoded, True, pending.run_seconds, pending.retire))
 
 
 def _finished(pending: _Pending) -> Finished:
@@ -445,12 +482,15 @@ class _PythonExecutor:
             return to_wire(self._executor.run(parsed))
         except BaseException as exc:  # e.g. the store is full: still end the call's output
             log(f"task {parsed.task_id}: could not store its result: {exc!r}")
-            raise
+            raise _for_py4j(exc) from None
         finally:
             _end_marker(parsed.task_id)
 
     def commit(self, staged: bool) -> str:
-        return to_wire(self._executor.commit(bool(staged)))
+        try:
+            return to_wire(self._executor.commit(bool(staged)))
+        except BaseException as exc:
+            raise _for_py4j(exc) from None
 
     def ping(self) -> str:
         return "pong"
