@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -455,8 +455,10 @@ def _passed_through(value, stored: dict) -> tuple[str, int] | None:
     return None
 
 
-def _end_marker(task_id: str) -> None:
-    """Tells the agent that all of the call's output has been written (see internals.md)."""
+def _end_marker(task_id: str) -> bool:
+    """Tells the agent that all of the call's output has been written (see internals.md).
+    False when the call closed or replaced the executor's output: the agent then waits its
+    bounded drain, and this executor, which can no longer show a call's output, goes."""
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:
@@ -464,8 +466,12 @@ def _end_marker(task_id: str) -> None:
         except Exception:
             pass
     marker = f"\x1eBULLETIN-END {task_id}\n".encode()
-    for fd in (1, 2):
-        os.write(fd, marker)
+    try:
+        for fd in (1, 2):
+            os.write(fd, marker)
+    except OSError:
+        return False
+    return True
 
 
 class _PythonExecutor:
@@ -479,12 +485,16 @@ class _PythonExecutor:
         parsed = Call.from_wire(call)
         _preempt._begin_call(parsed.task_id)
         try:
-            return to_wire(self._executor.run(parsed))
+            reply = self._executor.run(parsed)
         except BaseException as exc:  # e.g. the store is full: still end the call's output
             log(f"task {parsed.task_id}: could not store its result: {exc!r}")
             raise _for_py4j(exc) from None
         finally:
-            _end_marker(parsed.task_id)
+            output_intact = _end_marker(parsed.task_id)
+        if not output_intact and isinstance(reply, Finished):
+            reply = replace(reply, retire="; ".join(filter(None, [
+                reply.retire, "its call closed the executor's output"])))
+        return to_wire(reply)
 
     def commit(self, staged: bool) -> str:
         try:

@@ -90,6 +90,37 @@ def test_unpicklable_result_fails_naming_its_type(client):
     assert_serves(client)
 
 
+class ExitsWhenPickled:
+    def __reduce__(self):
+        raise SystemExit(3)
+
+
+def misbehave(how):
+    """Whatever a function does after it returns must not leave its call running (issue 27)."""
+    if how == "exit-while-pickled":
+        return ExitsWhenPickled()
+    if how == "close-pipes":
+        os.close(1)
+        os.close(2)
+    elif how == "block-signals":
+        signal.pthread_sigmask(signal.SIG_BLOCK, set(signal.Signals) - {signal.SIGKILL,
+                                                                       signal.SIGSTOP})
+    return how
+
+
+@pytest.mark.parametrize("how", ["exit-while-pickled", "close-pipes", "block-signals"])
+def test_a_call_ends_whatever_its_function_does_after_returning(client, how):
+    future = client.submit(misbehave, how)
+    if how == "exit-while-pickled":
+        with pytest.raises(bulletin.ResultSerializationError, match="ExitsWhenPickled"):
+            future.result(timeout=CALL_SECONDS)
+    else:
+        assert future.result(timeout=CALL_SECONDS) == how
+    assert_serves(client)
+    wait_until(lambda: nothing_running(client), timeout=CALL_SECONDS,
+               what="the call's slot to be free again")
+
+
 @pytest.mark.parametrize("how, says", [
     ("exit", "exited with status 3"), ("SIGSEGV", "SIGSEGV"), ("SIGKILL", "SIGKILL")])
 def test_executor_death_fails_the_call_and_the_executor_is_replaced(client, how, says):
