@@ -22,18 +22,6 @@ final class Files2 {
     return folder;
   }
 
-  /** Makes a folder owned by an account, mode 0700 (only a privileged process may). */
-  static void giveTo(Path folder, int uid, int gid) throws IOException {
-    Files.setAttribute(folder, "unix:uid", uid);
-    Files.setAttribute(folder, "unix:gid", gid);
-    Files.setPosixFilePermissions(folder, PosixFilePermissions.fromString("rwx------"));
-  }
-
-  /** Others may pass through the folder to a subfolder of theirs, not list it. */
-  static void traversableFolder(Path folder) throws IOException {
-    Files.setPosixFilePermissions(folder, PosixFilePermissions.fromString("rwx--x--x"));
-  }
-
   static void writeFully(Path target, ByteBuffer bytes) throws IOException {
     try (FileChannel out = FileChannel.open(target, StandardOpenOption.CREATE_NEW,
         StandardOpenOption.WRITE)) {
