@@ -99,7 +99,7 @@ public final class BulletinRuntime implements AutoCloseable {
    */
   private static StoreOptions withUserShares(StoreOptions store, RuntimeOptions options) {
     if (options.config().runAsAccounts().isEmpty()
-        || dev.bulletin.bridge.UserFolder.currentUid() != 0) {
+        || !dev.bulletin.runtime.config.UnixAccounts.processIsRoot()) {
       return store;
     }
     return store.withUserShare(options.storeUserShareBytes() > 0
@@ -112,7 +112,7 @@ public final class BulletinRuntime implements AutoCloseable {
    * own), and nothing lands in the folder before its owner is settled.
    */
   private static void giveNamespacesToTheirAccounts(ObjectStore store, RuntimeOptions options) {
-    if (dev.bulletin.bridge.UserFolder.currentUid() != 0) {
+    if (!dev.bulletin.runtime.config.UnixAccounts.processIsRoot()) {
       return; // run_as needs root; the config check says so
     }
     options.config().runAsAccounts().forEach((user, account) ->

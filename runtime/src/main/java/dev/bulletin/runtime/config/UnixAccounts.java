@@ -112,11 +112,7 @@ public final class UnixAccounts {
 
   /** This process's uid, or -1 when it cannot be told. */
   public static int currentUid() {
-    try {
-      return (Integer) Files.getAttribute(Path.of("/proc/self"), "unix:uid");
-    } catch (IOException | RuntimeException e) {
-      return -1;
-    }
+    return dev.bulletin.bridge.UserFolder.currentUid();
   }
 
   /** Whether this process runs as root: only then are users' executors run as their run_as. */
