@@ -1,10 +1,14 @@
 # bulletin: two commands a newcomer needs, each installs what it needs and can be re-run.
 #   make demo   builds everything, starts a local cluster, runs examples/quickstart.py, stops it
-#   make test   builds everything and runs the Java and Python test suites
-# Also: make build, make bench (offload overhead against Dask and Ray), make bench-data (data
-# plane: 1 GiB handoff, cross-host, Dask, Ray), make bench-notebooks (the notebooks of
-# examples/notebooks at real size, executed copies written back), make clean,
-#       make slurm-up / slurm-down (the one-node test Slurm of .ci/slurm; make test brings it up).
+#               (a .venv of some 0.3 GB: the client and what building it takes)
+#   make test   builds everything and runs the Java and Python test suites, and ends with both
+#               suites' counts whichever failed (adds the suites' packages to .venv: some 6 GB)
+# Also: make build, make dist (a wheel of the client with the runtime's jar inside), make bench
+# (offload overhead against Dask and Ray), make bench-data (data plane: 1 GiB handoff,
+# cross-host, Dask, Ray), make bench-notebooks (the notebooks of examples/notebooks at real size,
+# executed copies written back), make clean,
+#       make slurm-up / slurm-down (the one-node test Slurm of .ci/slurm; make test brings it up
+#       and leaves it running: slurm-down stops it).
 
 PYTHON_BOOT ?= python3
 VENV        := .venv
@@ -19,7 +23,7 @@ export BULLETIN_JAR := $(CURDIR)/$(JAR)
 # Java tests that start real Python executors use the project's interpreter.
 export BULLETIN_TEST_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: all build demo test test-java test-python bench bench-data bench-notebooks bench-scheduler bench-usage clean slurm-up slurm-down toolchain chromium
+.PHONY: all build dist demo test test-java test-python test-paths bench bench-data bench-notebooks bench-scheduler bench-usage clean slurm-up slurm-down toolchain chromium
 
 all: build
 
@@ -30,15 +34,29 @@ $(STAMPS):
 toolchain:
 	@PYTHON_BOOT=$(PYTHON_BOOT) bash .ci/toolchain.sh
 
-# The venv is rebuilt when the package's dependencies change.
+# The venv: the client and what building it takes (grpcio-tools makes the gRPC stubs), some
+# 0.3 GB: all that `make build` and `make demo` install. It is brought up to date when the
+# package's dependencies change; what the suites, the benchmarks and the benchmark notebooks
+# add comes in stamps of their own, for the targets that need it.
 $(STAMPS)/venv: python-client/pyproject.toml | $(STAMPS) toolchain
 	test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "grpcio-tools>=1.85.1" -e "python-client[test]"
+	$(PIP) install -q "grpcio-tools>=1.85.1" -e python-client
+	touch $@
+
+# The suites' packages ([test]: pytest, selenium, datasets, and [notebooks], whose PyTorch
+# wheel brings its CUDA libraries): some 6 GB, for `make test` alone.
+$(STAMPS)/venv-test: $(STAMPS)/venv
+	$(PIP) install -q -e "python-client[test]"
 	touch $@
 
 $(STAMPS)/bench: $(STAMPS)/venv
 	$(PIP) install -q -e "python-client[bench]"
+	touch $@
+
+# What the benchmark notebooks need ([notebooks]: PyTorch, transformers, plots, the kernel).
+$(STAMPS)/notebooks: $(STAMPS)/venv
+	$(PIP) install -q -e "python-client[notebooks]"
 	touch $@
 
 $(JAR): pom.xml $(shell find protocol arrow-bridge worker runtime -name '*.java' -o -name '*.proto' -o -name pom.xml | grep -v /target/) | toolchain
@@ -52,6 +70,15 @@ python-client/bulletin/_jars/bulletin-runtime.jar: $(JAR)
 build: toolchain $(STAMPS)/venv $(JAR) python-client/bulletin/_jars/bulletin-runtime.jar
 	$(PY) python-client/tools/gen_proto.py
 
+# A wheel of the client with the runtime's jar and the gRPC stubs inside, for a Jupyter kernel's
+# environment here or on another machine (where `bulletin up` needs a Java 17 runtime):
+#   pip install "target/dist/bulletin-<version>-py3-none-any.whl[quickstart]"
+dist: build
+	rm -rf target/dist python-client/build
+	$(PIP) wheel -q --no-deps -w target/dist ./python-client
+	rm -rf python-client/build
+	@ls target/dist/*.whl
+
 # The Slurm provider's tests run against a real one-node Slurm on loopback. up.sh installs and
 # starts it (root, apt) and is a no-op when it already answers; it runs every time because a
 # stamp would outlive the daemons (a reboot). Exit 3 = it cannot run here (not root, no apt):
@@ -62,25 +89,60 @@ slurm-up:
 slurm-down:
 	@bash .ci/slurm/down.sh
 
-# mvn -q hides Surefire's counts: .ci/java_test_counts.py says them in one line, from the reports
-# of this run (newer than the stamp). `make test` says them at its end, or when Java fails.
-JAVA_COUNTS := $(PY) .ci/java_test_counts.py --since $(STAMPS)/java-tests
+# Each suite's counts in one line, `java: N passed, N failed, N skipped` (.ci/test_counts.py):
+# mvn -q hides Surefire's, so they come from the reports of this run (newer than the stamp);
+# pytest's from the report it writes. Run alone, a suite says its counts at its end; under
+# `make test` (SUITE_COUNTS=end) they come once, after both suites, whichever failed.
+COUNTS        := $(PYTHON_BOOT) .ci/test_counts.py
+JAVA_COUNTS   := $(COUNTS) java --since $(STAMPS)/java-tests
+PYTHON_REPORT := $(STAMPS)/python-tests.xml
+PYTHON_COUNTS := $(COUNTS) python $(PYTHON_REPORT)
+PATHS_REPORT  := $(STAMPS)/path-tests.xml
+PATHS_COUNTS  := $(COUNTS) python --label bulletin-folder $(PATHS_REPORT)
 
-test-java: build slurm-up
+# The Java tests' own logs (the runtime's INFO lines, the Slurm provider's warnings) go to each
+# module's target/test.log, not the console (.ci/java-test-logging.properties).
+test-java: build $(STAMPS)/venv-test slurm-up
 	@touch $(STAMPS)/java-tests
-	$(MVN) install || { $(JAVA_COUNTS); exit 1; }
-	$(if $(filter test,$(MAKECMDGOALS)),,@$(JAVA_COUNTS))
+	$(MVN) install || { echo "java: the code's logs are in */target/test.log"; \
+	  $(if $(SUITE_COUNTS),,$(JAVA_COUNTS);) exit 1; }
+	$(if $(SUITE_COUNTS),,@$(JAVA_COUNTS))
 
 # The dashboard's browser test drives Debian's chromium and chromium-driver: chromium.sh
 # installs them (root, apt) and exits 3 where it cannot; that test then skips, saying why.
 chromium:
 	@bash .ci/chromium.sh || { rc=$$?; [ $$rc -eq 3 ] || exit $$rc; echo "chromium: the dashboard's browser test will be skipped"; }
 
-test-python: build chromium
-	cd python-client && ../$(PY) -m pytest -q -p no:cacheprovider tests
+test-python: build $(STAMPS)/venv-test chromium
+	@rm -f $(PYTHON_REPORT)
+	cd python-client && ../$(PY) -m pytest -q -p no:cacheprovider --junitxml=../$(PYTHON_REPORT) tests \
+	  $(if $(SUITE_COUNTS),,|| { $(PYTHON_COUNTS); exit 1; })
+	$(if $(SUITE_COUNTS),,@$(PYTHON_COUNTS))
 
-test: test-java test-python
-	@$(JAVA_COUNTS)
+# `git clone` of the repository makes a folder named bulletin, where every path of the checkout
+# holds /bulletin/: the tests that look at the file paths of tracebacks run again from a copy
+# of the client there (1 MB, without the jar: BULLETIN_JAR names the one built), so that none
+# mistakes the checkout's folder for the package's.
+PATH_TESTS := tests/test_envelope.py tests/test_tracebacks.py tests/test_executor.py \
+              tests/e2e/test_dask_api.py::test_traceback_clean
+CLONE      := $(STAMPS)/clone/bulletin/python-client
+test-paths: build $(STAMPS)/venv-test
+	@rm -rf $(STAMPS)/clone $(PATHS_REPORT) && mkdir -p $(CLONE)
+	@tar -C python-client --exclude=_jars --exclude=__pycache__ --exclude=artifacts \
+	  -cf - bulletin tests pyproject.toml | tar -C $(CLONE) -xf -
+	cd $(CLONE) && $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider \
+	  --junitxml=$(CURDIR)/$(PATHS_REPORT) $(PATH_TESTS)
+	@rm -rf $(STAMPS)/clone
+
+# Every part runs whatever another did (make -k), then the counts of each, and the target
+# fails if any part failed. Quick first: the path check (seconds), then Java, then Python.
+test:
+	@mkdir -p $(STAMPS) && touch $(STAMPS)/java-tests && rm -f $(PYTHON_REPORT) $(PATHS_REPORT)
+	@$(MAKE) -f $(firstword $(MAKEFILE_LIST)) --no-print-directory -k SUITE_COUNTS=end test-paths test-java test-python; \
+	  status=$$?; \
+	  echo "== make test: $$([ $$status = 0 ] && echo passed || echo FAILED)"; \
+	  $(PATHS_COUNTS); $(JAVA_COUNTS); $(PYTHON_COUNTS); \
+	  exit $$status
 
 demo: build
 	$(PY) examples/quickstart.py
@@ -92,7 +154,7 @@ bench-data: build $(STAMPS)/bench
 	$(PY) examples/data_plane_benchmark.py
 
 # `make test` runs them at their CI size (python-client/tests/e2e/test_notebooks.py).
-bench-notebooks: build $(STAMPS)/bench
+bench-notebooks: build $(STAMPS)/bench $(STAMPS)/notebooks
 	$(PY) examples/notebooks/run_notebooks.py --size real --write
 
 # The scheduler simulations (docs/scheduler.md): 1,000 workers x 8 GPUs with up to 100,000 calls
