@@ -7,6 +7,7 @@ Shared by ``Client`` and the command line, which only needs the channel.
 from __future__ import annotations
 
 import collections
+import os
 import queue
 import re
 import threading
@@ -14,7 +15,14 @@ import time
 import uuid
 from typing import Callable
 
-import grpc
+# gRPC's fork handlers find a client's threads inside gRPC at every fork of this process (a
+# notebook's `!ls`, anything pexpect or multiprocessing starts), skip themselves and log
+# "fork_posix.cc:71] Other threads are currently calling into gRPC, skipping fork() handlers"
+# into the cell. Off, unless the user turned them on: grpc reads this once, when first imported,
+# and this module imports it first (bulletin/__init__.py loads the client lazily).
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
+import grpc  # noqa: E402
 
 from . import _reconnect, _tls
 from ._config import resolve_address, resolve_token, token_path
