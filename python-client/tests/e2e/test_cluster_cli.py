@@ -132,6 +132,11 @@ def test_up_on_a_taken_port_fails_with_the_runtime_log(tmp_path):
     assert "exited with code" in result.stderr
     assert f"port {port} on 127.0.0.1 is in use (another bulletin runtime?" in result.stderr
     assert not (tmp_path / "runtime.json").exists()
+    # Said first and alone: the runtime checks its ports before it starts anything (no event
+    # loop to report blocked, no executors started only to be stopped).
+    log = result.stderr.split("runtime.log:\n", 1)[1].splitlines()
+    assert log[0].startswith(f"bulletin-runtime: port {port} on 127.0.0.1 is in use"), log
+    assert len(log) == 1, log
 
 
 def test_down_stops_the_runtime_and_fails_the_calls_of_its_clients(tmp_path):

@@ -11,6 +11,10 @@ import dev.bulletin.runtime.config.UnixAccounts;
 import dev.bulletin.runtime.pool.WorkerProviders;
 import dev.bulletin.worker.WorkerOptions;
 import dev.bulletin.worker.tls.TlsOptions;
+import java.io.IOException;
+import java.net.BindException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -154,6 +158,11 @@ public final class Main implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
+    // A port another process holds is said first, alone: before the store, the event loop and
+    // the embedded worker's executors start (and fill the log) only to be stopped again.
+    checkPortFree(host, port, "--port");
+    checkPortFree(host, dataPort, "--data-port");
+    checkPortFree(host, httpPort(httpPort), "--http-port");
     String ownerToken = System.getenv("BULLETIN_OWNER_TOKEN");
     String workerToken = System.getenv("BULLETIN_WORKER_TOKEN");
     String ownerUser = System.getenv().getOrDefault("BULLETIN_OWNER_USER",
@@ -197,6 +206,28 @@ public final class Main implements Callable<Integer> {
     stop.await();
     runtime.close();
     return 0;
+  }
+
+  /**
+   * Throws the {@link PortInUseException} the runtime's own listen would, when another process
+   * listens on host:port (0 and off: nothing to check). Any other failure to bind (a host that
+   * is not this machine's) is left to that listen to report.
+   */
+  static void checkPortFree(String host, int port, String option) throws PortInUseException {
+    if (port <= 0) {
+      return;
+    }
+    try (ServerSocket probe = new ServerSocket()) {
+      probe.setReuseAddress(true); // as the runtime's servers bind: a port in TIME_WAIT is free
+      probe.bind(new InetSocketAddress(host, port));
+    } catch (BindException e) {
+      if (String.valueOf(e.getMessage()).contains("Address already in use")
+          && PortInUseException.explain(e, host, port, option) instanceof PortInUseException inUse) {
+        throw inUse;
+      }
+    } catch (IOException | IllegalArgumentException | SecurityException e) {
+      // Left to the runtime's listen, which says it in its own words.
+    }
   }
 
   /** "off", or a port number 0..65535 (checked again by RuntimeOptions). */
