@@ -553,24 +553,40 @@ def _wait_for_agent(lifeline: int) -> None:
         pass
 
 
+def _lead_a_session() -> None:
+    """Makes the executor a session (and process group) leader: where the agent has no cgroup
+    for it, it ends the executor's processes by their session and their parentage
+    (dev.bulletin.worker.impl.ProcessSweep); and a signal to the agent's terminal or process
+    group is not its own."""
+    try:
+        os.setsid()
+    except OSError:
+        pass  # a session leader already
+
+
 def main() -> None:
     store = _required_env("BULLETIN_STORE_DIR")
+    agent = os.getppid()  # the JVM that started it (the wrappers in between exec)
+    _lead_a_session()
     token, lifeline = _take_token()
     sys.argv = [sys.argv[0]]  # user code must not see the executor's own command line
 
     import logging
 
-    from py4j.java_gateway import (CallbackServer, CallbackServerParameters, PythonProxyPool,
-                                   server_started)
+    from py4j.java_gateway import CallbackServerParameters, PythonProxyPool, server_started
+
+    from ._callback_server import AgentOnlyCallbackServer
 
     # The agent going away is the normal way to stop; py4j would log it as an error.
     logging.getLogger("py4j").setLevel(logging.CRITICAL)
     _preempt._install()
     pool = PythonProxyPool()
     # No gateway client: nothing here can call into the JVM, so nothing user code finds can.
-    server = CallbackServer(pool, None, callback_server_parameters=CallbackServerParameters(
-        address="127.0.0.1", port=0, auth_token=token, daemonize=True,
-        daemonize_connections=True))
+    # Connections other than the agent's are closed before a thread is made for them.
+    server = AgentOnlyCallbackServer(
+        pool, None, agent_pid=agent, callback_server_parameters=CallbackServerParameters(
+            address="127.0.0.1", port=0, auth_token=token, daemonize=True,
+            daemonize_connections=True))
     del token
     listening = threading.Event()
     server_started.connect(lambda **kwargs: listening.set(), sender=server)

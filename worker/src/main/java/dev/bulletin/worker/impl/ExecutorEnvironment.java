@@ -14,9 +14,14 @@ import java.util.TreeMap;
  */
 final class ExecutorEnvironment {
 
-  /** Variables passed by name. */
+  /**
+   * Variables passed by name. TMPDIR, TEMP and TMP are allowed names whose values are never the
+   * agent's: each executor's own scratch folder replaces them ({@link ExecutorScratch}), so one
+   * executor's temporary files are not where another's are.
+   */
   static final Set<String> NAMES = Set.of(
-      "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM",
+      "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TEMP",
+      "TMP", "TERM",
       "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX", "LD_LIBRARY_PATH",
       "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
       "VECLIB_MAXIMUM_THREADS", "BLIS_NUM_THREADS");

@@ -7,7 +7,9 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetAddress;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.security.SecureRandom;
+import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
@@ -37,8 +39,6 @@ final class ExecutorLauncher {
    */
   private static final java.util.logging.Logger PY4J_LOG = quietPy4j();
   private static final InetAddress LOOPBACK = InetAddress.getLoopbackAddress();
-  /** Where memory limits are cgroups (BULLETIN_EXECUTOR_CGROUP), or null: RLIMIT_DATA. */
-  private static final MemoryCgroups CGROUPS = MemoryCgroups.fromEnvironment();
 
   /**
    * Starts an executor and waits until it has announced its callback server and answered.
@@ -51,12 +51,12 @@ final class ExecutorLauncher {
     String token = HexFormat.of().formatHex(randomBytes());
     Holder holder = new Holder();
     Process process;
-    MemoryCgroups.Group memoryGroup = memoryGroup(id, profile);
+    Map<String, String> extra = options.extraEnvironment();
+    ExecutorConfinement confinement = ExecutorConfinement.prepare(id, account, profile,
+        neededFolders(profile, account, store, extra));
     try {
-      List<String> command = List.of(profile.python().toString(), "-m",
-          "bulletin._runtime._executor");
-      ProcessBuilder builder = new ProcessBuilder(account == null ? command
-          : account.wrap(command));
+      ProcessBuilder builder = new ProcessBuilder(confinement.command(List.of(
+          profile.python().toString(), "-m", "bulletin._runtime._executor")));
       Map<String, String> own = new java.util.HashMap<>(Map.of(
           "BULLETIN_EXECUTOR_ID", id,
           "BULLETIN_STORE_DIR", store.root().toString(),
@@ -66,10 +66,7 @@ final class ExecutorLauncher {
           "PYTHONUNBUFFERED", "1"));
       own.putAll(GpuShareEnvironment.of(profile.gpuFraction(), gpuIds,
           options.gpus().simulated(), System.getenv()));
-      if (profile.memoryBytes() > 0 && memoryGroup == null) {
-        // The executor limits itself once its own imports are done (docs/environments.md).
-        own.put("BULLETIN_MEMORY_LIMIT_BYTES", Long.toString(profile.memoryBytes()));
-      }
+      own.putAll(confinement.environment());
       if (account != null) {
         own.putAll(Map.of("HOME", account.home().toString(), "USER", account.name(),
             "LOGNAME", account.name()));
@@ -77,20 +74,16 @@ final class ExecutorLauncher {
       }
       Map<String, String> env = builder.environment();
       env.clear();
-      env.putAll(ExecutorEnvironment.build(System.getenv(), options.extraEnvironment(), own));
+      env.putAll(ExecutorEnvironment.build(System.getenv(), extra, own));
       process = builder.start();
-      if (memoryGroup != null) {
-        confine(process, memoryGroup, id);
-      }
+      confine(process, confinement, id);
       // The token goes over the pipe, never the environment or argv (which other processes of
       // the same account, and user code, can read); the executor reads it once.
       OutputStream stdin = process.getOutputStream();
       stdin.write((token + "\n").getBytes(StandardCharsets.US_ASCII));
       stdin.flush();
     } catch (IOException e) {
-      if (memoryGroup != null) {
-        memoryGroup.remove();
-      }
+      confinement.end();
       throw new ExecutorStartException("cannot start executor " + id + " with " + profile.python()
           + ": " + e.getMessage() + " (is --python an interpreter with the bulletin package?)", e);
     }
@@ -108,7 +101,7 @@ final class ExecutorLauncher {
         throw new IllegalStateException("the executor did not answer its first ping");
       }
       ExecutorProcess executor = new ExecutorProcess(id, List.copyOf(gpuIds), gateway, process,
-          python, store, account, profile, memoryGroup);
+          python, store, account, profile, confinement);
       holder.executor = executor;
       return executor;
     } catch (TimeoutException | ExecutionException | RuntimeException e) {
@@ -117,7 +110,7 @@ final class ExecutorLauncher {
               + options.executorStartTimeoutMillis() + " ms"
           : "announced itself but could not be called (" + e.getMessage() + ")";
       String output = holder.early.text();
-      process.destroyForcibly();
+      confinement.end();
       if (gateway != null) {
         gateway.shutdown();
       }
@@ -125,39 +118,69 @@ final class ExecutorLauncher {
           + (output.isBlank() ? "" : "; its output:\n" + output), e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      process.destroyForcibly();
+      confinement.end();
       throw new ExecutorStartException("interrupted while starting executor " + id, e);
     }
   }
 
-  /** A cgroup for an executor with a memory limit, where cgroups hold the limits; else null. */
-  private static MemoryCgroups.Group memoryGroup(String id, ExecutorProfile profile)
-      throws ExecutorStartException {
-    if (profile.memoryBytes() == 0 || CGROUPS == null) {
-      return null;
-    }
+  /**
+   * Puts the new process in its cgroup before it has read its token (so before any call);
+   * its processes and scratch go when it exits.
+   */
+  private static void confine(Process process, ExecutorConfinement confinement, String id)
+      throws IOException {
     try {
-      return CGROUPS.create(id, profile.memoryBytes());
+      confinement.hold(process);
     } catch (IOException e) {
-      throw new ExecutorStartException("cannot make the memory cgroup of executor " + id + ": "
-          + e.getMessage() + " (BULLETIN_EXECUTOR_CGROUP)", e);
+      process.destroyForcibly();
+      throw new IOException("cannot move executor " + id + " into its cgroup: "
+          + e.getMessage(), e);
     }
   }
 
   /**
-   * Moves the new process into its group before it has read its token (so before any call);
-   * the group goes when the process has exited.
+   * The folders an executor reads or writes by path: those under /tmp stay visible in a
+   * private /tmp (ExecutorScratch).
    */
-  private static void confine(Process process, MemoryCgroups.Group group, String id)
-      throws IOException {
-    try {
-      group.add(process.pid());
-    } catch (IOException e) {
-      process.destroyForcibly();
-      throw new IOException("cannot move executor " + id + " into " + group.folder() + ": "
-          + e.getMessage(), e);
+  private static List<Path> neededFolders(ExecutorProfile profile, UnixAccount account,
+      ObjectStore store, Map<String, String> extra) {
+    List<Path> needed = new ArrayList<>(List.of(store.root()));
+    for (Path python : List.of(profile.python(), realPath(profile.python()))) {
+      if (!python.isAbsolute()) {
+        continue; // a name looked up on PATH
+      }
+      Path bin = python.getParent();
+      // Its prefix: a venv's or an installation's folder (bin/python), else its own folder.
+      needed.add(bin.getFileName() != null && bin.getFileName().toString().equals("bin")
+          && bin.getParent() != null ? bin.getParent() : bin);
     }
-    process.onExit().thenRun(group::remove);
+    if (account != null) {
+      needed.add(account.workingDirectory());
+    }
+    // pip= environments (PipEnvironments), which calls load by path; each account's is 0700.
+    String environments = System.getenv("BULLETIN_ENV_CACHE");
+    if (environments != null && !environments.isBlank()) {
+      needed.add(Path.of(environments));
+    }
+    for (String name : List.of("PYTHONPATH", "VIRTUAL_ENV", "CONDA_PREFIX")) {
+      String value = extra.getOrDefault(name, System.getenv(name));
+      if (value != null) {
+        for (String entry : value.split(java.io.File.pathSeparator)) {
+          if (!entry.isBlank()) {
+            needed.add(Path.of(entry));
+          }
+        }
+      }
+    }
+    return needed;
+  }
+
+  private static Path realPath(Path path) {
+    try {
+      return path.toRealPath();
+    } catch (IOException e) {
+      return path;
+    }
   }
 
   /** The executor's callback server, as it announced it. */

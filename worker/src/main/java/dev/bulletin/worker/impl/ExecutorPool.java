@@ -30,7 +30,8 @@ import java.util.logging.Logger;
  * <p>An executor belongs to one user: warm executors start unowned and belong to the user of
  * their first call; one that has run a user's call never runs another user's. A call of a user
  * with no idle executor of their own on its GPUs retires the idle executors of other users
- * there (their processes, and the GPU memory they hold, go) and takes a fresh one; so a user
+ * there (their processes, every process their calls started and the GPU memory they hold go,
+ * before the new executor starts: {@link ExecutorEnds}) and takes a fresh one; so a user
  * switch on a GPU costs one executor start. A user's idle executors are retired after
  * {@link WorkerOptions#executorIdleMillis}, so users who come and go do not keep processes (and
  * CUDA contexts) forever.
@@ -45,6 +46,7 @@ final class ExecutorPool {
 
   private static final Logger LOG = Logger.getLogger(ExecutorPool.class.getName());
   static final List<Integer> CPU_ONLY = List.of();
+  private static final CompletableFuture<Void> DONE = ExecutorEnds.DONE;
 
   private final WorkerOptions options;
   private final ObjectStore store;
@@ -59,15 +61,13 @@ final class ExecutorPool {
   private final Map<List<Integer>, Deque<ExecutorProcess>> idle = new HashMap<>();
   /** Executors being started in the background, by GPU set. */
   private final Map<List<Integer>, CompletableFuture<Void>> warming = new ConcurrentHashMap<>();
+  private final ExecutorEnds ends;
   private final AtomicInteger sequence = new AtomicInteger();
   private final AtomicInteger live = new AtomicInteger();
   private final AtomicInteger liveCpu = new AtomicInteger();
   private final AtomicLong launches = new AtomicLong();
   private volatile boolean closed;
-  /** Accounts looked up, by name; and whether run_as can be honoured (the agent is root). */
-  private final Map<String, UnixAccount> accounts = new ConcurrentHashMap<>();
-  private final boolean root = UnixAccount.processIsRoot();
-  private final java.util.Set<String> warnedAccounts = ConcurrentHashMap.newKeySet();
+  private final RunAsAccounts accounts = new RunAsAccounts();
   private final CallEnvironments environments;
   /** What warm executors start with: the worker's interpreter, no memory limit. */
   private final ExecutorProfile warmProfile;
@@ -76,6 +76,7 @@ final class ExecutorPool {
     this.options = options;
     this.store = store;
     this.threads = threads;
+    this.ends = new ExecutorEnds(threads);
     this.environments = new CallEnvironments(options);
     this.warmProfile = new ExecutorProfile(options.python(), 0, "");
     long period = Math.max(50, Math.min(options.executorIdleMillis() / 2, 30_000));
@@ -104,25 +105,33 @@ final class ExecutorPool {
   ExecutorProcess take(String owner, java.util.Optional<String> runAs, List<Integer> gpuIds,
       dev.bulletin.worker.ExecutorSpec spec, dev.bulletin.worker.CallListener listener)
       throws ExecutorStartException {
-    UnixAccount account = account(runAs, owner);
+    UnixAccount account = accounts.of(runAs, owner);
     ExecutorProfile wanted = environments.resolve(spec, account, listener);
     if (gpuIds.isEmpty()) {
       keepCpuSpare();
     }
     while (true) {
       List<ExecutorProcess> others = new ArrayList<>();
+      List<ExecutorProcess> dead = new ArrayList<>();
+      ExecutorProcess found;
       synchronized (this) {
-        ExecutorProcess found = idleFor(owner, account, gpuIds, wanted);
+        found = idleFor(owner, account, gpuIds, wanted, dead);
         if (found != null) {
           found.assignTo(owner, wanted);
-          return found;
+        } else {
+          others.addAll(othersInTheWay(owner, gpuIds));
+          others.addAll(ownInTheWay(owner, gpuIds, wanted));
+          others.forEach(this::removeIdle);
         }
-        others.addAll(othersInTheWay(owner, gpuIds));
-        List<ExecutorProcess> stale = ownInTheWay(owner, gpuIds, wanted);
-        others.addAll(stale);
-        others.forEach(this::removeIdle);
       }
-      others.forEach(other -> retire(other, other.owner().equals(owner)
+      // Ended here, before this call runs: no process of theirs (a call's background process,
+      // a daemon) is left beside it, on its GPUs least of all.
+      dead.forEach(executor -> retireNow(executor, "it exited while idle"));
+      if (found != null) {
+        ends.await(gpuIds);
+        return found;
+      }
+      others.forEach(other -> retireNow(other, other.owner().equals(owner)
           ? "its user's environment changed (or a call needs another memory limit on its GPUs)"
           : "a call of another user needs its "
           + (gpuIds.isEmpty() ? "CPU slot" : "GPUs " + gpuIds)));
@@ -131,6 +140,7 @@ final class ExecutorPool {
       CompletableFuture<Void> starting = warming.get(gpuIds);
       if (starting == null || gpuIds.isEmpty() || account != null
           || !warmProfile.serves(wanted, true)) {
+        ends.await(gpuIds);
         return launchFor(owner, account, gpuIds, wanted);
       }
       starting.exceptionally(error -> null).join();
@@ -142,7 +152,7 @@ final class ExecutorPool {
    * account the user's must (unowned ones run as the agent's); guarded by this.
    */
   private ExecutorProcess idleFor(String owner, UnixAccount account, List<Integer> gpuIds,
-      ExecutorProfile wanted) {
+      ExecutorProfile wanted, List<ExecutorProcess> dead) {
     Deque<ExecutorProcess> candidates = idle.get(gpuIds);
     if (candidates == null) {
       return null;
@@ -151,7 +161,7 @@ final class ExecutorPool {
     for (ExecutorProcess candidate : new ArrayList<>(candidates)) {
       if (!candidate.isAlive()) {
         candidates.remove(candidate);
-        forget(candidate, true);
+        dead.add(candidate); // what it started may still run: ended by the caller
       } else if (owner.equals(candidate.owner()) && candidate.profile().serves(wanted, false)) {
         candidates.remove(candidate);
         return candidate;
@@ -253,8 +263,8 @@ final class ExecutorPool {
    */
   ExecutorProcess replaceUnfit(ExecutorProcess unfit, String reason)
       throws ExecutorStartException {
-    stop(unfit, reason);
-    forget(unfit, false);
+    ends.now(unfit, reason);
+    forget(unfit, false, DONE);
     return launchFor(unfit.owner(), unfit.account(), unfit.gpuIds(), unfit.profile());
   }
 
@@ -278,18 +288,19 @@ final class ExecutorPool {
     }
   }
 
-  /** Stops an executor (if it still runs), forgets it, and replaces it if it was a warm one. */
+  /**
+   * Ends an executor (its processes, its calls' processes, its cgroup and scratch) in the
+   * background, forgets it, and replaces it if it was a warm one once it has ended: a
+   * replacement on its GPUs never starts beside what is left of it.
+   */
   void retire(ExecutorProcess executor, String reason) {
-    stop(executor, reason);
-    forget(executor, true);
+    forget(executor, true, ends.inBackground(executor, reason));
   }
 
-  private void stop(ExecutorProcess executor, String reason) {
-    if (executor.isAlive()) {
-      LOG.log(executor.retireReason() != null ? Level.INFO : Level.FINE,
-          "retiring executor " + executor.id() + ": " + reason);
-      threads.execute(executor::shutdown); // waits up to 2 s for the process to exit
-    }
+  /** Ends an executor on this thread, then forgets it (and replaces a warm one). */
+  private void retireNow(ExecutorProcess executor, String reason) {
+    ends.now(executor, reason);
+    forget(executor, true, DONE);
   }
 
   WorkerStatusView status() {
@@ -345,31 +356,6 @@ final class ExecutorPool {
     return executor;
   }
 
-  /**
-   * The account a user's executors run as: their run_as when the agent can honour it (it runs
-   * as root), else null (the agent's own, said once in the log).
-   */
-  private UnixAccount account(java.util.Optional<String> runAs, String owner)
-      throws ExecutorStartException {
-    if (runAs.isEmpty()) {
-      return null;
-    }
-    if (!root) {
-      if (warnedAccounts.add(runAs.get())) {
-        LOG.warning("users[].run_as names account " + runAs.get() + " for " + owner + ", but"
-            + " this worker does not run as root: that user's executors run as this worker's"
-            + " own account");
-      }
-      return null;
-    }
-    UnixAccount known = accounts.get(runAs.get());
-    if (known == null) {
-      known = UnixAccount.lookup(runAs.get());
-      accounts.put(known.name(), known);
-    }
-    return known;
-  }
-
   private ExecutorProcess launch(List<Integer> gpuIds, UnixAccount account,
       ExecutorProfile profile) throws ExecutorStartException {
     String id = options.workerId() + "-e" + sequence.incrementAndGet();
@@ -384,7 +370,12 @@ final class ExecutorPool {
   }
 
   private CompletableFuture<Void> warmUp(List<Integer> gpuIds) {
-    CompletableFuture<Void> starting = CompletableFuture.runAsync(() -> {
+    return warmUp(gpuIds, DONE);
+  }
+
+  /** Starts a warm executor on these GPUs once {@code after} (the end of the last) is done. */
+  private CompletableFuture<Void> warmUp(List<Integer> gpuIds, CompletableFuture<Void> after) {
+    CompletableFuture<Void> starting = after.exceptionally(error -> null).thenRunAsync(() -> {
       try {
         giveBack(launch(gpuIds, null, warmProfile));
       } catch (ExecutorStartException e) {
@@ -397,8 +388,11 @@ final class ExecutorPool {
     return starting;
   }
 
-  /** Counts an executor out and, if asked, starts a replacement when it held a warm slot. */
-  private void forget(ExecutorProcess executor, boolean replace) {
+  /**
+   * Counts an executor out and, if asked, starts a replacement when it held a warm slot, once
+   * {@code ended} (the end of its processes) is done.
+   */
+  private void forget(ExecutorProcess executor, boolean replace, CompletableFuture<Void> ended) {
     live.decrementAndGet();
     if (executor.gpuIds().isEmpty()) {
       liveCpu.decrementAndGet();
@@ -407,7 +401,7 @@ final class ExecutorPool {
       return;
     }
     if (executor.gpuIds().size() == 1) {
-      warmUp(executor.gpuIds());
+      warmUp(executor.gpuIds(), ended);
     } else if (executor.gpuIds().isEmpty()) {
       keepCpuSpare();
     }

@@ -42,8 +42,8 @@ final class ExecutorProcess {
   private volatile String owner;
   /** Its interpreter, memory limit and the environment fingerprint it serves. */
   private volatile ExecutorProfile profile;
-  /** The cgroup that holds its memory limit, or null (none, or RLIMIT_DATA in the process). */
-  private final MemoryCgroups.Group memoryGroup;
+  /** What holds its processes (a cgroup, else a sweep), its memory limit and its scratch. */
+  private final ExecutorConfinement confinement;
   /** Why this executor must run no further call (set by what a call did to it); null if none. */
   private volatile String retireReason;
   private volatile long idleSinceNanos = System.nanoTime();
@@ -56,9 +56,9 @@ final class ExecutorProcess {
 
   ExecutorProcess(String id, List<Integer> gpuIds, Gateway gateway, Process process,
       PythonExecutor python, ObjectStore store, UnixAccount account, ExecutorProfile profile,
-      MemoryCgroups.Group memoryGroup) {
+      ExecutorConfinement confinement) {
     this.account = account;
-    this.memoryGroup = memoryGroup;
+    this.confinement = confinement;
     this.profile = profile;
     this.id = id;
     this.gpuIds = gpuIds;
@@ -243,38 +243,40 @@ final class ExecutorProcess {
     return stopReason != null;
   }
 
-  /** Kills the process; a call in progress ends as {@link CallOutcome.Stopped}. */
+  /**
+   * Kills the process and every process its calls started, without waiting for them; a call
+   * in progress ends as {@link CallOutcome.Stopped}. {@link #shutdown} waits and cleans up.
+   */
   void kill(String reason) {
     stopReason = reason;
-    process.destroyForcibly();
+    confinement.kill(); // the executor's process included
     gateway.shutdown();
   }
 
-  /** Asks the executor to exit (closing its stdin: it exits at end of file), then makes sure. */
+  /**
+   * Ends the executor: kills it and every process its calls started (a call's background
+   * process must not outlive the executor, nor keep its GPU), and returns once they are gone
+   * and its cgroup and scratch space are removed. Its lifeline is closed too.
+   */
   void shutdown() {
-    stopReason = "worker shutting down";
-    closeQuietly(process);
-    try {
-      if (!process.waitFor(2, TimeUnit.SECONDS)) {
-        process.destroyForcibly();
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      process.destroyForcibly();
+    if (stopReason == null) {
+      stopReason = "worker shutting down";
     }
+    confinement.end();
+    closeQuietly(process);
     gateway.shutdown();
   }
 
   private String deathCause(RuntimeException callError) {
     try {
       if (process.waitFor(5, TimeUnit.SECONDS)) {
-        if (memoryGroup != null && memoryGroup.oomKilled()) {
-          return "the call " + memoryGroup.overLimit() + " (executor " + id + ")";
+        if (confinement.oomKilled()) {
+          return "the call " + confinement.overLimit() + " (executor " + id + ")";
         }
         long limit = profile.memoryBytes();
         // Under RLIMIT_DATA native code may abort where Python would raise MemoryError.
         return "executor " + id + " " + ExitCauses.describe(process.exitValue())
-            + (limit > 0 && memoryGroup == null ? " (it ran under the call's memory limit of"
+            + (confinement.selfLimited() ? " (it ran under the call's memory limit of"
                 + " memory=" + dev.bulletin.protocol.Quantities.formatSize(limit) + ", which"
                 + " native code that cannot allocate may end this way)" : "");
       }
