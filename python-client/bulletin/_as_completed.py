@@ -13,10 +13,10 @@ import collections
 import concurrent.futures as cf
 import threading
 import time
+import weakref
 from typing import Iterable
 
-from ._config import parse_wait
-from ._future import _futures, _wake
+from ._future import _futures, _wake, parse_wait
 
 
 class as_completed:  # noqa: N801 - named as Dask's and concurrent.futures' function
@@ -44,6 +44,7 @@ class as_completed:  # noqa: N801 - named as Dask's and concurrent.futures' func
         self._pending: collections.Counter = collections.Counter()  # not ended yet: how often
         self._ready: collections.deque = collections.deque()  # ended, not yielded yet
         self._async_waiters: list = []  # (loop, asyncio.Future) of async consumers
+        self._added = 0  # futures added, for the timeout's message
         if futures is not None:
             self.update(futures)
 
@@ -54,8 +55,10 @@ class as_completed:  # noqa: N801 - named as Dask's and concurrent.futures' func
         futures = _futures(futures, "as_completed")
         with self._changed:
             self._pending.update(futures)
+            self._added += len(futures)
+        ended = _weak_callback(self)
         for future in futures:
-            future.add_done_callback(self._ended)
+            future.add_done_callback(ended)
 
     def add(self, future) -> None:
         """Adds one future; it is yielded once it ends."""
@@ -128,8 +131,9 @@ class as_completed:  # noqa: N801 - named as Dask's and concurrent.futures' func
             return None
         remaining = self._deadline - time.monotonic()
         if remaining <= 0:
-            raise cf.TimeoutError(f"{sum(self._pending.values())} futures did not end within "
-                                  f"timeout={self._timeout!r}")
+            # concurrent.futures.as_completed's words
+            raise cf.TimeoutError(f"{sum(self._pending.values())} (of {self._added}) futures "
+                                  "unfinished")
         return remaining
 
     def __aiter__(self):
@@ -199,6 +203,19 @@ class as_completed:  # noqa: N801 - named as Dask's and concurrent.futures' func
                 yield self.next_batch(block=True)
             except StopIteration:
                 return
+
+
+def _weak_callback(completed: as_completed):
+    """The done callback of ``completed``'s futures. It holds ``completed`` weakly: an
+    as_completed dropped before its futures end (a timeout, a ``break``) is freed, and the
+    futures that end later are not kept for it (as concurrent.futures.as_completed)."""
+    ref = weakref.ref(completed)
+
+    def ended(future) -> None:
+        target = ref()
+        if target is not None:
+            target._ended(future)
+    return ended
 
 
 def _fetch(future) -> None:

@@ -222,7 +222,7 @@ class Client:
         """A ``concurrent.futures.Executor`` whose calls run here with ``options`` (those of
         ``submit``, and ``max_workers``), as Dask's ``Client.get_executor``."""
         from ._cf_executor import Executor
-        return Executor(self, **options)
+        return Executor(client=self, **options)
 
     @property
     def output_prefix(self) -> bool:
@@ -411,7 +411,8 @@ class Client:
                  decoded: bool = False) -> None:
         try:
             value = data if decoded else decode(data)
-        except Exception as exc:
+        except BaseException as exc:  # noqa: BLE001 - a SystemExit from a __reduce__ too:
+            # this (the dispatcher) thread must live on, or every call would hang for good
             future._set_error(BulletinError(
                 f"the result of call {future.key} cannot be unpickled here: {exc!r}. Install "
                 "the libraries that define its types where the client runs."))

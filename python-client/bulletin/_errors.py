@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 
 class BulletinError(Exception):
     """Base class of the errors of bulletin itself (not of your function)."""
@@ -11,12 +13,14 @@ class InvalidArgumentError(BulletinError, ValueError):
     """A resource or option value bulletin cannot understand (e.g. memory="lots")."""
 
 
-class SerializationError(BulletinError, TypeError):
-    """The function or one of its arguments cannot be pickled; nothing was sent."""
+class SerializationError(BulletinError, TypeError, pickle.PicklingError):
+    """The function or one of its arguments cannot be pickled; nothing was sent. A
+    ``pickle.PicklingError`` too, as the standard executors report it."""
 
 
-class ResultSerializationError(BulletinError):
-    """The remote function returned a value that cannot be pickled back to the caller."""
+class ResultSerializationError(BulletinError, pickle.PicklingError):
+    """The remote function returned a value that cannot be pickled back to the caller. A
+    ``pickle.PicklingError`` too, as the standard executors report it."""
 
 
 class RuntimeUnreachableError(BulletinError, ConnectionError):
@@ -37,15 +41,21 @@ class RemoteError(BulletinError):
     """The remote function raised an exception that cannot be rebuilt here.
 
     Raised when the exception's type is not importable in this process or could not be
-    pickled remotely; ``type_name``, ``remote_message`` and ``remote_traceback`` say what it was.
+    pickled remotely, and for a remote ``SystemExit`` or ``KeyboardInterrupt`` (which must not
+    end this program); ``type_name``, ``remote_message`` and ``remote_traceback`` say what it
+    was. The remote traceback is also its ``__cause__`` (a ``RemoteTraceback``), printed above
+    it, as for any remote exception.
     """
 
     def __init__(self, type_name: str, message: str, traceback: str):
-        super().__init__(f"the remote call raised {type_name}: {message}\n\n"
-                         f"Remote traceback:\n{traceback}")
+        super().__init__(f"the remote call raised {type_name}: {message} (raised here as a "
+                         "bulletin.RemoteError; its remote traceback is this error's cause)")
         self.type_name = type_name
         self.remote_message = message
         self.remote_traceback = traceback
+        cause = RemoteTraceback(traceback)
+        cause._whole = True  # the whole remote traceback (see _tracebacks.attach_remote_cause)
+        self.__cause__ = cause
 
     def __reduce__(self):
         return (type(self), (self.type_name, self.remote_message, self.remote_traceback))
@@ -87,9 +97,9 @@ class RuntimeFailure(BulletinError):
 
 
 class RemoteTraceback(Exception):
-    """Carries the remote traceback text as the ``__cause__`` of a re-raised remote exception.
-
-    Same idea as concurrent.futures.process: the traceback prints above the local one.
+    """The remote traceback's text (``tb``), as the ``__cause__`` of a remote exception raised
+    here: as ``concurrent.futures.ProcessPoolExecutor`` does, so it is still there where a
+    framework dropped the exception's ``__traceback__``, and it prints above the local one.
     """
 
     def __init__(self, tb: str):
@@ -97,7 +107,7 @@ class RemoteTraceback(Exception):
         self.tb = tb
 
     def __str__(self) -> str:
-        return self.tb
+        return f'\n"""\n{self.tb.rstrip()}\n"""'
 
 
 class StoreFullError(BulletinError):

@@ -11,16 +11,18 @@ import codecs
 import concurrent.futures as cf
 import concurrent.futures._base as cf_base
 import queue
+import sys
 import threading
 import time
 from dataclasses import dataclass
 from typing import Callable
 
-from ._config import parse_wait
+from ._config import parse_wait as _parse_wait
 from ._errors import BulletinError
 from ._output import CallOutput, write_output
 from ._placeholders import reduce_future
 from ._ref import Ref
+from ._tracebacks import attach_remote_cause
 
 ALL_COMPLETED = cf.ALL_COMPLETED
 FIRST_COMPLETED = cf.FIRST_COMPLETED
@@ -61,7 +63,8 @@ class Future(cf.Future):
     ``timings``, seconds per phase: serialize, upload and download (which includes unpickling
     the result) measured here; queue, start and run measured by the runtime. While queued,
     ``wait_info`` says why it waits (a :class:`WaitInfo`, or None); ``preempted`` counts the
-    times the cluster preempted and requeued it (its result is unaffected).
+    times the cluster preempted and requeued it (its result is unaffected). As in Dask,
+    ``client`` is the Client that sent the call and ``type`` the type of its result once known.
     """
 
     def __init__(self, key: str, name: str, canceller: Callable[[Future], None]):
@@ -100,6 +103,24 @@ class Future(cf.Future):
         self._release: Callable[[str], None] | None = None
         self._fetch_lock = threading.Lock()
         self._error_tb = None  # the traceback the error is raised with (remote frames)
+        self._client = _client_of(canceller)
+
+    @property
+    def client(self):
+        """The ``bulletin.Client`` that sent the call (Dask's ``Future.client``)."""
+        return self._client
+
+    @property
+    def type(self) -> type | None:
+        """The type of the call's result once it is here (Dask's ``Future.type``); None before
+        it finished, for a failed or cancelled call, and for a large result the cluster's store
+        still holds (until ``result()`` fetched it: the runtime does not say its type, and
+        fetching it to learn one would move its bytes)."""
+        if self._state != cf_base.FINISHED or self._exception is not None:
+            return None
+        if self._remote is not None:
+            return None
+        return type(self._result)
 
     @property
     def key(self) -> str:
@@ -255,7 +276,9 @@ class Future(cf.Future):
         return self._cancel_locally()
 
     def __repr__(self) -> str:
-        return f"<bulletin.Future {self._key} status={self._status}>"
+        kind = self.type
+        of_type = f" type={_type_name(kind)}" if kind is not None else ""
+        return f"<bulletin.Future {self.key} status={self.status}{of_type}>"
 
     # The dashboard of the cluster the latest Client connected to (HelloReply.dashboard_url).
     _dashboard_url = ""
@@ -263,13 +286,16 @@ class Future(cf.Future):
     def _repr_html_(self) -> str:
         """Notebook display: status, timings (seconds), why it waits, the end of its output."""
         from ._html import html_fields, link_line
-        fields = [("function", self._name), ("key", self._key), ("status", self._status)]
+        fields = [("function", self._name), ("key", self.key), ("status", self.status)]
+        kind = self.type
+        if kind is not None:
+            fields.append(("type", _type_name(kind)))
         info = self.wait_info
         if info is not None:
             fields.append(("waiting", str(info)))
-        fields += [(name, f"{seconds:.3f} s") for name, seconds in self._timings.items()]
-        if self._attempts > 1:
-            fields.append(("attempts", self._attempts))
+        fields += [(name, f"{seconds:.3f} s") for name, seconds in self.timings.items()]
+        if self.attempts > 1:
+            fields.append(("attempts", self.attempts))
         output = self.output
         if output:
             fields.append(("output", output[-500:]))
@@ -383,6 +409,7 @@ class Future(cf.Future):
     def _set_error(self, exc: BaseException) -> None:
         def fail():
             self._error_tb = exc.__traceback__  # raised with it each time, never longer
+            attach_remote_cause(exc)  # the remote traceback's text, as the process pool's
             self.set_exception(exc)
         self._settle("error", fail)
 
@@ -430,6 +457,34 @@ def cancel_and_notify(future: cf.Future, cancel: Callable[[], bool]) -> bool:
         if cancelled and future._state == cf._base.CANCELLED:
             future.set_running_or_notify_cancel()
     return cancelled
+
+
+def parse_wait(timeout) -> float | None:
+    """A wait's timeout in seconds (None: no limit), a number or a duration string ("10 ms").
+    A negative number is no wait at all, as in concurrent.futures (whose ``Executor.map``
+    passes what is left of its timeout, below zero once it is spent)."""
+    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout < 0:
+        return 0.0
+    return _parse_wait(timeout)
+
+
+def _client_of(canceller):
+    """The Client whose submitter made a Future (its canceller is that submitter's), or None
+    (a Future made elsewhere: tests, an Executor's waiting call, which sets its own)."""
+    owner = getattr(canceller, "__self__", None)
+    clients = sys.modules.get("bulletin._client")
+    if owner is None or clients is None:
+        return None
+    for client in list(clients._live_clients):
+        if getattr(client, "_submitter", None) is owner:
+            return client
+    return None
+
+
+def _type_name(kind: type) -> str:
+    module = getattr(kind, "__module__", "builtins")
+    name = getattr(kind, "__qualname__", repr(kind))
+    return name if module == "builtins" else f"{module}.{name}"
 
 
 def _wake(waiter) -> None:

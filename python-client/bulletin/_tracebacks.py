@@ -7,13 +7,21 @@ one-statement stub, run once to get a frame, as Jinja2 and tblib do), chained wi
 remote one, so printers take the line number from the traceback, not from the stub's code.
 Remote source lines this process cannot read are registered in ``linecache`` for their file,
 so tracebacks show them (a notebook's own cells are there already).
+
+``attach_remote_cause`` also gives such an exception the remote traceback's text as its
+``__cause__`` (a ``RemoteTraceback``), as ``concurrent.futures.ProcessPoolExecutor`` does.
 """
 
 from __future__ import annotations
 
 import linecache
 import sys
+import traceback
 import types
+
+from ._errors import RemoteTraceback
+
+_STUB_MODULE = "bulletin_remote"  # the __name__ of the rebuilt frames' globals
 
 
 class _Marker(Exception):
@@ -42,7 +50,7 @@ def _frame(filename: str, name: str) -> types.FrameType:
     else:
         code = code.replace(co_name=name)
     try:
-        exec(code, {"_marker": _Marker(), "__name__": "bulletin_remote"})
+        exec(code, {"_marker": _Marker(), "__name__": _STUB_MODULE})
     except _Marker:
         return sys.exc_info()[2].tb_next.tb_frame
     raise RuntimeError("the frame stub did not raise")
@@ -59,3 +67,29 @@ def _remember_line(filename: str, lineno: int, line: str) -> None:
     lines[lineno - 1] = line if line.endswith("\n") else line + "\n"
     # mtime None: linecache.checkcache keeps the entry (as for sources loaders provide).
     linecache.cache[filename] = (len("".join(lines)), None, lines, filename)
+
+
+def attach_remote_cause(exc: BaseException) -> None:
+    """Makes the remote traceback's text the ``__cause__`` of ``exc``, a remote exception whose
+    ``__traceback__`` holds the remote frames (``build_traceback``): what it was raised from
+    remotely stays in that text. Exceptions without remote frames are left as they are (the
+    errors of bulletin itself, a remote error that has no frame of the caller's code), and so
+    is one that has its cause already."""
+    cause = exc.__cause__
+    if getattr(cause, "_whole", False) or not _has_remote_frames(exc.__traceback__):
+        return
+    try:
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    except Exception:  # a broken __str__ must not hide the error
+        return
+    cause = RemoteTraceback(text)
+    cause._whole = True  # the whole remote traceback: what it was raised from is in it
+    exc.__cause__ = cause
+
+
+def _has_remote_frames(tb: types.TracebackType | None) -> bool:
+    while tb is not None:
+        if tb.tb_frame.f_globals.get("__name__") == _STUB_MODULE:
+            return True
+        tb = tb.tb_next
+    return False

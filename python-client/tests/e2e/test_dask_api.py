@@ -544,6 +544,32 @@ def test_wait_says_the_futures_go_in_one_list(client):
     assert client.gather([x, y]) == [2, 3]
 
 
+def test_future_type_client_and_repr(client):
+    # dask: test_future_type (Future.type once the result is known), Future.client,
+    # test_future_repr and the notebook display (the result's type in both)
+    x = client.submit(inc, 10)
+    assert x.client is client
+    assert x.result(timeout=CALL_SECONDS) == 11
+    assert x.type is int and "type=int" in repr(x) and ">int<" in x._repr_html_()
+    failed = client.submit(div, 1, 0)
+    assert failed.exception(timeout=CALL_SECONDS) is not None and failed.type is None
+    big = client.submit(np.zeros, 1 << 20)  # 8 MiB: stays in the store until result()
+    bulletin.wait([big], timeout=CALL_SECONDS)
+    assert big.status == "finished" and big.type is None and "type=" not in repr(big)
+    assert big.result().shape == (1 << 20,) and big.type is np.ndarray
+    assert "type=numpy.ndarray" in repr(big)
+
+
+@bulletin.cpu
+def decorated_inc(x):
+    return x + 1
+
+
+def test_future_client_of_a_decorated_call_is_the_default_client(client):
+    f = decorated_inc.submit(1)
+    assert f.client is client and f.result(timeout=CALL_SECONDS) == 2
+
+
 def test_client_futures_lists_the_futures_still_referenced(client):
     # dask: test_future_repr (client.futures), test_gc
     x = client.submit(inc, 10)
@@ -829,8 +855,15 @@ def test_traceback_of_a_failed_call_and_of_a_call_that_needed_it(client):
     assert z.traceback(timeout=CALL_SECONDS) is None
     try:
         client.gather(x)
-    except ZeroDivisionError:
+    except ZeroDivisionError as e:
         assert any("x / y" in line for line in traceback.format_tb(sys.exc_info()[2]))
+        # dask: test_traceback_sync (the remote text also in the cause, as the process
+        # pool's: still there once a framework drops __traceback__)
+        assert isinstance(e.__cause__, bulletin.RemoteTraceback) and "x / y" in str(e.__cause__)
+    try:
+        y.result(timeout=CALL_SECONDS)
+    except ZeroDivisionError as e:
+        assert "x / y" in str(e.__cause__)
 
 
 def test_long_error(client):
