@@ -82,7 +82,8 @@ _UNKNOWN_QOS_ADVICE = "Pass one of those as qos=, or leave qos out for the clust
 
 
 # An executor the kernel killed past its call's memory= (a cgroup's memory.max): the worker's
-# message names the limit and what to do (dev.bulletin.worker.impl.MemoryCgroups).
+# message names the limit and what to do (dev.bulletin.worker.impl.MemoryCgroups, which writes
+# the memory files of the executor's own group).
 _OVER_MEMORY = re.compile(r"\bwent over its memory limit of memory=")
 # The call's environment could not be had on its worker (dev.bulletin.worker.impl
 # .CallEnvironments, PipEnvironments): another Python version, a failed pip build. The message
