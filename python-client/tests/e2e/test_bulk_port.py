@@ -20,7 +20,8 @@ import bulletin
 from bulletin._data import _bulk
 from bulletin._data._objects import encode
 from bulletin._proto import bulletin_pb2 as pb
-from cluster_support import CALL_SECONDS, assert_serves, free_port, start_cluster, wait_until
+from cluster_support import (CALL_SECONDS, assert_serves, free_port, staged_files, start_cluster,
+                             wait_until)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -29,12 +30,6 @@ TICKET_SECONDS = 1.0
 
 def double(x):
     return x * 2
-
-
-def dot_files(store_dir) -> list[str]:
-    # Spares live clients hold from the host arena are not leftovers.
-    return [n for f in store_dir.iterdir() if f.is_dir() for n in os.listdir(f)
-            if n.startswith(".") and "-spare-" not in n]
 
 
 def open_transfer(client, direction, oid, size=0):
@@ -145,7 +140,7 @@ def test_a_connection_cut_mid_upload_leaves_nothing(cluster, bulk_client, client
         if sent >= encoded.nbytes // 2:
             break
     sock.close()  # half the bytes, no CRC: the client died
-    wait_until(lambda: not dot_files(cluster.store_dir), timeout=10,
+    wait_until(lambda: not staged_files(cluster.store_dir), timeout=10,
                what="the partial upload to go away")
     assert not bulk_client._conn.call(bulk_client._conn.stub.HasObjects,
                                       pb.HasObjectsRequest(ids=[oid]), "HasObjects").present[0]
@@ -256,7 +251,7 @@ def test_wrong_used_and_expired_tickets_are_refused(ticket_cluster, ada):
     time.sleep(TICKET_SECONDS + 1.5)  # past the lifetime and one sweep
     assert "expired" in refused(ada, reply.ticket)
     assert ada.status().store["memory_bytes"] == in_memory  # the reservation was given back
-    assert not dot_files(ticket_cluster.store_dir)
+    assert not staged_files(ticket_cluster.store_dir)
     assert f.result(timeout=CALL_SECONDS)[7] == 7
     assert_serves(ada)
 
@@ -278,4 +273,4 @@ def test_too_large_and_other_users_objects_are_refused_before_any_byte(ticket_cl
         with pytest.raises(bulletin.BulletinError, match="NOT_FOUND"):
             bob._transfer.fetch(f.remote_id, 8 << 20)
     assert f.result(timeout=CALL_SECONDS)[3] == 3
-    assert not dot_files(ticket_cluster.store_dir)
+    assert not staged_files(ticket_cluster.store_dir)

@@ -9,10 +9,11 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
-from cluster_support import REPO, cli_env
+from cluster_support import REPO, cli_env, staged_files
 
 sys.path.insert(0, str(REPO / "examples"))
 import _netns  # noqa: E402
@@ -82,9 +83,7 @@ def test_objects_cross_between_namespaces_through_the_data_port(two_hosts, tmp_p
                        "first_not_fetched": True, "referenced_before_close": 4}, out
         # (what stays referenced before close is the session's four functions)
         store = json.loads((tmp_path / "runtime.json").read_text())["store_dir"]
-        leftovers = [n for d in os.listdir(store) if os.path.isdir(os.path.join(store, d))
-                     for n in os.listdir(os.path.join(store, d)) if n.startswith(".")]
-        assert leftovers == []
+        assert staged_files(Path(store)) == []
     finally:
         subprocess.run(_netns.in_ns(server_ns, [sys.executable, "-m", "bulletin._cli", "down"]),
                        env=env, capture_output=True, timeout=60)
