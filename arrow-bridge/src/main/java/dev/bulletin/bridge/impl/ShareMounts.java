@@ -33,11 +33,6 @@ final class ShareMounts {
         + ",mode=0700,nosuid,nodev,noexec", "bulletin-store", folder.toString()));
   }
 
-  /** Whether {@code folder} is itself a mount point (its own file system). */
-  static boolean isMountPoint(Path folder) {
-    return mountPointsUnder(folder).contains(folder.toAbsolutePath().normalize());
-  }
-
   /**
    * Unmounts every file system mounted at or under {@code root}, deepest first (a runtime that
    * died left them; a store that closes takes them down). Lazily: a process that still maps an
