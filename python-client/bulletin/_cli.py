@@ -40,6 +40,10 @@ def _add_offer_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--executor-idle-seconds", type=float, default=600.0, metavar="S",
                         help="retire an executor that has run a user's calls once it has been "
                              "idle S seconds (default: 600)")
+    parser.add_argument("--result-timeout-seconds", type=float, default=300.0, metavar="S",
+                        help="once a call's function has returned, how long encoding and storing "
+                             "its result may take before its executor is stopped as hung and the "
+                             "call fails (default: 300)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -245,16 +249,18 @@ def _say_what_was_not_applied(args, info: dict) -> None:
 
 
 def _executor_options_valid(command: str, args) -> bool:
-    if args.executor_max_calls < 0 or not args.executor_idle_seconds > 0:
-        print(f"bulletin {command}: --executor-max-calls must be >= 0 and "
-              f"--executor-idle-seconds > 0", file=sys.stderr)
+    if (args.executor_max_calls < 0 or not args.executor_idle_seconds > 0
+            or not args.result_timeout_seconds > 0):
+        print(f"bulletin {command}: --executor-max-calls must be >= 0, and "
+              f"--executor-idle-seconds and --result-timeout-seconds > 0", file=sys.stderr)
         return False
     return True
 
 
 def _executor_options(args) -> "_launch.ExecutorOptions":
     return _launch.ExecutorOptions(max_calls=args.executor_max_calls,
-                                   idle_seconds=args.executor_idle_seconds)
+                                   idle_seconds=args.executor_idle_seconds,
+                                   result_timeout_seconds=args.result_timeout_seconds)
 
 
 def _up(args) -> int:

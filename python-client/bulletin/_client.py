@@ -27,7 +27,7 @@ from ._decorators import RemoteFunction
 from ._envelope import exception_from_envelope
 from ._errors import (BulletinError, InvalidArgumentError, RuntimeFailure,
                       RuntimeUnreachableError)
-from ._future import Future, WaitInfo
+from ._future import Future, WaitInfo, undecodable_result
 from ._gather import gather, gather_async
 from ._nested import futures_in
 from ._output import checked_prefix
@@ -403,6 +403,10 @@ class Client:
         except BulletinError as exc:
             future._set_error(exc)
             return
+        except BaseException as exc:  # noqa: BLE001 - decoding runs the result's own code;
+            # an error left in this pool's future would be seen by no one: the call would hang
+            future._set_error(undecodable_result(future.key, exc))
+            return
         finally:
             self._send_release(oid)
         self._resolve(future, raised, value, t0, decoded=True)
@@ -413,9 +417,7 @@ class Client:
             value = data if decoded else decode(data)
         except BaseException as exc:  # noqa: BLE001 - a SystemExit from a __reduce__ too:
             # this (the dispatcher) thread must live on, or every call would hang for good
-            future._set_error(BulletinError(
-                f"the result of call {future.key} cannot be unpickled here: {exc!r}. Install "
-                "the libraries that define its types where the client runs."))
+            future._set_error(undecodable_result(future.key, exc))
             return
         future._timings["download"] = perf_counter() - t0
         if raised:

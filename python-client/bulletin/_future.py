@@ -196,7 +196,13 @@ class Future(cf.Future):
             if remote is None:
                 return self._result
             start = time.perf_counter()
-            value = self._fetch(*remote)
+            try:
+                value = self._fetch(*remote)
+            except (BulletinError, KeyboardInterrupt):
+                raise
+            except BaseException as exc:  # noqa: BLE001 - a __reduce__'s SystemExit too
+                # Left in the store: result() may be asked again once the library is here.
+                raise undecodable_result(self._key, exc) from exc
             self._timings["download"] = time.perf_counter() - start
             self._result = value
             self._remote = None
@@ -384,7 +390,13 @@ class Future(cf.Future):
             self._status = "finished"
         if self._status != "error":
             self._resend = None  # only a failed call runs again: let its arguments go
-        super()._invoke_callbacks()
+        # As the base class does, but a callback's SystemExit or KeyboardInterrupt is logged
+        # too: callbacks run on the client's own threads, whose end would hang every call.
+        for callback in self._done_callbacks:
+            try:
+                callback(self)
+            except BaseException:  # noqa: BLE001
+                cf_base.LOGGER.exception("exception calling callback for %r", self)
 
     def _settle(self, status: str, apply: Callable[[], None]) -> None:
         self._end_output()  # before anyone waiting on the result wakes
@@ -457,6 +469,14 @@ def cancel_and_notify(future: cf.Future, cancel: Callable[[], bool]) -> bool:
         if cancelled and future._state == cf._base.CANCELLED:
             future.set_running_or_notify_cancel()
     return cancelled
+
+
+def undecodable_result(key: str, exc: BaseException) -> BulletinError:
+    """The error of a result that decoding here failed for (its own code ran: a ``__reduce__``
+    or a type whose module this interpreter lacks)."""
+    return BulletinError(
+        f"the result of call {key} cannot be unpickled here: {exc!r}. Install the libraries "
+        "that define its types where the client runs.")
 
 
 def parse_wait(timeout) -> float | None:

@@ -131,10 +131,12 @@ class ExecutorOptions:
     """How a worker keeps its executors (`bulletin up` and `bulletin worker` alike)."""
     max_calls: int = 0  # 0: no limit
     idle_seconds: float = 600.0
+    result_timeout_seconds: float = 300.0
 
     def arguments(self) -> list[str]:
         return ["--executor-max-calls", str(self.max_calls),
-                "--executor-idle-seconds", repr(float(self.idle_seconds))]
+                "--executor-idle-seconds", repr(float(self.idle_seconds)),
+                "--result-timeout-seconds", repr(float(self.result_timeout_seconds))]
 
 
 @dataclass(frozen=True)

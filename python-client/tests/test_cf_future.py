@@ -87,6 +87,23 @@ def test_done_callback_raises(caplog):
     assert "exception calling callback for" in caplog.text and "doh!" in caplog.text
 
 
+@pytest.mark.parametrize("exit_with", [SystemExit(3), KeyboardInterrupt()])
+def test_a_callbacks_exit_does_not_end_the_thread_that_settles_the_future(caplog, exit_with):
+    # The client settles futures on its own threads: one ended by a callback hangs every call.
+    called = []
+
+    def exits(_):
+        called.append("exits")
+        raise exit_with
+
+    f = pending()
+    f.add_done_callback(exits)
+    f.add_done_callback(lambda _: called.append("next"))
+    f._set_finished(5)  # would raise here, in the settling thread
+    assert called == ["exits", "next"] and f.result() == 5
+    assert "exception calling callback for" in caplog.text
+
+
 def test_done_callback_already_successful():
     results = []
     f = successful()

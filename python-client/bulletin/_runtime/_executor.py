@@ -269,8 +269,10 @@ class Executor:
         self._calls = 0
         self._pending: _Pending | None = None
 
-    def run(self, call: Call):
+    def run(self, call: Call, returned=lambda: None):
         """Runs one call; returns ``Finished``, ``Stage`` (then ``commit``) or ``Unfit``.
+        ``returned`` is called once the function has returned or raised, before its result is
+        encoded (the agent bounds what follows: a ``__reduce__`` may block for good).
 
         The encoded result is written to ``call.result_path`` (the agent publishes it under its
         id). Never raises for what the function does: whatever goes wrong (even SystemExit from
@@ -290,6 +292,7 @@ class Executor:
                                              + format_bytes(self._memory_limit)]))
         if isinstance(ran, Unfit):
             return ran
+        returned()
         value, raised, run_seconds, stored = ran
         if raised:
             # Skip this module's frame: the remote traceback starts in the user's function.
@@ -459,16 +462,27 @@ def _end_marker(task_id: str) -> bool:
     """Tells the agent that all of the call's output has been written (see internals.md).
     False when the call closed or replaced the executor's output: the agent then waits its
     bounded drain, and this executor, which can no longer show a call's output, goes."""
+    return _marker("BULLETIN-END", task_id, (1, 2))
+
+
+def _returned_marker(task_id: str) -> None:
+    """Tells the agent that the call's function returned: storing its result is now bounded.
+    Without it (the call closed stderr) the call is bounded only by its own timeout."""
+    _marker("BULLETIN-RETURNED", task_id, (2,))
+
+
+def _marker(word: str, task_id: str, fds: tuple[int, ...]) -> bool:
+    """Writes the agent's marker line after what the call printed; False if it could not."""
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:
                 stream.flush()
         except Exception:
             pass
-    marker = f"\x1eBULLETIN-END {task_id}\n".encode()
+    line = f"\x1e{word} {task_id}\n".encode()
     try:
-        for fd in (1, 2):
-            os.write(fd, marker)
+        for fd in fds:
+            os.write(fd, line)
     except OSError:
         return False
     return True
@@ -485,7 +499,7 @@ class _PythonExecutor:
         parsed = Call.from_wire(call)
         _preempt._begin_call(parsed.task_id)
         try:
-            reply = self._executor.run(parsed)
+            reply = self._executor.run(parsed, lambda: _returned_marker(parsed.task_id))
         except BaseException as exc:  # e.g. the store is full: still end the call's output
             log(f"task {parsed.task_id}: could not store its result: {exc!r}")
             raise _for_py4j(exc) from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
+import ctypes
 import os
 import signal
 import socket
@@ -13,7 +14,7 @@ import pytest
 
 import bulletin
 from cluster_support import (CALL_SECONDS, assert_serves, free_port, gpu_executor_pid,
-                             nothing_running, wait_for_file, wait_until)
+                             nothing_running, start_cluster, wait_for_file, wait_until)
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -108,6 +109,33 @@ def misbehave(how):
     return how
 
 
+def refuse_to_unpickle(payload):
+    raise ValueError("this type does not unpickle in the client")
+
+
+class UnpicklesOnlyRemotely:
+    def __init__(self, payload):
+        self.payload = payload
+
+    def __reduce__(self):
+        return refuse_to_unpickle, (self.payload,)
+
+
+def result_unpicklable_here(size):
+    return UnpicklesOnlyRemotely(b"x" * size)
+
+
+@pytest.mark.parametrize("size", [10, 8 << 20], ids=["inline", "fetched-from-the-store"])
+def test_a_result_that_cannot_be_unpickled_here_fails_its_call(client, size):
+    future = client.submit(result_unpicklable_here, size)
+    for _ in range(2):  # a large one stays in the store: asked again, it fails again
+        with pytest.raises(bulletin.BulletinError,
+                           match="cannot be unpickled here: ValueError.*does not unpickle"):
+            future.result(timeout=CALL_SECONDS)
+    del future  # what it holds in the store goes with it
+    assert_serves(client)
+
+
 @pytest.mark.parametrize("how", ["exit-while-pickled", "close-pipes", "block-signals"])
 def test_a_call_ends_whatever_its_function_does_after_returning(client, how):
     future = client.submit(misbehave, how)
@@ -119,6 +147,36 @@ def test_a_call_ends_whatever_its_function_does_after_returning(client, how):
     assert_serves(client)
     wait_until(lambda: nothing_running(client), timeout=CALL_SECONDS,
                what="the call's slot to be free again")
+
+
+class BlocksWhenPickled:
+    def __reduce__(self):
+        # Native code that never returns and holds the interpreter: nothing inside can stop it.
+        ctypes.PyDLL(None).sleep(3600)
+
+
+def returns_what_blocks_when_pickled():
+    print("returning")
+    return BlocksWhenPickled()
+
+
+def test_a_result_that_never_finishes_pickling_fails_the_call_and_frees_its_slot(tmp_path):
+    cluster = start_cluster(tmp_path / "home", "--result-timeout-seconds", "2", gpus=0, cpus=1)
+    try:
+        with cluster.client(set_as_default=False) as client:
+            future = client.submit(returns_what_blocks_when_pickled)
+            with pytest.raises(bulletin.WorkerDiedError,
+                               match=r"its function returned, but encoding and storing its result"
+                                     r" did not end within 2\.0 s") as info:
+                future.result(timeout=CALL_SECONDS)
+            assert "--result-timeout-seconds" in str(info.value)
+            assert future.output.strip() == "returning"
+            # One CPU slot: the next call runs only if the hung call's slot came back.
+            assert client.submit(add, 1, 2).result(timeout=CALL_SECONDS) == 3
+            wait_until(lambda: nothing_running(client), timeout=CALL_SECONDS,
+                       what="the hung call's slot to be free again")
+    finally:
+        cluster.stop()
 
 
 @pytest.mark.parametrize("how, says", [
@@ -165,9 +223,21 @@ def test_timeout_stops_the_call(client):
     assert_serves(client)
 
 
-def test_cancelling_a_running_call_kills_its_executor(client, tmp_path):
+def hang_in_native_code(path):
+    """Blocks every signal it can, then sleeps in C holding the interpreter: deaf to all but
+    SIGKILL, as a stuck C extension is."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, set(signal.Signals) - {signal.SIGKILL,
+                                                                   signal.SIGSTOP})
+    with open(path, "w") as f:
+        f.write(str(os.getpid()))
+    ctypes.PyDLL(None).sleep(60)
+
+
+@pytest.mark.parametrize("function", [write_pid_and_sleep, hang_in_native_code])
+def test_cancelling_a_running_call_kills_its_executor(client, tmp_path, function):
     pid_file = tmp_path / "pid"
-    f = client.submit(write_pid_and_sleep, str(pid_file), 60, gpus=1)
+    args = (str(pid_file), 60) if function is write_pid_and_sleep else (str(pid_file),)
+    f = client.submit(function, *args, gpus=1)
     wait_until(lambda: f.status == "running" and pid_file.exists() and pid_file.read_text(),
                timeout=10, what="the call to start")
     running_pid = int(pid_file.read_text())

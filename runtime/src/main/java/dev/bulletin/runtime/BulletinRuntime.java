@@ -71,7 +71,7 @@ public final class BulletinRuntime implements AutoCloseable {
           + journal.records() + " records from " + options.journalFolder() + " in "
           + (System.nanoTime() - opening) / 1_000_000 + " ms");
     }
-    this.vertx = Vertx.vertx();
+    this.vertx = dev.bulletin.worker.EventLoops.create();
     Path storeFolder = options.storeFolder() != null ? options.storeFolder()
         : ObjectStores.defaultFolder(clusterId);
     Path spillFolder = options.spillFolder() != null ? options.spillFolder()

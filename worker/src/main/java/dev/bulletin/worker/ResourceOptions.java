@@ -44,6 +44,12 @@ public final class ResourceOptions {
           + " long (default: ${DEFAULT-VALUE}).")
   double executorIdleSeconds;
 
+  @Option(names = "--result-timeout-seconds", defaultValue = "300",
+      description = "Once a call's function has returned, how long encoding and storing its"
+          + " result may take before the executor is stopped as hung and the call fails"
+          + " (default: ${DEFAULT-VALUE}).")
+  double resultTimeoutSeconds;
+
   public WorkerOptions worker(String workerId) {
     GpuInventory inventory = GpuInventoryDetection.resolve(gpus, simulateGpus);
     int cpuSlots = cpus != null ? cpus : Runtime.getRuntime().availableProcessors();
@@ -61,9 +67,14 @@ public final class ResourceOptions {
       throw new IllegalArgumentException("--executor-max-calls must be >= 0 (0: no limit), got "
           + executorMaxCalls);
     }
+    if (!(resultTimeoutSeconds > 0)) {
+      throw new IllegalArgumentException("--result-timeout-seconds must be > 0, got "
+          + resultTimeoutSeconds);
+    }
     return new WorkerOptions(workerId, python, inventory, cpuSlots, memoryBytes,
         warmCpuExecutors, 60_000, executorMaxCalls,
-        Math.max(1, Math.round(executorIdleSeconds * 1000)), Map.of());
+        Math.max(1, Math.round(executorIdleSeconds * 1000)), Map.of(),
+        Math.max(1, Math.round(resultTimeoutSeconds * 1000)));
   }
 
   private static long totalMemory() {

@@ -19,6 +19,10 @@ import java.util.Map;
  *     that user's next call before it is retired
  * @param extraEnvironment added to every executor's environment (which is otherwise built from
  *     an allowlist, not from the agent's own); no {@code BULLETIN_*} names: those the agent sets
+ * @param resultTimeoutMillis how long a call may take, once its function has returned, to encode
+ *     and store its result; past it the executor is stopped as hung and the call fails. A
+ *     {@code __reduce__} that blocks, or native code that never returns, may otherwise hold the
+ *     call and its slot for good
  */
 public record WorkerOptions(
     String workerId,
@@ -30,10 +34,25 @@ public record WorkerOptions(
     long executorStartTimeoutMillis,
     int executorMaxCalls,
     long executorIdleMillis,
-    Map<String, String> extraEnvironment) {
+    Map<String, String> extraEnvironment,
+    long resultTimeoutMillis) {
 
   /** The default of {@link #executorIdleMillis}: ten minutes. */
   public static final long DEFAULT_EXECUTOR_IDLE_MILLIS = 600_000;
+  /**
+   * The default of {@link #resultTimeoutMillis}: five minutes, some fifty times what encoding and
+   * writing the largest result a node's store holds takes (pickle protocol 5 encodes arrays out
+   * of band, so their bytes are copied once).
+   */
+  public static final long DEFAULT_RESULT_TIMEOUT_MILLIS = 300_000;
+
+  /** With the default {@link #resultTimeoutMillis}. */
+  public WorkerOptions(String workerId, Path python, GpuInventory gpus, int cpus, long memoryBytes,
+      int warmCpuExecutors, long executorStartTimeoutMillis, int executorMaxCalls,
+      long executorIdleMillis, Map<String, String> extraEnvironment) {
+    this(workerId, python, gpus, cpus, memoryBytes, warmCpuExecutors, executorStartTimeoutMillis,
+        executorMaxCalls, executorIdleMillis, extraEnvironment, DEFAULT_RESULT_TIMEOUT_MILLIS);
+  }
 
   public WorkerOptions {
     if (workerId == null || workerId.isBlank()) {
@@ -55,6 +74,10 @@ public record WorkerOptions(
     if (executorIdleMillis < 1) {
       throw new IllegalArgumentException("executorIdleMillis must be >= 1, got "
           + executorIdleMillis);
+    }
+    if (resultTimeoutMillis < 1) {
+      throw new IllegalArgumentException("resultTimeoutMillis must be >= 1, got "
+          + resultTimeoutMillis);
     }
     extraEnvironment = Map.copyOf(extraEnvironment);
     for (String name : extraEnvironment.keySet()) {

@@ -10,6 +10,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
@@ -17,6 +18,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
 import java.util.stream.Collectors;
 import py4j.CallbackClient;
 import py4j.Gateway;
@@ -101,7 +103,7 @@ final class ExecutorLauncher {
         throw new IllegalStateException("the executor did not answer its first ping");
       }
       ExecutorProcess executor = new ExecutorProcess(id, List.copyOf(gpuIds), gateway, process,
-          python, store, account, profile, confinement);
+          python, store, account, profile, confinement, options.resultTimeoutMillis());
       holder.executor = executor;
       return executor;
     } catch (TimeoutException | ExecutionException | RuntimeException e) {
@@ -216,6 +218,37 @@ final class ExecutorLauncher {
   }
 
   private static void startPump(String name, java.io.InputStream in, boolean stderr, Holder holder) {
+    Map<String, Consumer<String>> markers = new HashMap<>();
+    markers.put(OutputPump.SENTINEL_WORD, taskId -> {
+      ExecutorProcess executor = holder.executor;
+      if (executor != null) {
+        executor.sentinel(taskId);
+      }
+    });
+    if (stderr) {
+      markers.put(OutputPump.RETURNED_WORD, taskId -> {
+        ExecutorProcess executor = holder.executor;
+        if (executor != null) {
+          executor.returned(taskId);
+        }
+      });
+      markers.put(OutputPump.PREEMPT_SAFE_WORD, taskId -> {
+        ExecutorProcess executor = holder.executor;
+        if (executor != null) {
+          executor.preemptSafe(taskId);
+        }
+      });
+    } else {
+      markers.put(OutputPump.READY_WORD, announcement -> {
+        if (!holder.announced.isDone()) {
+          try {
+            holder.announced.complete(Announcement.parse(announcement));
+          } catch (IllegalArgumentException e) {
+            holder.announced.completeExceptionally(e);
+          }
+        }
+      });
+    }
     OutputPump pump = new OutputPump(in,
         data -> {
           ExecutorProcess executor = holder.executor;
@@ -225,27 +258,7 @@ final class ExecutorLauncher {
             executor.route(stderr, data);
           }
         },
-        taskId -> {
-          ExecutorProcess executor = holder.executor;
-          if (executor != null) {
-            executor.sentinel(taskId);
-          }
-        },
-        announcement -> {
-          if (!stderr && !holder.announced.isDone()) {
-            try {
-              holder.announced.complete(Announcement.parse(announcement));
-            } catch (IllegalArgumentException e) {
-              holder.announced.completeExceptionally(e);
-            }
-          }
-        },
-        taskId -> {
-          ExecutorProcess executor = holder.executor;
-          if (stderr && executor != null) {
-            executor.preemptSafe(taskId);
-          }
-        },
+        markers,
         () -> {
           ExecutorProcess executor = holder.executor;
           if (executor != null) {

@@ -11,7 +11,11 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import py4j.Gateway;
 
 /**
@@ -24,6 +28,13 @@ final class ExecutorProcess {
 
   /** After a call returns, how long its output may take to drain from the pipes. */
   private static final long OUTPUT_DRAIN_MILLIS = 2_000;
+  /** Ends calls whose result is not stored in time (one thread for every executor's watch). */
+  private static final ScheduledExecutorService RESULT_WATCH =
+      Executors.newSingleThreadScheduledExecutor(runnable -> {
+        Thread thread = new Thread(runnable, "bulletin-result-watch");
+        thread.setDaemon(true);
+        return thread;
+      });
 
   private final String id;
   private final List<Integer> gpuIds;
@@ -48,15 +59,24 @@ final class ExecutorProcess {
   private volatile String retireReason;
   private volatile long idleSinceNanos = System.nanoTime();
   private int calls;
+  /** See {@link dev.bulletin.worker.WorkerOptions#resultTimeoutMillis}. */
+  private final long resultTimeoutMillis;
+  /** Why the call in progress was ended as hung after its function returned; null if it was not. */
+  private volatile String hungReason;
 
   private record PendingPreemption(String taskId, Runnable stop) {}
 
-  /** The call in progress, and the latch its two sentinel lines (stdout, stderr) count down. */
-  private record Running(String taskId, CallListener listener, CountDownLatch drained) {}
+  /**
+   * The call in progress, the latch its two sentinel lines (stdout, stderr) count down, and the
+   * watch on its result armed once its function returned.
+   */
+  private record Running(String taskId, CallListener listener, CountDownLatch drained,
+      AtomicReference<ScheduledFuture<?>> resultWatch) {}
 
   ExecutorProcess(String id, List<Integer> gpuIds, Gateway gateway, Process process,
       PythonExecutor python, ObjectStore store, UnixAccount account, ExecutorProfile profile,
-      ExecutorConfinement confinement) {
+      ExecutorConfinement confinement, long resultTimeoutMillis) {
+    this.resultTimeoutMillis = resultTimeoutMillis;
     this.account = account;
     this.confinement = confinement;
     this.profile = profile;
@@ -142,7 +162,9 @@ final class ExecutorProcess {
   CallOutcome call(CallRequest request, ObjectStore.Lease lease, Path resultPath,
       CallListener listener) throws UnfitExecutorException {
     claim(request.owner());
-    Running running = new Running(request.taskId(), listener, new CountDownLatch(2));
+    Running running = new Running(request.taskId(), listener, new CountDownLatch(2),
+        new AtomicReference<>());
+    hungReason = null;
     current = running;
     listener.started(id);
     try {
@@ -171,13 +193,51 @@ final class ExecutorProcess {
           + " malformed reply (" + e.getMessage() + ") and was replaced");
     } catch (RuntimeException e) {
       // Py4J fails the call when the process or its socket goes away.
+      if (hungReason != null) {
+        return new CallOutcome.ExecutorDied(hungReason);
+      }
       if (stopReason != null) {
         return new CallOutcome.Stopped(stopReason);
       }
       return new CallOutcome.ExecutorDied(deathCause(e));
     } finally {
       current = null;
+      ScheduledFuture<?> watch = running.resultWatch().getAndSet(null);
+      if (watch != null) {
+        watch.cancel(false);
+      }
     }
+  }
+
+  /**
+   * The call's function returned: encoding and storing its result now have
+   * {@link #resultTimeoutMillis}, after which the executor is killed as hung (its own code, a
+   * {@code __reduce__} or native code holding the interpreter, cannot be interrupted from inside).
+   * Armed once per call; a call that writes the marker itself only shortens its own bound.
+   */
+  void returned(String taskId) {
+    Running running = current;
+    if (running == null || !running.taskId().equals(taskId)) {
+      return;
+    }
+    ScheduledFuture<?> watch = RESULT_WATCH.schedule(() -> endHung(running),
+        resultTimeoutMillis, TimeUnit.MILLISECONDS);
+    if (!running.resultWatch().compareAndSet(null, watch)) {
+      watch.cancel(false);
+    }
+  }
+
+  private void endHung(Running running) {
+    if (current != running) {
+      return; // the call ended as the watch fired
+    }
+    hungReason = "its function returned, but encoding and storing its result did not end within "
+        + resultTimeoutMillis / 1000.0 + " s (the worker's --result-timeout-seconds): executor "
+        + id + " was stopped as hung. A __reduce__ or native code that blocks while the result"
+        + " is pickled does this; return plain data (arrays, dicts, tensors on the CPU)";
+    retireReason = "its call's result was not stored in time";
+    confinement.kill();
+    gateway.shutdown();
   }
 
   private synchronized void claim(String user) {

@@ -5,48 +5,48 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.Map;
 import java.util.function.Consumer;
 
 /**
  * Copies one of an executor's output streams to a sink as bytes arrive (so remote prints show up
- * live), and recognises the sentinel line {@code "\x1eBULLETIN-END <taskId>\n"} the executor
- * writes after each call: once it is seen, all of that call's output has been forwarded. On
- * stdout it also recognises {@code "\x1eBULLETIN-READY <port> <objectId>\n"}, the executor's
- * announcement of its Py4J callback server, written once before any user code runs; on stderr
- * {@code "\x1eBULLETIN-PREEMPT-SAFE <taskId>\n"}, written once a preempted call's checkpoint
- * hooks have returned.
+ * live), and takes out the executor's marker lines, {@code "\x1e<WORD> <text>\n"}, handing
+ * {@code <text>} to the handler of {@code <WORD>}. The words (see internals.md):
+ * {@code BULLETIN-END <taskId>}, written after each call on both streams: once seen, all of that
+ * call's output has been forwarded; {@code BULLETIN-READY <port> <objectId>} on stdout, the
+ * announcement of the executor's Py4J callback server, written once before any user code runs;
+ * {@code BULLETIN-RETURNED <taskId>} on stderr, the call's function has returned and its result
+ * is being encoded and stored; {@code BULLETIN-PREEMPT-SAFE <taskId>} on stderr, a preempted
+ * call's checkpoint hooks have returned. A call's own code can write these lines too: each
+ * handler only lets it end its own call sooner.
  */
 final class OutputPump implements Runnable {
 
   static final byte RECORD_SEPARATOR = 0x1e;
-  static final String SENTINEL_WORD = "BULLETIN-END ";
-  static final String READY_WORD = "BULLETIN-READY ";
-  static final String PREEMPT_SAFE_WORD = "BULLETIN-PREEMPT-SAFE ";
+  static final String SENTINEL_WORD = "BULLETIN-END";
+  static final String READY_WORD = "BULLETIN-READY";
+  static final String RETURNED_WORD = "BULLETIN-RETURNED";
+  static final String PREEMPT_SAFE_WORD = "BULLETIN-PREEMPT-SAFE";
   /** A 0x1e followed by this many bytes with no newline is user output, not a sentinel. */
   private static final int MAX_SENTINEL_LENGTH = 512;
 
   private final InputStream in;
   private final Consumer<byte[]> sink;
-  private final Consumer<String> sentinel;
-  private final Consumer<String> ready;
-  private final Consumer<String> preemptSafe;
+  private final Map<String, Consumer<String>> markers;
   private final Runnable closed;
   private byte[] carry = new byte[0];
 
   /**
    * @param sink receives output bytes
-   * @param sentinel receives the task id of each sentinel line
-   * @param ready receives what follows the word of each announcement line
-   * @param preemptSafe receives the task id of each preempt-safe line
+   * @param markers by marker word, what receives the text after the word of each such line;
+   *     a line of another word is output
    * @param closed runs once the stream ends (the process exited)
    */
-  OutputPump(InputStream in, Consumer<byte[]> sink, Consumer<String> sentinel,
-      Consumer<String> ready, Consumer<String> preemptSafe, Runnable closed) {
+  OutputPump(InputStream in, Consumer<byte[]> sink, Map<String, Consumer<String>> markers,
+      Runnable closed) {
     this.in = in;
     this.sink = sink;
-    this.sentinel = sentinel;
-    this.ready = ready;
-    this.preemptSafe = preemptSafe;
+    this.markers = Map.copyOf(markers);
     this.closed = closed;
   }
 
@@ -89,17 +89,11 @@ final class OutputPump implements Runnable {
         continue;
       }
       String line = new String(data, i + 1, newline - i - 1, StandardCharsets.UTF_8);
-      if (line.startsWith(SENTINEL_WORD)) {
+      int space = line.indexOf(' ');
+      Consumer<String> handler = space < 0 ? null : markers.get(line.substring(0, space));
+      if (handler != null) {
         flush(plain);
-        sentinel.accept(line.substring(SENTINEL_WORD.length()));
-        i = newline + 1;
-      } else if (line.startsWith(READY_WORD)) {
-        flush(plain);
-        ready.accept(line.substring(READY_WORD.length()));
-        i = newline + 1;
-      } else if (line.startsWith(PREEMPT_SAFE_WORD)) {
-        flush(plain);
-        preemptSafe.accept(line.substring(PREEMPT_SAFE_WORD.length()));
+        handler.accept(line.substring(space + 1));
         i = newline + 1;
       } else {
         plain.write(data[i++]);

@@ -61,7 +61,7 @@ public final class WorkerNode implements AutoCloseable {
   private final WorkerNodeOptions options;
   /** How the runtime is dialled: TLS (its certificate checked) or plaintext. */
   private final TlsOptions tls;
-  private final Vertx vertx = Vertx.vertx();
+  private final Vertx vertx = dev.bulletin.worker.EventLoops.create();
   private final Context context = vertx.getOrCreateContext();
   private final ObjectStore store;
   private final WorkerAgent agent;

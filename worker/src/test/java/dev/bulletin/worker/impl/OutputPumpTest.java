@@ -7,6 +7,8 @@ import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.function.Consumer;
 import org.junit.jupiter.api.Test;
 
 class OutputPumpTest {
@@ -15,8 +17,12 @@ class OutputPumpTest {
   private final List<String> sentinels = new ArrayList<>();
   private final List<String> announcements = new ArrayList<>();
   private final List<String> safe = new ArrayList<>();
+  private final List<String> returned = new ArrayList<>();
+  private final Map<String, Consumer<String>> markers = Map.of(
+      OutputPump.SENTINEL_WORD, sentinels::add, OutputPump.READY_WORD, announcements::add,
+      OutputPump.PREEMPT_SAFE_WORD, safe::add, OutputPump.RETURNED_WORD, returned::add);
   private final OutputPump pump = new OutputPump(new ByteArrayInputStream(new byte[0]),
-      forwarded::writeBytes, sentinels::add, announcements::add, safe::add, () -> { });
+      forwarded::writeBytes, markers, () -> { });
 
   private void feed(String text) {
     pump.accept(text.getBytes(StandardCharsets.UTF_8));
@@ -57,6 +63,20 @@ class OutputPumpTest {
   }
 
   @Test
+  void theReturnedLineIsRecognisedAndNotForwarded() {
+    feed("result coming\n\u001eBULLETIN-RETURNED t8\n");
+    assertEquals(List.of("t8"), returned);
+    assertEquals("result coming\n", output());
+  }
+
+  @Test
+  void aLineOfAnUnknownWordIsOutput() {
+    feed("\u001eBULLETIN-SOMETHING t9\n\u001eBULLETIN-END\n");
+    assertEquals("\u001eBULLETIN-SOMETHING t9\n\u001eBULLETIN-END\n", output());
+    assertEquals(List.of(), sentinels);
+  }
+
+  @Test
   void aRecordSeparatorInUserOutputIsKept() {
     feed("a\u001eb\n");
     assertEquals("a\u001eb\n", output());
@@ -67,7 +87,7 @@ class OutputPumpTest {
   void pendingBytesAreFlushedWhenTheStreamEnds() {
     OutputPump ending = new OutputPump(
         new ByteArrayInputStream("tail\u001eno newline".getBytes(StandardCharsets.UTF_8)),
-        forwarded::writeBytes, sentinels::add, announcements::add, safe::add, () -> { });
+        forwarded::writeBytes, markers, () -> { });
     ending.run();
     assertEquals("tail\u001eno newline", output());
   }
