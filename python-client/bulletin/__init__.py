@@ -67,3 +67,18 @@ __all__ = [
     "WorkerDiedError", "WaitInfo", "WorkerLostError", "__version__",
     "as_completed", "cpu", "get_client", "gpu", "on_preempt", "wait",
 ]
+
+
+def load_ipython_extension(ipython) -> None:
+    """``%load_ext bulletin``: registers ``%%bulletin`` and ``%bulletin`` (docs/notebooks.md)."""
+    from ._magic import register
+    register(ipython)
+
+
+# In a notebook, `import bulletin` registers the magic too; elsewhere IPython is not loaded and
+# this costs nothing (executors import bulletin).
+if "IPython" in __import__("sys").modules:
+    from ._magic import register_in_running_kernel as _register
+
+    _register()
+    del _register

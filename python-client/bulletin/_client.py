@@ -309,6 +309,11 @@ class Client:
     def _call(self, fn: Callable, args: tuple, kwargs: dict, options: Options,
               key: str | None = None) -> Any:
         """A blocking call: prints the remote output from this thread, cancels on Ctrl-C."""
+        return self._call_to_end(fn, args, kwargs, options, key).result()
+
+    def _call_to_end(self, fn: Callable, args: tuple, kwargs: dict, options: Options,
+                     key: str | None = None) -> Future:
+        """``_call``'s Future once the call ended (its output printed from this thread)."""
         future = self._submitter.submit(fn, args, kwargs, options, blocking=True, key=key)
         try:
             future._drain()
@@ -317,7 +322,7 @@ class Client:
             future.cancel()
             future._settled.wait(_CANCEL_ACK_SECONDS)
             raise
-        return future.result()
+        return future
 
     def _send_release(self, oid: str) -> None:
         self._submitter.release(oid)

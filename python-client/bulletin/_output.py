@@ -20,17 +20,23 @@ from __future__ import annotations
 import sys
 import threading
 
+from . import _displays
 from ._errors import InvalidArgumentError
 
 _LABEL_HEX = 6  # hex digits of the key's random part kept in the label
 
 
 def write_output(stream: str, text: str) -> None:
-    # Looked up per write so that redirect_stdout, pytest capture and Jupyter cells all work.
-    target = sys.stderr if stream == "stderr" else sys.stdout
-    if target is not None:
-        target.write(text)
-        target.flush()
+    """Writes a call's finished lines here; its display lines (``_displays``) are shown."""
+    for kind, piece in _displays.split(text):
+        if kind == "display":
+            _displays.show(piece)
+            continue
+        # Looked up per write so that redirect_stdout, pytest capture and Jupyter cells work.
+        target = sys.stderr if stream == "stderr" else sys.stdout
+        if target is not None:
+            target.write(piece)
+            target.flush()
 
 
 def call_label(key: str) -> str:
@@ -57,10 +63,17 @@ class KernelRoute:
         if out.pub_thread is None:  # the kernel closed its streams (it is shutting down)
             write_output(stream, text)
             return
-        # The message OutStream's flush sends, with the submitting cell as its parent; the
-        # IOPub thread takes messages from any thread.
-        out.session.send(out.pub_thread, "stream", content={"name": stream, "text": text},
-                         parent=self._parent, ident=out.topic)
+        # The messages OutStream's flush and IPython's display send, with the submitting cell
+        # as their parent; the IOPub thread takes messages from any thread.
+        for kind, piece in _displays.split(text):
+            if kind == "display":
+                out.session.send(out.pub_thread, "display_data", content={
+                    "data": piece["data"], "metadata": piece.get("metadata") or {},
+                    "transient": {}}, parent=self._parent, ident=b"display_data")
+            else:
+                out.session.send(out.pub_thread, "stream", content={"name": stream,
+                                                                     "text": piece},
+                                 parent=self._parent, ident=out.topic)
 
 
 def in_kernel() -> bool:
@@ -170,7 +183,7 @@ class CallOutput:
         if not self.overlapped or self._policy is None or not self._policy.prefix:
             return text
         tag = f"[{self._label}] "
-        return "".join(tag + line for line in text.splitlines(keepends=True))
+        return "".join(tag + line for line in _displays.lines(text))
 
     def write(self, stream: str, text: str) -> None:
         """Writes finished lines where this call's output belongs (its cell, or sys.stdout)."""

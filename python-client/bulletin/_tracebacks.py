@@ -3,8 +3,12 @@
 The executor sends each frame as (filename, line number, function name, source line); here
 each becomes a frame object whose code has that file and function name (compiled from a
 one-statement stub, run once to get a frame, as Jinja2 and tblib do), chained with
-``types.TracebackType``. ``tb_lasti`` is -1: no instruction of the stub stands for the
-remote one, so printers take the line number from the traceback, not from the stub's code.
+``types.TracebackType``. The stub's ``raise`` sits on the remote line with no columns (so no
+printer, Python's or the interpreter's own, marks a part of the remote line with carets), and
+the frame's code spans the file's lines from the first, as a module's does (IPython's stack_data
+shows the lines around it so), and ``tb_lasti`` is its ``raise``: a negative
+one sends IPython's ``executing`` into an endless loop (it looks backwards for an instruction
+that is not a cache entry), and a code without line numbers makes IPython's formatter fail.
 Remote source lines this process cannot read are registered in ``linecache`` for their file,
 so tracebacks show them (a notebook's own cells are there already).
 
@@ -14,6 +18,8 @@ so tracebacks show them (a notebook's own cells are there already).
 
 from __future__ import annotations
 
+import ast
+import dis
 import linecache
 import sys
 import traceback
@@ -33,9 +39,9 @@ def build_traceback(frames) -> types.TracebackType | None:
     tb = None
     for filename, lineno, name, line in reversed(list(frames)):
         try:
-            frame = _frame(str(filename), str(name))
             lineno = int(lineno)
-            tb = types.TracebackType(tb, frame, -1, lineno)
+            frame = _frame(str(filename), str(name), lineno)
+            tb = types.TracebackType(tb, frame, _raise_offset(frame.f_code), lineno)
         except Exception:  # a frame that cannot be rebuilt is left out, never the error
             continue
         if line:
@@ -43,8 +49,8 @@ def build_traceback(frames) -> types.TracebackType | None:
     return tb
 
 
-def _frame(filename: str, name: str) -> types.FrameType:
-    code = compile("raise _marker", filename, "exec")
+def _frame(filename: str, name: str, lineno: int) -> types.FrameType:
+    code = compile(_stub(max(1, lineno)), filename, "exec")
     if sys.version_info >= (3, 11):
         code = code.replace(co_name=name, co_qualname=name)
     else:
@@ -54,6 +60,19 @@ def _frame(filename: str, name: str) -> types.FrameType:
     except _Marker:
         return sys.exc_info()[2].tb_next.tb_frame
     raise RuntimeError("the frame stub did not raise")
+
+
+def _stub(lineno: int) -> ast.Module:
+    """``raise _marker`` on line ``lineno``, without columns (a negative offset compiles so)."""
+    module = ast.parse("raise _marker")
+    for node in ast.walk(module.body[0]):
+        node.lineno = node.end_lineno = lineno
+        node.col_offset = node.end_col_offset = -1
+    return module
+
+
+def _raise_offset(code: types.CodeType) -> int:
+    return next(i.offset for i in dis.get_instructions(code) if i.opname == "RAISE_VARARGS")
 
 
 def _remember_line(filename: str, lineno: int, line: str) -> None:

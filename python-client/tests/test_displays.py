@@ -54,3 +54,41 @@ def test_queue_wait_bar_follows_the_position_and_goes_away(monkeypatch):
     assert wait._bar.n == 2
     wait.update("running", None)
     assert wait._bar is None
+
+
+def test_a_display_line_comes_out_as_a_display_between_its_text():
+    from bulletin import _displays
+    line = _displays.display_line({"text/plain": "3", "text/html": "<b>3</b>"})
+    pieces = _displays.split("before\n[call-1a2b3c] " + line + "after\r")
+    assert pieces == [("text", "before\n"),
+                      ("display", {"data": {"text/plain": "3", "text/html": "<b>3</b>"},
+                                   "metadata": {}}),
+                      ("text", "after\r")]
+
+
+def test_a_line_that_only_looks_like_a_display_stays_text():
+    from bulletin import _displays
+    text = _displays.MARKER + "not base64!\n" + _displays.MARKER + "bm90IGpzb24=\n"
+    assert _displays.split(text) == [("text", text)]
+
+
+def test_a_values_rich_reprs_make_its_bundle():
+    from bulletin import _displays
+
+    class Rich:
+        def _repr_html_(self):
+            return "<i>rich</i>"
+
+        def _repr_png_(self):
+            return b"\x89PNG"
+
+        def __repr__(self):
+            return "Rich()"
+
+    class Broken:
+        def _repr_html_(self):
+            raise ValueError("no html")
+
+    assert _displays.mime_bundle(Rich()) == {"text/html": "<i>rich</i>",
+                                            "image/png": "iVBORw==", "text/plain": "Rich()"}
+    assert list(_displays.mime_bundle(Broken())) == ["text/plain"]

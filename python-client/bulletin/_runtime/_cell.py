@@ -1,0 +1,138 @@
+"""A ``%%bulletin`` cell, run in an executor as the notebook would run it (see ``_magic``).
+
+The cell runs in a namespace made of the notebook names it reads; what it binds, deletes or may
+have changed goes back in a :class:`CellResult`. Its ``display()`` calls, rich values and
+matplotlib figures go to the cell as display lines on stdout (``_displays``); its last expression
+comes back to be shown as Jupyter shows it.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import importlib
+import linecache
+import os
+import socket
+import sys
+import types
+from dataclasses import dataclass, field
+
+from .._displays import display_line, figure_bundle, mime_bundle
+from .._envelope import make_envelope
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    source: str
+    filename: str  # the notebook's own name for the cell: tracebacks say "Cell In[n], line k"
+    returns: tuple[str, ...]  # names that come back if the cell leaves them bound
+    last_expression: bool
+
+
+@dataclass(frozen=True)
+class ModuleName:
+    """A module crossing between the notebook and the cluster: by name, imported there."""
+    name: str
+
+
+@dataclass
+class CellResult:
+    values: dict  # name -> value (a module as ModuleName)
+    deleted: tuple[str, ...]  # notebook names the cell deleted
+    unsent: dict = field(default_factory=dict)  # name -> why its value cannot come back
+    shown: object = None  # the last expression's value (None: nothing to show)
+    where: dict = field(default_factory=dict)  # host and GPUs the cell ran on
+    # The cell raised: its error's envelope (the notebook raises it). What the cell did before
+    # the error is in the fields above, as a local cell's statements before an error stay done.
+    error: dict | None = None
+
+
+def display(*objects, **_ignored) -> None:
+    """IPython's display(), for a cell on the cluster: each object shows under the cell."""
+    for obj in objects:
+        _show(mime_bundle(obj))
+
+
+def run_cell(spec: CellSpec, /, **inputs) -> CellResult:
+    namespace = {"__name__": "__main__", "__builtins__": builtins, "display": display}
+    for name, value in inputs.items():
+        namespace[name] = (importlib.import_module(value.name)
+                           if isinstance(value, ModuleName) else value)
+    given = {name: id(value) for name, value in namespace.items()}
+    # The source is the traceback's: its lines show with the cell's own line numbers.
+    lines = spec.source.splitlines(keepends=True)
+    linecache.cache[spec.filename] = (len(spec.source), None, lines, spec.filename)
+    os.environ.setdefault("MPLBACKEND", "agg")  # figures are sent as images, never opened
+    tree = ast.parse(spec.source, spec.filename)
+    last = tree.body.pop() if spec.last_expression else None
+    shown = error = None
+    try:
+        exec(compile(tree, spec.filename, "exec"), namespace)
+        if last is not None:
+            shown = eval(compile(ast.Expression(last.value), spec.filename, "eval"), namespace)
+    except BaseException as exc:  # noqa: BLE001 - a cell's sys.exit() too, as IPython shows it
+        error = make_envelope(exc, exc.__traceback__.tb_next)  # from the cell's first frame
+    _show_figures()
+    result = _result(spec, namespace, given, inputs, shown)
+    result.error = error
+    return result
+
+
+def _result(spec: CellSpec, namespace: dict, given: dict, inputs: dict, shown) -> CellResult:
+    returned = [name for name in namespace
+                if not name.startswith("__") and (name not in given
+                                                  or id(namespace[name]) != given[name])]
+    returned += [name for name in spec.returns if name in namespace and name in inputs
+                 and name not in returned and not isinstance(inputs[name], ModuleName)]
+    result = CellResult({}, tuple(name for name in inputs if name not in namespace),
+                        where={"host": socket.gethostname(),
+                               "gpus": os.environ.get("CUDA_VISIBLE_DEVICES", "")})
+    for name in returned:
+        value = namespace[name]
+        if value is display:
+            continue
+        if isinstance(value, types.ModuleType):
+            result.values[name] = ModuleName(value.__name__)
+            continue
+        why = _unpicklable(value)
+        if why is None:
+            result.values[name] = value
+        else:
+            result.unsent[name] = why
+    if shown is not None:
+        if _unpicklable(shown) is None:
+            result.shown = shown
+        else:  # shown here, as text or a rich repr, since the value cannot travel
+            _show(mime_bundle(shown))
+    return result
+
+
+def _unpicklable(value) -> str | None:
+    """Why ``value`` cannot go back to the notebook, or None. Buffers (arrays, tensors) are
+    not copied to find out: pickle protocol 5 hands them to the callback."""
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
+        return None
+    import cloudpickle
+    try:
+        cloudpickle.dumps(value, protocol=5, buffer_callback=lambda buffer: None)
+    except Exception as exc:  # noqa: BLE001 - any failure means it stays on the cluster
+        return f"a {type(value).__name__} cannot be pickled ({exc})"
+    return None
+
+
+def _show_figures() -> None:
+    """Open matplotlib figures go to the cell as images and are closed, as the inline backend
+    of a local kernel does."""
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is None:
+        return
+    for number in pyplot.get_fignums():
+        _show(figure_bundle(pyplot.figure(number)))
+    pyplot.close("all")
+
+
+def _show(bundle: dict) -> None:
+    sys.stdout.flush()
+    sys.stdout.write(display_line(bundle))
+    sys.stdout.flush()
