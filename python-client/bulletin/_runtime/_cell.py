@@ -87,6 +87,7 @@ def _result(spec: CellSpec, namespace: dict, given: dict, inputs: dict, shown) -
                  and name not in returned and not isinstance(inputs[name], ModuleName)]
     result = CellResult({}, tuple(name for name in inputs if name not in namespace),
                         where={"host": socket.gethostname(),
+                               "executor": os.environ.get("BULLETIN_EXECUTOR_ID", ""),
                                "gpus": os.environ.get("CUDA_VISIBLE_DEVICES", "")})
     for name in returned:
         value = namespace[name]
