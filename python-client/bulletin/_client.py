@@ -312,9 +312,10 @@ class Client:
         return self._call_to_end(fn, args, kwargs, options, key).result()
 
     def _call_to_end(self, fn: Callable, args: tuple, kwargs: dict, options: Options,
-                     key: str | None = None) -> Future:
+                     key: str | None = None, displays: bool = False) -> Future:
         """``_call``'s Future once the call ended (its output printed from this thread)."""
-        future = self._submitter.submit(fn, args, kwargs, options, blocking=True, key=key)
+        future = self._submitter.submit(fn, args, kwargs, options, blocking=True, key=key,
+                                        displays=displays)
         try:
             future._drain()
         except KeyboardInterrupt:

@@ -3,8 +3,10 @@
 A call's output reaches the client as text, so a display travels as one line of its stdout:
 ``"\\x1eBULLETIN-DISPLAY <base64 of the JSON {"data": mime bundle, "metadata": {}}>\\n"``. The
 client shows it as Jupyter shows a display (``display_data`` under the call's cell), or, outside
-a notebook, prints its text/plain part. A call could print such a line itself: it only shows its
-own output richly in its own user's notebook, as running the code there would.
+a notebook, prints its text/plain part. Only for calls that asked (``%%bulletin`` cells, whose
+code would display the same run here): any other call's output stays text, since a function
+printing data it was given (a scraped page) must not put that data's HTML and scripts into the
+notebook.
 """
 
 from __future__ import annotations

@@ -449,7 +449,7 @@ class Future(cf.Future):
                     continue
                 if item is None:
                     break
-                write_output(*item)
+                write_output(*item, displays=self._lines.displays)
         finally:
             waiting.close()
         self._sink = None

@@ -119,7 +119,8 @@ def run_source(shell, source: str, options: Options, quiet: bool = False):
     filename = shell.compile.cache(source, _cell_number(shell))
     spec = CellSpec(source, filename, tuple(sorted(names.binds | names.may_change)),
                     names.last_expression)
-    future = get_client()._call_to_end(run_cell, (spec,), inputs, options, key=None)
+    future = get_client()._call_to_end(run_cell, (spec,), inputs, options, key=None,
+                                       displays=True)
     result = future.result()
     for name in result.deleted:
         user.pop(name, None)

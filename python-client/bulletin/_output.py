@@ -26,9 +26,10 @@ from ._errors import InvalidArgumentError
 _LABEL_HEX = 6  # hex digits of the key's random part kept in the label
 
 
-def write_output(stream: str, text: str) -> None:
-    """Writes a call's finished lines here; its display lines (``_displays``) are shown."""
-    for kind, piece in _displays.split(text):
+def write_output(stream: str, text: str, displays: bool = False) -> None:
+    """Writes a call's finished lines here; with ``displays``, its display lines
+    (``_displays``) are shown as displays."""
+    for kind, piece in _displays.split(text) if displays else [("text", text)]:
         if kind == "display":
             _displays.show(piece)
             continue
@@ -58,14 +59,14 @@ class KernelRoute:
         self._streams = streams  # "stdout"/"stderr" -> ipykernel OutStream
         self._parent = parent
 
-    def write(self, stream: str, text: str) -> None:
+    def write(self, stream: str, text: str, displays: bool = False) -> None:
         out = self._streams[stream]
         if out.pub_thread is None:  # the kernel closed its streams (it is shutting down)
-            write_output(stream, text)
+            write_output(stream, text, displays)
             return
         # The messages OutStream's flush and IPython's display send, with the submitting cell
         # as their parent; the IOPub thread takes messages from any thread.
-        for kind, piece in _displays.split(text):
+        for kind, piece in _displays.split(text) if displays else [("text", text)]:
             if kind == "display":
                 out.session.send(out.pub_thread, "display_data", content={
                     "data": piece["data"], "metadata": piece.get("metadata") or {},
@@ -114,14 +115,15 @@ class OutputPolicy:
         self._opened = 0  # outputs opened so far: a later one opened while this one was live
         # if the count moved during its life (O(1) per call: a map of thousands opens them all)
 
-    def open(self, key: str) -> CallOutput:
-        """The output of one new call, routed to the cell (if any) submitting it now."""
+    def open(self, key: str, displays: bool = False) -> CallOutput:
+        """The output of one new call, routed to the cell (if any) submitting it now; with
+        ``displays``, its display lines show as displays (a %%bulletin cell's)."""
         route = kernel_route()
         with self._lock:
             self._opened += 1
             met_others = self._live > 0
             self._live += 1
-            return CallOutput(call_label(key), self, route, self._opened, met_others)
+            return CallOutput(call_label(key), self, route, self._opened, met_others, displays)
 
     def opened(self) -> int:
         """Outputs opened so far."""
@@ -139,8 +141,12 @@ class CallOutput:
 
     def __init__(self, label: str, policy: OutputPolicy | None = None,
                  route: KernelRoute | None = None, opened_as: int = 0,
-                 met_others: bool = False):
+                 met_others: bool = False, displays: bool = False):
         self._label = label
+        # Whether display lines show as displays: only for calls that asked (a %%bulletin
+        # cell). Any other call's output is text, whatever it holds: a function that prints
+        # data it was given must not put that data's HTML or scripts into the notebook.
+        self.displays = displays
         self._policy = policy
         self._route = route
         self._partial = {"stdout": "", "stderr": ""}
@@ -188,6 +194,6 @@ class CallOutput:
     def write(self, stream: str, text: str) -> None:
         """Writes finished lines where this call's output belongs (its cell, or sys.stdout)."""
         if self._route is not None:
-            self._route.write(stream, text)
+            self._route.write(stream, text, self.displays)
         else:
-            write_output(stream, text)
+            write_output(stream, text, self.displays)

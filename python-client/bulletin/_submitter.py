@@ -171,9 +171,10 @@ class Submitter:
         self._queue.end_batch()
 
     def submit(self, fn: Callable, args: tuple, kwargs: dict, options: Options,
-               blocking: bool = False, key: str | None = None) -> Future:
+               blocking: bool = False, key: str | None = None, displays: bool = False) -> Future:
         """Queues one call; ``key`` (Dask's) starts its task id instead of the function's name
-        (ids stay unique: two calls never share one)."""
+        (ids stay unique: two calls never share one); ``displays``: its display lines show as
+        displays (``_output.CallOutput``)."""
         self._calls.check_open()
         if isinstance(fn, RemoteFunction):
             fn = fn.local
@@ -198,7 +199,7 @@ class Submitter:
         spec.task_id = f"{_slug(key or spec.name)}-{uuid.uuid4().hex}"
         spec.function.id, spec.function.size = fn_id, fn_encoded.nbytes
         future = Future(spec.task_id, spec.name, self.cancel)
-        future._lines = self.output.open(spec.task_id)
+        future._lines = self.output.open(spec.task_id, displays)
         future._timings.update(serialize=t1 - t0 - arguments.upload_seconds,
                                upload=arguments.upload_seconds)
         if blocking:

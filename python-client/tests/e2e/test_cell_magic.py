@@ -87,7 +87,12 @@ def test_displays_and_figures_show_under_the_cell(cluster):
         print("after")
         """,
         "print('next cell')",
+        # Not a cell: a function that prints data holding a display line shows it as text.
+        "def echo(data):\n    print(data, end='')\n"
+        "from bulletin._displays import display_line\n"
+        "client.submit(echo, display_line({'text/html': '<script>x</script>'})).result()",
     ])
+    assert not displays(outputs[3]) and "BULLETIN-DISPLAY" in text(outputs[3])
     shown = displays(outputs[1])
     assert [d.get("text/html") for d in shown if "text/html" in d] == ["<b>remote bold</b>"]
     assert any(d.get("image/png", "").startswith("iVBOR") for d in shown)  # a PNG's base64
