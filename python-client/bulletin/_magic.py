@@ -111,7 +111,7 @@ def run_source(shell, source: str, options: Options, quiet: bool = False):
     its last expression (IPython shows it)."""
     __tracebackhide__ = True  # noqa: F841
     from ._client import get_client
-    names = cell_names(source)
+    names = _names(shell, source)
     user = shell.user_ns
     inputs = {name: _sent(user[name]) for name in sorted(names.reads | names.may_change)
               if name in user and name not in _NOTEBOOK_NAMES}
@@ -136,6 +136,17 @@ def run_source(shell, source: str, options: Options, quiet: bool = False):
         error = exception_from_envelope(result.error, future.key)
         raise error.with_traceback(error.__traceback__)
     return result.shown
+
+
+def _names(shell, source: str):
+    try:
+        return cell_names(source)
+    except SyntaxError:
+        if shell.transform_cell(source) != source:  # IPython's own syntax: !cmd, %magic
+            raise InvalidArgumentError(
+                "%%bulletin runs Python only: shell commands (!cmd) and magics (%magic) run in "
+                "the notebook's kernel, so put them in a cell of their own") from None
+        raise
 
 
 def _cell_number(shell) -> int:

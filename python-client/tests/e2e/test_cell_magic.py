@@ -136,12 +136,16 @@ def test_bad_options_and_unpicklable_names_say_what_is_wrong_and_the_cluster_ser
         "%%bulletin -q\nx = 2\ng = (i for i in range(3))",
         "print(x, 'g' in dir())",
         "%bulletin",
+        "%%bulletin\n!ls",
+        "%%bulletin\nx = (",
     ], allow_errors=True)
     assert "gpus" in _error(outputs[1]) and "banana" in _error(outputs[1])
     assert "'colour=blue' is not an option" in _error(outputs[2])
     assert "g is not set here: a generator cannot be pickled" in text(outputs[3], "stderr")
     assert text(outputs[4]) == "2 False\n"
     assert "%bulletin needs a statement" in _error(outputs[5])
+    assert "shell commands (!cmd) and magics (%magic) run in the notebook" in _error(outputs[6])
+    assert "SyntaxError" in _error(outputs[7]) or "was never closed" in _error(outputs[7])
 
 
 # Each cell runs in a fresh kernel twice: as written, and with %%bulletin -q on top. The outputs
