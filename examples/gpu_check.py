@@ -11,7 +11,10 @@ What it checks, each printed as CHECK <name>: ok|FAILED <why>:
   together), and each is held to half of the GPU's memory by PyTorch's allocator: allocating
   60 % of the GPU in a half-GPU call fails with torch.cuda.OutOfMemoryError, 40 % succeeds;
 - a call of 1 GiB of fresh GPU memory returned to the caller: its time, with the time of
-  torch's own device-to-host copy beside it.
+  torch's own device-to-host copy beside it;
+- a ``%%bulletin gpus=1`` cell (IPython's own shell, in process) trains a small module on its
+  GPU: the cell saw a CUDA device, the names it bound came back (the module on the CPU, as any
+  call's result), its print showed, and the summary line named the GPU.
 Exits 1 if any check failed. Needs torch with CUDA on the machine.
 """
 
@@ -75,6 +78,38 @@ def fresh_gib(n: int):
     return torch.ones(n, dtype=torch.uint8, device="cuda")
 
 
+CELL = """\
+%%bulletin gpus=1
+import torch
+net = torch.nn.Linear(64, 1).cuda()
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+x, y = torch.randn(256, 64, device="cuda"), torch.randn(256, 1, device="cuda")
+for step in range(50):
+    loss = torch.nn.functional.mse_loss(net(x), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+print("trained on", torch.cuda.get_device_name(0))
+device, final = str(next(net.parameters()).device), float(loss)
+"""
+
+
+def cell_check() -> None:
+    import contextlib
+    import io
+
+    from IPython.testing.globalipapp import get_ipython
+    shell = get_ipython()
+    shell.run_cell("%load_ext bulletin")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        result = shell.run_cell(CELL)
+    ns, out = shell.user_ns, printed.getvalue()
+    print(out, end="")
+    ok = (result.error_in_exec is None and ns.get("device", "").startswith("cuda")
+          and "trained on" in out and ", GPU " in out and hasattr(ns.get("net"), "weight"))
+    check("a %%bulletin gpus=1 cell trains on its GPU and its names come back", ok,
+          f"error={result.error_in_exec!r} device={ns.get('device')} output={out!r}")
+
+
 def main() -> int:
     import torch
     if not torch.cuda.is_available():
@@ -134,6 +169,7 @@ def main() -> int:
               f"(rounds {', '.join(f'{r:.3f}' for r in rounds)}); torch.ones(1 GiB).cpu() here: "
               f"best {min(local):.3f} s; ratio {min(rounds) / min(local):.2f}x")
         check("a 1 GiB CUDA result arrives whole", whole, "wrong size or content")
+        cell_check()
     print(f"{len(FAILED)} check(s) failed: {FAILED}" if FAILED else "all checks ok")
     return 1 if FAILED else 0
 
