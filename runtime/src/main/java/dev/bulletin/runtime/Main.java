@@ -78,10 +78,17 @@ public final class Main implements Callable<Integer> {
   double reconnectWindow;
 
   @Option(names = "--worker-grace", defaultValue = "${env:BULLETIN_WORKER_GRACE:-60}",
-      description = "Seconds the calls of a remote worker whose link broke wait for it to"
-          + " reattach before they are requeued (default: ${DEFAULT-VALUE}; env"
-          + " BULLETIN_WORKER_GRACE).")
+      description = "After a restart, seconds the calls a remote worker ran wait for it to find"
+          + " the new runtime and reattach before they are requeued (default: ${DEFAULT-VALUE};"
+          + " env BULLETIN_WORKER_GRACE).")
   double workerGrace;
+
+  @Option(names = "--link-loss-grace",
+      defaultValue = "${env:BULLETIN_LINK_LOSS_GRACE:-5}",
+      description = "While the runtime is up, seconds the calls of a remote worker whose link"
+          + " closed (or went silent for 8 s) wait for it to reattach before they are requeued"
+          + " (default: ${DEFAULT-VALUE}; env BULLETIN_LINK_LOSS_GRACE; 0 requeues at once).")
+  double linkLossGrace;
 
   @Mixin
   ResourceOptions resources = new ResourceOptions();
@@ -184,7 +191,7 @@ public final class Main implements Callable<Integer> {
         .ticketSeconds(ticketSeconds).httpPort(httpPort(httpPort))
         .metricsToken(System.getenv("BULLETIN_METRICS_TOKEN"))
         .usageRetention(usageRetention())
-        .reconnect(ReconnectOptions.ofSeconds(reconnectWindow, workerGrace))
+        .reconnect(ReconnectOptions.ofSeconds(reconnectWindow, workerGrace, linkLossGrace))
         .stateFolder(stateDir).journal(!noJournal);
     if (schedulerSeed != null) { // else the builder's random seed, logged at start
       builder.schedulerSeed(schedulerSeed);
