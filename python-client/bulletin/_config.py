@@ -16,6 +16,7 @@ from pathlib import Path
 from ._errors import InvalidArgumentError
 
 DEFAULT_PORT = 8770
+DEFAULT_HTTP_PORT = 8780  # the dashboard and /metrics (the runtime's --http-port default)
 DEFAULT_ADDRESS = f"127.0.0.1:{DEFAULT_PORT}"
 
 
