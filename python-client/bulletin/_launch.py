@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import _tls
-from ._config import DEFAULT_PORT, read_runtime_info
+from ._config import read_runtime_info
 from ._errors import BulletinError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
