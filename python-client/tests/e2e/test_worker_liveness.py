@@ -147,3 +147,24 @@ def test_a_worker_back_after_its_call_was_requeued_runs_it_once_more_as_the_new_
         assert len(lines(starts)) == 2, "the call ran once per attempt"
     finally:
         proxy.close()
+
+
+def test_a_worker_whose_link_goes_silent_loses_its_call_within_the_heartbeat_limit(
+        head, client, workers, tmp_path):
+    """No FIN, no goodbye: the link stays open and nothing comes through. The runtime declares
+    it broken after 8 s without a heartbeat, then waits the link-loss grace."""
+    proxy = LinkProxy(head.address)
+    try:
+        workers("quiet-a", proxy.address, "--reconnect-timeout", "120")
+        starts, gate = tmp_path / "starts", tmp_path / "never"
+        future = client.submit(note_start_then_wait, str(starts), str(gate), gpus=1)
+        wait_until(lambda: len(lines(starts)) == 1, timeout=CALL_SECONDS, what="the run")
+        frozen_at = time.monotonic()
+        proxy.freeze()
+        with pytest.raises(bulletin.WorkerLostError, match="quiet-a"):
+            future.result(timeout=CALL_SECONDS)
+        to_failure = time.monotonic() - frozen_at
+        print(f"\nsilent worker quiet-a: its call failed {to_failure:.2f} s later")
+        assert to_failure < WELL_BEFORE_RESTART_GRACE, to_failure
+    finally:
+        proxy.close()

@@ -15,6 +15,8 @@ import java.util.logging.Logger;
  */
 final class GivenUpCalls {
   private static final Logger LOG = Logger.getLogger(GivenUpCalls.class.getName());
+  /** How long the worker stays drained for ends that do not come (see {@link #stopWaiting}). */
+  static final long WAIT_MILLIS = 30_000;
 
   private final String workerId;
   private final Set<String> taskIds;
@@ -48,6 +50,21 @@ final class GivenUpCalls {
         reschedule.run();
       }
     });
+  }
+
+  /**
+   * The old runs' ends are waited for no longer (the worker lost them): the worker takes new
+   * calls again, and what it says of those calls from now on is about their new runs.
+   */
+  void stopWaiting() {
+    if (!taskIds.isEmpty()) {
+      int missing = taskIds.size();
+      taskIds.clear();
+      LOG.warning(() -> "worker " + workerId + " did not send the end of " + missing
+          + " calls' runs the runtime gave up within " + WAIT_MILLIS / 1000 + " s: it takes"
+          + " new calls again");
+      whenNoneLeft.run();
+    }
   }
 
   /** Whether a report (started, output) on this call is from a given-up run: refused. */

@@ -139,7 +139,10 @@ public final class WorkerAttachApi {
           registration.getReattach(), reportedGpus(registration),
           new java.util.LinkedHashSet<>(registration.getRunningTaskIdsList()),
           heldKeys(registration));
-      link.givenUp(GivenUpCalls.watch(worker, stop, plane::workerOpened));
+      GivenUpCalls givenUp = GivenUpCalls.watch(worker, stop, plane::workerOpened);
+      link.givenUp(givenUp);
+      // An old run's end that never comes (a worker that lost it) must not drain it for good.
+      vertx.setTimer(GivenUpCalls.WAIT_MILLIS, id -> givenUp.stopWaiting());
       accept(registration, stop, 0);
       reregisterHeld(registration);
       plane.attach(worker);
@@ -159,7 +162,9 @@ public final class WorkerAttachApi {
       List<String> stop = link.resume(response,
           new java.util.HashSet<>(registration.getRunningTaskIdsList()));
       worker.drain(before.drainedBefore);
-      link.givenUp(GivenUpCalls.watch(worker, stop, plane::workerOpened));
+      // No GivenUpCalls here: the calls given up while it was parked ended or were cancelled
+      // (none was requeued: that happens only past the grace), so none comes back here as a
+      // new attempt; and an end the old stream delivered is not sent again.
       accept(registration, stop, link.receivedSeq());
       reregisterHeld(registration);
       link.flushOwed();
