@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from . import _launch, _tls
-from ._config import DEFAULT_PORT, home, parse_duration, read_runtime_info
+from ._config import DEFAULT_HTTP_PORT, DEFAULT_PORT, home, parse_duration, read_runtime_info
 from ._errors import BulletinError
 
 
@@ -59,16 +59,19 @@ def _parser() -> argparse.ArgumentParser:
                     "the owner's token if needed. If one is already up, starts nothing and "
                     "names the arguments it did not apply.")
     _add_offer_arguments(up)
-    up.add_argument("--port", type=int, default=DEFAULT_PORT, metavar="N",
-                    help=f"port of the gRPC API (default: {DEFAULT_PORT})")
+    up.add_argument("--port", type=int, default=None, metavar="N",
+                    help=f"port of the gRPC API (default: {DEFAULT_PORT}, or the next free one "
+                         f"when another process holds it, as said at start; a port given here "
+                         f"that is taken is an error)")
     up.add_argument("--data-port", type=int, default=0, metavar="N",
                     help="raw TCP port for the bytes of cross-host object transfers, on the same "
                          "address as --host (default: 0, any free port; clients learn it from "
                          "the runtime)")
     up.add_argument("--http-port", type=_http_port_arg, default=None, metavar="N|off",
                     help="HTTP port of the web dashboard and Prometheus /metrics, on the same "
-                         "address as --host (default: $BULLETIN_HTTP_PORT, else 8780; 0: any "
-                         "free port; off: none, and no metrics are kept). Other hosts scrape "
+                         "address as --host (default: $BULLETIN_HTTP_PORT, else 8780 or the "
+                         "next free one when another process holds it; 0: any free port; off: "
+                         "none, and no metrics are kept). Other hosts scrape "
                          "with BULLETIN_METRICS_TOKEN (docs/observability.md)")
     up.add_argument("--host", default="127.0.0.1", metavar="ADDR",
                     help="address to listen on (default: 127.0.0.1, this machine only; "
@@ -201,6 +204,21 @@ def _running_info(state_dir: Path):
     return None
 
 
+def _moved_default_ports(args, info: dict) -> list[str]:
+    """The default ports the runtime found taken and moved from (it moves only those), as
+    Jupyter says it: "port 8780 is in use, using 8781"."""
+    lines = []
+    port = int(str(info.get("address", "")).rpartition(":")[2] or 0)
+    if args.port is None and port and port != DEFAULT_PORT:
+        lines.append(f"port {DEFAULT_PORT} is in use, using {port} (--port N chooses one)")
+    http = info.get("http_port")
+    if (args.http_port is None and "BULLETIN_HTTP_PORT" not in os.environ and http
+            and int(http) != DEFAULT_HTTP_PORT):
+        lines.append(f"port {DEFAULT_HTTP_PORT} is in use, using {http} for the dashboard "
+                     f"(--http-port N chooses one)")
+    return lines
+
+
 def _say_what_was_not_applied(args, info: dict) -> None:
     """`bulletin up` on a running cluster starts nothing: name the arguments it did not apply.
 
@@ -312,6 +330,8 @@ def _up(args) -> int:
     finally:
         conn.close()
     tls = f"TLS, CA {info['ca']}" if info.get("ca") else "TLS" if info.get("tls") else "plaintext"
+    for line in _moved_default_ports(args, info):
+        print(line)
     print(f"bulletin runtime up at {info['address']} (pid {info['pid']}; {tls})")
     if not _tls.is_loopback(args.host):
         import socket

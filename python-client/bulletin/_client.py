@@ -115,8 +115,8 @@ class Client:
         ``retries``, ``credits`` (spends that many of your group's credits to move the call
         up its QoS class's queue), and Dask's ``key`` (names the call), ``resources``
         ({"GPU": 1}), ``pure`` (no effect: every call runs). Options default to the function's
-        decorator's, else gpus=0, cpus=1; ``bulletin.gpu(fn, timeout="2h")`` sets options
-        whatever fn's keywords are.
+        decorator's, else gpus=0, cpus=1 (for a share of a GPU: that share of a CPU);
+        ``bulletin.gpu(fn, timeout="2h")`` sets options whatever fn's keywords are.
         ``pip=[...]`` names packages the call needs that its worker lacks (a cached environment
         is built once; ``Client(pip=...)`` sets a default for every call; docs/environments.md).
         """

@@ -16,6 +16,7 @@ from pathlib import Path
 from ._errors import InvalidArgumentError
 
 DEFAULT_PORT = 8770
+DEFAULT_HTTP_PORT = 8780  # the dashboard and /metrics (the runtime's --http-port default)
 DEFAULT_ADDRESS = f"127.0.0.1:{DEFAULT_PORT}"
 
 
@@ -198,7 +199,7 @@ class Options:
     """
 
     gpus: int | float = 0  # whole GPUs, or a share of one below 1 (a multiple of 1/8)
-    cpus: float = 1.0
+    cpus: float | None = None  # None: not asked; see cpu_demand
     memory: int = 0
     qos: str = ""
     priority: int = 0
@@ -206,6 +207,15 @@ class Options:
     retries: int = 0
     credits: float = 0.0
     pip: tuple = ()  # requirements for a cached environment on the worker (docs/environments.md)
+
+    @property
+    def cpu_demand(self) -> float:
+        """The CPU slots the call asks for: ``cpus``, else 1, or for a share of a GPU the same
+        share of one CPU (gpus=0.5: 0.5), so that splitting a GPU never multiplies the CPU slots
+        its calls need: a GPU's shares fit wherever a whole-GPU call would (docs/scheduler.md)."""
+        if self.cpus is not None:
+            return self.cpus
+        return float(self.gpus) if 0 < self.gpus < 1 else 1.0
 
     @classmethod
     def make(cls, base: Options | None = None, **given) -> Options:

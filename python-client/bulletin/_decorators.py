@@ -60,7 +60,8 @@ class RemoteFunction:
 
     def __repr__(self) -> str:
         o = self._options
-        kind = f"gpus={o.gpus}, cpus={o.cpus:g}" if o.gpus else f"cpus={o.cpus:g}"
+        kind = (f"gpus={o.gpus}, cpus={o.cpu_demand:g}" if o.gpus
+                else f"cpus={o.cpu_demand:g}")
         return f"<bulletin remote function {self.__qualname__} ({kind})>"
 
 

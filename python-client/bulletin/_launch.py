@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import _tls
-from ._config import DEFAULT_PORT, read_runtime_info
+from ._config import read_runtime_info
 from ._errors import BulletinError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -144,7 +144,7 @@ class UpOptions:
     gpus: str = "auto"
     cpus: int = 0  # 0: all of this machine's cores
     simulate_gpus: int = 0
-    port: int = DEFAULT_PORT
+    port: int | None = None  # None: the runtime's default (8770), or the next free one
     data_port: int = 0  # 0: any free port
     config: Path | None = None
     host: str = "127.0.0.1"
@@ -219,7 +219,8 @@ def jvm_flags() -> list[str]:
 def runtime_command(java: str, jar: Path, state_dir: Path, opts: UpOptions,
                     tls: _tls.ServerFiles | None = None) -> list[str]:
     cmd = [java, *jvm_flags(), "--add-opens=java.base/java.nio=ALL-UNNAMED", "-jar", str(jar),
-           "--home", str(state_dir), "--host", opts.host, "--port", str(opts.port),
+           "--home", str(state_dir), "--host", opts.host,
+           *(["--port", str(opts.port)] if opts.port is not None else []),
            "--data-port", str(opts.data_port),
            "--python", sys.executable,
            "--gpus", opts.gpus, "--cpus", str(opts.cpus or os.cpu_count() or 1),

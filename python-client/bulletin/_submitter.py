@@ -190,7 +190,7 @@ class Submitter:
                            timeout_seconds=options.timeout, retries=options.retries)
         spec.resources.gpu_eighths = gpu_eighths(options.gpus)
         spec.resources.gpus = 0 if spec.resources.gpu_eighths else options.gpus
-        spec.resources.cpus = options.cpus
+        spec.resources.cpus = options.cpu_demand
         spec.resources.memory_bytes = options.memory
         env, caller = spec.environment, self._environment
         env.python_executable, env.python_version = caller.executable, caller.python_version

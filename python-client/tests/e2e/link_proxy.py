@@ -18,6 +18,9 @@ class LinkProxy:
         self._open: set[socket.socket] = set()
         self._cut = False
         self._closed = False
+        # Frozen: bytes are read and dropped, connections stay open (a host that hangs or falls
+        # off the network sends no FIN: only the silence tells).
+        self._frozen = threading.Event()
         self.connections = 0
         threading.Thread(target=self._accept, name="link-proxy", daemon=True).start()
 
@@ -27,6 +30,9 @@ class LinkProxy:
             sockets, self._open = self._open, set()
         for s in sockets:
             _close(s)
+
+    def freeze(self) -> None:
+        self._frozen.set()
 
     def restore(self) -> None:
         with self._lock:
@@ -68,16 +74,17 @@ class LinkProxy:
                 self._open.update((client, upstream))
                 self.connections += 1
             for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=_pump, args=(a, b), daemon=True).start()
+                threading.Thread(target=_pump, args=(a, b, self._frozen), daemon=True).start()
 
 
-def _pump(source: socket.socket, sink: socket.socket) -> None:
+def _pump(source: socket.socket, sink: socket.socket, frozen: threading.Event) -> None:
     try:
         while True:
             data = source.recv(65536)
             if not data:
                 break
-            sink.sendall(data)
+            if not frozen.is_set():
+                sink.sendall(data)
     except OSError:
         pass
     _close(source)

@@ -187,3 +187,41 @@ def _executors_of(store_dir) -> list[int]:
                 e.startswith(b"BULLETIN_EXECUTOR_ID=") for e in environ):
             found.append(int(name))
     return found
+
+
+def _hold(port: int) -> socket.socket | None:
+    """Listens on port, or None when another process holds it already (taken either way)."""
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+        s.listen()
+        return s
+    except OSError:
+        s.close()
+        return None
+
+
+def test_up_beside_a_process_on_the_default_ports_moves_to_free_ones_and_says_which(tmp_path):
+    """Issue 28.5: the default gRPC (8770) and dashboard (8780) ports taken, as by a second
+    cluster on the host: `bulletin up` takes the next free ones, says so as Jupyter does, and a
+    client finds the runtime through runtime.json."""
+    held = [_hold(8770), _hold(8780)]
+    home = tmp_path / "home"
+    env = cli_env(home)
+    env.pop("BULLETIN_HTTP_PORT", None)
+    try:
+        result = run_cli(home, "up", "--simulate-gpus", "0", "--cpus", "1", env=env)
+        assert result.returncode == 0, result.stdout + result.stderr
+        info = json.loads((home / "runtime.json").read_text())
+        port = int(info["address"].rsplit(":", 1)[1])
+        assert port != 8770 and info["http_port"] != 8780, info
+        assert f"port 8770 is in use, using {port}" in result.stdout, result.stdout
+        assert f"port 8780 is in use, using {info['http_port']}" in result.stdout, result.stdout
+        token = (home / "token").read_text().strip()
+        with bulletin.Client(info["address"], token=token, set_as_default=False) as client:
+            assert client.submit(int, "7").result(timeout=CALL_SECONDS) == 7
+    finally:
+        run_cli(home, "down", env=env)
+        for s in held:
+            if s is not None:
+                s.close()

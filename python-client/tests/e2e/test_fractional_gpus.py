@@ -13,7 +13,8 @@ import urllib.request
 import pytest
 
 import bulletin
-from cluster_support import (ALICE, BOB, CALL_SECONDS, nothing_running, start_configured_cluster,
+from cluster_support import (ALICE, BOB, CALL_SECONDS, cli_env, nothing_running, start_cluster,
+                             start_configured_cluster,
                              wait_for_file, wait_until)
 
 
@@ -190,3 +191,35 @@ def test_an_interactive_call_preempts_scavenger_shares_of_its_gpu(two_users, tmp
         assert whole.result(timeout=CALL_SECONDS) is None
         assert [s.result(timeout=CALL_SECONDS) for s in shares] == ["rerun", "rerun"]
         assert [s.preempted for s in shares] == [1, 1], "a whole GPU frees only with both gone"
+
+
+def meet_all(here: str, others: list[str]):
+    """Runs remotely: says it runs, waits until every other call runs too; returns its GPU."""
+    import os
+
+    open(here, "w").close()
+    met = all(wait_for_file(other, 60) for other in others)
+    return {"met": met, "cuda": os.environ.get("CUDA_VISIBLE_DEVICES")}
+
+
+def test_four_halves_run_at_once_on_two_gpus_of_a_two_cpu_worker(tmp_path_factory, tmp_path):
+    """Issue 28.4: four gpus=0.5 calls on two free GPUs all run at the same time, two per GPU,
+    on a worker with two CPU slots (a GPU share asks for the same share of a CPU by default;
+    before, each took a whole CPU slot and only two ran at a time, both on GPU 0)."""
+    home = tmp_path_factory.mktemp("bulletin-four-halves")
+    cluster = start_cluster(home, gpus=2, cpus=2, env=cli_env(home))
+    try:
+        with cluster.client(set_as_default=False) as client:
+            marks = [str(tmp_path / f"m{i}") for i in range(4)]
+            futures = [client.submit(meet_all, mark, marks, gpus=0.5) for mark in marks]
+            results = [f.result(timeout=CALL_SECONDS) for f in futures]
+            assert all(r["met"] for r in results), "the four halves did not all run at once"
+            assert sorted(r["cuda"] for r in results) == ["0", "0", "1", "1"], results
+            # An explicit cpus= is kept: two halves asking for 1 CPU each fill both slots.
+            wide = [client.submit(meet_all, str(tmp_path / f"w{i}"),
+                                  [str(tmp_path / "w0"), str(tmp_path / "w1")], gpus=0.5, cpus=1)
+                    for i in range(2)]
+            assert all(f.result(timeout=CALL_SECONDS)["met"] for f in wide)
+            assert client.status().cpus.total == 2
+    finally:
+        cluster.stop()

@@ -170,7 +170,8 @@ def test_a_worker_whose_link_is_cut_reattaches_and_its_calls_results_arrive(
         tmp_path_factory, tmp_path):
     home = tmp_path_factory.mktemp("bulletin-reconnect-workers")
     head = start_cluster(home, gpus=0, cpus=1,
-                         env={**cli_env(home), "BULLETIN_WORKER_GRACE": "60"})
+                         env={**cli_env(home), "BULLETIN_WORKER_GRACE": "60",
+                              "BULLETIN_LINK_LOSS_GRACE": "60"})
     gate, marker = tmp_path / "gate", tmp_path / "started"
     proxy = LinkProxy(head.address)
     proc, log = start_worker(home, proxy.address, "far", "--reconnect-timeout", "60")

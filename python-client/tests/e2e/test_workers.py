@@ -69,7 +69,8 @@ def detached(client: bulletin.Client, worker_id: str) -> bool:
 def head(tmp_path_factory):
     home = tmp_path_factory.mktemp("bulletin-head")
     # Killed workers here are gone for good: their calls need no grace period to come back.
-    c = start_cluster(home, gpus=0, cpus=1, env={**cli_env(home), "BULLETIN_WORKER_GRACE": "0"})
+    c = start_cluster(home, gpus=0, cpus=1, env={**cli_env(home), "BULLETIN_WORKER_GRACE": "0",
+                                                 "BULLETIN_LINK_LOSS_GRACE": "0"})
     try:
         yield c
     finally:

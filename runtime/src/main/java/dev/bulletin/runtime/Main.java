@@ -33,6 +33,9 @@ import picocli.CommandLine.Option;
         + " `bulletin-runtime check-config FILE` checks a config file and prints every mistake.")
 public final class Main implements Callable<Integer> {
 
+  @picocli.CommandLine.Spec
+  picocli.CommandLine.Model.CommandSpec spec;
+
   @Option(names = "--home", required = true, description = "State folder (runtime.json, token).")
   Path home;
 
@@ -40,7 +43,10 @@ public final class Main implements Callable<Integer> {
       description = "Address to listen on (default: ${DEFAULT-VALUE}, this machine only).")
   String host;
 
-  @Option(names = "--port", defaultValue = "8770", description = "Port (default: ${DEFAULT-VALUE}; 0 = any free).")
+  @Option(names = "--port", defaultValue = "8770",
+      description = "Port of the gRPC API (default: ${DEFAULT-VALUE}, or the next free one when"
+          + " another process holds it; 0 = any free). A port given here that is taken is an"
+          + " error.")
   int port;
 
   @Option(names = "--data-port", defaultValue = "0",
@@ -50,7 +56,8 @@ public final class Main implements Callable<Integer> {
 
   @Option(names = "--http-port", defaultValue = "${env:BULLETIN_HTTP_PORT:-8780}",
       description = "HTTP port of /metrics and the web dashboard, on the same address as --host"
-          + " (default: ${DEFAULT-VALUE}; 0 = any free; off = none, and no metrics are kept; env"
+          + " (default: ${DEFAULT-VALUE}, or the next free one when another process holds it;"
+          + " 0 = any free; off = none, and no metrics are kept; env"
           + " BULLETIN_HTTP_PORT). Scraping from other hosts takes BULLETIN_METRICS_TOKEN.")
   String httpPort;
 
@@ -78,10 +85,17 @@ public final class Main implements Callable<Integer> {
   double reconnectWindow;
 
   @Option(names = "--worker-grace", defaultValue = "${env:BULLETIN_WORKER_GRACE:-60}",
-      description = "Seconds the calls of a remote worker whose link broke wait for it to"
-          + " reattach before they are requeued (default: ${DEFAULT-VALUE}; env"
-          + " BULLETIN_WORKER_GRACE).")
+      description = "After a restart, seconds the calls a remote worker ran wait for it to find"
+          + " the new runtime and reattach before they are requeued (default: ${DEFAULT-VALUE};"
+          + " env BULLETIN_WORKER_GRACE).")
   double workerGrace;
+
+  @Option(names = "--link-loss-grace",
+      defaultValue = "${env:BULLETIN_LINK_LOSS_GRACE:-5}",
+      description = "While the runtime is up, seconds the calls of a remote worker whose link"
+          + " closed (or went silent for 8 s) wait for it to reattach before they are requeued"
+          + " (default: ${DEFAULT-VALUE}; env BULLETIN_LINK_LOSS_GRACE; 0 requeues at once).")
+  double linkLossGrace;
 
   @Mixin
   ResourceOptions resources = new ResourceOptions();
@@ -160,9 +174,13 @@ public final class Main implements Callable<Integer> {
   public Integer call() throws Exception {
     // A port another process holds is said first, alone: before the store, the event loop and
     // the embedded worker's executors start (and fill the log) only to be stopped again.
-    checkPortFree(host, port, "--port");
+    // A default port another process holds moves to a free one, said here (and in the log);
+    // one the user gave stays an error (docs/deployment.md, "Ports").
+    java.util.function.Consumer<String> say = System.out::println;
+    port = DefaultPorts.choose(host, port, given("--port"), "--port", say);
     checkPortFree(host, dataPort, "--data-port");
-    checkPortFree(host, httpPort(httpPort), "--http-port");
+    int http = DefaultPorts.choose(host, httpPort(httpPort),
+        given("--http-port") || System.getenv("BULLETIN_HTTP_PORT") != null, "--http-port", say);
     String ownerToken = System.getenv("BULLETIN_OWNER_TOKEN");
     String workerToken = System.getenv("BULLETIN_WORKER_TOKEN");
     String ownerUser = System.getenv().getOrDefault("BULLETIN_OWNER_USER",
@@ -181,10 +199,10 @@ public final class Main implements Callable<Integer> {
         .storeFolder(storeDir).storeCapacityBytes(storeCapacity).spillFolder(spillDir)
         .storeArenaShare(storeArenaShare).storeUserShareBytes(storeUserShare)
         .inlineLimitBytes(inlineLimit).drainMarginSeconds(drainMargin).dataPort(dataPort)
-        .ticketSeconds(ticketSeconds).httpPort(httpPort(httpPort))
+        .ticketSeconds(ticketSeconds).httpPort(http)
         .metricsToken(System.getenv("BULLETIN_METRICS_TOKEN"))
         .usageRetention(usageRetention())
-        .reconnect(ReconnectOptions.ofSeconds(reconnectWindow, workerGrace))
+        .reconnect(ReconnectOptions.ofSeconds(reconnectWindow, workerGrace, linkLossGrace))
         .stateFolder(stateDir).journal(!noJournal);
     if (schedulerSeed != null) { // else the builder's random seed, logged at start
       builder.schedulerSeed(schedulerSeed);
@@ -206,6 +224,11 @@ public final class Main implements Callable<Integer> {
     stop.await();
     runtime.close();
     return 0;
+  }
+
+  /** Whether the option was on the command line (else its default is in force). */
+  private boolean given(String option) {
+    return spec.commandLine().getParseResult().hasMatchedOption(option);
   }
 
   /**

@@ -166,7 +166,7 @@ public final class RuntimeVerticle extends VerticleBase {
     api.mount(grpc, auth);
     new UsageApi(usage.store()).mount(grpc, auth);
     new WorkerAttachApi(vertx, plane, clusterId, version, options.inlineLimitBytes(),
-        WireLimits.MAX_MESSAGE_BYTES, options.reconnect().workerGrace()).mount(grpc, auth);
+        WireLimits.MAX_MESSAGE_BYTES, options.reconnect().linkLossGrace()).mount(grpc, auth);
     server = vertx.createHttpServer(TlsSetup.serve(new HttpServerOptions()
         .setInitialSettings(new Http2Settings().setInitialWindowSize(OBJECT_WINDOW_BYTES))
         .setHttp2ConnectionWindowSize(4 * OBJECT_WINDOW_BYTES).setHost(options.host())

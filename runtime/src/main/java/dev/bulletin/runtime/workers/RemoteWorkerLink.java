@@ -63,6 +63,7 @@ public final class RemoteWorkerLink implements WorkerLink {
   private boolean suspended;
   private final java.util.ArrayDeque<HeadMessage> owed = new java.util.ArrayDeque<>();
   private long receivedSeq;
+  private GivenUpCalls givenUp = GivenUpCalls.none();
   /**
    * Runs its argument on the loop with true once every journal record appended so far is on
    * disk (false: it could not be written). What arrived is acknowledged to the worker only
@@ -194,6 +195,11 @@ public final class RemoteWorkerLink implements WorkerLink {
   }
 
   /** A progress message from the worker. */
+  /** Calls the worker runs (or ran) that the runtime gave up while its link was down. */
+  void givenUp(GivenUpCalls calls) {
+    givenUp = calls;
+  }
+
   void onMessage(WorkerMessage message) {
     long seq = message.getSeq();
     if (seq != 0) {
@@ -204,12 +210,12 @@ public final class RemoteWorkerLink implements WorkerLink {
     }
     if (message.hasStarted()) {
       Pending call = pending.get(message.getStarted().getTaskId());
-      if (call != null) {
+      if (call != null && !givenUp.refuses(message.getStarted().getTaskId())) {
         call.listener().started(message.getStarted().getExecutorId());
       }
     } else if (message.hasOutput()) {
       Pending call = pending.get(message.getOutput().getTaskId());
-      if (call != null) {
+      if (call != null && !givenUp.refuses(message.getOutput().getTaskId())) {
         call.listener().output(message.getOutput().getOutput().getStream() == OutputStream.STDERR,
             message.getOutput().getOutput().getData().toByteArray());
       }
@@ -246,7 +252,8 @@ public final class RemoteWorkerLink implements WorkerLink {
     for (HeldObject held : ended.getHeldList()) {
       keyOf(held).ifPresent(key -> objects.held(workerId, key, held.getSize()));
     }
-    Pending call = pending.remove(ended.getTaskId());
+    Pending call = givenUp.refusesEnd(ended.getTaskId()) ? null
+        : pending.remove(ended.getTaskId());
     if (call != null) {
       usage.ended(ended);
       call.outcome().complete(outcome(ended, call.namespace()));

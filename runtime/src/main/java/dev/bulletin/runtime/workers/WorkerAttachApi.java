@@ -30,8 +30,14 @@ public final class WorkerAttachApi {
   private static final Logger LOG = Logger.getLogger(WorkerAttachApi.class.getName());
   private static final ServiceName SERVICE = ServiceName.create("bulletin.v1.Workers");
   static final long HEARTBEAT_MILLIS = 2_000;
-  /** Silence after which a worker counts as gone, even if its connection still looks open. */
-  static final long SILENCE_LIMIT_MILLIS = 5 * HEARTBEAT_MILLIS;
+  /**
+   * Silence after which a worker's link counts as broken, even if its connection still looks
+   * open (a host that froze or fell off the network sends no FIN): four missed heartbeats, so
+   * one slow turn (a GC pause) is no death. Checked every second, the link is declared broken
+   * within 9 s and, with the link-loss grace (5 s), its calls requeued within 14 s.
+   */
+  static final long SILENCE_LIMIT_MILLIS = 4 * HEARTBEAT_MILLIS;
+  private static final long WATCHDOG_MILLIS = 1_000;
   /** A heartbeat's acknowledgement waits this long: a call's end reaches the journal later. */
   private static final long ACK_BATCH_MILLIS = 50;
 
@@ -41,14 +47,18 @@ public final class WorkerAttachApi {
   private final String version;
   private final long inlineLimit;
   private final long maxMessage;
-  /** How long a worker whose link broke keeps its calls, waiting for it to reattach. */
+  /**
+   * How long a worker whose link broke keeps its calls, waiting for it to reattach (the
+   * link-loss grace, --link-loss-grace; not the restart's --worker-grace: this runtime is up,
+   * so a live worker redials within a second or two, and a closed link is most often a death).
+   */
   private final java.time.Duration grace;
   /** Workers whose link broke, by id, within their grace period. */
   private final Map<String, Attachment> parked = new HashMap<>();
 
   public WorkerAttachApi(Vertx vertx, ControlPlane plane, String clusterId, String version,
-      long inlineLimit, long maxMessage, java.time.Duration grace) {
-    this.grace = grace;
+      long inlineLimit, long maxMessage, java.time.Duration linkLossGrace) {
+    this.grace = linkLossGrace;
     this.vertx = vertx;
     this.plane = plane;
     this.clusterId = clusterId;
@@ -125,11 +135,15 @@ public final class WorkerAttachApi {
       // it: they are adopted. Any other it runs (after its grace, this runtime gave them up)
       // it stops. What its store holds is still worth knowing. A new link has received
       // nothing: the worker sends again every report not acknowledged.
-      accept(registration, plane.restoredRemoteWork().registered(worker,
-          registration.getReattach(),
-          reportedGpus(registration),
+      List<String> stop = plane.restoredRemoteWork().registered(worker,
+          registration.getReattach(), reportedGpus(registration),
           new java.util.LinkedHashSet<>(registration.getRunningTaskIdsList()),
-          heldKeys(registration)), 0);
+          heldKeys(registration));
+      GivenUpCalls givenUp = GivenUpCalls.watch(worker, stop, plane::workerOpened);
+      link.givenUp(givenUp);
+      // An old run's end that never comes (a worker that lost it) must not drain it for good.
+      vertx.setTimer(GivenUpCalls.WAIT_MILLIS, id -> givenUp.stopWaiting());
+      accept(registration, stop, 0);
       reregisterHeld(registration);
       plane.attach(worker);
       LOG.info(() -> "worker " + worker.id() + " attached from " + registration.getHost() + ": "
@@ -148,6 +162,9 @@ public final class WorkerAttachApi {
       List<String> stop = link.resume(response,
           new java.util.HashSet<>(registration.getRunningTaskIdsList()));
       worker.drain(before.drainedBefore);
+      // No GivenUpCalls here: the calls given up while it was parked ended or were cancelled
+      // (none was requeued: that happens only past the grace), so none comes back here as a
+      // new attempt; and an end the old stream delivered is not sent again.
       accept(registration, stop, link.receivedSeq());
       reregisterHeld(registration);
       link.flushOwed();
@@ -169,7 +186,7 @@ public final class WorkerAttachApi {
           .addAllStopTaskIds(stopTaskIds).setReceivedSeq(receivedSeq)
           .setDirectTicketKey(com.google.protobuf.ByteString.copyFrom(directKey)))
           .build());
-      watchdog = vertx.setPeriodic(HEARTBEAT_MILLIS, id -> {
+      watchdog = vertx.setPeriodic(WATCHDOG_MILLIS, id -> {
         if ((System.nanoTime() - lastHeard) / 1_000_000 > SILENCE_LIMIT_MILLIS) {
           lost("sent no heartbeat for " + SILENCE_LIMIT_MILLIS / 1000 + " s");
           end(GrpcStatus.UNAVAILABLE, "no heartbeat for " + SILENCE_LIMIT_MILLIS / 1000 + " s");
@@ -222,15 +239,16 @@ public final class WorkerAttachApi {
       }
       link.suspend();
       drainedBefore = worker.drainReason();
-      worker.drain("its link broke; waiting " + grace.toSeconds() + " s for it to reattach");
+      worker.drain("its link broke; waiting " + seconds(grace) + " for it to reattach");
       parked.put(worker.id(), this);
       graceTimer = vertx.setTimer(Math.max(1, grace.toMillis()), id -> {
         if (worker != null && parked.remove(worker.id(), this)) {
-          gone(cause + ", and did not reattach within " + grace.toSeconds() + " s");
+          gone(cause + ", and did not reattach within " + seconds(grace)
+              + " (--link-loss-grace)");
         }
       });
       LOG.info("worker " + worker.id() + " " + cause + "; its " + link.pendingCalls()
-          + " calls wait up to " + grace.toSeconds() + " s for it to reattach");
+          + " calls wait up to " + seconds(grace) + " for it to reattach");
     }
 
     private void cancelWatchdog() {
@@ -277,6 +295,10 @@ public final class WorkerAttachApi {
     vertx.setTimer(ACK_BATCH_MILLIS, id -> plane.journaling().durable(
         plane.journaling().mark()).whenComplete((ok, failed) ->
             loop.runOnContext(ignored -> then.accept(failed == null))));
+  }
+
+  private static String seconds(java.time.Duration duration) {
+    return dev.bulletin.protocol.Text.number(duration.toMillis() / 1000.0) + " s";
   }
 
   private String problemWith(RegisterWorker registration) {

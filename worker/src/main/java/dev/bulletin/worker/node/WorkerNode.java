@@ -176,8 +176,7 @@ public final class WorkerNode implements AutoCloseable {
           heartbeat()).build()));
       // Calls the runtime gave up while the link was down (a reattach after its grace).
       for (String taskId : message.getAccepted().getStopTaskIdsList()) {
-        stoppedEarly.add(taskId);
-        agent.stop(taskId, "the runtime gave it up while this worker was away");
+        stop(taskId, "the runtime gave it up while this worker was away");
       }
     } else if (message.hasRun()) {
       run(message.getRun());
@@ -188,8 +187,7 @@ public final class WorkerNode implements AutoCloseable {
         agent.preempt(taskId, message.getStop().getReason(),
             java.time.Duration.ofMillis((long) (grace * 1000)));
       } else {
-        stoppedEarly.add(taskId);
-        agent.stop(taskId, message.getStop().getReason());
+        stop(taskId, message.getStop().getReason());
       }
     } else if (message.hasSend()) {
       sendKept(message.getSend().getNamespace(), message.getSend().getId());
@@ -243,6 +241,18 @@ public final class WorkerNode implements AutoCloseable {
   }
 
   // ---- running calls -------------------------------------------------------------------------
+
+  /**
+   * Stops a call this node runs. One that already ended here (its end not yet acknowledged: the
+   * runtime gave it up while the link was down) is left alone: marking it would refuse the
+   * runtime's next attempt of it, which may come to this node under the same task id.
+   */
+  private void stop(String taskId, String reason) {
+    if (running.containsKey(taskId)) {
+      stoppedEarly.add(taskId);
+      agent.stop(taskId, reason);
+    }
+  }
 
   private void run(RunCall call) {
     String taskId = call.getTaskId();
