@@ -12,7 +12,7 @@ import javax.net.ssl.TrustManager;
 /**
  * Turns {@link TlsOptions} into what the two ports need: Vert.x options for the gRPC API
  * (HTTP/2 over TLS, chosen by ALPN) and the engines of the data port's {@code TlsChannel}
- * ({@link DataTls}). Both read the same PEM files through Vert.x's PEM loaders, so a key or
+ * ({@link DataTls}), both on the library {@link TlsEngine} chose. Both read the same PEM files through Vert.x's PEM loaders, so a key or
  * certificate that one port accepts, the other accepts too.
  */
 public final class TlsSetup {
@@ -26,7 +26,8 @@ public final class TlsSetup {
     if (!tls.enabled()) {
       return http;
     }
-    return http.setSsl(true).setUseAlpn(true).setKeyCertOptions(keyCert(tls))
+    return http.setSsl(true).setUseAlpn(true).setSslEngineOptions(TlsEngine.vertx())
+        .setKeyCertOptions(keyCert(tls))
         .removeEnabledSecureTransportProtocol("TLSv1.2");
   }
 
@@ -40,7 +41,7 @@ public final class TlsSetup {
     if (!tls.enabled()) {
       return http;
     }
-    http.setSsl(true).setUseAlpn(true).setVerifyHost(true)
+    http.setSsl(true).setUseAlpn(true).setVerifyHost(true).setSslEngineOptions(TlsEngine.vertx())
         .removeEnabledSecureTransportProtocol("TLSv1.2");
     if (tls.ca() != null) {
       http.setTrustOptions(new PemTrustOptions().addCertPath(tls.ca().toString()));
