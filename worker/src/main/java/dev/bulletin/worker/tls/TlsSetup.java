@@ -2,6 +2,7 @@ package dev.bulletin.worker.tls;
 
 import dev.bulletin.bridge.dataport.TlsEngines;
 import io.vertx.core.Vertx;
+import io.vertx.core.http.ClientAuth;
 import io.vertx.core.http.HttpClientOptions;
 import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.http.HttpVersion;
@@ -32,8 +33,24 @@ public final class TlsSetup {
   }
 
   /**
+   * The runtime's gRPC server options: {@link #serve} and, with a CA, a request (not a
+   * requirement: clients have no certificate) for the peer's certificate, checked against that
+   * CA; a worker's is then read by {@link WorkerPeers}. Only the gRPC API asks: the dashboard
+   * does not, so a browser is never offered a certificate picker.
+   */
+  public static HttpServerOptions serveAskingWorkers(HttpServerOptions http, TlsOptions tls) {
+    serve(http, tls);
+    if (tls.enabled() && tls.ca() != null) {
+      http.setClientAuth(ClientAuth.REQUEST)
+          .setTrustOptions(new PemTrustOptions().addCertPath(tls.ca().toString()));
+    }
+    return http;
+  }
+
+  /**
    * HTTP options for a gRPC client of the runtime: HTTP/2 with prior knowledge in plaintext;
-   * with TLS, the runtime's certificate checked against the CA and the dialled host name.
+   * with TLS, the runtime's certificate checked against the CA and the dialled host name, and
+   * this side's own certificate presented where {@code tls} has one (a worker that joined).
    */
   public static HttpClientOptions dial(TlsOptions tls) {
     HttpClientOptions http = new HttpClientOptions().setHttp2ClearTextUpgrade(false)
@@ -45,6 +62,9 @@ public final class TlsSetup {
         .removeEnabledSecureTransportProtocol("TLSv1.2");
     if (tls.ca() != null) {
       http.setTrustOptions(new PemTrustOptions().addCertPath(tls.ca().toString()));
+    }
+    if (tls.serves()) { // a worker with its own certificate: mutual TLS
+      http.setKeyCertOptions(keyCert(tls));
     }
     return http;
   }
