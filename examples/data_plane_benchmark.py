@@ -3,6 +3,7 @@ and against Dask distributed and Ray, in one run on one machine.
 
     make bench-data                   # or: python examples/data_plane_benchmark.py
     python examples/data_plane_benchmark.py --gib 0.25 --only same-host,dataset
+    python examples/data_plane_benchmark.py --tls --only cross-host-tls,worker-host,worker-to-worker
 
 Sections (each prints its numbers and ratios; --only picks some):
   same-host  the one copy into the store (encode + write) against a single-thread memcpy of the
@@ -20,10 +21,10 @@ Sections (each prints its numbers and ratios; --only picks some):
   worker-host  the runtime and its client in one namespace, a worker in the other: the worker
              fetching a call's 1 GiB input and uploading a 1 GiB result (pulled by result()),
              over the data port and over gRPC chunks (--data-path grpc), against raw TCP
-             (plaintext, as cross-host).
+             (plaintext, as cross-host; with --tls, TLS on).
   worker-to-worker  a result kept on worker A moved straight to a call on worker B (each in its
              own network namespace) against raw TCP, and the head's payload bytes for it
-             (examples/worker_to_worker_benchmark.py).
+             (examples/worker_to_worker_benchmark.py; with --tls, TLS on).
   dask, ray  the same round trip (argument in, result out) through each peer, if installed.
   dataset    a CIFAR-10-sized uint8 dataset (50,000 x 3 x 32 x 32) passed to 5 consecutive
              calls: the bytes uploaded on calls 2 to 5 (must be 0).
@@ -386,9 +387,11 @@ def worker_driver(address: str, token: str, nbytes: int, worker_id: str) -> dict
     return {"fetches_s": fetches, "pulls_s": pulls, "call_s": call}
 
 
-def worker_host(nbytes: int) -> dict:
+def worker_host(nbytes: int, tls: bool = False) -> dict:
     """A worker on the other host, the client beside the runtime: the worker's fetches of a
-    call's input and its uploads of a result, over the data port and over gRPC chunks."""
+    call's input and its uploads of a result, over the data port and over gRPC chunks; with
+    ``tls``, the runtime and so both ports speak TLS (the worker finds the CA in the shared
+    $BULLETIN_HOME)."""
     import _netns
 
     why = _netns.available()
@@ -396,7 +399,7 @@ def worker_host(nbytes: int) -> dict:
         return {"skipped": why}
     me = os.path.abspath(__file__)
     runs = {}
-    with two_host_runtime(nbytes, 18772, "--cpus", "1", "--no-tls") as (
+    with two_host_runtime(nbytes, 18772, "--cpus", "1", "--tls" if tls else "--no-tls") as (
             server_ns, client_ns, env, raw):
         for path in ("auto", "grpc"):
             worker = subprocess.Popen(_netns.in_ns(client_ns, [
@@ -421,6 +424,7 @@ def worker_host(nbytes: int) -> dict:
 
     bulk, grpc_run = runs["auto"], runs["grpc"]
     return {
+        "tls": tls,
         "raw_tcp_GBps": tcp_gbps,
         "call_s": bulk["call_s"],
         "fetches_s": [round(s, 3) for s in bulk["fetches_s"]],
@@ -590,6 +594,9 @@ def main() -> None:
                         help="run the selected sections this many times, a fresh cluster each, "
                              "and print issue 16 part 1's goal ratios round by round with their "
                              "median (default 1)")
+    parser.add_argument("--tls", action="store_true",
+                        help="worker-host and worker-to-worker with the runtime in TLS (as every "
+                             "cluster reachable from other hosts is); cross-host-tls always is")
     parser.add_argument("--_tcp-server", dest="tcp_server", type=int)
     parser.add_argument("--_tcp-client", dest="tcp_client", nargs=2)
     parser.add_argument("--_cross-client", dest="cross_client", nargs=2)
@@ -616,7 +623,7 @@ def main() -> None:
     for round_ in range(1, args.rounds + 1):
         if args.rounds > 1:
             print(f"\n== round {round_} of {args.rounds} ==", flush=True)
-        rounds.append(measure(only, a, nbytes))
+        rounds.append(measure(only, a, nbytes, args.tls))
         summary(rounds[-1])
     if args.rounds > 1:
         print_rounds([part1_goals(results) for results in rounds])
@@ -653,7 +660,7 @@ def print_rounds(per_round: list[dict[str, float]]) -> None:
               f"{statistics.median(values):.2f}x; goal {target}")
 
 
-def measure(only: set[str], a: np.ndarray, nbytes: int) -> dict:
+def measure(only: set[str], a: np.ndarray, nbytes: int, tls: bool = False) -> dict:
     """One round of the selected sections; their results by name."""
     import worker_to_worker_benchmark
 
@@ -674,8 +681,8 @@ def measure(only: set[str], a: np.ndarray, nbytes: int) -> dict:
     sections = {"same-host-huge": lambda: huge_page_store(a),
                 "cross-host": lambda: cross_host(nbytes),
                 "cross-host-tls": lambda: cross_host(nbytes, tls=True),
-                "worker-host": lambda: worker_host(nbytes),
-                "worker-to-worker": lambda: worker_to_worker_benchmark.run(nbytes),
+                "worker-host": lambda: worker_host(nbytes, tls),
+                "worker-to-worker": lambda: worker_to_worker_benchmark.run(nbytes, tls),
                 "dask": lambda: dask_round_trip(a), "ray": lambda: ray_round_trip(a)}
     for name, run in sections.items():
         if name in only:
@@ -779,7 +786,9 @@ def summary(results: dict) -> None:
         print(f"  cross-host-tls skipped: {tls['skipped']}")
     far = results.get("worker-host", {})
     if "fetch_vs_tcp" in far:
-        print(f"  worker on another host: fetching a call's input {far['fetch_vs_tcp']:.2f}x, "
+        mode = "TLS" if far.get("tls") else "plaintext"
+        print(f"  worker on another host ({mode}): fetching a call's input "
+              f"{far['fetch_vs_tcp']:.2f}x, "
               f"uploading a result {far['pull_vs_tcp']:.2f}x raw TCP ({far['raw_tcp_GBps']:.2f} "
               f"GB/s; the call's own {far['call_s'] * 1e3:.0f} ms taken out; steady state). "
               f"Over gRPC chunks (--data-path grpc): {far['grpc_fetch_vs_tcp']:.2f}x / "

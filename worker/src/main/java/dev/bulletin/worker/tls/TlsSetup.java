@@ -2,6 +2,7 @@ package dev.bulletin.worker.tls;
 
 import dev.bulletin.bridge.dataport.TlsEngines;
 import io.vertx.core.Vertx;
+import io.vertx.core.http.ClientAuth;
 import io.vertx.core.http.HttpClientOptions;
 import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.http.HttpVersion;
@@ -12,7 +13,7 @@ import javax.net.ssl.TrustManager;
 /**
  * Turns {@link TlsOptions} into what the two ports need: Vert.x options for the gRPC API
  * (HTTP/2 over TLS, chosen by ALPN) and the engines of the data port's {@code TlsChannel}
- * ({@link DataTls}). Both read the same PEM files through Vert.x's PEM loaders, so a key or
+ * ({@link DataTls}), both on the library {@link TlsEngine} chose. Both read the same PEM files through Vert.x's PEM loaders, so a key or
  * certificate that one port accepts, the other accepts too.
  */
 public final class TlsSetup {
@@ -26,13 +27,30 @@ public final class TlsSetup {
     if (!tls.enabled()) {
       return http;
     }
-    return http.setSsl(true).setUseAlpn(true).setKeyCertOptions(keyCert(tls))
+    return http.setSsl(true).setUseAlpn(true).setSslEngineOptions(TlsEngine.vertx())
+        .setKeyCertOptions(keyCert(tls))
         .removeEnabledSecureTransportProtocol("TLSv1.2");
   }
 
   /**
+   * The runtime's gRPC server options: {@link #serve} and, with a CA, a request (not a
+   * requirement: clients have no certificate) for the peer's certificate, checked against that
+   * CA; a worker's is then read by {@link WorkerPeers}. Only the gRPC API asks: the dashboard
+   * does not, so a browser is never offered a certificate picker.
+   */
+  public static HttpServerOptions serveAskingWorkers(HttpServerOptions http, TlsOptions tls) {
+    serve(http, tls);
+    if (tls.enabled() && tls.ca() != null) {
+      http.setClientAuth(ClientAuth.REQUEST)
+          .setTrustOptions(new PemTrustOptions().addCertPath(tls.ca().toString()));
+    }
+    return http;
+  }
+
+  /**
    * HTTP options for a gRPC client of the runtime: HTTP/2 with prior knowledge in plaintext;
-   * with TLS, the runtime's certificate checked against the CA and the dialled host name.
+   * with TLS, the runtime's certificate checked against the CA and the dialled host name, and
+   * this side's own certificate presented where {@code tls} has one (a worker that joined).
    */
   public static HttpClientOptions dial(TlsOptions tls) {
     HttpClientOptions http = new HttpClientOptions().setHttp2ClearTextUpgrade(false)
@@ -40,10 +58,13 @@ public final class TlsSetup {
     if (!tls.enabled()) {
       return http;
     }
-    http.setSsl(true).setUseAlpn(true).setVerifyHost(true)
+    http.setSsl(true).setUseAlpn(true).setVerifyHost(true).setSslEngineOptions(TlsEngine.vertx())
         .removeEnabledSecureTransportProtocol("TLSv1.2");
     if (tls.ca() != null) {
       http.setTrustOptions(new PemTrustOptions().addCertPath(tls.ca().toString()));
+    }
+    if (tls.serves()) { // a worker with its own certificate: mutual TLS
+      http.setKeyCertOptions(keyCert(tls));
     }
     return http;
   }
