@@ -39,7 +39,8 @@ def head(tmp_path_factory):
 users:
   - {{name: alice, group: vision, token: "{ALICE}"}}
   - {{name: bob, group: nlp, token: "{BOB}"}}
-""", "--tls", gpus=0, cpus=1, env={**cli_env(home), "BULLETIN_WORKER_GRACE": "0"})
+""", "--tls", gpus=0, cpus=1, env={**cli_env(home), "BULLETIN_WORKER_GRACE": "0",
+                                                                "BULLETIN_LINK_LOSS_GRACE": "0"})
     try:
         assert c.info["tls"] is True
         yield c
