@@ -59,7 +59,10 @@ def driver(address: str, token: str, nbytes: int, gates: str) -> dict:
 
     client = bulletin.Client(address, token=token, connect_timeout=10)
     deadline = time.monotonic() + 90
-    while not set(WORKERS) <= {w.worker_id for w in client.status().workers}:
+    # Ready, not only listed: the previous round's workers of the same ids stay listed (draining)
+    # while their link-loss grace runs.
+    while not set(WORKERS) <= {w.worker_id for w in client.status().workers
+                               if w.state == "ready"}:
         if time.monotonic() > deadline:
             raise RuntimeError("the two workers did not attach within 90 s")
         time.sleep(0.2)
