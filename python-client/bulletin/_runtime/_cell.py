@@ -89,13 +89,15 @@ def _result(spec: CellSpec, namespace: dict, given: dict, inputs: dict, shown) -
                         where={"host": socket.gethostname(),
                                "executor": os.environ.get("BULLETIN_EXECUTOR_ID", ""),
                                "gpus": os.environ.get("CUDA_VISIBLE_DEVICES", "")})
-    for name in returned:
-        value = namespace[name]
-        if value is display:
-            continue
-        if isinstance(value, types.ModuleType):
-            result.values[name] = ModuleName(value.__name__)
-            continue
+    values = {name: (ModuleName(namespace[name].__name__)
+                     if isinstance(namespace[name], types.ModuleType) else namespace[name])
+              for name in returned if namespace[name] is not display}
+    # One probe of everything; the values one by one only when it fails (pickling a large
+    # structure twice would double the cell's cost for the common case).
+    if _unpicklable((values, shown)) is None:
+        result.values, result.shown = values, shown
+        return result
+    for name, value in values.items():
         why = _unpicklable(value)
         if why is None:
             result.values[name] = value

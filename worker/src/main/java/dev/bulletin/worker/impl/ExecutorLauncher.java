@@ -219,25 +219,10 @@ final class ExecutorLauncher {
 
   private static void startPump(String name, java.io.InputStream in, boolean stderr, Holder holder) {
     Map<String, Consumer<String>> markers = new HashMap<>();
-    markers.put(OutputPump.SENTINEL_WORD, taskId -> {
-      ExecutorProcess executor = holder.executor;
-      if (executor != null) {
-        executor.sentinel(taskId);
-      }
-    });
+    markers.put(OutputPump.SENTINEL_WORD, toExecutor(holder, ExecutorProcess::sentinel));
     if (stderr) {
-      markers.put(OutputPump.RETURNED_WORD, taskId -> {
-        ExecutorProcess executor = holder.executor;
-        if (executor != null) {
-          executor.returned(taskId);
-        }
-      });
-      markers.put(OutputPump.PREEMPT_SAFE_WORD, taskId -> {
-        ExecutorProcess executor = holder.executor;
-        if (executor != null) {
-          executor.preemptSafe(taskId);
-        }
-      });
+      markers.put(OutputPump.RETURNED_WORD, toExecutor(holder, ExecutorProcess::returned));
+      markers.put(OutputPump.PREEMPT_SAFE_WORD, toExecutor(holder, ExecutorProcess::preemptSafe));
     } else {
       markers.put(OutputPump.READY_WORD, announcement -> {
         if (!holder.announced.isDone()) {
@@ -268,6 +253,17 @@ final class ExecutorLauncher {
     Thread thread = new Thread(pump, name);
     thread.setDaemon(true);
     thread.start();
+  }
+
+  /** A marker's task id for the executor, once there is one (markers before it are dropped). */
+  private static Consumer<String> toExecutor(Holder holder,
+      java.util.function.BiConsumer<ExecutorProcess, String> handler) {
+    return taskId -> {
+      ExecutorProcess executor = holder.executor;
+      if (executor != null) {
+        handler.accept(executor, taskId);
+      }
+    };
   }
 
   private static java.util.logging.Logger quietPy4j() {

@@ -236,8 +236,7 @@ final class ExecutorProcess {
         + id + " was stopped as hung. A __reduce__ or native code that blocks while the result"
         + " is pickled does this; return plain data (arrays, dicts, tensors on the CPU)";
     retireReason = "its call's result was not stored in time";
-    confinement.kill();
-    gateway.shutdown();
+    kill(hungReason);
   }
 
   private synchronized void claim(String user) {
