@@ -11,8 +11,12 @@ measured time is printed (pytest -s), for the issue's table.
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 import time
 
+import grpc
 import pytest
 
 import bulletin
@@ -168,3 +172,64 @@ def test_a_worker_whose_link_goes_silent_loses_its_call_within_the_heartbeat_lim
         assert to_failure < WELL_BEFORE_RESTART_GRACE, to_failure
     finally:
         proxy.close()
+
+
+def runtime_log(head) -> str:
+    return (head.home / "runtime.log").read_text(errors="replace")
+
+
+def test_a_worker_stopped_with_sigterm_says_goodbye_and_a_queued_call_waits_for_another(
+        head, client, workers, tmp_path):
+    """`bulletin worker` stopped as a service manager stops it: its link ends as a goodbye, so
+    the runtime takes it as gone at once (no link-loss grace). The call queued behind its
+    running one fitted no other worker: it waits for one (it was accepted: a worker that fits
+    was there), and runs when one joins, rather than failing as if it could never run."""
+    proc = workers("term-a")
+    starts, gate = tmp_path / "starts", tmp_path / "gate"
+    running = client.submit(note_start_then_wait, str(starts), str(gate), gpus=1, retries=1)
+    wait_until(lambda: len(lines(starts)) == 1, timeout=CALL_SECONDS, what="the first run")
+    queued = client.submit(note_start_then_wait, str(starts), str(gate), gpus=1)
+    wait_until(lambda: queued.wait_info is not None, timeout=CALL_SECONDS,
+               what="the second call to wait")
+    os.killpg(proc.pid, signal.SIGTERM)
+    proc.wait(timeout=60)
+    wait_until(lambda: attached(client, "term-a") is None, timeout=WELL_BEFORE_RESTART_GRACE,
+               what="term-a to detach")
+    assert "worker term-a detached: ended its stream" in runtime_log(head)
+    for future in (running, queued):
+        wait_until(lambda: future.status == "queued" and future.wait_info is not None
+                   and "waits for a worker that can to join" in future.wait_info.reason,
+                   timeout=CALL_SECONDS, what="the call to wait for a worker")
+    assert not queued.done() and not running.done()
+    gate.touch()
+    workers("term-b")
+    assert queued.result(timeout=CALL_SECONDS).startswith("term-b")
+    assert running.result(timeout=CALL_SECONDS).startswith("term-b")
+    assert running.attempt == 2
+
+
+def test_a_worker_link_reset_by_the_worker_is_noticed_without_waiting_for_heartbeats(head):
+    """An HTTP/2 reset of the Attach stream (RST_STREAM, what a cancelled gRPC call sends)
+    is a lost link at once, not after the heartbeat limit (8 s)."""
+    from bulletin._proto import bulletin_pb2 as pb
+    from bulletin._proto import bulletin_pb2_grpc as rpc
+
+    token = (head.home / "worker-token").read_text().strip()
+    register = pb.WorkerMessage(register=pb.RegisterWorker(
+        worker_id="reset-a", host="test", cpus=1, memory_bytes=1 << 30,
+        version=bulletin.__version__))
+    done = threading.Event()
+
+    def messages():  # the registration, then an open stream (no half-close) until the reset
+        yield register
+        done.wait(60)
+
+    with grpc.insecure_channel(head.address) as channel:
+        call = rpc.WorkersStub(channel).Attach(
+            messages(), metadata=[("authorization", f"Bearer {token}")])
+        next(call)  # accepted
+        call.cancel()
+        done.set()
+    wait_until(lambda: "worker reset-a reset its link" in runtime_log(head),
+               timeout=CALL_SECONDS, what="the runtime to see the reset")
+    assert "worker reset-a sent no heartbeat" not in runtime_log(head)

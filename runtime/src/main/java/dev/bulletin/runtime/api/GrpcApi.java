@@ -186,6 +186,8 @@ public final class GrpcApi {
       response.end();
     });
     request.exceptionHandler(error -> sessions.streamBroke(session, response));
+    // A reset stream (the client cancelled it) reaches the error handler only.
+    request.errorHandler(error -> sessions.streamBroke(session, response));
     response.exceptionHandler(error -> sessions.streamBroke(session, response));
   }
 

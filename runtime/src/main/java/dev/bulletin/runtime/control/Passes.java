@@ -208,19 +208,18 @@ final class Passes {
     requestFull();
   }
 
-  /** A call the policy will never run as asked, unless a pool could start a worker for it. */
+  /**
+   * A call the policy will never run as asked. One that fits no open worker only waits: it was
+   * accepted, so a worker that fits it was attached (or a pool could start one) at its submit,
+   * and workers come and go (a restart, a link lost and its grace run out, a Slurm job ended);
+   * failing it the moment the last such worker left would turn a worker's restart into
+   * users' errors. "Never" at submit stays at submit ({@link ControlPlane#feasibility}).
+   */
   private void refuse(Task task, String reason) {
     if (task.state() != TaskState.QUEUED) {
       return;
     }
-    boolean fitsAnOpenWorker = plane.feasibilityOnOpenWorkers(task.demand()).feasible();
-    boolean fitsTheCluster = plane.feasibility(task.demand()).feasible();
-    if (!fitsAnOpenWorker && (fitsTheCluster || task.requeues() > 0
-        || plane.restoredRemoteWork().workersMayReattach())) {
-      // Too big for the workers open now (gone or draining), but a worker that fits is attached,
-      // or a pool can start one, or it already ran here and lost its worker (its retry waits
-      // for one to join), or the runtime just restarted and remote workers are still coming
-      // back: it waits.
+    if (!plane.feasibilityOnOpenWorkers(task.demand()).feasible()) {
       tellWaiting(task, new WaitInfo(1, WaitCode.NO_WORKERS, "no worker attached now can run it ("
           + reason + "); it waits for a worker that can to join", Optional.empty(), List.of()));
       return;

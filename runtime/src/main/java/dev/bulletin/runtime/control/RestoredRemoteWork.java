@@ -43,7 +43,6 @@ public final class RestoredRemoteWork {
   private final Set<String> keepers = new HashSet<>();
   private final Map<String, Long> graceTimers = new HashMap<>();
   /** Set for the worker grace after a restore that brought calls back (see below). */
-  private boolean reattachWindow;
 
   RestoredRemoteWork(ControlPlane plane, Context context) {
     this.plane = plane;
@@ -64,18 +63,11 @@ public final class RestoredRemoteWork {
   }
 
   /**
-   * After the restore: each worker has {@code grace} from now to reattach. If calls were
-   * restored, for that long a queued call that no attached worker can run waits instead of
-   * failing as infeasible: the remote worker that can may not have reattached yet.
+   * After the restore: each worker has {@code grace} from now to reattach; the calls of one
+   * that does not are requeued. (A queued call that no attached worker can run meanwhile waits:
+   * see {@code Passes#refuse}.)
    */
-  void startGrace(Duration grace, boolean restoredCalls) {
-    if (restoredCalls && !grace.isZero()) {
-      reattachWindow = true;
-      context.owner().setTimer(grace.toMillis(), id -> {
-        reattachWindow = false;
-        plane.schedule(); // calls that waited for a worker that did not come fail now
-      });
-    }
+  void startGrace(Duration grace) {
     Set<String> awaited = new LinkedHashSet<>(waiting.keySet());
     awaited.addAll(keepers);
     for (String workerId : awaited) {
@@ -94,11 +86,6 @@ public final class RestoredRemoteWork {
     if (keepers.remove(workerId)) {
       plane.objects().keeperGone(workerId, why);
     }
-  }
-
-  /** Whether remote workers may still reattach after a restart (see {@link #startGrace}). */
-  public boolean workersMayReattach() {
-    return reattachWindow;
   }
 
   /** Calls waiting for their worker now (the status and the tests). */

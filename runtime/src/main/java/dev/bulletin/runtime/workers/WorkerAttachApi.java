@@ -329,6 +329,9 @@ public final class WorkerAttachApi {
       attachment.end(GrpcStatus.OK, "");
     });
     request.exceptionHandler(error -> attachment.lost("lost its connection: " + error));
+    // A stream the worker reset (RST_STREAM) reaches the error handler only, not the exception
+    // handlers: without it a worker that cancelled its link was noticed by the heartbeat alone.
+    request.errorHandler(error -> attachment.lost("reset its link (" + error + ")"));
     request.response().exceptionHandler(error -> attachment.lost("lost its connection: " + error));
   }
 }

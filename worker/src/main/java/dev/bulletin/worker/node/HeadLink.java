@@ -288,10 +288,18 @@ final class HeadLink {
     }
   }
 
+  /**
+   * Ends the stream as a goodbye: the runtime takes the worker as gone at once (its calls
+   * requeued now), where a reset would be a lost link that it holds through its grace.
+   */
   void close() {
     closed = true;
     if (stream != null) {
-      stream.cancel();
+      try {
+        stream.end();
+      } catch (IllegalStateException alreadyGone) {
+        stream.cancel();
+      }
     }
   }
 
