@@ -40,7 +40,7 @@ from ._version import __version__
 # Client and get_client load grpc; they are imported on first access (PEP 562) so that
 # `import bulletin` stays cheap, above all in the executor processes.
 _LAZY = {"Client": "._client", "get_client": "._client", "ClusterStatus": "._status",
-         "UsageReport": "._usage"}
+         "UsageReport": "._usage", "cell_runs": "._magic", "CellRun": "._magic"}
 
 
 def __getattr__(name: str):
@@ -58,14 +58,14 @@ def __dir__():
 
 __all__ = [
     "ALL_COMPLETED", "FIRST_COMPLETED", "FIRST_EXCEPTION",
-    "AuthenticationError", "BulletinError", "CallEnvironmentError", "CallTimeoutError", "Client",
+    "AuthenticationError", "BulletinError", "CallEnvironmentError", "CellRun", "CallTimeoutError", "Client",
     "ClusterStatus", "Executor", "Future", "InfeasibleError", "InvalidArgumentError", "InvalidRequestError",
     "MemoryLimitError", "RemoteError",
     "Ref", "RemoteFunction", "RemoteTraceback", "ResultSerializationError", "RuntimeFailure",
     "RuntimeUnreachableError", "SerializationError", "StoreFullError", "TlsError",
     "UsageReport",
     "WorkerDiedError", "WaitInfo", "WorkerLostError", "__version__",
-    "as_completed", "cpu", "get_client", "gpu", "on_preempt", "wait",
+    "as_completed", "cell_runs", "cpu", "get_client", "gpu", "on_preempt", "wait",
 ]
 
 

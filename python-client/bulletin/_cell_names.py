@@ -119,6 +119,30 @@ def _may_change(tree: ast.AST) -> set[str]:
     return names
 
 
+# numpy's methods that write into their array: an array that came read-only (mapped from the
+# store) must be a copy of its own before the cell runs them.
+_IN_PLACE_ARRAY_METHODS = frozenset({"sort", "fill", "put", "partition", "resize", "itemset",
+                                     "setfield", "setflags", "byteswap"})
+
+
+def writes_into(source: str) -> set[str]:
+    """Names a cell writes into, by its syntax: ``x[0] = 1``, ``x.a = 1``, ``x += 1``,
+    ``del x[0]`` and numpy's in-place methods (``x.sort()``). The narrow part of
+    :func:`cell_names`' ``may_change``: an array passed to a function that writes into it is
+    not seen (docs/notebooks.md says so)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(
+                node.ctx, (ast.Store, ast.Del)):
+            names.update(_base_names(node.value))
+        elif isinstance(node, ast.AugAssign):
+            names.update(_base_names(node.target))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in _IN_PLACE_ARRAY_METHODS):
+            names.update(_base_names(node.func.value))
+    return names
+
+
 def _base_names(node: ast.AST) -> set[str]:
     """The name an expression changes through: ``x`` for ``x``, ``x.a[0]``, ``*x``."""
     while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):

@@ -388,6 +388,7 @@ class Client:
             return
         result = event.result
         _record_timings(future, result.timings)
+        future._result_bytes = len(result.value.inline_data) or result.value.size
         if result.value.inline_data:
             t0 = perf_counter()
             self._resolve(future, result.raised, result.value.inline_data, t0)

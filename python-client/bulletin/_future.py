@@ -104,6 +104,10 @@ class Future(cf.Future):
         self._fetch_lock = threading.Lock()
         self._error_tb = None  # the traceback the error is raised with (remote frames)
         self._client = _client_of(canceller)
+        # Bytes carried in the call's own messages (arguments and function sent inline; what
+        # went through the store is counted by the transfer) and the result's encoded size.
+        self._inline_bytes = 0
+        self._result_bytes = 0
 
     @property
     def client(self):

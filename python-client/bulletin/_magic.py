@@ -18,7 +18,9 @@ import ast
 import importlib
 import shlex
 import sys
+import time
 import types
+from dataclasses import dataclass
 
 from ._call_options import OPTION_NAMES
 from ._cell_names import cell_names
@@ -26,6 +28,7 @@ from ._config import Options
 from ._envelope import exception_from_envelope
 from ._errors import BulletinError, InvalidArgumentError
 from ._runtime._cell import CellSpec, ModuleName, run_cell
+from ._status import format_bytes
 
 # The notebook's own names, never sent: IPython's history and its helpers.
 _NOTEBOOK_NAMES = frozenset({"In", "Out", "get_ipython", "exit", "quit", "_", "__", "___",
@@ -33,6 +36,33 @@ _NOTEBOOK_NAMES = frozenset({"In", "Out", "get_ipython", "exit", "quit", "_", "_
 _USAGE = ("usage: %%bulletin [gpus=N] [cpus=N] [memory=SIZE] [qos=NAME] [timeout=SECONDS] "
           "[retries=N] [priority=N] [pip=[...]] [--quiet], then the cell; or %bulletin "
           "[options] STATEMENT")
+
+
+@dataclass(frozen=True)
+class CellRun:
+    """One ``%%bulletin`` cell (or ``%bulletin`` statement) as it ran: what it cost.
+
+    ``sent_bytes`` is what this kernel sent for it (inline, and uploads to the store; a value
+    the store already held is not sent again), ``received_bytes`` the encoded size of what came
+    back; ``waited_s`` the time before it started (queue and executor start), ``ran_s`` its run
+    on the cluster, ``wall_s`` the whole cell here."""
+    source: str
+    key: str
+    where: dict
+    waited_s: float
+    ran_s: float
+    wall_s: float
+    sent_bytes: int
+    received_bytes: int
+
+
+_RUNS: list[CellRun] = []
+
+
+def cell_runs() -> list[CellRun]:
+    """The ``%%bulletin`` cells this kernel ran, oldest first (a benchmark's or a curious
+    user's record: the magic's one-line summary, kept)."""
+    return list(_RUNS)
 
 
 class RemoteModule(types.ModuleType):
@@ -119,9 +149,17 @@ def run_source(shell, source: str, options: Options, quiet: bool = False):
     filename = shell.compile.cache(source, _cell_number(shell))
     spec = CellSpec(source, filename, tuple(sorted(names.binds | names.may_change)),
                     names.last_expression)
-    future = get_client()._call_to_end(run_cell, (spec,), inputs, options, key=None,
-                                       displays=True)
+    client = get_client()
+    started, uploaded = time.perf_counter(), client._transfer.uploaded_bytes
+    future = client._call_to_end(run_cell, (spec,), inputs, options, key=None, displays=True)
     result = future.result()
+    timings = future.timings
+    run = CellRun(source, future.key, dict(result.where),
+                  timings.get("queue", 0.0) + timings.get("start", 0.0), timings.get("run", 0.0),
+                  time.perf_counter() - started,
+                  future._inline_bytes + client._transfer.uploaded_bytes - uploaded,
+                  future._result_bytes)
+    _RUNS.append(run)
     for name in result.deleted:
         user.pop(name, None)
     for name, value in result.values.items():
@@ -131,7 +169,7 @@ def run_source(shell, source: str, options: Options, quiet: bool = False):
         print(f"[bulletin] {name} is not set here: {why}; it stays on the cluster only for "
               "this cell", file=sys.stderr)
     if not quiet:
-        print(_where(result.where, future.timings))
+        print(_summary(run))
     if result.error is not None:
         error = exception_from_envelope(result.error, future.key)
         raise error.with_traceback(error.__traceback__)
@@ -172,22 +210,35 @@ def _sent(value):
 
 def _received(name: str, value):
     if not isinstance(value, ModuleName):
-        return value
+        return _writable(value)
     try:
         return importlib.import_module(value.name)
     except ImportError as exc:
         return RemoteModule(value.name, str(exc))
 
 
-def _where(where: dict, timings: dict) -> str:
-    """``ran on worker local (host vm), GPU 0 · waited 0.01 s · ran 1.20 s``."""
-    gpus = where.get("gpus") or ""
-    worker = (where.get("executor") or "").rpartition("-e")[0]  # executor ids: <worker>-e<n>
-    place = (f"worker {worker} (host {where.get('host', '?')})" if worker
-             else where.get("host", "?")) + (f", GPU {gpus}" if gpus else ", no GPU")
-    waited = timings.get("queue", 0.0) + timings.get("start", 0.0)
-    return (f"[bulletin] ran on {place} · waited {waited:.2f} s · "
-            f"ran {timings.get('run', 0.0):.2f} s")
+def _writable(value):
+    """An array a cell changed comes back mapped read-only from the store; the notebook's own
+    was writable, and later local cells write into it: a copy, only of what changed."""
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.ndarray) and not value.flags.writeable:
+        return value.copy()
+    return value
+
+
+def _summary(run: CellRun) -> str:
+    """``[bulletin] ran on worker local (host vm), GPU 0 · waited 0.01 s · ran 1.20 s · sent
+    2.0 KiB, got 1.1 KiB``."""
+    gpus = run.where.get("gpus") or ""
+    worker = (run.where.get("executor") or "").rpartition("-e")[0]  # executor ids: <worker>-e<n>
+    place = (f"worker {worker} (host {run.where.get('host', '?')})" if worker
+             else run.where.get("host", "?")) + (f", GPU {gpus}" if gpus else ", no GPU")
+    return (f"[bulletin] ran on {place} · waited {run.waited_s:.2f} s · ran {run.ran_s:.2f} s"
+            f" · sent {_size(run.sent_bytes)}, got {_size(run.received_bytes)}")
+
+
+def _size(n: int) -> str:
+    return format_bytes(n) if n > 0 else "0 B"
 
 
 def _literal(text: str):

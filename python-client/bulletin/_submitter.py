@@ -308,6 +308,8 @@ class Submitter:
                                              + perf_counter() - start)
         else:
             spec.args.inline_data = args_encoded.to_bytes()
+            if future is not None:
+                future._inline_bytes += args_encoded.nbytes
         for oid, size in arguments.refs.items():
             spec.refs.add(id=oid, size=size)
         fn_id = spec.function.id
@@ -323,6 +325,8 @@ class Submitter:
             if fn_id not in self.sent_functions:
                 if not call.upload_fn:
                     spec.function.inline_data = call.fn_encoded.to_bytes()
+                    if future is not None:
+                        future._inline_bytes += call.fn_encoded.nbytes
                 self.sent_functions.add(fn_id)
                 first_use = (fn_id, call.fn_encoded)
             self._queue.put_locked(spec, first_use)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from bulletin._cell_names import cell_names
+from bulletin._cell_names import cell_names, writes_into
 
 
 def test_bindings_of_every_kind_at_the_cells_top_level():
@@ -47,3 +47,12 @@ def test_the_last_expression_is_known():
 def test_a_syntax_error_is_raised_as_compiling_would():
     with pytest.raises(SyntaxError):
         cell_names("x = (")
+
+
+@pytest.mark.parametrize("source, written", [
+    ("x[0] = 1", {"x"}), ("x.a.b = 1", {"x"}), ("x += 1", {"x"}), ("del x[0]", {"x"}),
+    ("x.sort()", {"x"}), ("x.a.fill(0)", {"x"}),
+    ("y = x.sum()\nprint(x)", set()), ("x = x + 1", set()), ("shuffle(x)", set()),
+])
+def test_writes_into_is_the_syntax_that_writes_into_a_value(source, written):
+    assert writes_into(source) == written

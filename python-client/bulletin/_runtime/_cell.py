@@ -18,6 +18,7 @@ import sys
 import types
 from dataclasses import dataclass, field
 
+from .._cell_names import writes_into
 from .._displays import display_line, figure_bundle, mime_bundle
 from .._envelope import make_envelope
 
@@ -59,7 +60,13 @@ def run_cell(spec: CellSpec, /, **inputs) -> CellResult:
     for name, value in inputs.items():
         namespace[name] = (importlib.import_module(value.name)
                            if isinstance(value, ModuleName) else value)
+    for name in writes_into(spec.source) & inputs.keys():
+        namespace[name] = _writable(namespace[name])
     given = {name: id(value) for name, value in namespace.items()}
+    # Inputs the cell may change in place: their content now, to send back only those it did
+    # change (an unchanged one stays the notebook's own object, as after a local cell).
+    before = {name: _content_id(namespace[name]) for name in spec.returns
+              if name in inputs and not isinstance(inputs[name], ModuleName)}
     # The source is the traceback's: its lines show with the cell's own line numbers.
     lines = spec.source.splitlines(keepends=True)
     linecache.cache[spec.filename] = (len(spec.source), None, lines, spec.filename)
@@ -74,18 +81,22 @@ def run_cell(spec: CellSpec, /, **inputs) -> CellResult:
     except BaseException as exc:  # noqa: BLE001 - a cell's sys.exit() too, as IPython shows it
         error = make_envelope(exc, exc.__traceback__.tb_next)  # from the cell's first frame
     _show_figures()
-    result = _result(spec, namespace, given, inputs, shown)
+    changed = {name for name, content in before.items()
+               if content is None or name not in namespace
+               or _content_id(namespace[name]) != content}
+    result = _result(spec, namespace, given, changed, shown)
     result.error = error
     return result
 
 
-def _result(spec: CellSpec, namespace: dict, given: dict, inputs: dict, shown) -> CellResult:
+def _result(spec: CellSpec, namespace: dict, given: dict, changed: set, shown) -> CellResult:
     returned = [name for name in namespace
                 if not name.startswith("__") and (name not in given
                                                   or id(namespace[name]) != given[name])]
-    returned += [name for name in spec.returns if name in namespace and name in inputs
-                 and name not in returned and not isinstance(inputs[name], ModuleName)]
-    result = CellResult({}, tuple(name for name in inputs if name not in namespace),
+    returned += [name for name in sorted(changed) if name in namespace and name not in returned]
+    result = CellResult({}, tuple(name for name in given
+                                  if name not in namespace and not name.startswith("__")
+                                  and name != "display"),
                         where={"host": socket.gethostname(),
                                "executor": os.environ.get("BULLETIN_EXECUTOR_ID", ""),
                                "gpus": os.environ.get("CUDA_VISIBLE_DEVICES", "")})
@@ -109,6 +120,26 @@ def _result(spec: CellSpec, namespace: dict, given: dict, inputs: dict, shown) -
         else:  # shown here, as text or a rich repr, since the value cannot travel
             _show(mime_bundle(shown))
     return result
+
+
+def _writable(value):
+    """An array the cell writes into, as its own writable copy: inputs are mapped read-only
+    from the store (the notebook's own array was writable, and stays unchanged there until
+    the cell's result comes back)."""
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.ndarray) and not value.flags.writeable:
+        return value.copy()
+    return value
+
+
+def _content_id(value) -> str | None:
+    """The digest of ``value``'s encoding (arrays and tensors hashed in place, no copy), or
+    None when it cannot be encoded (then it counts as changed)."""
+    from .._codec import encode
+    try:
+        return encode(value).digest()
+    except Exception:  # noqa: BLE001 - an unpicklable value: its own check reports it
+        return None
 
 
 def _unpicklable(value) -> str | None:

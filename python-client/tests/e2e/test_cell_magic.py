@@ -67,11 +67,38 @@ def test_names_go_in_and_come_back_as_a_local_cell_would_leave_them(cluster):
     ])
     assert "pid differs: True" in text(outputs[1])
     assert re.search(r"\[bulletin\] ran on worker \S+ \(host \S+\), (GPU \S+|no GPU) · "
-                     r"waited [0-9.]+ s · ran [0-9.]+ s", text(outputs[1]))
+                     r"waited [0-9.]+ s · ran [0-9.]+ s · sent [0-9.]+ \S*B, got [0-9.]+ \S*B",
+                     text(outputs[1]))
     assert result(outputs[1]) == "np.int64(60)"
     # y came back, items changed in place came back, gone was deleted, the import holds.
     assert text(outputs[2]) == "[0, 10, 20, 30] [1, 2] False a/b\n"
     assert text(outputs[4]) == "[1, 11, 21, 31]\n"
+
+
+def test_a_cell_sends_and_brings_back_only_what_changed_and_arrays_stay_writable(cluster):
+    outputs = run([
+        connect(cluster) + "import json\nimport numpy as np\nbig = np.ones(1 << 20)",  # 8 MiB
+        "%%bulletin -q\ntotal = float(big.sum())",
+        "%%bulletin -q\ntotal = float(big.sum())",
+        "big[0] = 2",  # still the notebook's own, writable array
+        "%%bulletin -q\ntotal = float(big.sum())\nbig[1] = 3",
+        "big[2] = 4\nprint(big[:3].tolist())",  # changed there: back, and writable here
+        "runs = bulletin.cell_runs()\n"
+        "print(json.dumps({'sent': [r.sent_bytes for r in runs], 'total': total,"
+        " 'received': [r.received_bytes for r in runs], 'source': runs[0].source,"
+        " 'timed': all(0 <= r.ran_s <= r.wall_s for r in runs)}))",
+    ])
+    import json
+    assert text(outputs[5]) == "[2.0, 3.0, 4.0]\n"
+    runs = json.loads(text(outputs[6]))
+    first, unchanged, changed = runs["sent"]
+    assert first >= 8 << 20 and changed >= 8 << 20, runs  # the array went, then went again
+    assert unchanged < 64 << 10, runs  # the store had it: only the call itself went
+    # A float back, and the array only from the cell that wrote into it.
+    read, read_again, wrote = runs["received"]
+    assert 0 < read < 64 << 10 and 0 < read_again < 64 << 10 and wrote >= 8 << 20, runs
+    assert runs["total"] == float((1 << 20) + 1) and runs["timed"], runs
+    assert runs["source"].strip() == "total = float(big.sum())"
 
 
 def test_displays_and_figures_show_under_the_cell(cluster):
