@@ -27,7 +27,8 @@ import nbformat
 from nbclient import NotebookClient
 
 HERE = Path(__file__).resolve().parent
-NOTEBOOKS = ("quickstart.ipynb", "offload_overhead.ipynb", "data_movement.ipynb")
+NOTEBOOKS = ("quickstart.ipynb", "offload_overhead.ipynb", "data_movement.ipynb",
+             "cell_offload.ipynb")
 INJECTED = "injected-parameters"
 
 
