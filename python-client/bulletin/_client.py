@@ -437,7 +437,7 @@ class Client:
 
 def _record_timings(future: Future, timings) -> None:
     future._timings.update(queue=timings.queue_seconds, start=timings.start_seconds,
-                           run=timings.run_seconds)
+                           run=timings.run_seconds, held=timings.held_seconds)
 
 
 def _base_options(fn: Callable) -> Options:

@@ -61,7 +61,10 @@ class Future(cf.Future):
     Besides the concurrent.futures API: ``key`` (the task id), ``status`` ("queued", "running",
     "finished", "error", "cancelled"), ``output`` (the call's stdout and stderr text so far) and
     ``timings``, seconds per phase: serialize, upload and download (which includes unpickling
-    the result) measured here; queue, start and run measured by the runtime. While queued,
+    the result) measured here; queue, start and run measured by the runtime, and held: from
+    placement to the end, the time its slots (its GPUs) were reserved, which is more than start
+    and run by the executor's loading of the function and arguments (imports included) and its
+    storing of the result. While queued,
     ``wait_info`` says why it waits (a :class:`WaitInfo`, or None); ``preempted`` counts the
     times the cluster preempted and requeued it (its result is unaffected). As in Dask,
     ``client`` is the Client that sent the call and ``type`` the type of its result once known.

@@ -45,7 +45,9 @@ class CellRun:
     ``sent_bytes`` is what this kernel sent for it (inline, and uploads to the store; a value
     the store already held is not sent again), ``received_bytes`` the encoded size of what came
     back; ``waited_s`` the time before it started (queue and executor start), ``ran_s`` its run
-    on the cluster, ``wall_s`` the whole cell here."""
+    on the cluster, ``held_s`` how long its slots (its GPU) were reserved for it (placement to
+    end: the run, and the executor's loading of the cell's inputs and storing of what it
+    returns), ``wall_s`` the whole cell here."""
     source: str
     key: str
     where: dict
@@ -54,6 +56,7 @@ class CellRun:
     wall_s: float
     sent_bytes: int
     received_bytes: int
+    held_s: float
 
 
 _RUNS: list[CellRun] = []
@@ -158,7 +161,7 @@ def run_source(shell, source: str, options: Options, quiet: bool = False):
                   timings.get("queue", 0.0) + timings.get("start", 0.0), timings.get("run", 0.0),
                   time.perf_counter() - started,
                   future._inline_bytes + client._transfer.uploaded_bytes - uploaded,
-                  future._result_bytes)
+                  future._result_bytes, timings.get("held", 0.0))
     _RUNS.append(run)
     for name in result.deleted:
         user.pop(name, None)
@@ -227,13 +230,14 @@ def _writable(value):
 
 
 def _summary(run: CellRun) -> str:
-    """``[bulletin] ran on worker local (host vm), GPU 0 · waited 0.01 s · ran 1.20 s · sent
-    2.0 KiB, got 1.1 KiB``."""
+    """``[bulletin] ran on worker local (host vm), GPU 0 · waited 0.01 s · ran 1.20 s (held
+    1.31 s) · sent 2.0 KiB, got 1.1 KiB``."""
     gpus = run.where.get("gpus") or ""
     worker = (run.where.get("executor") or "").rpartition("-e")[0]  # executor ids: <worker>-e<n>
     place = (f"worker {worker} (host {run.where.get('host', '?')})" if worker
              else run.where.get("host", "?")) + (f", GPU {gpus}" if gpus else ", no GPU")
     return (f"[bulletin] ran on {place} · waited {run.waited_s:.2f} s · ran {run.ran_s:.2f} s"
+            f" (held {run.held_s:.2f} s)"
             f" · sent {_size(run.sent_bytes)}, got {_size(run.received_bytes)}")
 
 

@@ -193,7 +193,9 @@ def test_large_argument_and_large_result_round_trip(client):
     big = np.arange(size // 8, dtype=np.float64)
     f = client.submit(np.multiply, big, 2)
     assert np.array_equal(f.result(timeout=CALL_SECONDS), big * 2)
-    assert set(f.timings) >= {"serialize", "upload", "queue", "run", "download"}
+    assert set(f.timings) >= {"serialize", "upload", "queue", "run", "download", "held"}
+    # Held from placement to the end: the start, the run, and loading and storing 5 MiB there.
+    assert f.timings["held"] > f.timings["start"] + f.timings["run"] > 0, f.timings
 
     made = client.submit(os.urandom, size).result(timeout=CALL_SECONDS)
     assert isinstance(made, bytes) and len(made) == size

@@ -696,6 +696,7 @@ public final class ControlPlane {
   private static RuntimeTimings timings(Task task, double runSeconds) {
     long now = System.nanoTime();
     return RuntimeTimings.newBuilder().setQueueSeconds(task.queueSeconds(now))
-        .setStartSeconds(task.startSeconds(now)).setRunSeconds(runSeconds).build();
+        .setStartSeconds(task.startSeconds(now)).setRunSeconds(runSeconds)
+        .setHeldSeconds(task.heldSeconds(now)).build();
   }
 }

@@ -226,6 +226,11 @@ public final class Task {
     return seconds(placedNanos, startedNanos == 0 ? now : startedNanos);
   }
 
+  /** From placement to {@code now}: how long its slots have been reserved for it. */
+  public double heldSeconds(long now) {
+    return placedNanos == 0 ? 0 : seconds(placedNanos, now);
+  }
+
   private static double seconds(long from, long to) {
     return Math.max(0, to - from) / 1e9;
   }
