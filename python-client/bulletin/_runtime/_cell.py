@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from .._displays import display_line, figure_bundle, mime_bundle
 from .._envelope import make_envelope
+from . import _resident
 
 
 @dataclass(frozen=True)
@@ -89,9 +90,11 @@ def _result(spec: CellSpec, namespace: dict, given: dict, inputs: dict, shown) -
                         where={"host": socket.gethostname(),
                                "executor": os.environ.get("BULLETIN_EXECUTOR_ID", ""),
                                "gpus": os.environ.get("CUDA_VISIBLE_DEVICES", "")})
-    values = {name: (ModuleName(namespace[name].__name__)
-                     if isinstance(namespace[name], types.ModuleType) else namespace[name])
+    _resident.forget_names(result.deleted)
+    values = {name: _returned(name, namespace[name])
               for name in returned if namespace[name] is not display}
+    if _resident.is_device_value(shown):
+        shown = _resident.keep(shown, "_")
     # One probe of everything; the values one by one only when it fails (pickling a large
     # structure twice would double the cell's cost for the common case).
     if _unpicklable((values, shown)) is None:
@@ -109,6 +112,16 @@ def _result(spec: CellSpec, namespace: dict, given: dict, inputs: dict, shown) -
         else:  # shown here, as text or a rich repr, since the value cannot travel
             _show(mime_bundle(shown))
     return result
+
+
+def _returned(name: str, value):
+    """What goes back for a bound name: a module by name, a value on the GPU as a handle (it
+    stays in this executor: issue 29), anything else itself."""
+    if isinstance(value, types.ModuleType):
+        return ModuleName(value.__name__)
+    if _resident.is_device_value(value):
+        return _resident.keep(value, name)
+    return value
 
 
 def _unpicklable(value) -> str | None:

@@ -28,7 +28,8 @@ from .._envelope import make_envelope as envelope
 from .._data._objects import encode, open_object, write_file
 from .._data import _arena
 from .._data._write_maps import RECYCLE_MIN, WriteMappings
-from . import _preempt
+from . import _preempt, _resident
+from .._resident import ResidentLostError
 from ._gpu_share import apply_gpu_fraction, release_cached_gpu_memory
 from ._argument_maps import ArgumentMaps
 from ._arguments import load_arguments
@@ -64,6 +65,8 @@ class Call(NamedTuple):
     args_path: str
     refs: dict
     result_path: str
+    # The user's spilled resident values this worker holds: handle id -> spill object's path.
+    spilled: dict = {}
 
     @staticmethod
     def from_wire(text: str) -> "Call":
@@ -74,7 +77,7 @@ class Call(NamedTuple):
         if not isinstance(fields, dict):
             raise ValueError(f"the agent's call is not a JSON object: {text[:80]!r}")
         call = Call(fields.get("task"), fields.get("function"), fields.get("args"),
-                    fields.get("refs", {}), fields.get("result"))
+                    fields.get("refs", {}), fields.get("result"), fields.get("spilled", {}))
         for name, value in (("task", call.task_id), ("function", call.function_path),
                             ("args", call.args_path), ("result", call.result_path)):
             if not isinstance(value, str) or not value:
@@ -82,6 +85,8 @@ class Call(NamedTuple):
         if not isinstance(call.refs, dict) or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in call.refs.items()):
             raise ValueError(f"the agent's call has malformed 'refs' (id -> path): {call.refs!r}")
+        if not isinstance(call.spilled, dict):
+            raise ValueError(f"the agent's call has malformed 'spilled': {call.spilled!r}")
         return call
 
 
@@ -319,8 +324,11 @@ class Executor:
         """(value or exception, raised, run seconds, stored arguments), or Unfit."""
         try:
             try:
-                fn = self._function(call.function_path)
-                args, kwargs, stored = self._arguments(call.args_path, call.refs)
+                with _resident.resolving_handles(call.spilled):
+                    fn = self._function(call.function_path)
+                    args, kwargs, stored = self._arguments(call.args_path, call.refs)
+            except ResidentLostError:
+                raise  # the call's own error, not a damaged executor: reported as raised
             except Exception as exc:
                 log(f"task {call.task_id}: cannot load its function or arguments: {exc!r}")
                 if not fresh:
@@ -330,7 +338,11 @@ class Executor:
                 ) from exc
             start = time.perf_counter()
             try:
-                return fn(*args, **kwargs), False, time.perf_counter() - start, stored
+                value = fn(*args, **kwargs)
+                if _resident.is_device_value(value) and not _resident.SIMULATED:
+                    # A result on the GPU stays there (issue 29, part 4): its handle goes back.
+                    value = _resident.keep(value, getattr(fn, "__name__", "result"))
+                return value, False, time.perf_counter() - start, stored
             except MemoryError as exc:
                 if not self._memory_limit:
                     return exc, True, time.perf_counter() - start, stored
@@ -518,6 +530,15 @@ class _PythonExecutor:
 
     def ping(self) -> str:
         return "pong"
+
+    def spill(self, folder: str) -> str:
+        """Writes the values kept here into one object file in ``folder`` and frees them; the
+        agent calls it before it ends this executor (``_resident.spill``)."""
+        try:
+            return json.dumps(_resident.spill(folder))
+        except BaseException as exc:
+            log(f"could not spill its resident values: {exc!r}")
+            raise _for_py4j(exc) from None
 
 
 def _keep_mapped_bytes() -> int:

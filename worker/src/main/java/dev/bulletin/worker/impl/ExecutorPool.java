@@ -62,6 +62,7 @@ final class ExecutorPool {
   /** Executors being started in the background, by GPU set. */
   private final Map<List<Integer>, CompletableFuture<Void>> warming = new ConcurrentHashMap<>();
   private final ExecutorEnds ends;
+  private final ResidentSpills spills;
   private final AtomicInteger sequence = new AtomicInteger();
   private final AtomicInteger live = new AtomicInteger();
   private final AtomicInteger liveCpu = new AtomicInteger();
@@ -76,7 +77,8 @@ final class ExecutorPool {
     this.options = options;
     this.store = store;
     this.threads = threads;
-    this.ends = new ExecutorEnds(threads);
+    this.spills = new ResidentSpills(store);
+    this.ends = new ExecutorEnds(threads, spills);
     this.environments = new CallEnvironments(options);
     this.warmProfile = new ExecutorProfile(options.python(), 0, "");
     long period = Math.max(50, Math.min(options.executorIdleMillis() / 2, 30_000));
@@ -301,6 +303,29 @@ final class ExecutorPool {
   private void retireNow(ExecutorProcess executor, String reason) {
     ends.now(executor, reason);
     forget(executor, true, DONE);
+  }
+
+  /** The spilled resident values of this agent's executors. */
+  ResidentSpills spills() {
+    return spills;
+  }
+
+  /**
+   * Spills what the user's other idle executors keep (on other GPUs of this host): the call
+   * about to run on {@code taken} restores it there, since a value is on one executor only.
+   */
+  void spillOthersOf(ExecutorProcess taken) {
+    List<ExecutorProcess> own = new ArrayList<>();
+    synchronized (this) {
+      idle.values().forEach(executors -> executors.stream()
+          .filter(e -> e != taken && taken.owner().equals(e.owner())).forEach(own::add));
+      own.forEach(this::removeIdle);
+    }
+    // Out of the idle set while they spill, so no call takes one meanwhile.
+    own.forEach(executor -> {
+      spills.spillFrom(executor);
+      giveBack(executor);
+    });
   }
 
   WorkerStatusView status() {

@@ -160,7 +160,8 @@ final class ExecutorProcess {
    *     may have damaged it: the call did not run; retire this executor
    */
   CallOutcome call(CallRequest request, ObjectStore.Lease lease, Path resultPath,
-      CallListener listener) throws UnfitExecutorException {
+      java.util.Map<String, ObjectKey> spilled, CallListener listener)
+      throws UnfitExecutorException {
     claim(request.owner());
     Running running = new Running(request.taskId(), listener, new CountDownLatch(2),
         new AtomicReference<>());
@@ -169,7 +170,7 @@ final class ExecutorProcess {
     listener.started(id);
     try {
       ExecutorReply reply = ExecutorReply.parse(python.run(
-          ExecutorCall.toWire(request, lease, resultPath)));
+          ExecutorCall.toWire(request, lease, resultPath, spilled)));
       if (reply instanceof ExecutorReply.Stage stage) {
         reply = ExecutorReply.parse(python.commit(stageResultFile(request, stage, resultPath)));
       }
@@ -295,6 +296,14 @@ final class ExecutorProcess {
       preemption = null;
       pending.stop().run();
     }
+  }
+
+  /**
+   * Asks the idle executor to spill the values it keeps between calls to {@code path}
+   * ({@link ResidentSpills}); its JSON reply.
+   */
+  String spill(Path path) {
+    return python.spill(path.toString());
   }
 
   /** Whether it was killed or asked to stop (its process may not have exited yet). */
