@@ -33,6 +33,11 @@ class RemoteFunction:
         return self._fn.fn if isinstance(self._fn, Keep) else self._fn
 
     @property
+    def remote(self) -> Callable:
+        """What runs on the cluster: the function, or the wrapper that keeps its result."""
+        return self._fn
+
+    @property
     def call_options(self) -> Options:
         """The options its calls run with (validated, immutable)."""
         return self._options

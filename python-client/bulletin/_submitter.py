@@ -177,7 +177,7 @@ class Submitter:
         displays (``_output.CallOutput``)."""
         self._calls.check_open()
         if isinstance(fn, RemoteFunction):
-            fn = fn.local
+            fn = fn.remote  # with keep=True, the wrapper that keeps its result (not .local)
         t0 = perf_counter()
         fn_id, fn_encoded = self._pickles.get(fn)
         arguments = CallArguments(self, args, kwargs)

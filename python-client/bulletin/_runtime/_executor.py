@@ -531,11 +531,11 @@ class _PythonExecutor:
     def ping(self) -> str:
         return "pong"
 
-    def spill(self, folder: str) -> str:
-        """Writes the values kept here into one object file in ``folder`` and frees them; the
+    def spill(self, path: str) -> str:
+        """Writes the values kept here into one object file at ``path`` and frees them; the
         agent calls it before it ends this executor (``_resident.spill``)."""
         try:
-            return json.dumps(_resident.spill(folder))
+            return json.dumps(_resident.spill(path))
         except BaseException as exc:
             log(f"could not spill its resident values: {exc!r}")
             raise _for_py4j(exc) from None

@@ -8,7 +8,7 @@ user's: a handle of another user names nothing here, and resolving it fails as a
 - ``resolving_handles`` resolves handles while a call's arguments are unpickled: from the
   registry (the object itself, 0 bytes moved), else from the object it was spilled to (the
   agent names the user's spill objects in the call: ``spilled``), else ResidentLostError.
-- ``spill`` writes every value into one store object (one pickle, so a model and the optimizer
+- ``spill`` writes every value into one store object file (one pickle, so a model and the optimizer
   holding its parameters stay linked), frees them, and says which handles it holds; the agent
   calls it before it ends this executor for any reason other than the values' end.
 
@@ -97,25 +97,26 @@ def resolve(handle_id: str, spilled: dict[str, str]):
     return _entries[handle_id].value
 
 
-def spill(folder: str) -> dict | None:
-    """Writes every value into one object file in ``folder`` and frees them: ``{"id", "size",
-    "handles"}``, or None when nothing is kept here."""
+def spill(path: str) -> dict | None:
+    """Writes every value into one object file at ``path`` (a staged file the agent publishes)
+    and frees them: ``{"id", "size", "handles"}``, or None when nothing is kept here."""
     if not _entries:
         return None
     payload = {"handles": {h: entry.handle._fields() for h, entry in _entries.items()},
                "values": {h: entry.value for h, entry in _entries.items()}}
     encoded = encode(payload)  # the codec copies device tensors to the host (_codec._pickle)
-    oid = encoded.digest()
-    path = Path(folder) / oid
-    if not path.exists():
-        write_file(path, encoded)
-    handles = list(_entries)
+    try:
+        os.unlink(path)  # left by an earlier attempt
+    except FileNotFoundError:
+        pass
+    write_file(Path(path), encoded)
+    spilled = {"id": encoded.digest(), "size": encoded.nbytes, "handles": list(_entries)}
     _entries.clear()
     _by_object.clear()
     _by_name.clear()
     del payload, encoded
     release_cached_gpu_memory()
-    return {"id": oid, "size": os.path.getsize(path), "handles": handles}
+    return spilled
 
 
 def host_copy(value):

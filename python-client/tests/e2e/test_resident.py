@@ -1,0 +1,103 @@
+"""Values left on the GPU between calls (issue 29): ``bulletin.Resident`` handles, on a real
+cluster of two users and one simulated GPU (torch CPU tensors stand in for device memory, as
+``bulletin._runtime._resident`` says).
+
+alice keeps a tensor on the GPU; her next call finds the very object there (no copy). bob's call
+takes the GPU: alice's executor spills her tensor to the store and ends before bob's starts, so
+bob's executor never has her bytes and her process is gone; bob cannot use her handle. alice's
+next call finds her tensor restored.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import bulletin
+from cluster_support import ALICE, BOB, start_two_user_cluster, wait_until
+
+pytestmark = pytest.mark.timeout(240)
+FILL = 7.25  # alice's bytes: bob's executor looks for tensors holding this
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    home = tmp_path_factory.mktemp("bulletin-resident")
+    c = start_two_user_cluster(home)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def make(n: int):
+    import torch
+    return torch.full((n,), FILL)
+
+
+def where_and_what(t, add: float = 0.0):
+    """(pid, id of the value, its sum): the same pid and id mean the same object, not moved."""
+    t += add  # in place: the resident object itself changes
+    return os.getpid(), id(t), float(t.sum())
+
+
+def identity(t):
+    return os.getpid(), id(t)
+
+
+def alice_bytes_here() -> int:
+    """Tensors in this (bob's) executor that hold alice's fill value."""
+    import gc
+    import torch
+    return sum(1 for o in gc.get_objects() if isinstance(o, torch.Tensor) and o.numel()
+               and bool((o == FILL).all()))
+
+
+def test_a_kept_value_stays_spills_for_another_user_and_comes_back(cluster):
+    with bulletin.Client(cluster.address, token=ALICE, set_as_default=False) as alice, \
+            bulletin.Client(cluster.address, token=BOB, set_as_default=False) as bob:
+        keep = bulletin.gpu(keep=True)(make)
+        handle = alice.submit(keep, 1024).result()
+        assert isinstance(handle, bulletin.Resident)
+        assert handle.shape == (1024,) and handle.dtype == "float32" and handle.nbytes == 4096
+        assert "simulated GPU" in handle.device and "Resident make" in repr(handle)
+        use = bulletin.gpu(where_and_what)
+        pid, first_id, total = alice.submit(use, handle, 1.0).result()
+        assert total == 1024 * (FILL + 1)
+        again_pid, again_id = alice.submit(bulletin.gpu(identity), handle).result()
+        assert (again_pid, again_id) == (pid, first_id)  # the same object: nothing moved
+
+        # bob takes the GPU: alice's state is spilled, her executor ended first.
+        assert bob.submit(bulletin.gpu(alice_bytes_here)).result() == 0
+        wait_until(lambda: not _alive(pid), 30, "alice's executor to end")
+        with pytest.raises(bulletin.ResidentLostError):
+            bob.submit(bulletin.gpu(identity), handle).result()
+
+        # alice's next call restores it (on a new executor), with what her call changed.
+        new_pid, _, total = alice.submit(use, handle, 0.0).result()
+        assert new_pid != pid and total == 1024 * (FILL + 1)
+        assert alice.submit(bulletin.gpu(identity), handle).result()[0] == new_pid
+
+
+def test_fetch_copies_the_value_here(cluster):
+    with bulletin.Client(cluster.address, token=ALICE) as alice:
+        handle = alice.submit(bulletin.gpu(keep=True)(make), 8).result()
+        assert handle.fetch().tolist() == [FILL] * 8
+        assert float(handle.sum()) == 8 * FILL  # any other use fetches it too
+        del alice
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (not reaped yet) has ended all the same.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
