@@ -34,21 +34,26 @@ class Resident:
     """A value left on the cluster (on a GPU there), named by a handle. ``fetch()`` or
     ``cpu()`` copies it here; passed to a ``%%bulletin`` cell or a call it is the value there."""
 
-    __slots__ = ("id", "name", "kind", "shape", "dtype", "device", "nbytes", "gpus",
+    __slots__ = ("id", "name", "kind", "shape", "dtype", "device", "nbytes", "gpus", "worker",
                  "_cached")
 
     def __init__(self, id: str, name: str, kind: str, shape, dtype: str, device: str,
-                 nbytes: int, gpus: float = 1):
+                 nbytes: int, gpus: int = 1, worker: str = ""):
         self.id, self.name, self.kind = id, name, kind
         self.shape = tuple(shape) if shape is not None else None
         self.dtype, self.device, self.nbytes, self.gpus = dtype, device, int(nbytes), gpus
+        self.worker = worker  # the worker that keeps it: the scheduler prefers it
         self._cached = None
 
     def _fields(self) -> tuple:
         return (self.id, self.name, self.kind, self.shape, self.dtype, self.device,
-                self.nbytes, self.gpus)
+                self.nbytes, self.gpus, self.worker)
 
     def __reduce__(self):
+        from ._placeholders import _pickling
+        call = _pickling.get()
+        if call is not None and hasattr(call, "note_resident"):
+            call.note_resident(self)  # the call prefers the worker that keeps it
         return _handle, self._fields()
 
     def __repr__(self) -> str:

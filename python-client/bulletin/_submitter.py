@@ -310,6 +310,8 @@ class Submitter:
             spec.args.inline_data = args_encoded.to_bytes()
         for oid, size in arguments.refs.items():
             spec.refs.add(id=oid, size=size)
+        if getattr(arguments, "prefer_worker", ""):
+            spec.prefer_worker = arguments.prefer_worker
         fn_id = spec.function.id
         # Deciding "inline or id only" and queueing under one lock keeps the message that
         # carries a function's bytes ahead of every message that only names it; releases go

@@ -64,7 +64,8 @@ def keep(value, name: str) -> Resident:
     if known is not None:
         _by_name[name] = known
         return _entries[known].handle
-    handle = Resident(uuid.uuid4().hex, name, *_describe(value), gpus=_gpus())
+    handle = Resident(uuid.uuid4().hex, name, *_describe(value), gpus=_gpus(),
+                      worker=os.environ.get("BULLETIN_EXECUTOR_ID", "").rpartition("-e")[0])
     _drop_name(name)
     _entries[handle.id] = _Entry(value, handle)
     _by_object[id(value)] = handle.id
