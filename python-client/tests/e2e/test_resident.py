@@ -11,8 +11,11 @@ next call finds her tensor restored.
 from __future__ import annotations
 
 import os
+import textwrap
 
+import nbformat
 import pytest
+from nbclient import NotebookClient
 
 import bulletin
 from cluster_support import ALICE, BOB, start_two_user_cluster, wait_until
@@ -86,6 +89,39 @@ def test_fetch_copies_the_value_here(cluster):
         assert handle.fetch().tolist() == [FILL] * 8
         assert float(handle.sum()) == 8 * FILL  # any other use fetches it too
         del alice
+
+
+def test_a_cells_gpu_values_stay_between_cells_and_come_back_as_handles(cluster):
+    cells = [f"""
+        import bulletin, os
+        client = bulletin.Client({cluster.address!r}, token={ALICE!r})
+        """, """
+        %%bulletin gpus=1 -q
+        import os, torch
+        w = torch.ones(256, 256)
+        w_id, pid = id(w), os.getpid()
+        """, """
+        print(type(w).__name__, w.shape, w.nbytes, "simulated GPU" in repr(w))
+        """, """
+        %%bulletin gpus=1 -q
+        same = (id(w) == w_id, os.getpid() == pid)
+        w += 1
+        """, """
+        print(same, float(w.fetch().sum()))
+        """, """
+        %%bulletin gpus=1 -q
+        del w
+        """, """
+        print("w" in dir())
+        """]
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(textwrap.dedent(cell)) for cell in cells]
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    printed = ["".join(o.get("text", "") for o in cell.outputs if o["output_type"] == "stream")
+               for cell in nb.cells]
+    assert printed[2] == "Resident (256, 256) 262144 True\n"
+    assert printed[4] == f"(True, True) {2.0 * 256 * 256}\n"  # the same object, not moved
+    assert printed[6] == "False\n"
 
 
 def _alive(pid: int) -> bool:
