@@ -67,6 +67,8 @@ class Call(NamedTuple):
     result_path: str
     # The user's spilled resident values this worker holds: handle id -> spill object's path.
     spilled: dict = {}
+    # The user's resident values this worker dropped: handle id -> why (the next call says so).
+    dropped: dict = {}
 
     @staticmethod
     def from_wire(text: str) -> "Call":
@@ -77,7 +79,8 @@ class Call(NamedTuple):
         if not isinstance(fields, dict):
             raise ValueError(f"the agent's call is not a JSON object: {text[:80]!r}")
         call = Call(fields.get("task"), fields.get("function"), fields.get("args"),
-                    fields.get("refs", {}), fields.get("result"), fields.get("spilled", {}))
+                    fields.get("refs", {}), fields.get("result"), fields.get("spilled", {}),
+                    fields.get("dropped", {}))
         for name, value in (("task", call.task_id), ("function", call.function_path),
                             ("args", call.args_path), ("result", call.result_path)):
             if not isinstance(value, str) or not value:
@@ -85,7 +88,7 @@ class Call(NamedTuple):
         if not isinstance(call.refs, dict) or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in call.refs.items()):
             raise ValueError(f"the agent's call has malformed 'refs' (id -> path): {call.refs!r}")
-        if not isinstance(call.spilled, dict):
+        if not isinstance(call.spilled, dict) or not isinstance(call.dropped, dict):
             raise ValueError(f"the agent's call has malformed 'spilled': {call.spilled!r}")
         return call
 
@@ -324,7 +327,7 @@ class Executor:
         """(value or exception, raised, run seconds, stored arguments), or Unfit."""
         try:
             try:
-                with _resident.resolving_handles(call.spilled):
+                with _resident.resolving_handles(call.spilled, call.dropped):
                     fn = self._function(call.function_path)
                     args, kwargs, stored = self._arguments(call.args_path, call.refs)
             except ResidentLostError:

@@ -30,6 +30,7 @@ from .._resident import Resident, ResidentLostError, resolving
 from ._gpu_share import release_cached_gpu_memory
 
 SIMULATED = os.environ.get("BULLETIN_SIMULATED_GPUS") == "1"
+_CAP = int(os.environ.get("BULLETIN_RESIDENT_MAX_BYTES", "0") or 0)  # 0: no cap
 
 
 @dataclass
@@ -57,14 +58,22 @@ def is_device_value(value) -> bool:
     return False
 
 
-def keep(value, name: str) -> Resident:
-    """Registers ``value`` under ``name``; its handle. A handle already bound to ``name`` for
-    another object is dropped (the notebook's name now holds the new handle)."""
+def keep(value, name: str):
+    """Registers ``value`` under ``name``; its handle (the value itself when keeping it would
+    pass the user's cap). A handle already bound to ``name`` for another object is dropped (the
+    notebook's name now holds the new handle)."""
     known = _by_object.get(id(value))
     if known is not None:
         _by_name[name] = known
         return _entries[known].handle
-    handle = Resident(uuid.uuid4().hex, name, *_describe(value), gpus=_gpus(),
+    description = _describe(value)
+    if 0 < _CAP < nbytes() + description[-1]:
+        from .._status import format_bytes
+        print(f"[bulletin] {name} comes back by value: keeping it on the GPU would pass your "
+              f"cap of {format_bytes(_CAP)} kept there (the worker's --resident-user-bytes)",
+              file=sys.stderr)
+        return value
+    handle = Resident(uuid.uuid4().hex, name, *description, gpus=_gpus(),
                       worker=os.environ.get("BULLETIN_EXECUTOR_ID", "").rpartition("-e")[0])
     _drop_name(name)
     _entries[handle.id] = _Entry(value, handle)
@@ -79,21 +88,22 @@ def forget_names(names) -> None:
         _drop_name(name)
 
 
-def resolving_handles(spilled: dict[str, str]):
+def resolving_handles(spilled: dict[str, str], dropped: dict[str, str]):
     """The context in which a call's arguments are unpickled: handles become values."""
-    return resolving(lambda handle_id: resolve(handle_id, spilled))
+    return resolving(lambda handle_id: resolve(handle_id, spilled, dropped))
 
 
-def resolve(handle_id: str, spilled: dict[str, str]):
+def resolve(handle_id: str, spilled: dict[str, str], dropped: dict[str, str]):
     entry = _entries.get(handle_id)
     if entry is not None:
         return entry.value
     path = spilled.get(handle_id)
     if path is None:
+        why = dropped.get(handle_id, "it is another user's, its session ended, or it was kept "
+                                     "on another host")
         raise ResidentLostError(
-            f"resident value {handle_id[:12]} is not on the cluster: it was dropped (its idle "
-            "time ran out, or its session ended), or it is another user's. Run the cell that "
-            "made it again")
+            f"resident value {handle_id[:12]} is not on the cluster any more: {why}. Run the "
+            "cell that made it again")
     _restore(path)
     return _entries[handle_id].value
 

@@ -18,7 +18,7 @@ import pytest
 from nbclient import NotebookClient
 
 import bulletin
-from cluster_support import ALICE, BOB, start_two_user_cluster, wait_until
+from cluster_support import ALICE, BOB, start_cluster, start_two_user_cluster, wait_until
 
 pytestmark = pytest.mark.timeout(240)
 FILL = 7.25  # alice's bytes: bob's executor looks for tensors holding this
@@ -73,7 +73,7 @@ def test_a_kept_value_stays_spills_for_another_user_and_comes_back(cluster):
 
         # bob takes the GPU: alice's state is spilled, her executor ended first.
         assert bob.submit(bulletin.gpu(alice_bytes_here)).result() == 0
-        wait_until(lambda: not _alive(pid), 30, "alice's executor to end")
+        wait_until(lambda: not _alive(pid), 30, what="alice's executor to end")
         with pytest.raises(bulletin.ResidentLostError):
             bob.submit(bulletin.gpu(identity), handle).result()
 
@@ -122,6 +122,24 @@ def test_a_cells_gpu_values_stay_between_cells_and_come_back_as_handles(cluster)
     assert printed[2] == "Resident (256, 256) 262144 True\n"
     assert printed[4] == f"(True, True) {2.0 * 256 * 256}\n"  # the same object, not moved
     assert printed[6] == "False\n"
+
+
+def test_a_spilled_value_unused_past_its_idle_time_is_dropped_and_the_next_call_says_so(
+        tmp_path):
+    cluster = start_cluster(tmp_path / "home", "--executor-idle-seconds", "0.5",
+                            "--resident-idle-seconds", "0.5")
+    try:
+        with cluster.client() as client:
+            handle = client.submit(bulletin.gpu(keep=True)(make), 8).result()
+            pid = client.submit(bulletin.gpu(identity), handle).result()[0]
+            wait_until(lambda: not _alive(pid), 30, what="the idle executor to end")
+            log = cluster.home / "runtime.log"
+            wait_until(lambda: "dropped 1 spilled resident value" in log.read_text(), 30,
+                       what="the spill to be dropped")
+            with pytest.raises(bulletin.ResidentLostError, match="--resident-idle-seconds"):
+                client.submit(bulletin.gpu(identity), handle).result()
+    finally:
+        cluster.stop()
 
 
 def _alive(pid: int) -> bool:

@@ -16,7 +16,7 @@ final class ExecutorCall {
   private ExecutorCall() {}
 
   static String toWire(CallRequest request, ObjectStore.Lease lease, Path resultPath,
-      java.util.Map<String, ObjectKey> spilled) {
+      java.util.Map<String, ObjectKey> spilled, java.util.Map<String, String> dropped) {
     JsonObject refs = new JsonObject();
     for (ObjectKey ref : request.refs()) {
       refs.put(ref.id().hex(), lease.path(ref).toString());
@@ -30,6 +30,7 @@ final class ExecutorCall {
         .put("refs", refs)
         .put("result", resultPath.toString())
         .put("spilled", spills)
+        .put("dropped", new JsonObject(new java.util.HashMap<>(dropped)))
         .encode();
   }
 }

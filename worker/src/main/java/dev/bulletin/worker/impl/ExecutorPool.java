@@ -77,11 +77,12 @@ final class ExecutorPool {
     this.options = options;
     this.store = store;
     this.threads = threads;
-    this.spills = new ResidentSpills(store);
+    this.spills = new ResidentSpills(store, options.resident());
     this.ends = new ExecutorEnds(threads, spills);
     this.environments = new CallEnvironments(options);
     this.warmProfile = new ExecutorProfile(options.python(), 0, "");
-    long period = Math.max(50, Math.min(options.executorIdleMillis() / 2, 30_000));
+    long period = Math.max(50, Math.min(Math.min(options.executorIdleMillis(),
+        options.resident().idleMillis()) / 2, 30_000));
     sweeper.scheduleWithFixedDelay(this::retireIdle, period, period, TimeUnit.MILLISECONDS);
   }
 
@@ -257,6 +258,7 @@ final class ExecutorPool {
     }
     expired.forEach(executor -> retire(executor, "idle for "
         + options.executorIdleMillis() / 1000.0 + " s (--executor-idle-seconds)"));
+    spills.dropIdle();
   }
 
   /**

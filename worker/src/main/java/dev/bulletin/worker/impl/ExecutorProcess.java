@@ -160,7 +160,8 @@ final class ExecutorProcess {
    *     may have damaged it: the call did not run; retire this executor
    */
   CallOutcome call(CallRequest request, ObjectStore.Lease lease, Path resultPath,
-      java.util.Map<String, ObjectKey> spilled, CallListener listener)
+      java.util.Map<String, ObjectKey> spilled, java.util.Map<String, String> dropped,
+      CallListener listener)
       throws UnfitExecutorException {
     claim(request.owner());
     Running running = new Running(request.taskId(), listener, new CountDownLatch(2),
@@ -170,7 +171,7 @@ final class ExecutorProcess {
     listener.started(id);
     try {
       ExecutorReply reply = ExecutorReply.parse(python.run(
-          ExecutorCall.toWire(request, lease, resultPath, spilled)));
+          ExecutorCall.toWire(request, lease, resultPath, spilled, dropped)));
       if (reply instanceof ExecutorReply.Stage stage) {
         reply = ExecutorReply.parse(python.commit(stageResultFile(request, stage, resultPath)));
       }

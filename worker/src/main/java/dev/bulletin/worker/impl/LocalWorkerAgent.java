@@ -192,7 +192,8 @@ public final class LocalWorkerAgent implements WorkerAgent {
     if (stopped != null) {
       return new CallOutcome.Stopped(stopped);
     }
-    CallOutcome outcome = executor.call(request, lease, staged, spilled, listener);
+    CallOutcome outcome = executor.call(request, lease, staged, spilled,
+        pool.spills().droppedOf(request.owner()), listener);
     if (outcome instanceof CallOutcome.Returned returned) {
       return adoptResult(returned, staged, executor);
     }
