@@ -19,6 +19,7 @@ from nbclient import NotebookClient
 
 import bulletin
 from cluster_support import ALICE, BOB, start_cluster, start_two_user_cluster, wait_until
+from durability_support import crash, restart, start_worker, stop_worker
 
 pytestmark = pytest.mark.timeout(240)
 FILL = 7.25  # alice's bytes: bob's executor looks for tensors holding this
@@ -139,6 +140,34 @@ def test_a_spilled_value_unused_past_its_idle_time_is_dropped_and_the_next_call_
             with pytest.raises(bulletin.ResidentLostError, match="--resident-idle-seconds"):
                 client.submit(bulletin.gpu(identity), handle).result()
     finally:
+        cluster.stop()
+
+
+def test_spilled_values_on_a_remote_worker_survive_a_runtime_restart(tmp_path):
+    home = tmp_path / "home"
+    # The embedded worker has no GPU: the calls run on the remote worker, which outlives the
+    # runtime; its executors end after half a second idle, spilling what they keep.
+    cluster = start_cluster(home, gpus=0, cpus=1)
+    worker, worker_log = start_worker(home, cluster.address, "far", "--reconnect-timeout", "120",
+                                      "--executor-idle-seconds", "0.5", cpus=1, gpus=1)
+    try:
+        client = cluster.client(set_as_default=False, reconnect_timeout=120)
+        wait_until(lambda: any(w.worker_id == "far" for w in client.status().workers),
+                   timeout=60, what="the worker to attach")
+        handle = client.submit(bulletin.gpu(keep=True)(make), 64).result()
+        assert handle.worker == "far"
+        pid = client.submit(bulletin.gpu(where_and_what), handle, 1.0).result()[0]
+        wait_until(lambda: "spilled 1 resident value" in worker_log.read_text(), 30,
+                   what="the idle executor to spill")
+        wait_until(lambda: not _alive(pid), 30, what="the idle executor to end")
+        crash(cluster)
+        cluster = restart(cluster, gpus=0, cpus=1)
+        new_pid, _, total = client.submit(bulletin.gpu(where_and_what), handle, 0.0).result(
+            timeout=60)
+        assert new_pid != pid and total == 64 * (FILL + 1)
+        client.close()
+    finally:
+        stop_worker(worker)
         cluster.stop()
 
 
