@@ -120,7 +120,7 @@ def spill(path: str) -> dict | None:
         os.unlink(path)  # left by an earlier attempt
     except FileNotFoundError:
         pass
-    write_file(Path(path), encoded)
+    write_file(Path(path), encoded, digesting=True)
     spilled = {"id": encoded.digest(), "size": encoded.nbytes, "handles": list(_entries)}
     _entries.clear()
     _by_object.clear()
