@@ -103,6 +103,7 @@ class Finished:
     raised: bool
     run_seconds: float
     retire: str = ""
+    keeps: bool = False  # values stay in this executor (_resident): spill them before it ends
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,7 @@ def _for_py4j(exc: BaseException) -> Exception:
 
 def to_wire(reply) -> str:
     """The one place a reply is written (parsed in one place too: ExecutorReply.parse)."""
-    if type(reply) is Finished and not reply.retire:
+    if type(reply) is Finished and not reply.retire and not reply.keeps:
         # Every call's reply, so written directly: the id is hex, the rest are numbers.
         return (f'{{"kind": "finished", "result": "{reply.result}", "size": {reply.size:d}, '
                 f'"raised": {"true" if reply.raised else "false"}, '
@@ -144,6 +145,8 @@ def to_wire(reply) -> str:
                   "raised": reply.raised, "run_seconds": reply.run_seconds}
         if reply.retire:
             fields["retire"] = reply.retire
+        if reply.keeps:
+            fields["keeps"] = True
     elif isinstance(reply, Stage):
         fields = {"kind": "stage", "size": reply.size, "mapped": list(reply.mapped),
                   "spare_ready": reply.spare_ready}
@@ -503,6 +506,13 @@ def _marker(word: str, task_id: str, fds: tuple[int, ...]) -> bool:
     return True
 
 
+def _with_kept(reply):
+    """The reply, saying whether values stay in this executor after the call."""
+    if isinstance(reply, Finished) and _resident.keeps():
+        return replace(reply, keeps=True)
+    return reply
+
+
 class _PythonExecutor:
     """The object the agent calls through its Py4J proxy of dev.bulletin.worker.PythonExecutor:
     strings in, strings out."""
@@ -523,11 +533,11 @@ class _PythonExecutor:
         if not output_intact and isinstance(reply, Finished):
             reply = replace(reply, retire="; ".join(filter(None, [
                 reply.retire, "its call closed the executor's output"])))
-        return to_wire(reply)
+        return to_wire(_with_kept(reply))
 
     def commit(self, staged: bool) -> str:
         try:
-            return to_wire(self._executor.commit(bool(staged)))
+            return to_wire(_with_kept(self._executor.commit(bool(staged))))
         except BaseException as exc:
             raise _for_py4j(exc) from None
 

@@ -141,6 +141,10 @@ def host_copy(value):
     return value  # pickling it back copies it (the codec moves tensors to the host)
 
 
+def keeps() -> bool:
+    return bool(_entries)
+
+
 def nbytes() -> int:
     """The bytes this executor keeps (the caps count them)."""
     return sum(entry.handle.nbytes for entry in _entries.values())

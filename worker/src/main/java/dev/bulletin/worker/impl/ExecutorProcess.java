@@ -58,6 +58,8 @@ final class ExecutorProcess {
   /** Why this executor must run no further call (set by what a call did to it); null if none. */
   private volatile String retireReason;
   private volatile long idleSinceNanos = System.nanoTime();
+  /** Whether its last call left values kept in it (issue 29): only then is it asked to spill. */
+  private volatile boolean keeps;
   private int calls;
   /** See {@link dev.bulletin.worker.WorkerOptions#resultTimeoutMillis}. */
   private final long resultTimeoutMillis;
@@ -185,6 +187,7 @@ final class ExecutorProcess {
             "the executor answered commit with another stage");
       }
       finished.retire().ifPresent(reason -> retireReason = reason);
+      keeps = finished.keeps();
       return new CallOutcome.Returned(new ObjectKey(request.owner(), finished.result()),
           finished.size(), finished.raised(), finished.runSeconds());
     } catch (ExecutorReply.MalformedReplyException e) {
@@ -304,7 +307,14 @@ final class ExecutorProcess {
    * ({@link ResidentSpills}); its JSON reply.
    */
   String spill(Path path) {
-    return python.spill(path.toString());
+    String reply = python.spill(path.toString());
+    keeps = false;
+    return reply;
+  }
+
+  /** Whether its last call left values kept in it. */
+  boolean keeps() {
+    return keeps;
   }
 
   /** Whether it was killed or asked to stop (its process may not have exited yet). */

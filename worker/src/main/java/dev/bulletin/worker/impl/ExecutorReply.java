@@ -21,9 +21,18 @@ sealed interface ExecutorReply {
    *
    * @param retire why the executor must not run another call (a limit the call changed that
    *     cannot be set back), if so
+   * @param keeps whether the executor keeps values between calls (issue 29): it is asked to
+   *     spill them before it ends ({@link ResidentSpills})
    */
   record Finished(ObjectId result, long size, boolean raised, double runSeconds,
-      Optional<String> retire) implements ExecutorReply {}
+      Optional<String> retire, boolean keeps) implements ExecutorReply {
+
+    /** An executor that keeps no values between calls. */
+    Finished(ObjectId result, long size, boolean raised, double runSeconds,
+        Optional<String> retire) {
+      this(result, size, raised, runSeconds, retire, false);
+    }
+  }
 
   /**
    * A large result is encoded and waits for its file: the agent may stage a released object's
@@ -65,7 +74,8 @@ sealed interface ExecutorReply {
     String kind = text(fields, "kind");
     return switch (kind) {
       case "finished" -> new Finished(id(fields, "result"), size(fields), flag(fields, "raised"),
-          seconds(fields), Optional.ofNullable(optionalText(fields, "retire")));
+          seconds(fields), Optional.ofNullable(optionalText(fields, "retire")),
+          fields.containsKey("keeps") && flag(fields, "keeps"));
       case "stage" -> new Stage(size(fields), ids(fields, "mapped"),
           fields.containsKey("spare_ready") && flag(fields, "spare_ready"));
       case "unfit" -> new Unfit(text(fields, "reason"));

@@ -70,7 +70,7 @@ final class ResidentSpills {
    */
   void spillFrom(ExecutorProcess executor) {
     String owner = executor.owner();
-    if (owner == null || !executor.isAlive() || executor.stopped()) {
+    if (owner == null || !executor.keeps() || !executor.isAlive() || executor.stopped()) {
       return;
     }
     Path staged = store.stagingFolderOf(owner).resolve(".spill-" + executor.id());
