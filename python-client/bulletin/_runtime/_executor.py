@@ -103,7 +103,7 @@ class Finished:
     raised: bool
     run_seconds: float
     retire: str = ""
-    keeps: bool = False  # values stay in this executor (_resident): spill them before it ends
+    keeps: int = 0  # bytes of values kept in this executor (_resident): spilled before it ends
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ def to_wire(reply) -> str:
         if reply.retire:
             fields["retire"] = reply.retire
         if reply.keeps:
-            fields["keeps"] = True
+            fields["keeps"] = reply.keeps
     elif isinstance(reply, Stage):
         fields = {"kind": "stage", "size": reply.size, "mapped": list(reply.mapped),
                   "spare_ready": reply.spare_ready}
@@ -508,9 +508,8 @@ def _marker(word: str, task_id: str, fds: tuple[int, ...]) -> bool:
 
 def _with_kept(reply):
     """The reply, saying whether values stay in this executor after the call."""
-    if isinstance(reply, Finished) and _resident.keeps():
-        return replace(reply, keeps=True)
-    return reply
+    kept = _resident.keeps() if isinstance(reply, Finished) else 0
+    return replace(reply, keeps=kept) if kept else reply
 
 
 class _PythonExecutor:

@@ -109,18 +109,20 @@ def resolve(handle_id: str, spilled: dict[str, str], dropped: dict[str, str]):
 
 
 def spill(path: str) -> dict | None:
-    """Writes every value into one object file at ``path`` (a staged file the agent publishes)
-    and frees them: ``{"id", "size", "handles"}``, or None when nothing is kept here."""
+    """Writes every value into one object file at ``path`` (the agent publishes it; a file
+    there already, at least the object's size, is a pre-faulted one it staged) and frees them: ``{"id", "size", "handles"}``, or None when nothing is kept here."""
     if not _entries:
         return None
     payload = {"handles": {h: entry.handle._fields() for h, entry in _entries.items()},
                "values": {h: entry.value for h, entry in _entries.items()}}
     encoded = encode(payload)  # the codec copies device tensors to the host (_codec._pickle)
-    try:
-        os.unlink(path)  # left by an earlier attempt
+    try:  # the agent stages a pre-faulted file of the store's arena when it has one
+        staged = os.stat(path).st_size >= encoded.nbytes
+        if not staged:
+            os.unlink(path)  # too small for it, or left by an earlier attempt
     except FileNotFoundError:
-        pass
-    write_file(Path(path), encoded, digesting=True)
+        staged = False
+    write_file(Path(path), encoded, digesting=True, staged=staged)
     spilled = {"id": encoded.digest(), "size": encoded.nbytes, "handles": list(_entries)}
     _entries.clear()
     _by_object.clear()
@@ -141,8 +143,9 @@ def host_copy(value):
     return value  # pickling it back copies it (the codec moves tensors to the host)
 
 
-def keeps() -> bool:
-    return bool(_entries)
+def keeps() -> int:
+    """The bytes kept here (0: none): the agent stages that much memory for a spill."""
+    return nbytes() if _entries else 0
 
 
 def nbytes() -> int:

@@ -58,8 +58,8 @@ final class ExecutorProcess {
   /** Why this executor must run no further call (set by what a call did to it); null if none. */
   private volatile String retireReason;
   private volatile long idleSinceNanos = System.nanoTime();
-  /** Whether its last call left values kept in it (issue 29): only then is it asked to spill. */
-  private volatile boolean keeps;
+  /** The bytes its last call left kept in it (issue 29): only then is it asked to spill. */
+  private volatile long keeps;
   private int calls;
   /** See {@link dev.bulletin.worker.WorkerOptions#resultTimeoutMillis}. */
   private final long resultTimeoutMillis;
@@ -308,12 +308,12 @@ final class ExecutorProcess {
    */
   String spill(Path path) {
     String reply = python.spill(path.toString());
-    keeps = false;
+    keeps = 0;
     return reply;
   }
 
-  /** Whether its last call left values kept in it. */
-  boolean keeps() {
+  /** The bytes its last call left kept in it (0: none). */
+  long keeps() {
     return keeps;
   }
 

@@ -70,11 +70,17 @@ final class ResidentSpills {
    */
   void spillFrom(ExecutorProcess executor) {
     String owner = executor.owner();
-    if (owner == null || !executor.keeps() || !executor.isAlive() || executor.stopped()) {
+    if (owner == null || executor.keeps() == 0 || !executor.isAlive() || executor.stopped()) {
       return;
     }
     Path staged = store.stagingFolderOf(owner).resolve(".spill-" + executor.id());
     try {
+      // Pre-faulted memory of the host's arena, when it has some: the first touch of new
+      // shared-memory pages costs several times the copy itself. The pickle around the values
+      // adds a little: the margin.
+      long size = executor.keeps();
+      store.handOutSpare(owner, size + Math.max(1 << 20, size / 64), staged.getFileName()
+          .toString());
       String reply = executor.spill(staged);
       if (reply == null || reply.isBlank() || reply.equals("null")) {
         return;

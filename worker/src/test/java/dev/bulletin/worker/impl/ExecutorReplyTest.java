@@ -22,8 +22,8 @@ class ExecutorReplyTest {
         ExecutorReply.parse("{\"kind\": \"finished\", \"result\": \"" + ID + "\", \"size\": 0,"
             + " \"raised\": false, \"run_seconds\": 0, \"retire\": \"why\"}"));
     assertEquals(new ExecutorReply.Finished(ObjectId.parse(ID), 0, false, 0, Optional.empty(),
-        true), ExecutorReply.parse("{\"kind\": \"finished\", \"result\": \"" + ID
-            + "\", \"size\": 0, \"raised\": false, \"run_seconds\": 0, \"keeps\": true}"));
+        4096), ExecutorReply.parse("{\"kind\": \"finished\", \"result\": \"" + ID
+            + "\", \"size\": 0, \"raised\": false, \"run_seconds\": 0, \"keeps\": 4096}"));
     assertEquals(new ExecutorReply.Stage(1 << 20, List.of(ObjectId.parse(ID))),
         ExecutorReply.parse("{\"kind\": \"stage\", \"size\": 1048576, \"mapped\": [\"" + ID
             + "\"]}"));
