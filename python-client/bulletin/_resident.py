@@ -78,8 +78,10 @@ class Resident:
         return self.fetch()
 
     def __getattr__(self, attribute):
-        # Any other use reads the value here (as a local value would be used).
-        if attribute.startswith("__"):
+        # Any other use reads the value here (as a local value would be used). Not a private
+        # name: IPython looks for _repr_html_, _ipython_display_... on whatever it shows, and
+        # showing a handle must not fetch its value.
+        if attribute.startswith("_"):
             raise AttributeError(attribute)
         return getattr(self.fetch(), attribute)
 

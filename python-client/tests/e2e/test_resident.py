@@ -104,6 +104,10 @@ def test_a_cells_gpu_values_stay_between_cells_and_come_back_as_handles(cluster)
         """, """
         print(type(w).__name__, w.shape, w.nbytes, "simulated GPU" in repr(w))
         """, """
+        w  # shown as its handle: showing it does not fetch it
+        """, """
+        print(w._cached is None)
+        """, """
         %%bulletin gpus=1 -q
         same = (id(w) == w_id, os.getpid() == pid)
         w += 1
@@ -121,8 +125,12 @@ def test_a_cells_gpu_values_stay_between_cells_and_come_back_as_handles(cluster)
     printed = ["".join(o.get("text", "") for o in cell.outputs if o["output_type"] == "stream")
                for cell in nb.cells]
     assert printed[2] == "Resident (256, 256) 262144 True\n"
-    assert printed[4] == f"(True, True) {2.0 * 256 * 256}\n"  # the same object, not moved
-    assert printed[6] == "False\n"
+    shown = [o["data"]["text/plain"] for o in nb.cells[3].outputs
+             if o["output_type"] == "execute_result"]
+    assert shown and shown[0].startswith("<bulletin.Resident w: tensor [256, 256] float32")
+    assert printed[4] == "True\n"
+    assert printed[6] == f"(True, True) {2.0 * 256 * 256}\n"  # the same object, not moved
+    assert printed[8] == "False\n"
 
 
 def test_a_spilled_value_unused_past_its_idle_time_is_dropped_and_the_next_call_says_so(

@@ -320,7 +320,8 @@ final class ExecutorPool {
     List<ExecutorProcess> own = new ArrayList<>();
     synchronized (this) {
       idle.values().forEach(executors -> executors.stream()
-          .filter(e -> e != taken && taken.owner().equals(e.owner())).forEach(own::add));
+          .filter(e -> e != taken && taken.owner().equals(e.owner()) && e.keeps() > 0)
+          .forEach(own::add));
       own.forEach(this::removeIdle);
     }
     // Out of the idle set while they spill, so no call takes one meanwhile.
