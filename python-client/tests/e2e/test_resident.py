@@ -151,6 +151,26 @@ def test_a_spilled_value_unused_past_its_idle_time_is_dropped_and_the_next_call_
         cluster.stop()
 
 
+def test_the_byte_caps_keep_a_large_value_by_value_and_drop_spills_past_them(tmp_path):
+    cluster = start_cluster(tmp_path / "home", "--resident-user-bytes", "8KiB",
+                            "--spilled-user-bytes", "100", "--executor-idle-seconds", "0.5")
+    try:
+        with cluster.client() as client:
+            keep = bulletin.gpu(keep=True)(make)
+            small = client.submit(keep, 16).result()
+            assert isinstance(small, bulletin.Resident)
+            large = client.submit(keep, 4096).result()  # 16 KiB: past the cap, by value
+            assert not isinstance(large, bulletin.Resident) and large.shape == (4096,)
+            # Its spill (64 bytes of values, more with the pickle around them) passes 100 bytes.
+            log = cluster.home / "runtime.log"
+            wait_until(lambda: "dropped 1 spilled resident value" in log.read_text(), 30,
+                       what="the spill past the cap to be dropped")
+            with pytest.raises(bulletin.ResidentLostError, match="--spilled-user-bytes"):
+                client.submit(bulletin.gpu(identity), small).result()
+    finally:
+        cluster.stop()
+
+
 def test_spilled_values_on_a_remote_worker_survive_a_runtime_restart(tmp_path):
     home = tmp_path / "home"
     # The embedded worker has no GPU: the calls run on the remote worker, which outlives the
