@@ -26,6 +26,7 @@ from ._config import Options
 from ._envelope import exception_from_envelope
 from ._errors import BulletinError, InvalidArgumentError
 from ._runtime._cell import CellSpec, ModuleName, run_cell
+from ._status import format_bytes
 
 # The notebook's own names, never sent: IPython's history and its helpers.
 _NOTEBOOK_NAMES = frozenset({"In", "Out", "get_ipython", "exit", "quit", "_", "__", "___",
@@ -186,8 +187,10 @@ def _where(where: dict, timings: dict) -> str:
     place = (f"worker {worker} (host {where.get('host', '?')})" if worker
              else where.get("host", "?")) + (f", GPU {gpus}" if gpus else ", no GPU")
     waited = timings.get("queue", 0.0) + timings.get("start", 0.0)
+    kept = where.get("kept", 0)
+    kept = f" · {format_bytes(kept)} kept on the GPU" if kept else ""
     return (f"[bulletin] ran on {place} · waited {waited:.2f} s · "
-            f"ran {timings.get('run', 0.0):.2f} s")
+            f"ran {timings.get('run', 0.0):.2f} s{kept}")
 
 
 def _literal(text: str):

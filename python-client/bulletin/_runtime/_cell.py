@@ -95,6 +95,7 @@ def _result(spec: CellSpec, namespace: dict, given: dict, inputs: dict, shown) -
               for name in returned if namespace[name] is not display}
     if _resident.is_device_value(shown):
         shown = _resident.keep(shown, "_")
+    result.where["kept"] = _resident.nbytes()  # what stays on the GPU: the summary line says
     # One probe of everything; the values one by one only when it fails (pickling a large
     # structure twice would double the cell's cost for the common case).
     if _unpicklable((values, shown)) is None:

@@ -97,7 +97,7 @@ def test_a_cells_gpu_values_stay_between_cells_and_come_back_as_handles(cluster)
         import bulletin, os
         client = bulletin.Client({cluster.address!r}, token={ALICE!r})
         """, """
-        %%bulletin gpus=1 -q
+        %%bulletin gpus=1
         import os, torch
         w = torch.ones(256, 256)
         w_id, pid = id(w), os.getpid()
@@ -124,6 +124,7 @@ def test_a_cells_gpu_values_stay_between_cells_and_come_back_as_handles(cluster)
     NotebookClient(nb, timeout=120, kernel_name="python3").execute()
     printed = ["".join(o.get("text", "") for o in cell.outputs if o["output_type"] == "stream")
                for cell in nb.cells]
+    assert printed[1].endswith(" · 256.0 KiB kept on the GPU\n")  # the summary line
     assert printed[2] == "Resident (256, 256) 262144 True\n"
     shown = [o["data"]["text/plain"] for o in nb.cells[3].outputs
              if o["output_type"] == "execute_result"]
