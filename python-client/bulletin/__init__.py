@@ -35,6 +35,7 @@ from ._as_completed import as_completed
 from ._cf_executor import Executor
 from ._future import ALL_COMPLETED, FIRST_COMPLETED, FIRST_EXCEPTION, Future, WaitInfo, wait
 from ._ref import Ref
+from ._resident import Resident, ResidentLostError
 from ._version import __version__
 
 # Client and get_client load grpc; they are imported on first access (PEP 562) so that
@@ -61,7 +62,7 @@ __all__ = [
     "AuthenticationError", "BulletinError", "CallEnvironmentError", "CellRun", "CallTimeoutError", "Client",
     "ClusterStatus", "Executor", "Future", "InfeasibleError", "InvalidArgumentError", "InvalidRequestError",
     "MemoryLimitError", "RemoteError",
-    "Ref", "RemoteFunction", "RemoteTraceback", "ResultSerializationError", "RuntimeFailure",
+    "Ref", "RemoteFunction", "Resident", "ResidentLostError", "RemoteTraceback", "ResultSerializationError", "RuntimeFailure",
     "RuntimeUnreachableError", "SerializationError", "StoreFullError", "TlsError",
     "UsageReport",
     "WorkerDiedError", "WaitInfo", "WorkerLostError", "__version__",

@@ -109,6 +109,7 @@ class CallArguments:
         good for finding them)."""
         self.refs = dict(self._own_refs)
         self.inputs, self.pending = [], []
+        self.prefer_worker = ""
         with pickling_call(self):
             try:
                 return encode((self.args, self.kwargs))
@@ -141,6 +142,10 @@ class CallArguments:
             self.refs[remote[0]] = remote[1]
             return stored_object, (remote[0],)
         return inline_value, (future.result(),)
+
+    def note_resident(self, handle) -> None:
+        """A ``bulletin.Resident`` in the arguments: the call prefers the worker that keeps it."""
+        self.prefer_worker = self.prefer_worker or handle.worker
 
     def reduce_ref(self, ref: Ref):
         self.inputs.append(ref)

@@ -40,6 +40,16 @@ def _add_offer_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--executor-idle-seconds", type=float, default=600.0, metavar="S",
                         help="retire an executor that has run a user's calls once it has been "
                              "idle S seconds (default: 600)")
+    parser.add_argument("--resident-idle-seconds", type=float, default=3600.0, metavar="S",
+                        help="drop a user's spilled GPU values (kept between %%%%bulletin cells) "
+                             "once unused S seconds (default: 3600)")
+    parser.add_argument("--resident-user-bytes", default="0", metavar="SIZE",
+                        help="most a user keeps on a GPU between calls, e.g. 8GiB (default: 0, "
+                             "no cap); a value past it comes back by value")
+    parser.add_argument("--spilled-user-bytes", default="0", metavar="SIZE",
+                        help="most of a user's spilled GPU values a host keeps (default: 0, no cap)")
+    parser.add_argument("--spilled-host-bytes", default="0", metavar="SIZE",
+                        help="most spilled GPU values a host keeps, all users (default: 0, no cap)")
     parser.add_argument("--result-timeout-seconds", type=float, default=300.0, metavar="S",
                         help="once a call's function has returned, how long encoding and storing "
                              "its result may take before its executor is stopped as hung and the "
@@ -278,7 +288,11 @@ def _executor_options_valid(command: str, args) -> bool:
 def _executor_options(args) -> "_launch.ExecutorOptions":
     return _launch.ExecutorOptions(max_calls=args.executor_max_calls,
                                    idle_seconds=args.executor_idle_seconds,
-                                   result_timeout_seconds=args.result_timeout_seconds)
+                                   result_timeout_seconds=args.result_timeout_seconds,
+                                   resident_idle_seconds=args.resident_idle_seconds,
+                                   resident_user_bytes=args.resident_user_bytes,
+                                   spilled_user_bytes=args.spilled_user_bytes,
+                                   spilled_host_bytes=args.spilled_host_bytes)
 
 
 def _up(args) -> int:

@@ -29,6 +29,12 @@ class RemoteFunction:
     @property
     def local(self) -> Callable:
         """The undecorated function, to run in this process."""
+        from ._resident import Keep
+        return self._fn.fn if isinstance(self._fn, Keep) else self._fn
+
+    @property
+    def remote(self) -> Callable:
+        """What runs on the cluster: the function, or the wrapper that keeps its result."""
         return self._fn
 
     @property
@@ -65,25 +71,31 @@ class RemoteFunction:
         return f"<bulletin remote function {self.__qualname__} ({kind})>"
 
 
-def _decorator(fn, defaults: Options, given: dict):
+def _decorator(fn, defaults: Options, given: dict, keep: bool = False):
     options = Options.make(defaults, **given)  # validated now, so mistakes show at definition
-    if fn is None:
-        return lambda f: RemoteFunction(f, options)
-    return RemoteFunction(fn, options)
+
+    def remote(f):
+        if keep:  # the result stays on the cluster, a bulletin.Resident comes back (issue 29)
+            from ._resident import Keep
+            f = functools.update_wrapper(Keep(f), f, updated=())
+        return RemoteFunction(f, options)
+    return remote if fn is None else remote(fn)
 
 
 def gpu(fn: Callable | None = None, /, *, gpus: int | float = 1, cpus: float | None = None,
         memory: int | str | None = None, qos: str | None = None,
         timeout: float | str | None = None, retries: int | None = None,
         priority: int | None = None, credits: float | None = None,
-        pip: list[str] | None = None):
+        pip: list[str] | None = None, keep: bool = False):
     """Runs the function on GPUs: ``@bulletin.gpu`` (one whole GPU) or
     ``@bulletin.gpu(gpus=2, cpus=8, memory="32GiB", qos="interactive", timeout="2h")``.
     ``pip=[...]``: packages the call needs that the worker lacks (docs/environments.md).
+    ``keep=True``: the result stays on the cluster and a ``bulletin.Resident`` handle comes back
+    (a result on the GPU stays there anyway: docs/notebooks.md).
     """
     return _decorator(fn, Options(gpus=1), dict(
         gpus=gpus, cpus=cpus, memory=memory, qos=qos, timeout=timeout, retries=retries,
-        priority=priority, credits=credits, pip=pip))
+        priority=priority, credits=credits, pip=pip), keep)
 
 
 def cpu(fn: Callable | None = None, /, *, cpus: float = 1, memory: int | str | None = None,

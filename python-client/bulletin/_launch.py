@@ -132,11 +132,21 @@ class ExecutorOptions:
     max_calls: int = 0  # 0: no limit
     idle_seconds: float = 600.0
     result_timeout_seconds: float = 300.0
+    # Values kept on the GPU between calls (docs/notebooks.md): how long spilled ones are kept
+    # unused, and the byte caps ("0": none).
+    resident_idle_seconds: float = 3600.0
+    resident_user_bytes: str = "0"
+    spilled_user_bytes: str = "0"
+    spilled_host_bytes: str = "0"
 
     def arguments(self) -> list[str]:
         return ["--executor-max-calls", str(self.max_calls),
                 "--executor-idle-seconds", repr(float(self.idle_seconds)),
-                "--result-timeout-seconds", repr(float(self.result_timeout_seconds))]
+                "--result-timeout-seconds", repr(float(self.result_timeout_seconds)),
+                "--resident-idle-seconds", repr(float(self.resident_idle_seconds)),
+                "--resident-user-bytes", self.resident_user_bytes,
+                "--spilled-user-bytes", self.spilled_user_bytes,
+                "--spilled-host-bytes", self.spilled_host_bytes]
 
 
 @dataclass(frozen=True)

@@ -236,9 +236,11 @@ def _summary(run: CellRun) -> str:
     worker = (run.where.get("executor") or "").rpartition("-e")[0]  # executor ids: <worker>-e<n>
     place = (f"worker {worker} (host {run.where.get('host', '?')})" if worker
              else run.where.get("host", "?")) + (f", GPU {gpus}" if gpus else ", no GPU")
+    kept = run.where.get("kept", 0)
     return (f"[bulletin] ran on {place} · waited {run.waited_s:.2f} s · ran {run.ran_s:.2f} s"
-            f" (held {run.held_s:.2f} s)"
-            f" · sent {_size(run.sent_bytes)}, got {_size(run.received_bytes)}")
+            f" (held {run.held_s:.2f} s) · sent {_size(run.sent_bytes)}, got "
+            f"{_size(run.received_bytes)}" + (f" · {format_bytes(kept)} kept on the GPU"
+                                              if kept else ""))
 
 
 def _size(n: int) -> str:

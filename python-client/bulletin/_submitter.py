@@ -177,7 +177,7 @@ class Submitter:
         displays (``_output.CallOutput``)."""
         self._calls.check_open()
         if isinstance(fn, RemoteFunction):
-            fn = fn.local
+            fn = fn.remote  # with keep=True, the wrapper that keeps its result (not .local)
         t0 = perf_counter()
         fn_id, fn_encoded = self._pickles.get(fn)
         arguments = CallArguments(self, args, kwargs)
@@ -312,6 +312,8 @@ class Submitter:
                 future._inline_bytes += args_encoded.nbytes
         for oid, size in arguments.refs.items():
             spec.refs.add(id=oid, size=size)
+        if getattr(arguments, "prefer_worker", ""):
+            spec.prefer_worker = arguments.prefer_worker
         fn_id = spec.function.id
         # Deciding "inline or id only" and queueing under one lock keeps the message that
         # carries a function's bytes ahead of every message that only names it; releases go

@@ -103,9 +103,13 @@ def _full(path: Path, size: int) -> str:
             "and refs, Ref.release()), or ask the cluster's owner for a larger share.")
 
 
-def write_file(path: Path, encoded) -> None:
-    """Writes an encoded object into a new file: one copy, straight into the mapped file."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+def write_file(path: Path, encoded, digesting: bool = False, staged: bool = False) -> None:
+    """Writes an encoded object into a new file: one copy, straight into the mapped file.
+    ``digesting``: its id is computed in the same pass (``Encoded.write_digesting``), for a
+    writer that needs it and has not computed it (a second pass would read every byte again).
+    ``staged``: the file is there already, a pre-faulted one the agent staged for this writer
+    alone (``ObjectStore.handOutSpare``), and is overwritten: its memory needs no page faults."""
+    fd = os.open(path, os.O_RDWR if staged else os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         size = encoded.nbytes
         if size < _SMALL_WRITE:
@@ -118,7 +122,10 @@ def write_file(path: Path, encoded) -> None:
             target = mmap.mmap(fd, size, flags=_MAP_FLAGS)
             view = memoryview(target)
             try:
-                encoded.write_into(view)
+                if digesting:
+                    encoded.write_digesting(view)
+                else:
+                    encoded.write_into(view)
             finally:
                 view.release()
                 try:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from .._cell_names import writes_into
 from .._displays import display_line, figure_bundle, mime_bundle
 from .._envelope import make_envelope
+from . import _resident
 
 
 @dataclass(frozen=True)
@@ -64,9 +65,12 @@ def run_cell(spec: CellSpec, /, **inputs) -> CellResult:
         namespace[name] = _writable(namespace[name])
     given = {name: id(value) for name, value in namespace.items()}
     # Inputs the cell may change in place: their content now, to send back only those it did
-    # change (an unchanged one stays the notebook's own object, as after a local cell).
+    # change (an unchanged one stays the notebook's own object, as after a local cell). A
+    # value kept on the GPU is left out: its handle already names the live object here, and
+    # hashing it would copy it off the device.
     before = {name: _content_id(namespace[name]) for name in spec.returns
-              if name in inputs and not isinstance(inputs[name], ModuleName)}
+              if name in inputs and not isinstance(inputs[name], ModuleName)
+              and not _resident.is_device_value(namespace[name])}
     # The source is the traceback's: its lines show with the cell's own line numbers.
     lines = spec.source.splitlines(keepends=True)
     linecache.cache[spec.filename] = (len(spec.source), None, lines, spec.filename)
@@ -100,9 +104,12 @@ def _result(spec: CellSpec, namespace: dict, given: dict, changed: set, shown) -
                         where={"host": socket.gethostname(),
                                "executor": os.environ.get("BULLETIN_EXECUTOR_ID", ""),
                                "gpus": os.environ.get("CUDA_VISIBLE_DEVICES", "")})
-    values = {name: (ModuleName(namespace[name].__name__)
-                     if isinstance(namespace[name], types.ModuleType) else namespace[name])
+    _resident.forget_names(result.deleted)
+    values = {name: _returned(name, namespace[name])
               for name in returned if namespace[name] is not display}
+    if _resident.is_device_value(shown):
+        shown = _resident.keep(shown, "_")
+    result.where["kept"] = _resident.nbytes()  # what stays on the GPU: the summary line says
     # One probe of everything; the values one by one only when it fails (pickling a large
     # structure twice would double the cell's cost for the common case).
     if _unpicklable((values, shown)) is None:
@@ -140,6 +147,16 @@ def _content_id(value) -> str | None:
         return encode(value).digest()
     except Exception:  # noqa: BLE001 - an unpicklable value: its own check reports it
         return None
+
+
+def _returned(name: str, value):
+    """What goes back for a bound name: a module by name, a value on the GPU as a handle (it
+    stays in this executor: issue 29), anything else itself."""
+    if isinstance(value, types.ModuleType):
+        return ModuleName(value.__name__)
+    if _resident.is_device_value(value):
+        return _resident.keep(value, name)
+    return value
 
 
 def _unpicklable(value) -> str | None:

@@ -28,7 +28,8 @@ from .._envelope import make_envelope as envelope
 from .._data._objects import encode, open_object, write_file
 from .._data import _arena
 from .._data._write_maps import RECYCLE_MIN, WriteMappings
-from . import _preempt
+from . import _preempt, _resident
+from .._resident import ResidentLostError
 from ._gpu_share import apply_gpu_fraction, release_cached_gpu_memory
 from ._argument_maps import ArgumentMaps
 from ._arguments import load_arguments
@@ -64,6 +65,10 @@ class Call(NamedTuple):
     args_path: str
     refs: dict
     result_path: str
+    # The user's spilled resident values this worker holds: handle id -> spill object's path.
+    spilled: dict = {}
+    # The user's resident values this worker dropped: handle id -> why (the next call says so).
+    dropped: dict = {}
 
     @staticmethod
     def from_wire(text: str) -> "Call":
@@ -74,7 +79,8 @@ class Call(NamedTuple):
         if not isinstance(fields, dict):
             raise ValueError(f"the agent's call is not a JSON object: {text[:80]!r}")
         call = Call(fields.get("task"), fields.get("function"), fields.get("args"),
-                    fields.get("refs", {}), fields.get("result"))
+                    fields.get("refs", {}), fields.get("result"), fields.get("spilled", {}),
+                    fields.get("dropped", {}))
         for name, value in (("task", call.task_id), ("function", call.function_path),
                             ("args", call.args_path), ("result", call.result_path)):
             if not isinstance(value, str) or not value:
@@ -82,6 +88,8 @@ class Call(NamedTuple):
         if not isinstance(call.refs, dict) or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in call.refs.items()):
             raise ValueError(f"the agent's call has malformed 'refs' (id -> path): {call.refs!r}")
+        if not isinstance(call.spilled, dict) or not isinstance(call.dropped, dict):
+            raise ValueError(f"the agent's call has malformed 'spilled': {call.spilled!r}")
         return call
 
 
@@ -95,6 +103,7 @@ class Finished:
     raised: bool
     run_seconds: float
     retire: str = ""
+    keeps: int = 0  # bytes of values kept in this executor (_resident): spilled before it ends
 
 
 @dataclass(frozen=True)
@@ -126,7 +135,7 @@ def _for_py4j(exc: BaseException) -> Exception:
 
 def to_wire(reply) -> str:
     """The one place a reply is written (parsed in one place too: ExecutorReply.parse)."""
-    if type(reply) is Finished and not reply.retire:
+    if type(reply) is Finished and not reply.retire and not reply.keeps:
         # Every call's reply, so written directly: the id is hex, the rest are numbers.
         return (f'{{"kind": "finished", "result": "{reply.result}", "size": {reply.size:d}, '
                 f'"raised": {"true" if reply.raised else "false"}, '
@@ -136,6 +145,8 @@ def to_wire(reply) -> str:
                   "raised": reply.raised, "run_seconds": reply.run_seconds}
         if reply.retire:
             fields["retire"] = reply.retire
+        if reply.keeps:
+            fields["keeps"] = reply.keeps
     elif isinstance(reply, Stage):
         fields = {"kind": "stage", "size": reply.size, "mapped": list(reply.mapped),
                   "spare_ready": reply.spare_ready}
@@ -319,8 +330,11 @@ class Executor:
         """(value or exception, raised, run seconds, stored arguments), or Unfit."""
         try:
             try:
-                fn = self._function(call.function_path)
-                args, kwargs, stored = self._arguments(call.args_path, call.refs)
+                with _resident.resolving_handles(call.spilled, call.dropped):
+                    fn = self._function(call.function_path)
+                    args, kwargs, stored = self._arguments(call.args_path, call.refs)
+            except ResidentLostError:
+                raise  # the call's own error, not a damaged executor: reported as raised
             except Exception as exc:
                 log(f"task {call.task_id}: cannot load its function or arguments: {exc!r}")
                 if not fresh:
@@ -330,7 +344,11 @@ class Executor:
                 ) from exc
             start = time.perf_counter()
             try:
-                return fn(*args, **kwargs), False, time.perf_counter() - start, stored
+                value = fn(*args, **kwargs)
+                if _resident.is_device_value(value) and not _resident.SIMULATED:
+                    # A result on the GPU stays there (issue 29, part 4): its handle goes back.
+                    value = _resident.keep(value, getattr(fn, "__name__", "result"))
+                return value, False, time.perf_counter() - start, stored
             except MemoryError as exc:
                 if not self._memory_limit:
                     return exc, True, time.perf_counter() - start, stored
@@ -488,6 +506,12 @@ def _marker(word: str, task_id: str, fds: tuple[int, ...]) -> bool:
     return True
 
 
+def _with_kept(reply):
+    """The reply, saying whether values stay in this executor after the call."""
+    kept = _resident.keeps() if isinstance(reply, Finished) else 0
+    return replace(reply, keeps=kept) if kept else reply
+
+
 class _PythonExecutor:
     """The object the agent calls through its Py4J proxy of dev.bulletin.worker.PythonExecutor:
     strings in, strings out."""
@@ -508,16 +532,25 @@ class _PythonExecutor:
         if not output_intact and isinstance(reply, Finished):
             reply = replace(reply, retire="; ".join(filter(None, [
                 reply.retire, "its call closed the executor's output"])))
-        return to_wire(reply)
+        return to_wire(_with_kept(reply))
 
     def commit(self, staged: bool) -> str:
         try:
-            return to_wire(self._executor.commit(bool(staged)))
+            return to_wire(_with_kept(self._executor.commit(bool(staged))))
         except BaseException as exc:
             raise _for_py4j(exc) from None
 
     def ping(self) -> str:
         return "pong"
+
+    def spill(self, path: str) -> str:
+        """Writes the values kept here into one object file at ``path`` and frees them; the
+        agent calls it before it ends this executor (``_resident.spill``)."""
+        try:
+            return json.dumps(_resident.spill(path))
+        except BaseException as exc:
+            log(f"could not spill its resident values: {exc!r}")
+            raise _for_py4j(exc) from None
 
 
 def _keep_mapped_bytes() -> int:

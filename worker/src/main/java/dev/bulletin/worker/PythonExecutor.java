@@ -28,4 +28,13 @@ public interface PythonExecutor {
 
   /** Answers "pong"; a health check. */
   String ping();
+
+  /**
+   * Writes the values the executor keeps between calls (issue 29) into one object file and
+   * frees them; called on an idle executor before it ends.
+   *
+   * @param path the file to write (a staged file the agent then publishes)
+   * @return JSON {@code {"id", "size", "handles"}}, or {@code null} when it keeps nothing
+   */
+  String spill(String path);
 }

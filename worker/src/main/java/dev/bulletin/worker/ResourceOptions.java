@@ -50,6 +50,24 @@ public final class ResourceOptions {
           + " (default: ${DEFAULT-VALUE}).")
   double resultTimeoutSeconds;
 
+  @Option(names = "--resident-idle-seconds", defaultValue = "3600",
+      description = "Drop a user's spilled resident values (GPU state kept between calls) unused"
+          + " this long (default: ${DEFAULT-VALUE}).")
+  double residentIdleSeconds;
+
+  @Option(names = "--resident-user-bytes", defaultValue = "0",
+      description = "Most a user's executor keeps on its GPUs between calls, e.g. 8GiB (0: no"
+          + " cap); a value past it comes back by value.")
+  String residentUserBytes;
+
+  @Option(names = "--spilled-user-bytes", defaultValue = "0",
+      description = "Most of a user's spilled resident values this host keeps (0: no cap).")
+  String spilledUserBytes;
+
+  @Option(names = "--spilled-host-bytes", defaultValue = "0",
+      description = "Most spilled resident values this host keeps, all users (0: no cap).")
+  String spilledHostBytes;
+
   public WorkerOptions worker(String workerId) {
     GpuInventory inventory = GpuInventoryDetection.resolve(gpus, simulateGpus);
     int cpuSlots = cpus != null ? cpus : Runtime.getRuntime().availableProcessors();
@@ -74,7 +92,26 @@ public final class ResourceOptions {
     return new WorkerOptions(workerId, python, inventory, cpuSlots, memoryBytes,
         warmCpuExecutors, 60_000, executorMaxCalls,
         Math.max(1, Math.round(executorIdleSeconds * 1000)), Map.of(),
-        Math.max(1, Math.round(resultTimeoutSeconds * 1000)));
+        Math.max(1, Math.round(resultTimeoutSeconds * 1000)), residentLimits());
+  }
+
+  private ResidentLimits residentLimits() {
+    if (!(residentIdleSeconds > 0)) {
+      throw new IllegalArgumentException("--resident-idle-seconds must be > 0, got "
+          + residentIdleSeconds);
+    }
+    return new ResidentLimits(Math.max(1, Math.round(residentIdleSeconds * 1000)),
+        size("--resident-user-bytes", residentUserBytes),
+        size("--spilled-user-bytes", spilledUserBytes),
+        size("--spilled-host-bytes", spilledHostBytes));
+  }
+
+  private static long size(String option, String value) {
+    try {
+      return value.equals("0") ? 0 : Quantities.parseSize(value);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(option + ": " + e.getMessage(), e);
+    }
   }
 
   private static long totalMemory() {

@@ -35,7 +35,8 @@ public record WorkerOptions(
     int executorMaxCalls,
     long executorIdleMillis,
     Map<String, String> extraEnvironment,
-    long resultTimeoutMillis) {
+    long resultTimeoutMillis,
+    ResidentLimits resident) {
 
   /** The default of {@link #executorIdleMillis}: ten minutes. */
   public static final long DEFAULT_EXECUTOR_IDLE_MILLIS = 600_000;
@@ -54,7 +55,17 @@ public record WorkerOptions(
         executorMaxCalls, executorIdleMillis, extraEnvironment, DEFAULT_RESULT_TIMEOUT_MILLIS);
   }
 
+  /** With the default {@link ResidentLimits}. */
+  public WorkerOptions(String workerId, Path python, GpuInventory gpus, int cpus, long memoryBytes,
+      int warmCpuExecutors, long executorStartTimeoutMillis, int executorMaxCalls,
+      long executorIdleMillis, Map<String, String> extraEnvironment, long resultTimeoutMillis) {
+    this(workerId, python, gpus, cpus, memoryBytes, warmCpuExecutors, executorStartTimeoutMillis,
+        executorMaxCalls, executorIdleMillis, extraEnvironment, resultTimeoutMillis,
+        ResidentLimits.DEFAULT);
+  }
+
   public WorkerOptions {
+    resident = resident == null ? ResidentLimits.DEFAULT : resident;
     if (workerId == null || workerId.isBlank()) {
       throw new IllegalArgumentException("workerId must not be blank");
     }

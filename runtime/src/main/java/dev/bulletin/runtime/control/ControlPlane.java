@@ -288,6 +288,7 @@ public final class ControlPlane {
         accepted.args(), accepted.refs(), spec.getTimeoutSeconds(), session, System.nanoTime());
     task.allowRetries(spec.getRetries());
     task.needsExecutor(executorSpec);
+    task.preferWorker(spec.getPreferWorker());
     // A call without a timeout may run for its QoS class's longest walltime, and is stopped then.
     task.scheduling(qos.get().name(), spec.getPriority(), spec.getCredits(),
         spec.getTimeoutSeconds() > 0

@@ -134,7 +134,7 @@ public final class PolicyPass {
         .group(task.owner().group()).qos(task.qos()).demand(task.demand())
         .priority(task.priority()).creditsSpent((long) task.credits())
         .inputs(inputs(task, objects)).submittedAt(task.submittedAt())
-        .walltime(expectedRun(task)).build();
+        .walltime(expectedRun(task)).preferredWorker(task.preferredWorker()).build();
   }
 
   /** The call's argument objects, id to size: what the locality score weighs. */

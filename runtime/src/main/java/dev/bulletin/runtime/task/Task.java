@@ -22,6 +22,7 @@ public final class Task {
   private final ObjectKey args;
   private final List<ObjectKey> refs;
   private Map<String, Long> inputSizes;
+  private volatile String preferredWorker = "";
   private final double timeoutSeconds;
   private final TaskEventSink sink;
   private final long submittedNanos;
@@ -158,6 +159,18 @@ public final class Task {
    * yet): the scheduler's locality input, computed once instead of every pass. Null until then.
    */
   public Map<String, Long> inputSizes() { return inputSizes; }
+
+  /**
+   * The worker that keeps the resident values the call's arguments name (issue 29), or "": a
+   * soft preference of the scheduler. Not journaled: a queued call restored after a restart
+   * has none, and runs where it is placed (its values are restored there when that is their
+   * worker, and said to be lost otherwise).
+   */
+  public String preferredWorker() { return preferredWorker; }
+
+  public void preferWorker(String workerId) {
+    this.preferredWorker = workerId == null ? "" : workerId;
+  }
 
   public void knownInputSizes(Map<String, Long> sizes) {
     this.inputSizes = Map.copyOf(sizes);

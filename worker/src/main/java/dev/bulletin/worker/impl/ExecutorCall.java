@@ -8,23 +8,29 @@ import java.nio.file.Path;
 
 /**
  * One call as an executor receives it: JSON {@code {"task", "function", "args", "refs",
- * "result"}} with paths of store files and {@code refs} mapping each argument object's id to its
- * path. Read in one place on the Python side ({@code bulletin._runtime._executor.Call.from_wire}).
+ * "result", "spilled"}} with paths of store files, {@code refs} mapping each argument object's id to
+ * its path and {@code spilled} each of the user's spilled resident values ({@link ResidentSpills})
+ * to its spill object's path. Read in one place on the Python side ({@code bulletin._runtime._executor.Call.from_wire}).
  */
 final class ExecutorCall {
   private ExecutorCall() {}
 
-  static String toWire(CallRequest request, ObjectStore.Lease lease, Path resultPath) {
+  static String toWire(CallRequest request, ObjectStore.Lease lease, Path resultPath,
+      java.util.Map<String, ObjectKey> spilled, java.util.Map<String, String> dropped) {
     JsonObject refs = new JsonObject();
     for (ObjectKey ref : request.refs()) {
       refs.put(ref.id().hex(), lease.path(ref).toString());
     }
+    JsonObject spills = new JsonObject();
+    spilled.forEach((handle, key) -> spills.put(handle, lease.path(key).toString()));
     return new JsonObject()
         .put("task", request.taskId())
         .put("function", lease.path(request.function()).toString())
         .put("args", lease.path(request.args()).toString())
         .put("refs", refs)
         .put("result", resultPath.toString())
+        .put("spilled", spills)
+        .put("dropped", new JsonObject(new java.util.HashMap<>(dropped)))
         .encode();
   }
 }

@@ -21,11 +21,13 @@ final class ExecutorEnds {
   static final CompletableFuture<Void> DONE = CompletableFuture.completedFuture(null);
 
   private final ExecutorService threads;
+  private final ResidentSpills spills;
   /** The ends in progress, by GPU. */
   private final Map<Integer, CompletableFuture<Void>> ending = new ConcurrentHashMap<>();
 
-  ExecutorEnds(ExecutorService threads) {
+  ExecutorEnds(ExecutorService threads, ResidentSpills spills) {
     this.threads = threads;
+    this.spills = spills;
   }
 
   /** Ends an executor in the background; completes once its processes are gone. */
@@ -33,7 +35,7 @@ final class ExecutorEnds {
     log(executor, reason);
     CompletableFuture<Void> ended;
     try {
-      ended = CompletableFuture.runAsync(executor::shutdown, threads);
+      ended = CompletableFuture.runAsync(() -> spillAndEnd(executor), threads);
     } catch (RejectedExecutionException closing) {
       executor.shutdown();
       return DONE;
@@ -47,6 +49,15 @@ final class ExecutorEnds {
   /** Ends an executor on this thread. */
   void now(ExecutorProcess executor, String reason) {
     log(executor, reason);
+    spillAndEnd(executor);
+  }
+
+  /**
+   * What it keeps on its GPU between calls goes to the store first (issue 29): no byte of it
+   * stays on the GPU, and its user's next call restores it wherever it runs.
+   */
+  private void spillAndEnd(ExecutorProcess executor) {
+    spills.spillFrom(executor);
     executor.shutdown();
   }
 

@@ -66,6 +66,7 @@ final class ExecutorLauncher {
           "CUDA_VISIBLE_DEVICES", gpuIds.stream().map(String::valueOf).collect(Collectors.joining(",")),
           "BULLETIN_SIMULATED_GPUS", options.gpus().simulated() && !gpuIds.isEmpty() ? "1" : "0",
           "PYTHONUNBUFFERED", "1"));
+      own.put("BULLETIN_RESIDENT_MAX_BYTES", Long.toString(options.resident().userResidentBytes()));
       own.putAll(GpuShareEnvironment.of(profile.gpuFraction(), gpuIds,
           options.gpus().simulated(), System.getenv()));
       own.putAll(confinement.environment());

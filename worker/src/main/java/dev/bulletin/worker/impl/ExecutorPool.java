@@ -62,6 +62,7 @@ final class ExecutorPool {
   /** Executors being started in the background, by GPU set. */
   private final Map<List<Integer>, CompletableFuture<Void>> warming = new ConcurrentHashMap<>();
   private final ExecutorEnds ends;
+  private final ResidentSpills spills;
   private final AtomicInteger sequence = new AtomicInteger();
   private final AtomicInteger live = new AtomicInteger();
   private final AtomicInteger liveCpu = new AtomicInteger();
@@ -76,10 +77,12 @@ final class ExecutorPool {
     this.options = options;
     this.store = store;
     this.threads = threads;
-    this.ends = new ExecutorEnds(threads);
+    this.spills = new ResidentSpills(store, options.resident());
+    this.ends = new ExecutorEnds(threads, spills);
     this.environments = new CallEnvironments(options);
     this.warmProfile = new ExecutorProfile(options.python(), 0, "");
-    long period = Math.max(50, Math.min(options.executorIdleMillis() / 2, 30_000));
+    long period = Math.max(50, Math.min(Math.min(options.executorIdleMillis(),
+        options.resident().idleMillis()) / 2, 30_000));
     sweeper.scheduleWithFixedDelay(this::retireIdle, period, period, TimeUnit.MILLISECONDS);
   }
 
@@ -255,6 +258,7 @@ final class ExecutorPool {
     }
     expired.forEach(executor -> retire(executor, "idle for "
         + options.executorIdleMillis() / 1000.0 + " s (--executor-idle-seconds)"));
+    spills.dropIdle();
   }
 
   /**
@@ -301,6 +305,30 @@ final class ExecutorPool {
   private void retireNow(ExecutorProcess executor, String reason) {
     ends.now(executor, reason);
     forget(executor, true, DONE);
+  }
+
+  /** The spilled resident values of this agent's executors. */
+  ResidentSpills spills() {
+    return spills;
+  }
+
+  /**
+   * Spills what the user's other idle executors keep (on other GPUs of this host): the call
+   * about to run on {@code taken} restores it there, since a value is on one executor only.
+   */
+  void spillOthersOf(ExecutorProcess taken) {
+    List<ExecutorProcess> own = new ArrayList<>();
+    synchronized (this) {
+      idle.values().forEach(executors -> executors.stream()
+          .filter(e -> e != taken && taken.owner().equals(e.owner()) && e.keeps() > 0)
+          .forEach(own::add));
+      own.forEach(this::removeIdle);
+    }
+    // Out of the idle set while they spill, so no call takes one meanwhile.
+    own.forEach(executor -> {
+      spills.spillFrom(executor);
+      giveBack(executor);
+    });
   }
 
   WorkerStatusView status() {

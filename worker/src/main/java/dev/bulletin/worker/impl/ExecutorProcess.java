@@ -58,6 +58,8 @@ final class ExecutorProcess {
   /** Why this executor must run no further call (set by what a call did to it); null if none. */
   private volatile String retireReason;
   private volatile long idleSinceNanos = System.nanoTime();
+  /** The bytes its last call left kept in it (issue 29): only then is it asked to spill. */
+  private volatile long keeps;
   private int calls;
   /** See {@link dev.bulletin.worker.WorkerOptions#resultTimeoutMillis}. */
   private final long resultTimeoutMillis;
@@ -160,7 +162,9 @@ final class ExecutorProcess {
    *     may have damaged it: the call did not run; retire this executor
    */
   CallOutcome call(CallRequest request, ObjectStore.Lease lease, Path resultPath,
-      CallListener listener) throws UnfitExecutorException {
+      java.util.Map<String, ObjectKey> spilled, java.util.Map<String, String> dropped,
+      CallListener listener)
+      throws UnfitExecutorException {
     claim(request.owner());
     Running running = new Running(request.taskId(), listener, new CountDownLatch(2),
         new AtomicReference<>());
@@ -169,7 +173,7 @@ final class ExecutorProcess {
     listener.started(id);
     try {
       ExecutorReply reply = ExecutorReply.parse(python.run(
-          ExecutorCall.toWire(request, lease, resultPath)));
+          ExecutorCall.toWire(request, lease, resultPath, spilled, dropped)));
       if (reply instanceof ExecutorReply.Stage stage) {
         reply = ExecutorReply.parse(python.commit(stageResultFile(request, stage, resultPath)));
       }
@@ -183,6 +187,7 @@ final class ExecutorProcess {
             "the executor answered commit with another stage");
       }
       finished.retire().ifPresent(reason -> retireReason = reason);
+      keeps = finished.keeps();
       return new CallOutcome.Returned(new ObjectKey(request.owner(), finished.result()),
           finished.size(), finished.raised(), finished.runSeconds());
     } catch (ExecutorReply.MalformedReplyException e) {
@@ -295,6 +300,21 @@ final class ExecutorProcess {
       preemption = null;
       pending.stop().run();
     }
+  }
+
+  /**
+   * Asks the idle executor to spill the values it keeps between calls to {@code path}
+   * ({@link ResidentSpills}); its JSON reply.
+   */
+  String spill(Path path) {
+    String reply = python.spill(path.toString());
+    keeps = 0;
+    return reply;
+  }
+
+  /** The bytes its last call left kept in it (0: none). */
+  long keeps() {
+    return keeps;
   }
 
   /** Whether it was killed or asked to stop (its process may not have exited yet). */

@@ -21,9 +21,18 @@ sealed interface ExecutorReply {
    *
    * @param retire why the executor must not run another call (a limit the call changed that
    *     cannot be set back), if so
+   * @param keeps the bytes of the values the executor keeps between calls (issue 29; 0: none):
+   *     it is asked to spill them before it ends ({@link ResidentSpills})
    */
   record Finished(ObjectId result, long size, boolean raised, double runSeconds,
-      Optional<String> retire) implements ExecutorReply {}
+      Optional<String> retire, long keeps) implements ExecutorReply {
+
+    /** An executor that keeps no values between calls. */
+    Finished(ObjectId result, long size, boolean raised, double runSeconds,
+        Optional<String> retire) {
+      this(result, size, raised, runSeconds, retire, 0);
+    }
+  }
 
   /**
    * A large result is encoded and waits for its file: the agent may stage a released object's
@@ -65,7 +74,8 @@ sealed interface ExecutorReply {
     String kind = text(fields, "kind");
     return switch (kind) {
       case "finished" -> new Finished(id(fields, "result"), size(fields), flag(fields, "raised"),
-          seconds(fields), Optional.ofNullable(optionalText(fields, "retire")));
+          seconds(fields), Optional.ofNullable(optionalText(fields, "retire")),
+          fields.containsKey("keeps") ? count(fields, "keeps") : 0);
       case "stage" -> new Stage(size(fields), ids(fields, "mapped"),
           fields.containsKey("spare_ready") && flag(fields, "spare_ready"));
       case "unfit" -> new Unfit(text(fields, "reason"));
@@ -121,10 +131,14 @@ sealed interface ExecutorReply {
   }
 
   private static long size(JsonObject fields) {
-    Object value = fields.getValue("size");
+    return count(fields, "size");
+  }
+
+  private static long count(JsonObject fields, String name) {
+    Object value = fields.getValue(name);
     if (!(value instanceof Integer || value instanceof Long) || ((Number) value).longValue() < 0) {
-      throw new MalformedReplyException("the executor's reply has a 'size' that is not a"
-          + " non-negative integer: " + quote(String.valueOf(value)));
+      throw new MalformedReplyException("the executor's reply has a '" + name + "' that is not"
+          + " a non-negative integer: " + quote(String.valueOf(value)));
     }
     return ((Number) value).longValue();
   }

@@ -140,20 +140,24 @@ public final class LocalWorkerAgent implements WorkerAgent {
       return new CallOutcome.ExecutorDied(e.getMessage());
     }
     Path staged = store.stagingFolderOf(request.owner()).resolve(".result-" + taskId);
+    // What the user keeps on another executor here is spilled, so this call can restore it.
+    pool.spillOthersOf(executor);
+    Map<String, ObjectKey> spilled = pool.spills().of(request.owner());
     List<ObjectKey> used = new ArrayList<>(request.refs());
+    used.addAll(new java.util.HashSet<>(spilled.values()));
     used.add(request.function());
     used.add(request.args());
     CallOutcome outcome;
     try (ObjectStore.Lease lease = store.lease(used)) {
       try {
-        outcome = runOn(executor, request, lease, staged, listener);
+        outcome = runOn(executor, request, lease, staged, spilled, listener);
       } catch (UnfitExecutorException unfit) {
         // An earlier call damaged that executor; the call did not run: again, on a fresh one.
         listener.output(true, ("[bulletin] executor " + executor.id() + " could not load the"
             + " call after an earlier call (" + unfit.getMessage() + "); it was replaced and"
             + " the call runs on a fresh executor\n").getBytes(StandardCharsets.UTF_8));
         executor = pool.replaceUnfit(executor, executor.retireReason());
-        outcome = runOn(executor, request, lease, staged, listener);
+        outcome = runOn(executor, request, lease, staged, spilled, listener);
       }
     } catch (ObjectStoreException e) {
       outcome = new CallOutcome.ExecutorDied("the call's objects are not in the store: "
@@ -180,14 +184,16 @@ public final class LocalWorkerAgent implements WorkerAgent {
 
   /** Runs the call on one executor; a stop that came first ends it before it starts. */
   private CallOutcome runOn(ExecutorProcess executor, CallRequest request,
-      ObjectStore.Lease lease, Path staged, CallListener listener) throws UnfitExecutorException {
+      ObjectStore.Lease lease, Path staged, Map<String, ObjectKey> spilled,
+      CallListener listener) throws UnfitExecutorException {
     running.put(request.taskId(), executor);
     sampler.begin(request.taskId(), request.gpuIds(), executor.pid());
     String stopped = pendingStops.remove(request.taskId());
     if (stopped != null) {
       return new CallOutcome.Stopped(stopped);
     }
-    CallOutcome outcome = executor.call(request, lease, staged, listener);
+    CallOutcome outcome = executor.call(request, lease, staged, spilled,
+        pool.spills().droppedOf(request.owner()), listener);
     if (outcome instanceof CallOutcome.Returned returned) {
       return adoptResult(returned, staged, executor);
     }

@@ -21,6 +21,9 @@ class ExecutorReplyTest {
     assertEquals(new ExecutorReply.Finished(ObjectId.parse(ID), 0, false, 0, Optional.of("why")),
         ExecutorReply.parse("{\"kind\": \"finished\", \"result\": \"" + ID + "\", \"size\": 0,"
             + " \"raised\": false, \"run_seconds\": 0, \"retire\": \"why\"}"));
+    assertEquals(new ExecutorReply.Finished(ObjectId.parse(ID), 0, false, 0, Optional.empty(),
+        4096), ExecutorReply.parse("{\"kind\": \"finished\", \"result\": \"" + ID
+            + "\", \"size\": 0, \"raised\": false, \"run_seconds\": 0, \"keeps\": 4096}"));
     assertEquals(new ExecutorReply.Stage(1 << 20, List.of(ObjectId.parse(ID))),
         ExecutorReply.parse("{\"kind\": \"stage\", \"size\": 1048576, \"mapped\": [\"" + ID
             + "\"]}"));

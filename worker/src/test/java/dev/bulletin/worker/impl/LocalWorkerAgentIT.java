@@ -86,7 +86,8 @@ class LocalWorkerAgentIT {
   /** Set by the agent for each executor (docs/internals.md). */
   private static final java.util.Set<String> OWN_VARIABLES = java.util.Set.of(
       "BULLETIN_EXECUTOR_ID", "BULLETIN_STORE_DIR", "BULLETIN_STORE_CAPACITY",
-      "CUDA_VISIBLE_DEVICES", "BULLETIN_SIMULATED_GPUS", "PYTHONUNBUFFERED");
+      "CUDA_VISIBLE_DEVICES", "BULLETIN_SIMULATED_GPUS", "BULLETIN_RESIDENT_MAX_BYTES",
+      "PYTHONUNBUFFERED");
 
   @Test
   void userCodeFindsNoPy4jCredentialThatReachesTheJvm() throws Exception {

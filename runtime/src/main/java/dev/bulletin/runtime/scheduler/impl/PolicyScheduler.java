@@ -75,6 +75,9 @@ public final class PolicyScheduler implements ClusterScheduler {
             WorkerScore.TOPOLOGY,
             // Inputs already in the worker's store need not travel.
             WorkerScore.LOCALITY,
+            // The worker that keeps the GPU state the call reads (resident values) alone can
+            // use it in place: as much as data locality.
+            WorkerScore.RESIDENT,
             // Best fit last: keeps whole workers free for big calls when nothing else decides.
             WorkerScore.PACKING},
         // Last, over what is left: positions, reasons, estimates and suggestions.

@@ -35,6 +35,18 @@ enum WorkerScore {
     }
   },
 
+  /**
+   * The worker that keeps the resident values the call reads (a %%bulletin session's state on
+   * its GPU, issue 29): there they are used in place; elsewhere they could not be restored.
+   * Data locality's weight, since they are the call's data.
+   */
+  RESIDENT(Weights::locality) {
+    @Override
+    double score(CallRow row, int w, long gpus, ClusterIndex index, Weights weights) {
+      return index.workers[w].id().equals(row.call.preferredWorker()) ? 1.0 : 0.0;
+    }
+  },
+
   /** How full the worker is after the call: best fit keeps whole workers free for big calls. */
   PACKING(Weights::packing) {
     @Override

@@ -16,6 +16,7 @@ import java.util.Map;
  *     charged to the group's balance when the call is placed
  * @param inputs argument objects it reads, id to size in bytes (data locality)
  * @param walltime how long it may run; {@link Duration#ZERO} means its QoS's maximum
+ * @param preferredWorker the worker that keeps the resident values it reads (issue 29), or ""
  */
 public record QueuedCall(
     String id,
@@ -27,7 +28,8 @@ public record QueuedCall(
     long creditsSpent,
     Map<String, Long> inputs,
     Instant submittedAt,
-    Duration walltime) {
+    Duration walltime,
+    String preferredWorker) {
 
   public QueuedCall {
     if (id == null || id.isBlank()) {
@@ -44,6 +46,7 @@ public record QueuedCall(
     }
     inputs = inputs == null ? Map.of() : Map.copyOf(inputs);
     walltime = walltime == null ? Duration.ZERO : walltime;
+    preferredWorker = preferredWorker == null ? "" : preferredWorker;
     if (walltime.isNegative()) {
       throw new IllegalArgumentException("queued call " + id + ": walltime must be >= 0");
     }
@@ -72,6 +75,7 @@ public record QueuedCall(
     private Map<String, Long> inputs = Map.of();
     private Instant submittedAt;
     private Duration walltime = Duration.ZERO;
+    private String preferredWorker = "";
 
     private Builder() {}
 
@@ -156,10 +160,15 @@ public record QueuedCall(
       return this;
     }
 
+    public Builder preferredWorker(String preferredWorker) {
+      this.preferredWorker = preferredWorker;
+      return this;
+    }
+
     public QueuedCall build() {
       return new QueuedCall(id, user, group, qos, new Demand(gpus, cpus, memoryBytes, gpuEighths),
           priority,
-          creditsSpent, inputs, submittedAt, walltime);
+          creditsSpent, inputs, submittedAt, walltime, preferredWorker);
     }
   }
 }

@@ -61,6 +61,13 @@ class SelectionTest {
             .workers(aWorker().id("full").gpus(8).free(0),
                 aWorker().id("holder").gpus(8).holds("data", 1000))
             .queue(aCall().id("x").input("data", 1000)), "full"),
+        Arguments.of("a call reading resident values prefers the worker that keeps them",
+            aSnapshot().workers(aWorker().id("fuller").gpus(8).free(0, 1),
+                aWorker().id("keeper").gpus(8))
+            .queue(aCall().id("x").preferredWorker("keeper")), "keeper"),
+        Arguments.of("without them, packing picks the fuller worker", aSnapshot()
+            .workers(aWorker().id("fuller").gpus(8).free(0, 1), aWorker().id("keeper").gpus(8))
+            .queue(aCall().id("x")), "fuller"),
         Arguments.of("CPU-only call prefers a worker whose GPUs are busy", aSnapshot()
             .workers(aWorker().id("gpus-free").gpus(8), aWorker().id("gpus-busy").gpus(8).free())
             .queue(aCall().id("x").gpus(0)), "gpus-busy"));

@@ -76,7 +76,7 @@ class SnapshotModelTest {
         .walltime(java.time.Duration.ofHours(1)).build();
     assertEquals(new QueuedCall("c1", "ann", "nlp", "batch",
         new dev.bulletin.runtime.scheduler.Demand(2, 4, 1024), 3, 5, Map.of("a", 10L, "b", 20L),
-        at, java.time.Duration.ofHours(1)), call);
+        at, java.time.Duration.ofHours(1), ""), call);
     RunningCall running = RunningCall.builder().id("r1").user("bob").group("vision")
         .qos("scavenger").on("w1", 0, 1).cpus(2).memoryBytes(512).preemptible(true)
         .startedAt(at).walltime(java.time.Duration.ofHours(2))

@@ -1,0 +1,215 @@
+"""Values left on the GPU between calls (issue 29): ``bulletin.Resident`` handles, on a real
+cluster of two users and one simulated GPU (torch CPU tensors stand in for device memory, as
+``bulletin._runtime._resident`` says).
+
+alice keeps a tensor on the GPU; her next call finds the very object there (no copy). bob's call
+takes the GPU: alice's executor spills her tensor to the store and ends before bob's starts, so
+bob's executor never has her bytes and her process is gone; bob cannot use her handle. alice's
+next call finds her tensor restored.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+import bulletin
+from cluster_support import ALICE, BOB, start_cluster, start_two_user_cluster, wait_until
+from durability_support import crash, restart, start_worker, stop_worker
+
+pytestmark = pytest.mark.timeout(240)
+FILL = 7.25  # alice's bytes: bob's executor looks for tensors holding this
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    home = tmp_path_factory.mktemp("bulletin-resident")
+    c = start_two_user_cluster(home)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def make(n: int):
+    import torch
+    return torch.full((n,), FILL)
+
+
+def where_and_what(t, add: float = 0.0):
+    """(pid, id of the value, its sum): the same pid and id mean the same object, not moved."""
+    t += add  # in place: the resident object itself changes
+    return os.getpid(), id(t), float(t.sum())
+
+
+def identity(t):
+    return os.getpid(), id(t)
+
+
+def alice_bytes_here() -> int:
+    """Tensors in this (bob's) executor that hold alice's fill value."""
+    import gc
+    import torch
+    return sum(1 for o in gc.get_objects() if isinstance(o, torch.Tensor) and o.numel()
+               and bool((o == FILL).all()))
+
+
+def test_a_kept_value_stays_spills_for_another_user_and_comes_back(cluster):
+    with bulletin.Client(cluster.address, token=ALICE, set_as_default=False) as alice, \
+            bulletin.Client(cluster.address, token=BOB, set_as_default=False) as bob:
+        keep = bulletin.gpu(keep=True)(make)
+        handle = alice.submit(keep, 1024).result()
+        assert isinstance(handle, bulletin.Resident)
+        assert handle.shape == (1024,) and handle.dtype == "float32" and handle.nbytes == 4096
+        assert "simulated GPU" in handle.device and "Resident make" in repr(handle)
+        use = bulletin.gpu(where_and_what)
+        pid, first_id, total = alice.submit(use, handle, 1.0).result()
+        assert total == 1024 * (FILL + 1)
+        again_pid, again_id = alice.submit(bulletin.gpu(identity), handle).result()
+        assert (again_pid, again_id) == (pid, first_id)  # the same object: nothing moved
+
+        # bob takes the GPU: alice's state is spilled, her executor ended first.
+        assert bob.submit(bulletin.gpu(alice_bytes_here)).result() == 0
+        wait_until(lambda: not _alive(pid), 30, what="alice's executor to end")
+        with pytest.raises(bulletin.ResidentLostError):
+            bob.submit(bulletin.gpu(identity), handle).result()
+
+        # alice's next call restores it (on a new executor), with what her call changed.
+        new_pid, _, total = alice.submit(use, handle, 0.0).result()
+        assert new_pid != pid and total == 1024 * (FILL + 1)
+        assert alice.submit(bulletin.gpu(identity), handle).result()[0] == new_pid
+
+
+def test_fetch_copies_the_value_here(cluster):
+    with bulletin.Client(cluster.address, token=ALICE) as alice:
+        handle = alice.submit(bulletin.gpu(keep=True)(make), 8).result()
+        assert handle.fetch().tolist() == [FILL] * 8
+        assert float(handle.sum()) == 8 * FILL  # any other use fetches it too
+        del alice
+
+
+def test_a_cells_gpu_values_stay_between_cells_and_come_back_as_handles(cluster):
+    cells = [f"""
+        import bulletin, os
+        client = bulletin.Client({cluster.address!r}, token={ALICE!r})
+        """, """
+        %%bulletin gpus=1
+        import os, torch
+        w = torch.ones(256, 256)
+        w_id, pid = id(w), os.getpid()
+        """, """
+        print(type(w).__name__, w.shape, w.nbytes, "simulated GPU" in repr(w))
+        """, """
+        w  # shown as its handle: showing it does not fetch it
+        """, """
+        print(w._cached is None)
+        """, """
+        %%bulletin gpus=1 -q
+        same = (id(w) == w_id, os.getpid() == pid)
+        w += 1
+        """, """
+        print(same, float(w.fetch().sum()))
+        """, """
+        %%bulletin gpus=1 -q
+        del w
+        """, """
+        print("w" in dir())
+        """]
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(textwrap.dedent(cell)) for cell in cells]
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    printed = ["".join(o.get("text", "") for o in cell.outputs if o["output_type"] == "stream")
+               for cell in nb.cells]
+    assert printed[1].endswith(" · 256.0 KiB kept on the GPU\n")  # the summary line
+    assert printed[2] == "Resident (256, 256) 262144 True\n"
+    shown = [o["data"]["text/plain"] for o in nb.cells[3].outputs
+             if o["output_type"] == "execute_result"]
+    assert shown and shown[0].startswith("<bulletin.Resident w: tensor [256, 256] float32")
+    assert printed[4] == "True\n"
+    assert printed[6] == f"(True, True) {2.0 * 256 * 256}\n"  # the same object, not moved
+    assert printed[8] == "False\n"
+
+
+def test_a_spilled_value_unused_past_its_idle_time_is_dropped_and_the_next_call_says_so(
+        tmp_path):
+    cluster = start_cluster(tmp_path / "home", "--executor-idle-seconds", "0.5",
+                            "--resident-idle-seconds", "0.5")
+    try:
+        with cluster.client() as client:
+            handle = client.submit(bulletin.gpu(keep=True)(make), 8).result()
+            pid = client.submit(bulletin.gpu(identity), handle).result()[0]
+            wait_until(lambda: not _alive(pid), 30, what="the idle executor to end")
+            log = cluster.home / "runtime.log"
+            wait_until(lambda: "dropped 1 spilled resident value" in log.read_text(), 30,
+                       what="the spill to be dropped")
+            with pytest.raises(bulletin.ResidentLostError, match="--resident-idle-seconds"):
+                client.submit(bulletin.gpu(identity), handle).result()
+    finally:
+        cluster.stop()
+
+
+def test_the_byte_caps_keep_a_large_value_by_value_and_drop_spills_past_them(tmp_path):
+    cluster = start_cluster(tmp_path / "home", "--resident-user-bytes", "8KiB",
+                            "--spilled-user-bytes", "100", "--executor-idle-seconds", "0.5")
+    try:
+        with cluster.client() as client:
+            keep = bulletin.gpu(keep=True)(make)
+            small = client.submit(keep, 16).result()
+            assert isinstance(small, bulletin.Resident)
+            large = client.submit(keep, 4096).result()  # 16 KiB: past the cap, by value
+            assert not isinstance(large, bulletin.Resident) and large.shape == (4096,)
+            # Its spill (64 bytes of values, more with the pickle around them) passes 100 bytes.
+            log = cluster.home / "runtime.log"
+            wait_until(lambda: "dropped 1 spilled resident value" in log.read_text(), 30,
+                       what="the spill past the cap to be dropped")
+            with pytest.raises(bulletin.ResidentLostError, match="--spilled-user-bytes"):
+                client.submit(bulletin.gpu(identity), small).result()
+    finally:
+        cluster.stop()
+
+
+def test_spilled_values_on_a_remote_worker_survive_a_runtime_restart(tmp_path):
+    home = tmp_path / "home"
+    # The embedded worker has no GPU: the calls run on the remote worker, which outlives the
+    # runtime; its executors end after half a second idle, spilling what they keep.
+    cluster = start_cluster(home, gpus=0, cpus=1)
+    worker, worker_log = start_worker(home, cluster.address, "far", "--reconnect-timeout", "120",
+                                      "--executor-idle-seconds", "0.5", cpus=1, gpus=1)
+    try:
+        client = cluster.client(set_as_default=False, reconnect_timeout=120)
+        wait_until(lambda: any(w.worker_id == "far" for w in client.status().workers),
+                   timeout=60, what="the worker to attach")
+        handle = client.submit(bulletin.gpu(keep=True)(make), 64).result()
+        assert handle.worker == "far"
+        pid = client.submit(bulletin.gpu(where_and_what), handle, 1.0).result()[0]
+        wait_until(lambda: "spilled 1 resident value" in worker_log.read_text(), 30,
+                   what="the idle executor to spill")
+        wait_until(lambda: not _alive(pid), 30, what="the idle executor to end")
+        crash(cluster)
+        cluster = restart(cluster, gpus=0, cpus=1)
+        new_pid, _, total = client.submit(bulletin.gpu(where_and_what), handle, 0.0).result(
+            timeout=60)
+        assert new_pid != pid and total == 64 * (FILL + 1)
+        client.close()
+    finally:
+        stop_worker(worker)
+        cluster.stop()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (not reaped yet) has ended all the same.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
