@@ -91,7 +91,9 @@ final class HeadLink {
     long gen = ++generation;
     client.request(head, ATTACH).onFailure(error -> broke(gen, error, "cannot reach the runtime"))
         .onSuccess(request -> {
-          request.headers().set("authorization", "Bearer " + options.token());
+          if (!options.token().isEmpty()) { // else the worker's certificate says who it is
+            request.headers().set("authorization", "Bearer " + options.token());
+          }
           RegisterWorker.Builder register = RegisterWorker.newBuilder();
           if (reattach) {
             register.setReattach(true);
