@@ -58,6 +58,9 @@ class ServerFiles:
     cert: Path
     key: Path
     ca: Path | None
+    # The cluster CA's key where `bulletin up` made the CA: the runtime then signs each worker's
+    # own certificate (--worker-ca-key). None for your own certificate.
+    ca_key: Path | None = None
 
 
 def ensure_server_files(state_dir: Path, host: str) -> ServerFiles:
@@ -69,7 +72,7 @@ def ensure_server_files(state_dir: Path, host: str) -> ServerFiles:
     _write(state_dir / SERVER_KEY_FILE, key, 0o600)
     _write(state_dir / SERVER_CERT_FILE, cert, 0o644)
     return ServerFiles(state_dir / SERVER_CERT_FILE, state_dir / SERVER_KEY_FILE,
-                       state_dir / CA_FILE)
+                       state_dir / CA_FILE, state_dir / CA_KEY_FILE)
 
 
 def server_names(host: str) -> tuple[list[str], list[str]]:
