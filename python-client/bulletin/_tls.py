@@ -322,6 +322,19 @@ def ssl_context(choice: CaChoice) -> ssl.SSLContext:
     return context
 
 
+WORKER_URI = "urn:bulletin:worker:"
+
+
+def worker_context(choice: CaChoice) -> ssl.SSLContext:
+    """A client context for a worker's data port that serves its worker certificate: checked
+    against the cluster CA in the handshake; the worker's id (its URI name, not a host name)
+    is checked in ``_bulk.connect`` before any byte is sent."""
+    context = ssl.create_default_context(cafile=str(choice.path) if choice.path else None)
+    context.check_hostname = False  # a worker certificate names a worker, not a host
+    context.minimum_version = ssl.TLSVersion.TLSv1_3
+    return context
+
+
 def pinned_context() -> ssl.SSLContext:
     """A client context for a worker's own data port: its certificate is self-signed, made by
     the worker at start, and checked by its SHA-256 (the pin the head sent with the ticket)

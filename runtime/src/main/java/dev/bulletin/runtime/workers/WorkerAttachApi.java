@@ -220,7 +220,9 @@ public final class WorkerAttachApi {
       // A fresh key for the worker's own data port at every (re)attach (docs/data-plane.md).
       byte[] directKey = plane.objects().direct().attach(worker.id(),
           registration.getDirectHost(), registration.getDirectPort(),
-          registration.getDirectTlsFingerprint());
+          registration.getDirectTlsFingerprint(),
+          // Only a worker known by its certificate serves that certificate on its port.
+          certifiedId != null && registration.getDirectTlsWorkerCertificate());
       response.write(HeadMessage.newBuilder().setAccepted(WorkerAccepted.newBuilder()
           .setWorkerId(worker.id()).setClusterId(clusterId).setInlineLimitBytes(inlineLimit)
           .setMaxMessageBytes(maxMessage).setHeartbeatSeconds(HEARTBEAT_MILLIS / 1000.0)

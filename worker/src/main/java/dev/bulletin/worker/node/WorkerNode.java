@@ -113,8 +113,7 @@ public final class WorkerNode implements AutoCloseable {
     SocketAddress head = SocketAddress.inetSocketAddress(options.headPort(), options.headHost());
     this.objects = new HeadObjects(vertx, client, head, options.token(), store,
         options.bulkData(), tls.enabled() ? TlsSetup.clientEngines(vertx, tls) : null);
-    this.peers = PeerObjects.start(vertx, options, objects, store, options.bulkData(),
-        tls.enabled());
+    this.peers = PeerObjects.start(vertx, options, objects, store, options.bulkData(), tls);
     this.link = new HeadLink(vertx, client, options, tls, this::registration, this::onHead,
         this::stop);
   }
@@ -181,6 +180,10 @@ public final class WorkerNode implements AutoCloseable {
           options.headHost());
       identity.renew(client, head, vertx)
           .compose(renewed -> http.updateSSLOptions(TlsSetup.dial(tls).getSslOptions(), true))
+          .compose(updated -> vertx.executeBlocking(() -> {
+            peers.renewed(); // its data port presents the new certificate too
+            return updated;
+          }))
           .onComplete(done -> {
             if (done.failed()) {
               LOG.warning("worker " + options.worker().workerId() + " could not renew its"
