@@ -12,7 +12,8 @@ import os
 
 import pytest
 
-from cluster_support import ALICE, cli_env, run_cli, start_configured_cluster, wait_until
+from cluster_support import (ALICE, cli_env, run_cli, start_cluster, start_configured_cluster,
+                             wait_until)
 from test_workers import ATTACH_SECONDS, Worker, attached
 
 pytestmark = pytest.mark.timeout(300)
@@ -126,3 +127,22 @@ def test_a_revoked_worker_is_cut_off_and_cannot_come_back(head, owner, started, 
     assert not attached(owner, "gone-1")
     minted = run_cli(head.home, "worker", "join-token", "gone-1")
     assert minted.returncode == 1 and "revoked" in minted.stderr, minted.stderr
+
+
+def test_a_local_pool_gives_each_worker_it_starts_a_join_token(tmp_path):
+    config = tmp_path / "pools.yaml"
+    config.write_text("pools:\n  - name: gpu\n    provider: local\n"
+                      "    worker: {gpus: 1, cpus: 1}\n    max_workers: 1\n"
+                      "    idle_timeout: 60s\n    local: {simulate_gpus: true}\n")
+    home = tmp_path / "home"
+    pooled = start_cluster(home, "--tls", "--config", str(config), gpus=0, cpus=1)
+    try:
+        with pooled.client(set_as_default=False, ca=home / "ca.pem") as client:
+            # The shared worker token is refused in this cluster: a pool worker that runs the
+            # call attached with the certificate its join token got it.
+            assert client.submit(lambda x: x * 2, 21, gpus=1).result(timeout=180) == 42
+            logs = list((home / "pools").rglob("*.log"))
+            assert any("with its own certificate" in log.read_text(errors="replace")
+                       for log in logs), [log.read_text(errors="replace") for log in logs]
+    finally:
+        pooled.stop()
