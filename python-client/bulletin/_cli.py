@@ -393,6 +393,9 @@ def _up(args) -> int:
         if info.get("ca"):
             print(f"  (they and remote clients check the runtime with the CA: copy {info['ca']} "
                   "there and set BULLETIN_CA to it, unless they share $BULLETIN_HOME)")
+            if info["ca"] == str(state_dir / _tls.CA_FILE):  # its own CA: worker certificates
+                print("  each worker joins with a single-use token: `bulletin worker join-token "
+                      "ID` here, then `bulletin worker --worker-id ID --join-file FILE` there")
         elif not info.get("tls"):
             print("warning: --no-tls: tokens and data cross the network in cleartext",
                   file=sys.stderr)

@@ -142,7 +142,7 @@ final class HeadLink {
   /** The stream ended: a refusal (before acceptance, or of a reattach) stops the node. */
   private void ended(long gen, GrpcStatus status, String message) {
     String why = status == GrpcStatus.OK ? "the runtime ended the stream"
-        : status + ": " + message;
+        : status.name() + ": " + message;
     boolean linkTrouble = status == GrpcStatus.UNAVAILABLE || status == GrpcStatus.CANCELLED
         || status == GrpcStatus.UNKNOWN || status == GrpcStatus.INTERNAL;
     if (!accepted.isDone()) {
