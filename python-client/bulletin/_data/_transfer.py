@@ -70,7 +70,6 @@ class Transfer:
         # not tried again, and the latest reason is kept here.
         self._direct = self._data_port != 0
         self._cluster_tls = conn.data_tls() is not None
-        self._ca_choice = conn.tls
         self._worker_context = None
         self._direct_unreachable: set[str] = set()
         self.direct_unreachable: str | None = None
@@ -431,7 +430,7 @@ class Transfer:
     def _worker_tls(self):
         """The context for workers' ports that serve their worker certificates (made once)."""
         if self._worker_context is None:
-            self._worker_context = _tls.worker_context(self._ca_choice)
+            self._worker_context = _tls.worker_context(self._conn.tls)
         return self._worker_context
 
     def _direct_get(self, source, oid: str, size: int):
