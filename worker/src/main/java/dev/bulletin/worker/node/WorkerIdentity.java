@@ -35,6 +35,8 @@ import java.util.concurrent.TimeUnit;
 public final class WorkerIdentity {
   static final String KEY_FILE = "worker-key.pem";
   static final String CERTIFICATE_FILE = "worker.pem";
+  private static final java.util.logging.Logger LOG =
+      java.util.logging.Logger.getLogger(WorkerIdentity.class.getName());
   private static final ServiceName WORKERS = ServiceName.create("bulletin.v1.Workers");
   static final ServiceMethod<WorkerCertificate, JoinRequest> JOIN = method("Join");
   static final ServiceMethod<WorkerCertificate, JoinRequest> RENEW = method("Renew");
@@ -107,6 +109,31 @@ public final class WorkerIdentity {
   Duration renewIn(Instant now) {
     long left = Math.max(0, Duration.between(now, notAfter).toMillis());
     return Duration.ofMillis(Math.max(100, left * 2 / 3));
+  }
+
+  /**
+   * Renews the certificate at two thirds of each one's life, over {@code client} (the worker's
+   * mutual TLS link), until {@code stopped}; {@code present} then loads the new one where the
+   * worker presents it. A failure is logged and tried again at two thirds of what is left.
+   */
+  void keepRenewed(Vertx vertx, GrpcClient client, SocketAddress head,
+      java.util.function.Supplier<Future<Void>> present,
+      java.util.function.BooleanSupplier stopped) {
+    vertx.setTimer(renewIn(Instant.now()).toMillis(), id -> {
+      if (stopped.getAsBoolean()) {
+        return;
+      }
+      renew(client, head, vertx).compose(renewed -> present.get()).onComplete(done -> {
+        if (done.failed()) {
+          LOG.warning("worker " + workerId + " could not renew its certificate (tries again): "
+              + done.cause().getMessage());
+        } else {
+          LOG.info(() -> "worker " + workerId + " renewed its certificate, good until "
+              + notAfter);
+        }
+        keepRenewed(vertx, client, head, present, stopped);
+      });
+    });
   }
 
   /** Renews the certificate over {@code client} (the worker's mutual TLS link). */

@@ -154,7 +154,9 @@ public final class WorkerNode implements AutoCloseable {
       node.context.runOnContext(ignored -> node.link.attach());
       node.link.accepted().get(30, TimeUnit.SECONDS);
       if (identity != null) {
-        node.context.runOnContext(ignored -> node.renewLater());
+        node.context.runOnContext(ignored -> identity.keepRenewed(node.vertx, node.client,
+            SocketAddress.inetSocketAddress(options.headPort(), options.headHost()),
+            node::presentRenewed, node.ended::isDone));
       }
       return node;
     } catch (java.util.concurrent.ExecutionException e) {
@@ -167,34 +169,15 @@ public final class WorkerNode implements AutoCloseable {
   }
 
   /**
-   * Renews this worker's certificate at two thirds of its life, over the mutual TLS link; the
-   * new one is what later connections present. A failure is tried again sooner.
+   * Loads the certificate the worker just renewed where it is presented: later connections to
+   * the runtime, and this node's data port.
    */
-  private void renewLater() {
-    long delay = identity.renewIn(java.time.Instant.now()).toMillis();
-    vertx.setTimer(delay, id -> {
-      if (ended.isDone()) {
-        return;
-      }
-      SocketAddress head = SocketAddress.inetSocketAddress(options.headPort(),
-          options.headHost());
-      identity.renew(client, head, vertx)
-          .compose(renewed -> http.updateSSLOptions(TlsSetup.dial(tls).getSslOptions(), true))
-          .compose(updated -> vertx.executeBlocking(() -> {
-            peers.renewed(); // its data port presents the new certificate too
-            return updated;
-          }))
-          .onComplete(done -> {
-            if (done.failed()) {
-              LOG.warning("worker " + options.worker().workerId() + " could not renew its"
-                  + " certificate (tries again): " + done.cause().getMessage());
-            } else {
-              LOG.info(() -> "worker " + options.worker().workerId()
-                  + " renewed its certificate");
-            }
-            renewLater();
-          });
-    });
+  private Future<Void> presentRenewed() {
+    return http.updateSSLOptions(TlsSetup.dial(tls).getSslOptions(), true)
+        .compose(updated -> vertx.executeBlocking(() -> {
+          peers.renewed();
+          return null;
+        }));
   }
 
   /** Completes with the reason the node stopped serving (the runtime went away, or close). */
