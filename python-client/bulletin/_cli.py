@@ -6,6 +6,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error.
 from __future__ import annotations
 
 import argparse
+import time
 import os
 import sys
 from pathlib import Path
@@ -198,8 +199,60 @@ def _parser() -> argparse.ArgumentParser:
                              "check the runtime's certificate with; default: $BULLETIN_CA, "
                              "else $BULLETIN_HOME/ca.pem; without one the worker speaks "
                              "plaintext")
+    worker.add_argument("--join", metavar="TOKEN",
+                        help="a join token from the cluster's owner (bulletin worker join-token "
+                             "ID on the head): the worker makes a key, exchanges the token once "
+                             "for a certificate of its own and attaches with it. Shown by `ps` "
+                             "while this command starts: prefer --join-file or "
+                             "$BULLETIN_JOIN_TOKEN")
+    worker.add_argument("--join-file", type=Path, metavar="FILE",
+                        help="a file holding the join token (keep it 0600)")
     worker.set_defaults(run=_worker)
+
+    # `bulletin worker join-token ID` and `bulletin worker revoke ID` (main() routes them here).
+    join_token = sub.add_parser(
+        "worker-join-token", help=argparse.SUPPRESS, prog="bulletin worker join-token",
+        description="Print a single-use join token for worker ID (the cluster's owner only, on "
+                    "a runtime started with --tls): the worker exchanges it for a certificate "
+                    "of its own (bulletin worker --join-file FILE, or BULLETIN_JOIN_TOKEN).")
+    join_token.add_argument("worker_id", metavar="ID", help="the worker's id (its --worker-id)")
+    join_token.add_argument("--ttl", default="15m", metavar="DURATION",
+                            help="how long the token stays good, e.g. 15m, 1h (default: 15m; "
+                                 "at most 7d)")
+    join_token.set_defaults(run=_worker_join_token)
+    revoke = sub.add_parser(
+        "worker-revoke", help=argparse.SUPPRESS, prog="bulletin worker revoke",
+        description="Revoke worker ID's certificate (the cluster's owner only): its link closes "
+                    "at once, and it is refused from then on, also after a restart.")
+    revoke.add_argument("worker_id", metavar="ID")
+    revoke.set_defaults(run=_worker_revoke)
     return parser
+
+
+_WORKER_ACTIONS = {"join-token": "worker-join-token", "revoke": "worker-revoke"}
+
+
+def _worker_join_token(args) -> int:
+    from . import _worker_identity
+
+    _require_runtime()
+    ttl = parse_duration(args.ttl, "--ttl")
+    token, expires = _worker_identity.issue(args.worker_id, ttl)
+    print(token)
+    print(f"bulletin: a join token for worker {args.worker_id}, good once until "
+          f"{time.strftime('%Y-%m-%d %H:%M:%S %Z', time.localtime(expires))}; on the worker's "
+          f"host, put it in a 0600 file and run: bulletin worker --head HOST:PORT "
+          f"--worker-id {args.worker_id} --join-file FILE", file=sys.stderr)
+    return 0
+
+
+def _worker_revoke(args) -> int:
+    from . import _worker_identity
+
+    _require_runtime()
+    was = _worker_identity.revoke(args.worker_id)
+    print(f"worker {args.worker_id} revoked" + ("; its link is closed" if was else ""))
+    return 0
 
 
 def _cluster_summary(status) -> str:
@@ -354,6 +407,9 @@ def _up(args) -> int:
         if info.get("ca"):
             print(f"  (they and remote clients check the runtime with the CA: copy {info['ca']} "
                   "there and set BULLETIN_CA to it, unless they share $BULLETIN_HOME)")
+            if info["ca"] == str(state_dir / _tls.CA_FILE):  # its own CA: worker certificates
+                print("  each worker joins with a single-use token: `bulletin worker join-token "
+                      "ID` here, then `bulletin worker --worker-id ID --join-file FILE` there")
         elif not info.get("tls"):
             print("warning: --no-tls: tokens and data cross the network in cleartext",
                   file=sys.stderr)
@@ -444,6 +500,8 @@ def _usage(args) -> int:
 
 
 def _worker(args) -> int:
+    from . import _worker_identity
+
     if args.simulate_gpus < 0 or args.cpus < 0 or args.expires_at < 0:
         print("bulletin worker: --cpus, --simulate-gpus and --expires-at must be >= 0",
               file=sys.stderr)
@@ -467,12 +525,17 @@ def _worker(args) -> int:
                                  store_dir=args.store_dir, data_path=args.data_path,
                                  store_user_share=args.store_user_share,
                                  executors=_executor_options(args), ca=args.ca,
-                                 reconnect_timeout=reconnect)
+                                 reconnect_timeout=reconnect,
+                                 join_token=_worker_identity.given_token(args.join,
+                                                                         args.join_file))
     _launch.exec_worker(home(), opts)  # does not return
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) >= 2 and argv[0] == "worker" and argv[1] in _WORKER_ACTIONS:
+        argv[:2] = [_WORKER_ACTIONS[argv[1]]]
     args = _parser().parse_args(argv)
     try:
         return args.run(args)

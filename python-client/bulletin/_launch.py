@@ -5,11 +5,13 @@ The launch contract (arguments, environment, runtime.json) is in docs/internals.
 
 from __future__ import annotations
 
+import dataclasses
 import getpass
 import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -258,6 +260,8 @@ def runtime_command(java: str, jar: Path, state_dir: Path, opts: UpOptions,
         cmd += ["--tls-cert", str(tls.cert), "--tls-key", str(tls.key)]
         if tls.ca is not None:
             cmd += ["--tls-ca", str(tls.ca)]
+        if tls.ca_key is not None:
+            cmd += ["--worker-ca-key", str(tls.ca_key)]
     return cmd
 
 
@@ -291,6 +295,7 @@ class WorkerOptions:
     executors: ExecutorOptions = ExecutorOptions()
     ca: Path | None = None  # None: $BULLETIN_CA, runtime.json, $BULLETIN_HOME/ca.pem
     reconnect_timeout: float | None = None  # None: the worker reads BULLETIN_RECONNECT_TIMEOUT
+    join_token: str | None = None  # exchanged for the worker's own certificate (docs/security.md)
 
 
 def worker_command(java: str, jar: Path, opts: WorkerOptions,
@@ -341,9 +346,10 @@ def worker_token(state_dir: Path) -> str:
 def exec_worker(state_dir: Path, opts: WorkerOptions) -> None:
     """Replaces this process with a worker agent attached to the runtime at opts.head, over TLS
     when a CA is found for it (as a client finds one); a TLS mismatch fails here, clearly."""
+    from . import _worker_identity
+
     java, jar = find_java(), find_jar()
     env = dict(os.environ)
-    env["BULLETIN_WORKER_TOKEN"] = worker_token(state_dir)
     tls = _tls.resolve_ca(opts.ca, opts.head, given_as="--ca")
     # Check the head's certificate here, where a failure can say clearly what to do (the JVM
     # checks it again). Plaintext is not probed: a plaintext head may take long to drop a TLS
@@ -351,6 +357,24 @@ def exec_worker(state_dir: Path, opts: WorkerOptions) -> None:
     why = _tls.diagnose(opts.head, tls, timeout=10.0, who="this worker") if tls.enabled else None
     if why:
         raise _tls.TlsError(why)
+    join = opts.join_token
+    if join is None and tls.enabled:
+        # The owner starting a worker by hand: a token of its own, asked for here (the id is
+        # fixed now, as the agent would choose it: execve keeps this pid).
+        worker_id = opts.worker_id or f"{socket.gethostname()}-{os.getpid()}"
+        join = _worker_identity.token_as_owner(opts.head, worker_id, tls.path)
+        if join is not None:
+            opts = dataclasses.replace(opts, worker_id=worker_id)
+    env.pop("BULLETIN_JOIN_TOKEN", None)
+    if join is not None:
+        if not tls.enabled:
+            raise BulletinError("a join token needs a runtime that speaks TLS (the token and "
+                                "the certificate must not cross the network in the clear); "
+                                "give the head's CA with --ca or $BULLETIN_CA")
+        env["BULLETIN_JOIN_TOKEN"] = join
+        env.pop("BULLETIN_WORKER_TOKEN", None)
+    else:
+        env["BULLETIN_WORKER_TOKEN"] = worker_token(state_dir)
     sys.stdout.flush()
     os.execve(java, worker_command(java, jar, opts, tls), env)
 

@@ -58,6 +58,9 @@ class ServerFiles:
     cert: Path
     key: Path
     ca: Path | None
+    # The cluster CA's key where `bulletin up` made the CA: the runtime then signs each worker's
+    # own certificate (--worker-ca-key). None for your own certificate.
+    ca_key: Path | None = None
 
 
 def ensure_server_files(state_dir: Path, host: str) -> ServerFiles:
@@ -69,7 +72,7 @@ def ensure_server_files(state_dir: Path, host: str) -> ServerFiles:
     _write(state_dir / SERVER_KEY_FILE, key, 0o600)
     _write(state_dir / SERVER_CERT_FILE, cert, 0o644)
     return ServerFiles(state_dir / SERVER_CERT_FILE, state_dir / SERVER_KEY_FILE,
-                       state_dir / CA_FILE)
+                       state_dir / CA_FILE, state_dir / CA_KEY_FILE)
 
 
 def server_names(host: str) -> tuple[list[str], list[str]]:
@@ -315,6 +318,19 @@ def ssl_context(choice: CaChoice) -> ssl.SSLContext:
     """The data port's client context: the runtime's certificate checked against the CA and
     the dialled host name (TLS 1.3, as the runtime speaks)."""
     context = ssl.create_default_context(cafile=str(choice.path) if choice.path else None)
+    context.minimum_version = ssl.TLSVersion.TLSv1_3
+    return context
+
+
+WORKER_URI = "urn:bulletin:worker:"
+
+
+def worker_context(choice: CaChoice) -> ssl.SSLContext:
+    """A client context for a worker's data port that serves its worker certificate: checked
+    against the cluster CA in the handshake; the worker's id (its URI name, not a host name)
+    is checked in ``_bulk.connect`` before any byte is sent."""
+    context = ssl.create_default_context(cafile=str(choice.path) if choice.path else None)
+    context.check_hostname = False  # a worker certificate names a worker, not a host
     context.minimum_version = ssl.TLSVersion.TLSv1_3
     return context
 

@@ -18,6 +18,7 @@ import threading
 
 import numpy as np
 
+from .. import _tls
 from ._objects import crc32c_extend
 
 MAGIC = 0x424C4B44  # "BLKD"
@@ -46,19 +47,30 @@ class PinMismatch(ssl.SSLError):
 
 
 def connect(host: str, port: int, timeout: float, tls=None,
-            pin: bytes | None = None) -> socket.socket:
+            pin: bytes | None = None, worker: str | None = None) -> socket.socket:
     """Opens a data connection (over TLS with the ``ssl.SSLContext`` ``tls``: the runtime's
     certificate checked, the handshake done here); OSError when the port cannot be reached
     within timeout, ssl.SSLError when the handshake fails.
 
     ``pin``: a worker's own port (``tls`` from ``_tls.pinned_context``): the peer's certificate
     must have this SHA-256, checked once the handshake is done and before this returns, so the
-    caller sends its ticket to no other peer (PinMismatch)."""
+    caller sends its ticket to no other peer (PinMismatch).
+
+    ``worker``: a worker's port that serves its worker certificate (``tls`` from
+    ``_tls.worker_context``, which checks it against the cluster CA): it must name this worker
+    id, checked the same way (PinMismatch)."""
     sock = socket.create_connection((host, port), timeout=timeout)
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if tls is not None:
-            sock = tls.wrap_socket(sock, server_hostname=None if pin else host)
+            sock = tls.wrap_socket(sock, server_hostname=None if pin or worker else host)
+        if worker is not None:
+            names = [value for kind, value in (sock.getpeercert() or {}).get("subjectAltName", ())
+                     if kind == "URI" and value.startswith(_tls.WORKER_URI)]
+            if names != [_tls.WORKER_URI + worker]:
+                raise PinMismatch(f"the data port {host}:{port} presented the certificate of "
+                                  f"{', '.join(names) or 'no worker'}, not of worker {worker} "
+                                  "(the keeper the head gave the ticket for)")
         if pin is not None:
             got = hashlib.sha256(sock.getpeercert(binary_form=True) or b"").digest()
             if not hmac.compare_digest(got, pin):

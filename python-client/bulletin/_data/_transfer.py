@@ -70,6 +70,7 @@ class Transfer:
         # not tried again, and the latest reason is kept here.
         self._direct = self._data_port != 0
         self._cluster_tls = conn.data_tls() is not None
+        self._worker_context = None
         self._direct_unreachable: set[str] = set()
         self.direct_unreachable: str | None = None
         # "same-host", "bulk", "direct" (a worker's own port) or "grpc": the latest transfer
@@ -426,13 +427,20 @@ class Transfer:
             self.last_path = "bulk"
             return pa.py_buffer(out)
 
+    def _worker_tls(self):
+        """The context for workers' ports that serve their worker certificates (made once)."""
+        if self._worker_context is None:
+            self._worker_context = _tls.worker_context(self._conn.tls)
+        return self._worker_context
+
     def _direct_get(self, source, oid: str, size: int):
         """The bytes straight from the worker that keeps them, or None: then the head's path."""
         if source.address in self._direct_unreachable:
             return None
         host, _, port = source.address.rpartition(":")
         pin = bytes(source.tls_fingerprint) or None
-        if pin is None and self._cluster_tls:
+        worker = source.keeper if source.tls_worker_certificate else None
+        if pin is None and worker is None and self._cluster_tls:
             # A TLS cluster's head names no plaintext port; if it did, the ticket and the bytes
             # would cross the network in the clear.
             self.direct_unreachable = (f"worker {source.keeper}'s data port {source.address} "
@@ -440,8 +448,10 @@ class Transfer:
                                        "come through the head")
             return None
         try:
-            sock = _bulk.connect(host.strip("[]"), int(port), _CONNECT_SECONDS,
-                                 tls=_tls.pinned_context() if pin else None, pin=pin)
+            tls = (self._worker_tls() if worker is not None
+                   else _tls.pinned_context() if pin else None)
+            sock = _bulk.connect(host.strip("[]"), int(port), _CONNECT_SECONDS, tls=tls,
+                                 pin=None if worker else pin, worker=worker)
         except OSError as exc:
             self._direct_unreachable.add(source.address)
             self.direct_unreachable = (f"worker {source.keeper}'s data port {source.address} "
@@ -451,7 +461,7 @@ class Transfer:
         request = _bulk.direct_request(source.reader, source.namespace, oid, source.ticket)
         try:
             out = _bulk.get(sock, request, size, self.receive_buffers, direct=True,
-                            checksum=pin is None)
+                            checksum=tls is None)
         except (_bulk.BulkError, OSError) as exc:
             self.direct_unreachable = (f"worker {source.keeper} did not send {oid[:12]} "
                                        f"({exc}); it came through the head")

@@ -1,12 +1,15 @@
 """Direct worker-to-worker transfers in a cluster that speaks TLS (docs/data-plane.md, "TLS on
-workers' ports"): each worker's port speaks TLS with a certificate it made at start, the head
-hands its SHA-256 with every ticket, and readers (workers, clients on other hosts) accept only
-that certificate. A result moves A -> B without crossing the head; a plaintext reader and a
-reader holding another pin get nothing, and the ticket is not spent by them; an unreachable
-keeper still falls back to the head. Real TLS runtime, real `bulletin worker` processes.
+workers' ports"): each worker's port speaks TLS with its own worker certificate (issued by the
+cluster CA at join, docs/security.md), and readers (workers, clients on other hosts) accept only
+a certificate of that CA naming the keeper the ticket is for. A result moves A -> B without
+crossing the head; a plaintext reader, one without the cluster's CA and one expecting another
+worker get nothing, and the ticket is not spent by them; an unreachable keeper still falls back
+to the head. Real TLS runtime, real `bulletin worker` processes.
 """
 
 from __future__ import annotations
+
+import ssl
 
 import cloudpickle
 import grpc
@@ -104,8 +107,8 @@ def test_a_client_elsewhere_fetches_from_the_worker_over_pinned_tls(remote_alice
         assert after[counter] - before[counter] < PAYLOAD, counter
 
 
-def test_a_plaintext_reader_or_another_pin_gets_nothing_and_spends_no_ticket(remote_alice,
-                                                                            two_workers):
+def test_a_plaintext_reader_or_one_expecting_another_worker_gets_nothing_and_spends_no_ticket(
+        head, remote_alice, two_workers):
     two_workers("tpin")
     n = EIGHT_MIB + 5
     made = remote_alice.submit(arange, n, gpus=1)
@@ -115,7 +118,10 @@ def test_a_plaintext_reader_or_another_pin_gets_nothing_and_spends_no_ticket(rem
         direction=pb.TRANSFER_GET, id=made.remote_id, direct=True), metadata=conn.metadata,
         timeout=10)
     source = reply.direct
-    assert len(source.tls_fingerprint) == 32 and source.address
+    # The keeper's port serves its worker certificate: checked against the cluster CA and the
+    # keeper's id, no pin (docs/security.md, "A certificate per worker").
+    assert source.tls_worker_certificate and not source.tls_fingerprint and source.address
+    other = "tpin-a" if source.keeper == "tpin-b" else "tpin-b"
     host, _, port = source.address.rpartition(":")
     request = _bulk.direct_request(source.reader, source.namespace, made.remote_id,
                                    source.ticket)
@@ -123,12 +129,17 @@ def test_a_plaintext_reader_or_another_pin_gets_nothing_and_spends_no_ticket(rem
     sock = _bulk.connect(host, int(port), 3.0)
     with pytest.raises((ConnectionError, OSError, _bulk.BulkError)):
         _bulk.get(sock, request, reply.size, direct=True)
-    # TLS, but pinning another certificate: refused after the handshake, before any byte.
-    with pytest.raises(_bulk.PinMismatch, match="not the worker the ticket is for"):
-        _bulk.connect(host, int(port), 3.0, tls=_tls.pinned_context(), pin=bytes(32))
-    # Neither spent the ticket: the right pin still gets the object with it.
-    sock = _bulk.connect(host, int(port), 3.0, tls=_tls.pinned_context(),
-                         pin=bytes(source.tls_fingerprint))
+    cluster = _tls.worker_context(_tls.resolve_ca(head.home / "ca.pem", head.address))
+    # TLS with the cluster's CA, expecting another worker: refused before any byte is sent.
+    with pytest.raises(_bulk.PinMismatch, match=f"not of worker {other}"):
+        _bulk.connect(host, int(port), 3.0, tls=cluster, worker=other)
+    # TLS without the cluster's CA: the handshake fails.
+    strange = ssl.create_default_context()  # the system's CAs
+    strange.check_hostname = False
+    with pytest.raises(ssl.SSLError):
+        _bulk.connect(host, int(port), 3.0, tls=strange, worker=source.keeper)
+    # None spent the ticket: the keeper's own id gets the object with it.
+    sock = _bulk.connect(host, int(port), 3.0, tls=cluster, worker=source.keeper)
     out = _bulk.get(sock, request, reply.size, direct=True, checksum=False)
     np.testing.assert_array_equal(decode(pa.py_buffer(out)), np.arange(n, dtype=np.float32))
 

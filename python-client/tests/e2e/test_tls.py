@@ -213,10 +213,17 @@ def test_a_remote_worker_in_a_network_namespace_attaches_over_tls(tmp_path):
                                      env=worker_env, capture_output=True, text=True, timeout=120)
             assert refused.returncode != 0, refused.stdout + refused.stderr
             assert "BULLETIN_CA" in refused.stderr, refused.stderr
+            # A worker on another host attaches with a certificate of its own: the owner mints
+            # it a join token on the head (docs/security.md, "A certificate per worker").
+            minted = subprocess.run(_netns.in_ns(server_ns, [
+                sys.executable, "-m", "bulletin._cli", "worker", "join-token", "far"]), env=env,
+                capture_output=True, text=True, timeout=60)
+            assert minted.returncode == 0, minted.stderr
             log = tmp_path / "worker.log"
             with open(log, "wb") as out:
                 worker = subprocess.Popen(_netns.in_ns(client_ns, command + ["--worker-id", "far"]),
-                                          env=dict(worker_env, BULLETIN_CA=str(copied_ca)),
+                                          env=dict(worker_env, BULLETIN_CA=str(copied_ca),
+                                                   BULLETIN_JOIN_TOKEN=minted.stdout.strip()),
                                           stdout=out, stderr=subprocess.STDOUT)
             run = subprocess.run(_netns.in_ns(server_ns, [sys.executable, "-c", DRIVER]),
                                  env=env, capture_output=True, text=True, timeout=200)

@@ -162,6 +162,34 @@ public final class Main implements Callable<Integer> {
           + " host (default: none, clients use their system's trusted CAs).")
   Path tlsCa;
 
+  @Option(names = "--worker-ca-key",
+      description = "The PEM private key of --tls-ca: the runtime then signs each worker's own"
+          + " certificate at join (bulletin worker join-token) and refuses the shared worker"
+          + " token (`bulletin up --tls` passes its cluster CA's).")
+  Path workerCaKey;
+
+  @Option(names = "--worker-cert-lifetime",
+      defaultValue = "${env:BULLETIN_WORKER_CERT_LIFETIME:-24h}",
+      description = "How long a worker certificate is good; workers renew at two thirds of it"
+          + " (default: ${DEFAULT-VALUE}).")
+  String workerCertLifetime;
+
+  private dev.bulletin.runtime.identity.WorkerIdentityOptions workerIdentity() {
+    if (workerCaKey == null) {
+      return null;
+    }
+    if (tlsCa == null) {
+      throw new IllegalArgumentException("--worker-ca-key needs --tls-ca, the CA certificate"
+          + " of that key");
+    }
+    try {
+      return new dev.bulletin.runtime.identity.WorkerIdentityOptions(workerCaKey,
+          dev.bulletin.protocol.Quantities.parseDuration(workerCertLifetime));
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("--worker-cert-lifetime: " + e.getMessage(), e);
+    }
+  }
+
   private java.time.Duration usageRetention() {
     try {
       return dev.bulletin.protocol.Quantities.parseDuration(usageRetention);
@@ -203,7 +231,7 @@ public final class Main implements Callable<Integer> {
         .metricsToken(System.getenv("BULLETIN_METRICS_TOKEN"))
         .usageRetention(usageRetention())
         .reconnect(ReconnectOptions.ofSeconds(reconnectWindow, workerGrace, linkLossGrace))
-        .stateFolder(stateDir).journal(!noJournal);
+        .stateFolder(stateDir).journal(!noJournal).workerIdentity(workerIdentity());
     if (schedulerSeed != null) { // else the builder's random seed, logged at start
       builder.schedulerSeed(schedulerSeed);
     }

@@ -40,6 +40,8 @@ import java.nio.file.Path;
  *     for same-host writers' first large writes (0: none; see docs/data-plane.md)
  * @param storeUserShareBytes each user's share of the store where users run as accounts of
  *     their own (a file system per namespace; docs/security.md); 0: the store's capacity
+ * @param workerIdentity worker certificates signed by the cluster CA, in place of the shared
+ *     worker token (docs/security.md); null: workers attach with the worker token
  */
 public record RuntimeOptions(
     Path home,
@@ -65,7 +67,8 @@ public record RuntimeOptions(
     Path stateFolder,
     boolean journal,
     double storeArenaShare,
-    long storeUserShareBytes) {
+    long storeUserShareBytes,
+    dev.bulletin.runtime.identity.WorkerIdentityOptions workerIdentity) {
 
   /** {@link #httpPort} when the runtime serves no HTTP port and keeps no metrics. */
   public static final int HTTP_OFF = -1;
@@ -161,6 +164,7 @@ public record RuntimeOptions(
     private long storeCapacityBytes;
     private double storeArenaShare = 0;
     private long storeUserShareBytes;
+    private dev.bulletin.runtime.identity.WorkerIdentityOptions workerIdentity;
     private Path spillFolder;
     private int dataPort;
     private double ticketSeconds = 60;
@@ -221,6 +225,12 @@ public record RuntimeOptions(
 
     public Builder storeCapacityBytes(long storeCapacityBytes) {
       this.storeCapacityBytes = storeCapacityBytes;
+      return this;
+    }
+
+    public Builder workerIdentity(
+        dev.bulletin.runtime.identity.WorkerIdentityOptions workerIdentity) {
+      this.workerIdentity = workerIdentity;
       return this;
     }
 
@@ -293,7 +303,8 @@ public record RuntimeOptions(
       return new RuntimeOptions(home, host, port, ownerToken, ownerUser, workerToken, config,
           worker, storeFolder, inlineLimitBytes, drainMarginSeconds, storeCapacityBytes,
           spillFolder, dataPort, ticketSeconds, schedulerSeed, usageRetention, httpPort,
-          metricsToken, reconnect, stateFolder, journal, storeArenaShare, storeUserShareBytes);
+          metricsToken, reconnect, stateFolder, journal, storeArenaShare, storeUserShareBytes,
+          workerIdentity);
     }
   }
 }

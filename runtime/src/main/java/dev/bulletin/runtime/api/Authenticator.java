@@ -2,7 +2,13 @@ package dev.bulletin.runtime.api;
 
 import dev.bulletin.runtime.identity.Identity;
 import dev.bulletin.runtime.identity.TokenRegistry;
+import dev.bulletin.runtime.identity.WorkerIdentities;
+import dev.bulletin.worker.tls.WorkerPeers;
 import io.vertx.core.Handler;
+import io.vertx.core.http.HttpConnection;
+import java.security.cert.Certificate;
+import java.util.List;
+import javax.net.ssl.SSLPeerUnverifiedException;
 import io.vertx.grpc.common.GrpcMessageDecoder;
 import io.vertx.grpc.common.GrpcMessageEncoder;
 import io.vertx.grpc.common.GrpcStatus;
@@ -17,10 +23,23 @@ public final class Authenticator {
     void handle(Identity identity, GrpcServerRequest<Req, Resp> request);
   }
 
+  /** What a worker attaching with the shared token is told in a cluster of worker certificates. */
+  public static final String USE_A_CERTIFICATE = "this cluster gives each worker a certificate of"
+      + " its own, and the shared worker token no longer admits workers: on the head, get a join"
+      + " token (bulletin worker join-token WORKER_ID) and start the worker with it (bulletin"
+      + " worker --join TOKEN, or BULLETIN_JOIN_TOKEN in its environment)";
+
   private final TokenRegistry tokens;
+  /** Null: workers present the shared worker token; else each its own certificate. */
+  private final WorkerIdentities workerCertificates;
 
   public Authenticator(TokenRegistry tokens) {
+    this(tokens, null);
+  }
+
+  public Authenticator(TokenRegistry tokens, WorkerIdentities workerCertificates) {
     this.tokens = tokens;
+    this.workerCertificates = workerCertificates;
   }
 
   public <Req, Resp> Handler<GrpcServerRequest<Req, Resp>> users(AuthenticatedHandler<Req, Resp> handler) {
@@ -50,6 +69,26 @@ public final class Authenticator {
   public <Req, Resp> Handler<GrpcServerRequest<Req, Resp>> any(AuthenticatedHandler<Req, Resp> handler) {
     return request -> {
       var identity = tokens.authenticate(request.headers().get("authorization"));
+      if (workerCertificates != null) {
+        if (identity.isPresent() && identity.get().worker()) {
+          request.response().status(GrpcStatus.PERMISSION_DENIED)
+              .statusMessage(USE_A_CERTIFICATE).end();
+          return;
+        }
+        if (identity.isEmpty()) {
+          List<Certificate> chain = peerChain(request.connection());
+          if (!chain.isEmpty()) {
+            WorkerPeers.Verdict verdict = workerCertificates.peer(chain, null);
+            if (verdict instanceof WorkerPeers.Verdict.Refused refused) {
+              request.response().status(GrpcStatus.UNAUTHENTICATED)
+                  .statusMessage(refused.reason()).end();
+              return;
+            }
+            identity = java.util.Optional.of(Identity.certifiedWorker(
+                ((WorkerPeers.Verdict.Worker) verdict).workerId()));
+          }
+        }
+      }
       if (identity.isEmpty()) {
         request.response().status(GrpcStatus.UNAUTHENTICATED).statusMessage("the token is not"
             + " known to this cluster: use the token `bulletin up` wrote (~/.bulletin/token) or the"
@@ -59,6 +98,19 @@ public final class Authenticator {
       }
       handler.handle(identity.get(), request);
     };
+  }
+
+  /** The certificates the peer of {@code connection} presented; empty when none (or no TLS). */
+  public static List<Certificate> peerChain(HttpConnection connection) {
+    if (connection == null || !connection.isSsl()) {
+      return List.of();
+    }
+    try {
+      List<Certificate> chain = connection.peerCertificates();
+      return chain == null ? List.of() : chain;
+    } catch (SSLPeerUnverifiedException none) {
+      return List.of();
+    }
   }
 
   public static <Req, Resp extends com.google.protobuf.MessageLite> ServiceMethod<Req, Resp> method(

@@ -17,6 +17,20 @@ public record Identity(String user, String group, boolean owner, boolean worker,
     return new Identity("bulletin-worker", "", false, true, false);
   }
 
+  /** The user name of a worker known by its certificate: {@code worker:<id>}. */
+  private static final String CERTIFIED = "worker:";
+
+  /** A worker agent known by its own certificate (issue 28.2), not the shared token. */
+  public static Identity certifiedWorker(String workerId) {
+    return new Identity(CERTIFIED + workerId, "", false, true, false);
+  }
+
+  /** The worker id a certified worker's certificate names; empty for anyone else. */
+  public java.util.Optional<String> certifiedWorkerId() {
+    return worker && user.startsWith(CERTIFIED)
+        ? java.util.Optional.of(user.substring(CERTIFIED.length())) : java.util.Optional.empty();
+  }
+
   /** Whether this identity sees every user's calls (status, queue), not only its own. */
   public boolean seesAll() {
     return owner || admin;

@@ -17,6 +17,13 @@ import dev.bulletin.runtime.workers.EmbeddedWorker;
 import dev.bulletin.runtime.workers.PoolJournal;
 import dev.bulletin.runtime.workers.PoolRunner;
 import dev.bulletin.runtime.workers.WorkerAttachApi;
+import dev.bulletin.runtime.workers.WorkerIdentityApi;
+import dev.bulletin.runtime.identity.JoinTokens;
+import dev.bulletin.runtime.identity.WorkerIdentities;
+import dev.bulletin.runtime.identity.WorkerIdentityOptions;
+import dev.bulletin.runtime.identity.WorkerRoster;
+import dev.bulletin.runtime.pool.JoinTokenSource;
+import dev.bulletin.worker.tls.WorkerCa;
 import dev.bulletin.worker.HostName;
 import dev.bulletin.runtime.PortInUseException;
 import dev.bulletin.runtime.RuntimeOptions;
@@ -89,6 +96,10 @@ public final class RuntimeVerticle extends VerticleBase {
   /** Set when the owner stops the cluster: pool workers stop too (a crash leaves them). */
   private volatile boolean stopPoolWorkers;
   private SessionRegistry sessions;
+  /** Worker certificates; null where workers attach with the shared worker token. */
+  private WorkerIdentities identities;
+  /** The issued and revoked workers, in the runtime's state folder. */
+  static final String ROSTER_FILE = "worker-roster";
   /** Completes once the embedded worker's executors are warm and it takes calls. */
   private java.util.concurrent.CompletableFuture<Void> embeddedOpened;
 
@@ -129,7 +140,12 @@ public final class RuntimeVerticle extends VerticleBase {
     vertx.setPeriodic(TICK_MILLIS, id -> plane.tick(java.time.Duration.ofMillis(TICK_MILLIS)));
     GrpcServer grpc = GrpcServer.server(vertx,
         new GrpcServerOptions().setMaxMessageSize(WireLimits.MAX_MESSAGE_BYTES));
-    Authenticator auth = new Authenticator(tokens);
+    try {
+      identities = workerIdentities();
+    } catch (Exception e) {
+      return Future.failedFuture(e);
+    }
+    Authenticator auth = new Authenticator(tokens, identities);
     Runnable stopCluster = () -> {
       stopPoolWorkers = true;
       shutdown.run();
@@ -165,12 +181,21 @@ public final class RuntimeVerticle extends VerticleBase {
         options.inlineLimitBytes(), WireLimits.MAX_MESSAGE_BYTES, stopCluster);
     api.mount(grpc, auth);
     new UsageApi(usage.store()).mount(grpc, auth);
-    new WorkerAttachApi(vertx, plane, clusterId, version, options.inlineLimitBytes(),
-        WireLimits.MAX_MESSAGE_BYTES, options.reconnect().linkLossGrace()).mount(grpc, auth);
-    server = vertx.createHttpServer(TlsSetup.serve(new HttpServerOptions()
+    WorkerAttachApi attachApi = new WorkerAttachApi(vertx, plane, clusterId, version,
+        options.inlineLimitBytes(), WireLimits.MAX_MESSAGE_BYTES,
+        options.reconnect().linkLossGrace());
+    attachApi.mount(grpc, auth);
+    HttpServerOptions http = new HttpServerOptions()
         .setInitialSettings(new Http2Settings().setInitialWindowSize(OBJECT_WINDOW_BYTES))
         .setHttp2ConnectionWindowSize(4 * OBJECT_WINDOW_BYTES).setHost(options.host())
-        .setPort(options.port()).setTcpNoDelay(true), tls));
+        .setPort(options.port()).setTcpNoDelay(true);
+    if (identities != null) {
+      new WorkerIdentityApi(vertx, identities, attachApi).mount(grpc, auth);
+      // The gRPC port asks each peer for a certificate: workers have one, clients do not.
+      server = vertx.createHttpServer(TlsSetup.serveAskingWorkers(http, tls));
+    } else {
+      server = vertx.createHttpServer(TlsSetup.serve(http, tls));
+    }
     Future<?> webStarted;
     try {
       webStarted = startWeb(plane, status, poolRunner, tokens);
@@ -196,6 +221,24 @@ public final class RuntimeVerticle extends VerticleBase {
             ? Future.succeededFuture() : startPools(pools, poolRunner));
   }
 
+  /**
+   * Worker certificates where the runtime holds the cluster CA's key (--worker-ca-key): they
+   * need TLS with that CA, since a worker proves itself in the TLS handshake.
+   */
+  private WorkerIdentities workerIdentities() throws Exception {
+    WorkerIdentityOptions given = options.workerIdentity();
+    if (given == null) {
+      return null;
+    }
+    if (!tls.enabled() || tls.ca() == null) {
+      throw new IllegalArgumentException("worker certificates (--worker-ca-key) need TLS with"
+          + " the cluster CA (--tls-cert, --tls-key, --tls-ca)");
+    }
+    return WorkerIdentities.of(JoinTokens.inMemory(Clock.systemUTC()),
+        WorkerCa.load(tls.ca(), given.caKey(), given.certificateLifetime()),
+        WorkerRoster.open(options.stateRoot().resolve(ROSTER_FILE)), Clock.systemUTC());
+  }
+
   private Future<Void> startPools(PoolsConfig pools, PoolRunner poolRunner) {
     if (options.workerToken() == null || options.workerToken().isBlank()) {
       return Future.failedFuture("the config has pools but the runtime has no worker token"
@@ -203,7 +246,14 @@ public final class RuntimeVerticle extends VerticleBase {
     }
     ProviderContext providers = new ProviderContext(clusterId, headAddress(),
         options.workerToken(), options.worker().python().toString(),
-        options.home().resolve("pools"), WorkerCommand.bulletin());
+        options.home().resolve("pools"), WorkerCommand.bulletin(), identities == null
+            ? JoinTokenSource.none() : (workerId, ttl) -> {
+              try {
+                return java.util.Optional.of(identities.issueJoinToken(workerId, ttl));
+              } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+              }
+            });
     autoscaler = Autoscaler.create(pools, WorkerProviders.forPools(pools, providers),
         Clock.systemUTC(), new ScalingMetrics(meterRegistry),
         task -> context.runOnContext(ignored -> task.run()), poolRunner);

@@ -25,8 +25,12 @@ public final class DirectPorts {
   private static final Logger LOG = Logger.getLogger(DirectPorts.class.getName());
   private static final int FINGERPRINT_BYTES = 32;
 
-  /** @param fingerprint SHA-256 of the port's certificate; empty for a plaintext port */
-  private record Port(String address, byte[] key, ByteString fingerprint) {}
+  /**
+   * @param fingerprint SHA-256 of the port's certificate; empty for a plaintext port
+   * @param certified the port presents its worker's CA-signed certificate (readers check it
+   *     against the cluster CA and the worker's id, not a fingerprint)
+   */
+  private record Port(String address, byte[] key, ByteString fingerprint, boolean certified) {}
 
   private final Map<String, Port> ports = new HashMap<>();
   private Duration lifetime = Duration.ofSeconds(60);
@@ -57,6 +61,15 @@ public final class DirectPorts {
    * @param fingerprint SHA-256 of the certificate the port presents (empty: plaintext)
    */
   public byte[] attach(String workerId, String host, int port, ByteString fingerprint) {
+    return attach(workerId, host, port, fingerprint, false);
+  }
+
+  /**
+   * As {@link #attach(String, String, int, ByteString)}; {@code certified}: the port presents
+   * the worker's own certificate, which the cluster CA signed for its id.
+   */
+  public byte[] attach(String workerId, String host, int port, ByteString fingerprint,
+      boolean certified) {
     ports.remove(workerId);
     if (port <= 0 || port > 65535 || host.isBlank()) {
       return new byte[0];
@@ -67,13 +80,13 @@ public final class DirectPorts {
           + " go through the head");
       return new byte[0];
     }
-    if (requireTls && fingerprint.isEmpty()) {
+    if (requireTls && fingerprint.isEmpty() && !certified) {
       LOG.warning("worker " + workerId + " serves a plaintext data port in a cluster that"
           + " speaks TLS (an older worker?); its objects go through the head");
       return new byte[0];
     }
     byte[] key = DirectTicket.newKey();
-    ports.put(workerId, new Port(host + ":" + port, key, fingerprint));
+    ports.put(workerId, new Port(host + ":" + port, key, fingerprint, certified));
     return key;
   }
 
@@ -117,7 +130,8 @@ public final class DirectPorts {
         System.currentTimeMillis() + lifetime.toMillis());
     return Optional.of(DirectSource.newBuilder().setAddress(port.address())
         .setTicket(ByteString.copyFrom(ticket)).setKeeper(keeper).setReader(reader)
-        .setNamespace(key.namespace()).setTlsFingerprint(port.fingerprint()).build());
+        .setNamespace(key.namespace()).setTlsFingerprint(port.fingerprint())
+        .setTlsWorkerCertificate(port.certified()).build());
   }
 
   public long ticketsIssued() {

@@ -12,9 +12,16 @@ import java.nio.file.Path;
  * @param python the runtime's interpreter, for pools that name none
  * @param stateDir where providers keep their files (scripts, logs, local pids)
  * @param command the worker command (the real one, or a test's stand-in)
+ * @param joinTokens a join token for each worker started, where workers have certificates
  */
 public record ProviderContext(String clusterId, String headAddress, String workerToken,
-    String python, Path stateDir, WorkerCommand command) {
+    String python, Path stateDir, WorkerCommand command, JoinTokenSource joinTokens) {
+
+  /** A context whose workers attach with the shared worker token. */
+  public ProviderContext(String clusterId, String headAddress, String workerToken,
+      String python, Path stateDir, WorkerCommand command) {
+    this(clusterId, headAddress, workerToken, python, stateDir, command, JoinTokenSource.none());
+  }
 
   public ProviderContext {
     if (clusterId == null || !clusterId.matches("[A-Za-z0-9_-]{1,40}")) {
@@ -25,8 +32,9 @@ public record ProviderContext(String clusterId, String headAddress, String worke
       throw new IllegalArgumentException("headAddress must be HOST:PORT, got " + headAddress);
     }
     if (workerToken == null || workerToken.isEmpty() || python == null || stateDir == null
-        || command == null) {
-      throw new IllegalArgumentException("workerToken, python, stateDir and command are required");
+        || command == null || joinTokens == null) {
+      throw new IllegalArgumentException("workerToken, python, stateDir, command and joinTokens"
+          + " are required");
     }
   }
 

@@ -55,6 +55,13 @@ public final class WorkerAttachApi {
   private final java.time.Duration grace;
   /** Workers whose link broke, by id, within their grace period. */
   private final Map<String, Attachment> parked = new HashMap<>();
+  /** Workers attached now, by id: a revocation ends theirs. */
+  private final Map<String, Attachment> live = new HashMap<>();
+  /**
+   * The newest certificate's end of each certified worker (renewals move it): a link whose
+   * worker holds no valid certificate any more is ended.
+   */
+  private final Map<String, java.time.Instant> certifiedUntil = new HashMap<>();
 
   public WorkerAttachApi(Vertx vertx, ControlPlane plane, String clusterId, String version,
       long inlineLimit, long maxMessage, java.time.Duration linkLossGrace) {
@@ -72,9 +79,34 @@ public final class WorkerAttachApi {
         auth.workers(this::attach));
   }
 
+  /** Whether a worker of this id is attached now (or waits to reattach). */
+  boolean isAttached(String workerId) {
+    return live.containsKey(workerId) || parked.containsKey(workerId);
+  }
+
+  /** A certified worker got a new certificate (join or renewal), good until {@code end}. */
+  void renewed(String workerId, java.time.Instant end) {
+    certifiedUntil.merge(workerId, end, (a, b) -> a.isAfter(b) ? a : b);
+  }
+
+  /** The worker was revoked: its link ends now, its calls lost. Whether it was attached. */
+  boolean revoked(String workerId) {
+    certifiedUntil.remove(workerId);
+    Attachment attachment = live.containsKey(workerId) ? live.get(workerId)
+        : parked.get(workerId);
+    if (attachment == null) {
+      return false;
+    }
+    attachment.gone("was revoked (bulletin worker revoke)");
+    attachment.end(GrpcStatus.PERMISSION_DENIED, "worker " + workerId + " is revoked");
+    return true;
+  }
+
   /** One worker's stream, from registration until it goes away. */
   private final class Attachment {
     final GrpcServerResponse<WorkerMessage, HeadMessage> response;
+    /** The id its certificate names; null for a worker of the shared token. */
+    final String certifiedId;
     RemoteWorkerLink link;
     AttachedWorker worker;
     long lastHeard = System.nanoTime();
@@ -84,8 +116,9 @@ public final class WorkerAttachApi {
     String drainedBefore;
     boolean ended;
 
-    Attachment(GrpcServerResponse<WorkerMessage, HeadMessage> response) {
+    Attachment(GrpcServerResponse<WorkerMessage, HeadMessage> response, String certifiedId) {
       this.response = response;
+      this.certifiedId = certifiedId;
     }
 
     void onMessage(WorkerMessage message) {
@@ -103,6 +136,12 @@ public final class WorkerAttachApi {
       String problem = problemWith(registration);
       if (problem != null) {
         refuse(GrpcStatus.INVALID_ARGUMENT, problem);
+        return;
+      }
+      if (certifiedId != null && !certifiedId.equals(registration.getWorkerId())) {
+        refuse(GrpcStatus.PERMISSION_DENIED, "the certificate is worker " + certifiedId
+            + "'s, not " + registration.getWorkerId() + "'s: a worker attaches under its own"
+            + " id only");
         return;
       }
       Attachment before = parked.remove(registration.getWorkerId());
@@ -146,6 +185,7 @@ public final class WorkerAttachApi {
       accept(registration, stop, 0);
       reregisterHeld(registration);
       plane.attach(worker);
+      live.put(worker.id(), this);
       LOG.info(() -> "worker " + worker.id() + " attached from " + registration.getHost() + ": "
           + slots.capacity() + (registration.getPool().isEmpty() ? ""
           : ", pool " + registration.getPool()));
@@ -157,6 +197,7 @@ public final class WorkerAttachApi {
       link = before.link;
       before.worker = null; // the old stream's late handlers find nothing to detach
       before.link = null;
+      live.put(worker.id(), this);
       link.onBroken(cause -> vertx.runOnContext(ignored -> lost(cause)));
       int pendingBefore = link.pendingCalls();
       List<String> stop = link.resume(response,
@@ -179,7 +220,9 @@ public final class WorkerAttachApi {
       // A fresh key for the worker's own data port at every (re)attach (docs/data-plane.md).
       byte[] directKey = plane.objects().direct().attach(worker.id(),
           registration.getDirectHost(), registration.getDirectPort(),
-          registration.getDirectTlsFingerprint());
+          registration.getDirectTlsFingerprint(),
+          // Only a worker known by its certificate serves that certificate on its port.
+          certifiedId != null && registration.getDirectTlsWorkerCertificate());
       response.write(HeadMessage.newBuilder().setAccepted(WorkerAccepted.newBuilder()
           .setWorkerId(worker.id()).setClusterId(clusterId).setInlineLimitBytes(inlineLimit)
           .setMaxMessageBytes(maxMessage).setHeartbeatSeconds(HEARTBEAT_MILLIS / 1000.0)
@@ -187,6 +230,13 @@ public final class WorkerAttachApi {
           .setDirectTicketKey(com.google.protobuf.ByteString.copyFrom(directKey)))
           .build());
       watchdog = vertx.setPeriodic(WATCHDOG_MILLIS, id -> {
+        java.time.Instant until = certifiedId == null ? null : certifiedUntil.get(certifiedId);
+        if (certifiedId != null && (until == null || until.isBefore(java.time.Instant.now()))) {
+          String why = "holds no valid certificate (it expired and was not renewed)";
+          gone(why);
+          end(GrpcStatus.UNAUTHENTICATED, "worker " + certifiedId + " " + why);
+          return;
+        }
         if ((System.nanoTime() - lastHeard) / 1_000_000 > SILENCE_LIMIT_MILLIS) {
           lost("sent no heartbeat for " + SILENCE_LIMIT_MILLIS / 1000 + " s");
           end(GrpcStatus.UNAVAILABLE, "no heartbeat for " + SILENCE_LIMIT_MILLIS / 1000 + " s");
@@ -233,6 +283,7 @@ public final class WorkerAttachApi {
         return;
       }
       cancelWatchdog();
+      live.remove(worker.id(), this);
       if (grace.isZero()) {
         gone(cause);
         return;
@@ -276,6 +327,7 @@ public final class WorkerAttachApi {
         return;
       }
       parked.remove(worker.id(), this);
+      live.remove(worker.id(), this);
       AttachedWorker leaving = worker;
       worker = null;
       String why = "worker " + leaving.id() + " (" + leaving.host() + ") " + cause;
@@ -321,7 +373,16 @@ public final class WorkerAttachApi {
   }
 
   private void attach(Identity identity, GrpcServerRequest<WorkerMessage, HeadMessage> request) {
-    Attachment attachment = new Attachment(request.response());
+    String certified = identity.certifiedWorkerId().orElse(null);
+    if (certified != null) {
+      // The link lives as long as the worker's newest certificate: the one it presented, or
+      // a later one it renewed to.
+      var chain = Authenticator.peerChain(request.connection());
+      if (!chain.isEmpty() && chain.get(0) instanceof java.security.cert.X509Certificate leaf) {
+        renewed(certified, leaf.getNotAfter().toInstant());
+      }
+    }
+    Attachment attachment = new Attachment(request.response(), certified);
     // Headers go out with the acceptance: a refusal before it keeps its status message.
     request.handler(attachment::onMessage);
     request.endHandler(ignored -> {

@@ -91,7 +91,9 @@ final class HeadLink {
     long gen = ++generation;
     client.request(head, ATTACH).onFailure(error -> broke(gen, error, "cannot reach the runtime"))
         .onSuccess(request -> {
-          request.headers().set("authorization", "Bearer " + options.token());
+          if (!options.token().isEmpty()) { // else the worker's certificate says who it is
+            request.headers().set("authorization", "Bearer " + options.token());
+          }
           RegisterWorker.Builder register = RegisterWorker.newBuilder();
           if (reattach) {
             register.setReattach(true);
@@ -140,7 +142,7 @@ final class HeadLink {
   /** The stream ended: a refusal (before acceptance, or of a reattach) stops the node. */
   private void ended(long gen, GrpcStatus status, String message) {
     String why = status == GrpcStatus.OK ? "the runtime ended the stream"
-        : status + ": " + message;
+        : status.name() + ": " + message;
     boolean linkTrouble = status == GrpcStatus.UNAVAILABLE || status == GrpcStatus.CANCELLED
         || status == GrpcStatus.UNKNOWN || status == GrpcStatus.INTERNAL;
     if (!accepted.isDone()) {

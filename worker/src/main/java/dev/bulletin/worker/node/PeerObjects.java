@@ -8,7 +8,11 @@ import dev.bulletin.bridge.dataport.TlsEngines;
 import dev.bulletin.protocol.DirectSource;
 import dev.bulletin.protocol.RegisterWorker;
 import dev.bulletin.protocol.WorkerAccepted;
+import dev.bulletin.worker.tls.DataTls;
 import dev.bulletin.worker.tls.PinnedTrust;
+import dev.bulletin.worker.tls.RenewableKeys;
+import dev.bulletin.worker.tls.TlsOptions;
+import java.security.cert.X509Certificate;
 import dev.bulletin.worker.tls.PortIdentity;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
@@ -48,8 +52,21 @@ final class PeerObjects implements AutoCloseable {
   /** Keepers' addresses already logged as unreachable. */
   private final Set<String> unreachable = ConcurrentHashMap.newKeySet();
 
+  /**
+   * This worker's own certificate on its port (renewed while it runs), and the cluster CA that
+   * keepers' certificates are checked against; both null for a worker of the shared token.
+   */
+  private final RenewableKeys certified;
+  private final X509Certificate clusterCa;
+  /** Whether the cluster speaks TLS (no keeper is then read in plaintext). */
+  private final boolean clusterTls;
+
   private PeerObjects(Vertx vertx, String workerId, HeadObjects head, DirectPort port,
-      ObjectStore store, String host, PortIdentity identity) {
+      ObjectStore store, String host, PortIdentity identity, RenewableKeys certified,
+      X509Certificate clusterCa, boolean clusterTls) {
+    this.certified = certified;
+    this.clusterCa = clusterCa;
+    this.clusterTls = clusterTls;
     this.vertx = vertx;
     this.workerId = workerId;
     this.head = head;
@@ -61,15 +78,22 @@ final class PeerObjects implements AutoCloseable {
 
   /**
    * @param enabled whether this node takes part (not gRPC only)
-   * @param tls whether the cluster speaks TLS: then so does this port, and fetches pin
+   * @param tls how the cluster is dialled: with TLS so does this port, presenting the worker's
+   *     own certificate where it has one (else a self-signed one readers pin), and fetches
+   *     check the keeper's
    */
   static PeerObjects start(Vertx vertx, WorkerNodeOptions options, HeadObjects head,
-      ObjectStore store, boolean enabled, boolean tls) {
+      ObjectStore store, boolean enabled, TlsOptions tls) throws Exception {
     String workerId = options.worker().workerId();
     if (!enabled) {
-      return new PeerObjects(vertx, workerId, head, null, store, "", null);
+      return new PeerObjects(vertx, workerId, head, null, store, "", null, null, null,
+          tls.enabled());
     }
-    PortIdentity identity = tls ? PortIdentity.generate(workerId) : null;
+    RenewableKeys certified = tls.enabled() && tls.serves()
+        ? new RenewableKeys(vertx, tls.certificate(), tls.privateKey()) : null;
+    X509Certificate clusterCa = certified == null || tls.ca() == null ? null : caOf(tls.ca());
+    PortIdentity identity = tls.enabled() && certified == null
+        ? PortIdentity.generate(workerId) : null;
     String host = towards(options.headHost());
     // Behind NAT, or with several interfaces, the address others reach this host by may not be
     // the one that routes to the head: BULLETIN_DIRECT_HOST names it (the port stays bound to
@@ -77,11 +101,27 @@ final class PeerObjects implements AutoCloseable {
     String announced = System.getenv().getOrDefault("BULLETIN_DIRECT_HOST", "").trim();
     try {
       return new PeerObjects(vertx, workerId, head, DirectPort.start(host, store,
-          identity == null ? null : identity.serverEngines()), store,
-          announced.isEmpty() ? host : announced, identity);
+          certified != null ? DataTls.server(certified)
+              : identity == null ? null : identity.serverEngines()), store,
+          announced.isEmpty() ? host : announced, identity, certified, clusterCa, tls.enabled());
     } catch (IOException e) {
       LOG.warning(e.getMessage() + "; objects this worker keeps go through the head");
-      return new PeerObjects(vertx, workerId, head, null, store, "", null);
+      return new PeerObjects(vertx, workerId, head, null, store, "", null, null, null,
+          tls.enabled());
+    }
+  }
+
+  private static X509Certificate caOf(java.nio.file.Path pem) throws Exception {
+    try (var in = java.nio.file.Files.newInputStream(pem)) {
+      return (X509Certificate) java.security.cert.CertificateFactory.getInstance("X.509")
+          .generateCertificate(in);
+    }
+  }
+
+  /** The worker renewed its certificate: its port presents the new one from now on. */
+  void renewed() throws Exception {
+    if (certified != null) {
+      certified.reload();
     }
   }
 
@@ -108,6 +148,7 @@ final class PeerObjects implements AutoCloseable {
     if (identity != null) {
       register.setDirectTlsFingerprint(ByteString.copyFrom(identity.fingerprint()));
     }
+    register.setDirectTlsWorkerCertificate(certified != null);
     return register.setDirectHost(host).setDirectPort(port.port());
   }
 
@@ -130,9 +171,11 @@ final class PeerObjects implements AutoCloseable {
       return head.fetch(key, size);
     }
     TlsEngines tls;
-    if (!source.getTlsFingerprint().isEmpty()) {
+    if (source.getTlsWorkerCertificate() && clusterCa != null) {
+      tls = pins.enginesForWorker(clusterCa, source.getKeeper());
+    } else if (!source.getTlsFingerprint().isEmpty()) {
       tls = pins.enginesFor(source.getTlsFingerprint().toByteArray());
-    } else if (identity != null) {
+    } else if (clusterTls) {
       // A TLS cluster's head never names a plaintext keeper; if one did, the ticket and the
       // bytes would cross the network in the clear.
       LOG.warning("worker " + source.getKeeper() + "'s data port comes without a certificate"

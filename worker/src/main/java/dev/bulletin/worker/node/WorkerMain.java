@@ -78,6 +78,36 @@ public final class WorkerMain implements Callable<Integer> {
           + " $BULLETIN_HOME/ca.pem; default: the JDK's trusted CAs). Implies --tls.")
   Path tlsCa;
 
+  @Option(names = "--join-token-file", defaultValue = "${env:BULLETIN_JOIN_TOKEN_FILE}",
+      description = "A file holding a join token (else BULLETIN_JOIN_TOKEN): the worker makes a"
+          + " key, exchanges the token once for a certificate of its own and attaches with it"
+          + " (mutual TLS) instead of the worker token. Never give the token in argv.")
+  Path joinTokenFile;
+
+  @Option(names = "--identity-dir",
+      description = "Where the worker keeps its key and certificate, owner-only (default:"
+          + " $BULLETIN_HOME/workers/<id>, else ~/.bulletin/workers/<id>).")
+  Path identityDir;
+
+  /** The join token: from its file, else BULLETIN_JOIN_TOKEN; null when neither. */
+  private String joinToken() throws java.io.IOException {
+    if (joinTokenFile != null) {
+      String token = java.nio.file.Files.readString(joinTokenFile).strip();
+      if (token.isEmpty()) {
+        throw new IllegalArgumentException("--join-token-file " + joinTokenFile + " is empty");
+      }
+      return token;
+    }
+    String token = System.getenv("BULLETIN_JOIN_TOKEN");
+    return token == null || token.isBlank() ? null : token.strip();
+  }
+
+  private static Path home() {
+    String home = System.getenv("BULLETIN_HOME");
+    return home != null && !home.isBlank() ? Path.of(home)
+        : Path.of(System.getProperty("user.home"), ".bulletin");
+  }
+
   @Override
   public Integer call() throws Exception {
     int colon = head.lastIndexOf(':');
@@ -91,7 +121,24 @@ public final class WorkerMain implements Callable<Integer> {
       throw new IllegalArgumentException("--head must be HOST:PORT, got " + head);
     }
     String host = HostName.get();
-    String id = workerId != null ? workerId : host + "-" + ProcessHandle.current().pid();
+    TlsOptions trust = tlsOn || tlsCa != null ? TlsOptions.client(tlsCa) : TlsOptions.plain();
+    String token = joinToken();
+    WorkerIdentity identity = null;
+    if (token != null) {
+      try {
+        identity = WorkerIdentity.join(java.util.Objects.requireNonNull(
+            io.vertx.core.net.SocketAddress.inetSocketAddress(port, head.substring(0, colon))),
+            trust, token, workerId, identityDir, home());
+      } catch (WorkerRefusedException e) {
+        System.err.println("bulletin worker: " + e.getMessage());
+        return EXIT_REFUSED;
+      }
+      System.out.println("bulletin worker " + identity.workerId() + " joined: its certificate"
+          + " is in " + (identityDir != null ? identityDir
+          : home().resolve("workers").resolve(identity.workerId())));
+    }
+    String id = identity != null ? identity.workerId()
+        : workerId != null ? workerId : host + "-" + ProcessHandle.current().pid();
     if (!List.of("auto", "bulk", "grpc").contains(dataPath)) {
       throw new IllegalArgumentException("--data-path (or BULLETIN_DATA_PATH) must be auto or"
           + " grpc, got '" + dataPath + "'");
@@ -108,22 +155,22 @@ public final class WorkerMain implements Callable<Integer> {
     String handle = System.getenv().getOrDefault("BULLETIN_PROVIDER_HANDLE",
         slurmJob != null ? "slurm:" + slurmJob : "");
     WorkerNodeOptions options = new WorkerNodeOptions(head.substring(0, colon), port,
-        System.getenv("BULLETIN_WORKER_TOKEN"), pool, worker, host, expiresAt, handle,
+        identity != null ? "" : System.getenv("BULLETIN_WORKER_TOKEN"), pool, worker, host, expiresAt, handle,
         // The pid keeps two workers of one id (a restart racing its predecessor's exit) apart.
         storeDir != null ? storeDir
             : ObjectStores.defaultFolder(STORE_PREFIX + id + "-" + ProcessHandle.current().pid()),
         BulletinVersion.get(), !dataPath.equals("grpc"), reconnectTimeout(), storeUserShare);
     WorkerNode node;
     try {
-      node = WorkerNode.start(options,
-          tlsOn || tlsCa != null ? TlsOptions.client(tlsCa) : TlsOptions.plain());
+      node = WorkerNode.start(options, trust, identity);
     } catch (WorkerRefusedException e) {
       System.err.println("bulletin worker: " + e.getMessage());
       return EXIT_REFUSED;
     }
     Runtime.getRuntime().addShutdownHook(new Thread(node::close, "bulletin-worker-close"));
     System.out.println("bulletin worker " + id + " attached to " + head
-        + (tlsOn || tlsCa != null ? " over TLS" : "") + " ("
+        + (identity != null ? " over TLS, with its own certificate (mutual TLS)"
+        : trust.enabled() ? " over TLS" : "") + " ("
         + ResourceOptions.describe(worker) + (pool.isEmpty() ? "" : ", pool " + pool) + ")");
     String why = node.ended().get();
     System.out.println("bulletin worker " + id + " stops: " + why);

@@ -34,6 +34,8 @@ import io.vertx.core.Vertx;
 import io.vertx.core.net.SocketAddress;
 import io.vertx.grpc.client.GrpcClient;
 import io.vertx.grpc.client.GrpcClientOptions;
+import io.vertx.grpc.client.impl.GrpcClientImpl;
+import io.vertx.core.http.HttpClientAgent;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -88,21 +90,30 @@ public final class WorkerNode implements AutoCloseable {
   private final java.util.concurrent.atomic.AtomicBoolean closing =
       new java.util.concurrent.atomic.AtomicBoolean();
 
-  private WorkerNode(WorkerNodeOptions options, TlsOptions tls) throws Exception {
+  /** This worker's own certificate, renewed while it runs; null: it uses the worker token. */
+  private final WorkerIdentity identity;
+  /** The gRPC client's HTTP client: a renewed certificate is loaded into it. */
+  private final HttpClientAgent http;
+
+  private WorkerNode(WorkerNodeOptions options, TlsOptions tls, WorkerIdentity identity)
+      throws Exception {
+    if (options.token().isBlank() && identity == null) {
+      throw new IllegalArgumentException(WorkerNodeOptions.NO_TOKEN);
+    }
     this.options = options;
     this.tls = tls;
+    this.identity = identity;
     this.store = ObjectStores.open(dev.bulletin.bridge.StoreOptions.withDefaults(
         options.storeFolder(), 0, null).withUserShare(options.storeUserShareBytes()));
     this.storeReport = new StoreReport(store);
     this.agent = Workers.local(options.worker(), store);
-    this.client = GrpcClient.client(vertx,
-        new GrpcClientOptions().setMaxMessageSize(WireLimits.MAX_MESSAGE_BYTES),
-        TlsSetup.dial(tls));
+    this.http = vertx.createHttpClient(TlsSetup.dial(tls));
+    this.client = new GrpcClientImpl(vertx,
+        new GrpcClientOptions().setMaxMessageSize(WireLimits.MAX_MESSAGE_BYTES), http, true) { };
     SocketAddress head = SocketAddress.inetSocketAddress(options.headPort(), options.headHost());
     this.objects = new HeadObjects(vertx, client, head, options.token(), store,
         options.bulkData(), tls.enabled() ? TlsSetup.clientEngines(vertx, tls) : null);
-    this.peers = PeerObjects.start(vertx, options, objects, store, options.bulkData(),
-        tls.enabled());
+    this.peers = PeerObjects.start(vertx, options, objects, store, options.bulkData(), tls);
     this.link = new HeadLink(vertx, client, options, tls, this::registration, this::onHead,
         this::stop);
   }
@@ -126,12 +137,27 @@ public final class WorkerNode implements AutoCloseable {
    *     certificate is not trusted
    */
   public static WorkerNode start(WorkerNodeOptions options, TlsOptions tls) throws Exception {
-    WorkerNode node = new WorkerNode(options, tls);
+    return start(options, tls, null);
+  }
+
+  /**
+   * Starts as {@link #start(WorkerNodeOptions, TlsOptions)}, presenting {@code identity}'s
+   * certificate (mutual TLS) in place of the worker token, and renewing it while it runs.
+   */
+  public static WorkerNode start(WorkerNodeOptions options, TlsOptions tls,
+      WorkerIdentity identity) throws Exception {
+    WorkerNode node = new WorkerNode(options, identity == null ? tls : identity.tls(tls),
+        identity);
     try {
       node.agent.start().get(options.worker().executorStartTimeoutMillis() * 2,
           TimeUnit.MILLISECONDS);
       node.context.runOnContext(ignored -> node.link.attach());
       node.link.accepted().get(30, TimeUnit.SECONDS);
+      if (identity != null) {
+        node.context.runOnContext(ignored -> identity.keepRenewed(node.vertx, node.client,
+            SocketAddress.inetSocketAddress(options.headPort(), options.headHost()),
+            node::presentRenewed, node.ended::isDone));
+      }
       return node;
     } catch (java.util.concurrent.ExecutionException e) {
       node.close();
@@ -140,6 +166,18 @@ public final class WorkerNode implements AutoCloseable {
       node.close();
       throw e;
     }
+  }
+
+  /**
+   * Loads the certificate the worker just renewed where it is presented: later connections to
+   * the runtime, and this node's data port.
+   */
+  private Future<Void> presentRenewed() {
+    return http.updateSSLOptions(TlsSetup.dial(tls).getSslOptions(), true)
+        .compose(updated -> vertx.executeBlocking(() -> {
+          peers.renewed();
+          return null;
+        }));
   }
 
   /** Completes with the reason the node stopped serving (the runtime went away, or close). */

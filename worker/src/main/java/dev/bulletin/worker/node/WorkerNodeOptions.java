@@ -9,7 +9,8 @@ import java.nio.file.Path;
  *
  * @param headHost the runtime's host
  * @param headPort the runtime's port
- * @param token the cluster's worker token
+ * @param token the cluster's worker token; empty for a worker that presents its own
+ *     certificate (WorkerIdentity)
  * @param pool the pool this worker belongs to; empty for a hand-started worker
  * @param worker the local agent's options (its id is the worker's id)
  * @param hostName this host's name, for status and logs
@@ -46,10 +47,7 @@ public record WorkerNodeOptions(
     if (headPort < 1 || headPort > 65535) {
       throw new IllegalArgumentException("--head needs a port 1..65535, got " + headPort);
     }
-    if (token == null || token.isBlank()) {
-      throw new IllegalArgumentException("no worker token: set BULLETIN_WORKER_TOKEN to the"
-          + " cluster's worker token (`bulletin up` writes it to ~/.bulletin/worker-token)");
-    }
+    token = token == null ? "" : token; // empty: the worker presents its own certificate
     if (!(expiresAt >= 0)) {
       throw new IllegalArgumentException("--expires-at must be epoch seconds >= 0, got "
           + expiresAt);
@@ -73,6 +71,11 @@ public record WorkerNodeOptions(
     this(headHost, headPort, token, pool, worker, hostName, expiresAt, providerHandle,
         storeFolder, version, bulkData, reconnectTimeout, 0);
   }
+
+  /** What a worker with neither a worker token nor a certificate is told. */
+  static final String NO_TOKEN = "no worker token: set BULLETIN_WORKER_TOKEN to the cluster's"
+      + " worker token (`bulletin up` writes it to ~/.bulletin/worker-token), or, where the"
+      + " cluster gives each worker a certificate, join with a join token (BULLETIN_JOIN_TOKEN)";
 
   public String headAddress() {
     return headHost + ":" + headPort;

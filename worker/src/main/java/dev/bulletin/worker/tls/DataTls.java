@@ -24,6 +24,11 @@ public final class DataTls {
     return server(keys, TlsEngine.provider());
   }
 
+  /** Engines that present what {@code keys} holds at each handshake (a renewable key). */
+  public static TlsEngines server(javax.net.ssl.KeyManager keys) {
+    return engines(SslContextBuilder.forServer(keys), TlsEngine.provider());
+  }
+
   static TlsEngines server(KeyManagerFactory keys, SslProvider provider) {
     return engines(SslContextBuilder.forServer(keys), provider);
   }

@@ -14,8 +14,10 @@ import javax.net.ssl.SSLEngine;
 import javax.net.ssl.X509ExtendedTrustManager;
 
 /**
- * The reading side of a worker's TLS data port: trusts exactly one certificate, the one whose
- * SHA-256 fingerprint the head handed out with the ticket ({@link PortIdentity}). The check runs
+ * The reading side of a worker's TLS data port: trusts exactly the keeper, either by its worker
+ * certificate (the cluster CA's, naming the keeper's id: {@link #enginesForWorker}) or, for a
+ * worker without one, by the one certificate whose SHA-256 fingerprint the head handed out with
+ * the ticket ({@link PortIdentity}). The check runs
  * inside the handshake, and a TLS session carries no application byte before its handshake ends,
  * so a peer with any other certificate (an impostor at the keeper's address) fails the handshake
  * and never sees the ticket. Engines are kept per fingerprint (a few keepers), so that sessions
@@ -41,9 +43,42 @@ public final class PinnedTrust {
     return engines.computeIfAbsent(hex, unused -> DataTls.client(pinned(fingerprint)));
   }
 
+  /**
+   * Client engines that accept only a certificate the cluster CA {@code ca} issued to worker
+   * {@code workerId}, valid now ({@link WorkerPeers}, the runtime's own check): a keeper whose
+   * port serves its worker certificate, which changes at every renewal, so no pin.
+   */
+  public TlsEngines enginesForWorker(X509Certificate ca, String workerId) {
+    if (engines.size() > MAX_PINS) {
+      engines.clear();
+    }
+    return engines.computeIfAbsent("worker:" + workerId, unused -> DataTls.client(
+        new ServerOnly(chain -> {
+          if (WorkerPeers.check(java.util.List.of(chain), ca, workerId, id -> false,
+              java.time.Instant.now()) instanceof WorkerPeers.Verdict.Refused refused) {
+            throw new CertificateException("the keeper's data port is not worker " + workerId
+                + "'s: " + refused.reason());
+          }
+        })));
+  }
+
   /** The trust manager that accepts only the certificate with this SHA-256 fingerprint. */
   static X509ExtendedTrustManager pinned(byte[] fingerprint) {
-    return new Pinned(fingerprint.clone());
+    byte[] pin = fingerprint.clone();
+    return new ServerOnly(chain -> {
+      byte[] got = fingerprint(chain[0]);
+      if (!MessageDigest.isEqual(got, pin)) {
+        throw new CertificateException("the keeper's certificate has SHA-256 " + hex(got)
+            + ", not " + hex(pin) + " (the one the head gave with the ticket): not the worker"
+            + " the ticket is for");
+      }
+    });
+  }
+
+  /** A check of a server's chain (leaf first, never empty), inside the handshake. */
+  @FunctionalInterface
+  interface ServerCheck {
+    void check(X509Certificate[] chain) throws CertificateException;
   }
 
   /** SHA-256 of a certificate's DER encoding. */
@@ -60,27 +95,22 @@ public final class PinnedTrust {
   }
 
   /**
-   * Compares the peer's leaf certificate with the pin. An extended trust manager: the JDK then
-   * adds no checks of its own (host names, CA paths), which have no meaning for a pinned,
-   * self-signed certificate.
+   * Runs a {@link ServerCheck} on the keeper's chain. An extended trust manager: the JDK then
+   * adds no checks of its own (host names: a worker's port is dialled by address, and its
+   * certificate names a worker, not a host), which have no meaning here.
    */
-  private static final class Pinned extends X509ExtendedTrustManager {
-    private final byte[] pin;
+  private static final class ServerOnly extends X509ExtendedTrustManager {
+    private final ServerCheck checker;
 
-    Pinned(byte[] pin) {
-      this.pin = pin;
+    ServerOnly(ServerCheck checker) {
+      this.checker = checker;
     }
 
     private void check(X509Certificate[] chain) throws CertificateException {
       if (chain == null || chain.length == 0) {
         throw new CertificateException("the keeper presented no certificate");
       }
-      byte[] got = fingerprint(chain[0]);
-      if (!MessageDigest.isEqual(got, pin)) {
-        throw new CertificateException("the keeper's certificate has SHA-256 " + hex(got)
-            + ", not " + hex(pin) + " (the one the head gave with the ticket): not the worker"
-            + " the ticket is for");
-      }
+      checker.check(chain);
     }
 
     @Override
@@ -104,19 +134,19 @@ public final class PinnedTrust {
     @Override
     public void checkClientTrusted(X509Certificate[] chain, String authType, SSLEngine engine)
         throws CertificateException {
-      throw new CertificateException("a pinned client context checks servers only");
+      throw new CertificateException("a data port reader's context checks servers only");
     }
 
     @Override
     public void checkClientTrusted(X509Certificate[] chain, String authType, Socket socket)
         throws CertificateException {
-      throw new CertificateException("a pinned client context checks servers only");
+      throw new CertificateException("a data port reader's context checks servers only");
     }
 
     @Override
     public void checkClientTrusted(X509Certificate[] chain, String authType)
         throws CertificateException {
-      throw new CertificateException("a pinned client context checks servers only");
+      throw new CertificateException("a data port reader's context checks servers only");
     }
 
     @Override

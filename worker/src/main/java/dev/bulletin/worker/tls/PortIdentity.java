@@ -1,24 +1,25 @@
 package dev.bulletin.worker.tls;
 
+import java.util.Date;
+import org.bouncycastle.asn1.x500.X500Name;
+import org.bouncycastle.asn1.x500.X500NameBuilder;
+import org.bouncycastle.asn1.x500.style.BCStyle;
+import org.bouncycastle.cert.jcajce.JcaX509CertificateConverter;
+import org.bouncycastle.cert.jcajce.JcaX509v1CertificateBuilder;
+import org.bouncycastle.operator.OperatorCreationException;
+import org.bouncycastle.operator.jcajce.JcaContentSignerBuilder;
 import dev.bulletin.bridge.dataport.TlsEngines;
-import java.io.ByteArrayInputStream;
-import java.io.ByteArrayOutputStream;
 import java.math.BigInteger;
-import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
 import java.security.KeyPair;
 import java.security.KeyPairGenerator;
 import java.security.KeyStore;
 import java.security.SecureRandom;
-import java.security.Signature;
 import java.security.cert.Certificate;
-import java.security.cert.CertificateFactory;
 import java.security.cert.X509Certificate;
 import java.security.spec.ECGenParameterSpec;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.ZoneOffset;
-import java.time.format.DateTimeFormatter;
 import javax.net.ssl.KeyManagerFactory;
 
 /**
@@ -27,14 +28,14 @@ import javax.net.ssl.KeyManagerFactory;
  * Nobody checks the certificate against a CA: the worker sends its SHA-256 fingerprint to the
  * head over its TLS-authenticated Attach stream, and the head hands that fingerprint with every
  * ticket for this port, so a reader accepts exactly this certificate ({@link PinnedTrust}).
- * A new start is a new key: nothing to rotate, nothing to revoke.
+ * A new start is a new key: nothing to rotate, nothing to revoke. Only for workers without a
+ * certificate of the cluster CA (a runtime served with your own certificate, which holds no CA
+ * key to sign workers' with); a worker that joined serves its worker certificate instead.
  */
 public final class PortIdentity {
   /** The certificate's lifetime is not what protects it (the pin is); long enough to ignore. */
   private static final Duration VALIDITY = Duration.ofDays(3650);
   private static final char[] NO_PASSWORD = new char[0];
-  private static final DateTimeFormatter UTC_TIME =
-      DateTimeFormatter.ofPattern("yyMMddHHmmss'Z'").withZone(ZoneOffset.UTC);
 
   private final X509Certificate certificate;
   private final byte[] fingerprint;
@@ -90,103 +91,23 @@ public final class PortIdentity {
   }
 
   /**
-   * An X.509 v1 certificate (no extensions: nothing reads them), issuer = subject = CN=name,
-   * signed with its own key. The JDK can parse and use certificates but has no public API to
-   * make one, so its DER is written here.
+   * A certificate with issuer = subject = CN=name, signed with its own key (Bouncy Castle's
+   * builder, as the cluster CA's certificates are: no encoder of our own). Used where a worker
+   * has no certificate of the cluster CA (a cluster served with your own certificate, no CA key
+   * for the runtime): readers pin it.
    */
   static X509Certificate selfSigned(KeyPair keys, String name) throws GeneralSecurityException {
-    byte[] ecdsaWithSha256 = Der.sequence(Der.oid(new int[] {1, 2, 840, 10045, 4, 3, 2}));
-    byte[] commonName = Der.sequence(Der.set(Der.sequence(
-        Der.oid(new int[] {2, 5, 4, 3}), Der.utf8(name))));
     Instant now = Instant.now();
     byte[] serial = new byte[16];
     new SecureRandom().nextBytes(serial);
-    serial[0] &= 0x7f; // a positive INTEGER
-    byte[] tbs = Der.sequence(
-        Der.integer(new BigInteger(1, serial)),
-        ecdsaWithSha256,
-        commonName,
-        Der.sequence(Der.utcTime(UTC_TIME.format(now.minus(Duration.ofDays(1)))),
-            Der.utcTime(UTC_TIME.format(now.plus(VALIDITY)))),
-        commonName,
-        keys.getPublic().getEncoded()); // already a SubjectPublicKeyInfo
-    Signature signer = Signature.getInstance("SHA256withECDSA");
-    signer.initSign(keys.getPrivate());
-    signer.update(tbs);
-    byte[] der = Der.sequence(tbs, ecdsaWithSha256, Der.bitString(signer.sign()));
-    return (X509Certificate) CertificateFactory.getInstance("X.509")
-        .generateCertificate(new ByteArrayInputStream(der));
-  }
-
-  /** The few DER encodings a certificate needs (definite lengths, X.690). */
-  static final class Der {
-    private Der() {}
-
-    static byte[] sequence(byte[]... parts) {
-      return tagged(0x30, concat(parts));
-    }
-
-    static byte[] set(byte[]... parts) {
-      return tagged(0x31, concat(parts));
-    }
-
-    static byte[] integer(BigInteger value) {
-      return tagged(0x02, value.toByteArray());
-    }
-
-    static byte[] utf8(String text) {
-      return tagged(0x0c, text.getBytes(StandardCharsets.UTF_8));
-    }
-
-    static byte[] utcTime(String time) {
-      return tagged(0x17, time.getBytes(StandardCharsets.US_ASCII));
-    }
-
-    static byte[] bitString(byte[] bits) {
-      byte[] content = new byte[bits.length + 1]; // leading 0: no unused bits
-      System.arraycopy(bits, 0, content, 1, bits.length);
-      return tagged(0x03, content);
-    }
-
-    static byte[] oid(int[] arcs) {
-      ByteArrayOutputStream out = new ByteArrayOutputStream();
-      out.write(arcs[0] * 40 + arcs[1]);
-      for (int i = 2; i < arcs.length; i++) {
-        int arc = arcs[i];
-        int groups = 1;
-        for (int rest = arc >>> 7; rest != 0; rest >>>= 7) {
-          groups++;
-        }
-        for (int g = groups - 1; g >= 0; g--) {
-          out.write(((arc >>> (7 * g)) & 0x7f) | (g > 0 ? 0x80 : 0));
-        }
-      }
-      return tagged(0x06, out.toByteArray());
-    }
-
-    private static byte[] tagged(int tag, byte[] content) {
-      ByteArrayOutputStream out = new ByteArrayOutputStream(content.length + 6);
-      out.write(tag);
-      int length = content.length;
-      if (length < 0x80) {
-        out.write(length);
-      } else {
-        int bytes = (32 - Integer.numberOfLeadingZeros(length) + 7) / 8;
-        out.write(0x80 | bytes);
-        for (int b = bytes - 1; b >= 0; b--) {
-          out.write(length >>> (8 * b));
-        }
-      }
-      out.writeBytes(content);
-      return out.toByteArray();
-    }
-
-    private static byte[] concat(byte[]... parts) {
-      ByteArrayOutputStream out = new ByteArrayOutputStream();
-      for (byte[] part : parts) {
-        out.writeBytes(part);
-      }
-      return out.toByteArray();
+    X500Name subject = new X500NameBuilder(BCStyle.INSTANCE).addRDN(BCStyle.CN, name).build();
+    try {
+      return new JcaX509CertificateConverter().getCertificate(new JcaX509v1CertificateBuilder(
+          subject, new BigInteger(1, serial), Date.from(now.minus(Duration.ofDays(1))),
+          Date.from(now.plus(VALIDITY)), subject, keys.getPublic())
+          .build(new JcaContentSignerBuilder("SHA256withECDSA").build(keys.getPrivate())));
+    } catch (OperatorCreationException e) {
+      throw new GeneralSecurityException("cannot sign the data port's certificate: " + e, e);
     }
   }
 }

@@ -49,17 +49,17 @@ public final class MemoryJoinTokens implements JoinTokens {
   public Redeemed redeem(String token) {
     if (token == null || !token.startsWith(PREFIX)) {
       return new Redeemed.Refused("not a join token (they start with " + PREFIX
-          + "): ask the cluster's owner for one (bulletin worker token)");
+          + "): ask the cluster's owner for one (bulletin worker join-token ID)");
     }
     // remove() makes the use atomic: of two redemptions racing, one gets it.
     Pending pending = byDigest.remove(digest(token));
     if (pending == null) {
       return new Redeemed.Refused("unknown or already used join token: each token joins one"
-          + " worker once; ask the cluster's owner for a new one (bulletin worker token)");
+          + " worker once; ask the cluster's owner for a new one (bulletin worker join-token ID)");
     }
     if (!pending.expires().isAfter(clock.instant())) {
       return new Redeemed.Refused("expired join token (it was good until " + pending.expires()
-          + "); ask the cluster's owner for a new one (bulletin worker token)");
+          + "); ask the cluster's owner for a new one (bulletin worker join-token ID)");
     }
     return new Redeemed.Worker(pending.workerId());
   }

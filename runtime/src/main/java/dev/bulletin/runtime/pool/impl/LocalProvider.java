@@ -74,6 +74,9 @@ public final class LocalProvider implements WorkerProvider {
     return folder.resolve("logs").resolve(workerId + ".log");
   }
 
+  /** A local worker joins within seconds; its token is good for little more. */
+  private static final Duration JOIN_WITHIN = Duration.ofMinutes(5);
+
   @Override
   public CompletableFuture<WorkerHandle> launch(PoolConfig pool, String workerId) {
     return CompletableFuture.supplyAsync(() -> start(pool, workerId), threads);
@@ -99,6 +102,7 @@ public final class LocalProvider implements WorkerProvider {
           .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
       Commands.SECRET_VARIABLES.forEach(builder.environment()::remove);
       builder.environment().put("BULLETIN_WORKER_TOKEN", context.workerToken());
+      context.joinTokens().export(workerId, JOIN_WITHIN, builder.environment());
       process = builder.start();
     } catch (IOException e) {
       throw new ProviderException("cannot start a local worker for pool " + pool.name() + " ("

@@ -94,9 +94,11 @@ public final class SlurmProvider implements WorkerProvider {
     pool.slurm().qos().ifPresent(q -> argv.add("--qos=" + q));
     argv.addAll(pool.slurm().extraArgs());
     argv.add(script.toString());
-    Commands.Result result = Commands.run(argv,
-        Map.of("BULLETIN_WORKER_TOKEN", context.workerToken(), "SLURM_TIME_FORMAT", "standard"),
-        COMMAND_TIMEOUT);
+    Map<String, String> environment = new java.util.HashMap<>(Map.of("BULLETIN_WORKER_TOKEN",
+        context.workerToken(), "SLURM_TIME_FORMAT", "standard"));
+    // A batch job may wait in the queue: its token is good for a day (single use all the same).
+    context.joinTokens().export(workerId, Duration.ofDays(1), environment);
+    Commands.Result result = Commands.run(argv, environment, COMMAND_TIMEOUT);
     String jobId = result.stdout().strip().split(";")[0];
     if (!result.ok() || !jobId.matches("\\d+(_\\d+)?")) {
       throw new ProviderException("sbatch refused the worker job for pool " + pool.name() + ": "
