@@ -13,8 +13,14 @@ What it checks, each printed as CHECK <name>: ok|FAILED <why>:
 - a call of 1 GiB of fresh GPU memory returned to the caller: its time, with the time of
   torch's own device-to-host copy beside it;
 - a ``%%bulletin gpus=1`` cell (IPython's own shell, in process) trains a small module on its
-  GPU: the cell saw a CUDA device, the names it bound came back (the module on the CPU, as any
-  call's result), its print showed, and the summary line named the GPU.
+  GPU: the cell saw a CUDA device, its print showed, the summary line named the GPU, and the
+  module stayed on the GPU as a handle (``bulletin.Resident``) that a second cell trains further
+  with nothing but the handle sent;
+- resident state between two users on one GPU (a cluster of its own, users alice and bob):
+  alice keeps 2 GiB on the GPU (``@bulletin.gpu(keep=True)``); her next call finds the same object in the same
+  process; bob's call then takes the GPU: alice's state is spilled and her process ended first,
+  so bob's call sees her 2 GiB free on the device (``torch.cuda.mem_get_info``) and her process
+  gone; alice's next call finds her value restored, equal.
 Exits 1 if any check failed. Needs torch with CUDA on the machine.
 """
 
@@ -92,6 +98,15 @@ device, final = str(next(net.parameters()).device), float(loss)
 """
 
 
+CELL_AGAIN = """\
+%%bulletin gpus=1
+for step in range(50):
+    loss = torch.nn.functional.mse_loss(net(x), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+again = float(loss)
+"""
+
+
 def cell_check() -> None:
     import contextlib
     import io
@@ -104,10 +119,80 @@ def cell_check() -> None:
         result = shell.run_cell(CELL)
     ns, out = shell.user_ns, printed.getvalue()
     print(out, end="")
+    net = ns.get("net")
     ok = (result.error_in_exec is None and ns.get("device", "").startswith("cuda")
-          and "trained on" in out and ", GPU " in out and hasattr(ns.get("net"), "weight"))
-    check("a %%bulletin gpus=1 cell trains on its GPU and its names come back", ok,
-          f"error={result.error_in_exec!r} device={ns.get('device')} output={out!r}")
+          and "trained on" in out and ", GPU " in out and isinstance(net, bulletin.Resident)
+          and net.device.startswith("cuda"))
+    check("a %%bulletin gpus=1 cell trains on its GPU and its module stays there as a handle",
+          ok, f"error={result.error_in_exec!r} device={ns.get('device')} net={net!r} "
+              f"output={out!r}")
+    again = shell.run_cell(CELL_AGAIN)
+    run = bulletin.cell_runs()[-1]
+    print(f"the second cell: sent {run.sent_bytes} bytes, ran {run.ran_s:.3f} s, held "
+          f"{run.held_s:.3f} s, loss {ns.get('final')} -> {ns.get('again')}")
+    check("a second cell trains the resident module, sending only handles",
+          again.error_in_exec is None and run.sent_bytes < 64 << 10
+          and ns.get("again", 1e9) < ns.get("final", 0), f"error={again.error_in_exec!r} "
+          f"sent={run.sent_bytes} loss {ns.get('final')} -> {ns.get('again')}")
+
+
+ALICE, BOB = "alice-token-0123456789abcdef", "bob-token-0123456789abcdefgh"
+
+
+def fill_gib(n: int):
+    import torch
+    return torch.full((n << 28,), 7.25, device="cuda")  # float32: n GiB
+
+
+def touch(t, add: float = 0.0):
+    """(pid, id of the value, its first element): the same pid and id: the same object."""
+    import os
+    t += add
+    return os.getpid(), id(t), float(t[0])
+
+
+def device_free_and_alive(pid: int):
+    """(free bytes, total bytes, whether process pid lives): bob's view of the GPU."""
+    import os
+    import torch
+    torch.cuda.init()
+    free, total = torch.cuda.mem_get_info()
+    try:
+        os.kill(pid, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    except PermissionError:  # another account's process: it exists
+        alive = True
+    return free, total, alive
+
+
+def resident_check() -> None:
+    import tempfile
+    config = os.path.join(tempfile.mkdtemp(prefix="bulletin-gpu-check-"), "users.yaml")
+    with open(config, "w") as f:
+        f.write(f"users:\n  - {{name: alice, group: a, token: \"{ALICE}\"}}\n"
+                f"  - {{name: bob, group: b, token: \"{BOB}\"}}\n")
+    with local_cluster(reuse=False, up_args=("--config", config, "--gpus", "1")) as owner, \
+            bulletin.Client(owner.address, token=ALICE, set_as_default=False) as alice, \
+            bulletin.Client(owner.address, token=BOB, set_as_default=False) as bob:
+        kept = alice.submit(bulletin.gpu(keep=True)(fill_gib), 2).result(timeout=300)
+        check("alice keeps 2 GiB on the GPU as a handle", isinstance(kept, bulletin.Resident)
+              and kept.device.startswith("cuda") and kept.nbytes == 2 << 30, repr(kept))
+        first = alice.submit(bulletin.gpu(touch), kept, 1.0).result(timeout=120)
+        second = alice.submit(bulletin.gpu(touch), kept).result(timeout=120)
+        check("her next call finds the same object in the same process",
+              first[:2] == second[:2] and second[2] == 8.25, f"{first} then {second}")
+        free, total, alive = bob.submit(bulletin.gpu(device_free_and_alive),
+                                        first[0]).result(timeout=300)
+        print(f"bob's call: {free / 2**30:.1f} of {total / 2**30:.1f} GiB free on the device, "
+              f"alice's executor alive: {alive}")
+        check("bob's call finds alice's 2 GiB released and her process gone",
+              not alive and free > total - (3 << 29), f"free {free}, total {total}, "
+              f"alive {alive}")
+        back = alice.submit(bulletin.gpu(touch), kept).result(timeout=300)
+        check("alice's value is restored for her next call, equal",
+              back[2] == 8.25 and back[0] != first[0], f"{back}")
 
 
 def main() -> int:
@@ -170,6 +255,7 @@ def main() -> int:
               f"best {min(local):.3f} s; ratio {min(rounds) / min(local):.2f}x")
         check("a 1 GiB CUDA result arrives whole", whole, "wrong size or content")
         cell_check()
+    resident_check()
     print(f"{len(FAILED)} check(s) failed: {FAILED}" if FAILED else "all checks ok")
     return 1 if FAILED else 0
 
