@@ -26,24 +26,24 @@ _resolver: contextvars.ContextVar = contextvars.ContextVar("bulletin_store_resol
 
 
 @contextlib.contextmanager
+def set_within(var: contextvars.ContextVar, value):
+    """``var`` is ``value`` within the block (this thread's, or this task's, context)."""
+    token = var.set(value)
+    try:
+        yield value
+    finally:
+        var.reset(token)
+
+
 def pickling_call(call):
     """While pickling ``call``'s arguments: ``call.reduce_future(f)`` and
     ``call.reduce_ref(r)`` give the pickle reductions of the Futures and Refs inside them."""
-    token = _pickling.set(call)
-    try:
-        yield call
-    finally:
-        _pickling.reset(token)
+    return set_within(_pickling, call)
 
 
-@contextlib.contextmanager
 def resolving(resolve: Callable[[str], object]):
     """While unpickling a call's arguments: each placeholder becomes ``resolve(id)``."""
-    token = _resolver.set(resolve)
-    try:
-        yield
-    finally:
-        _resolver.reset(token)
+    return set_within(_resolver, resolve)
 
 
 def stored_object(oid: str):

@@ -14,7 +14,6 @@ the value (``resolving``), so it works at any depth of the arguments.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 from typing import Callable
 
@@ -112,11 +111,7 @@ def _to_host(value):
     return _resident.host_copy(value)
 
 
-@contextlib.contextmanager
 def resolving(resolve: Callable[[str], object]):
     """While an executor unpickles a call's arguments: each handle becomes ``resolve(id)``."""
-    token = _resolver.set(resolve)
-    try:
-        yield
-    finally:
-        _resolver.reset(token)
+    from ._placeholders import set_within
+    return set_within(_resolver, resolve)

@@ -18,6 +18,7 @@ import pytest
 from nbclient import NotebookClient
 
 import bulletin
+from bulletin._launch import pid_alive
 from cluster_support import ALICE, BOB, start_cluster, start_two_user_cluster, wait_until
 from durability_support import crash, restart, start_worker, stop_worker
 
@@ -74,7 +75,7 @@ def test_a_kept_value_stays_spills_for_another_user_and_comes_back(cluster):
 
         # bob takes the GPU: alice's state is spilled, her executor ended first.
         assert bob.submit(bulletin.gpu(alice_bytes_here)).result() == 0
-        wait_until(lambda: not _alive(pid), 30, what="alice's executor to end")
+        wait_until(lambda: not pid_alive(pid), 30, what="alice's executor to end")
         with pytest.raises(bulletin.ResidentLostError):
             bob.submit(bulletin.gpu(identity), handle).result()
 
@@ -142,7 +143,7 @@ def test_a_spilled_value_unused_past_its_idle_time_is_dropped_and_the_next_call_
         with cluster.client() as client:
             handle = client.submit(bulletin.gpu(keep=True)(make), 8).result()
             pid = client.submit(bulletin.gpu(identity), handle).result()[0]
-            wait_until(lambda: not _alive(pid), 30, what="the idle executor to end")
+            wait_until(lambda: not pid_alive(pid), 30, what="the idle executor to end")
             log = cluster.home / "runtime.log"
             wait_until(lambda: "dropped 1 spilled resident value" in log.read_text(), 30,
                        what="the spill to be dropped")
@@ -188,7 +189,7 @@ def test_spilled_values_on_a_remote_worker_survive_a_runtime_restart(tmp_path):
         pid = client.submit(bulletin.gpu(where_and_what), handle, 1.0).result()[0]
         wait_until(lambda: "spilled 1 resident value" in worker_log.read_text(), 30,
                    what="the idle executor to spill")
-        wait_until(lambda: not _alive(pid), 30, what="the idle executor to end")
+        wait_until(lambda: not pid_alive(pid), 30, what="the idle executor to end")
         crash(cluster)
         cluster = restart(cluster, gpus=0, cpus=1)
         new_pid, _, total = client.submit(bulletin.gpu(where_and_what), handle, 0.0).result(
@@ -198,18 +199,3 @@ def test_spilled_values_on_a_remote_worker_survive_a_runtime_restart(tmp_path):
     finally:
         stop_worker(worker)
         cluster.stop()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (not reaped yet) has ended all the same.
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False

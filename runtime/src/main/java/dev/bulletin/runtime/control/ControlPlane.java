@@ -297,12 +297,16 @@ public final class ControlPlane {
     tasks.add(task);
     journaling.accepted(task, session, spec.getRetries());
     session.callAccepted(taskId);
-    // "Never" is answered at once, even when the scheduling pass below stops early.
+    // "Never" is answered at once, even when the scheduling pass below stops early; but not
+    // while a restarted runtime's workers may still be reattaching.
     if (feasibility(demand) instanceof Feasibility.Infeasible infeasible) {
-      TaskObjects.release(objects, task);
-      tasks.transition(task, TaskState.ERROR, TaskEvents.failed(taskId, FailureCode.INFEASIBLE,
-          infeasible.reason(), timings(task, 0)));
-      return;
+      if (!restoredRemoteWork.workersMayReattach()) {
+        TaskObjects.release(objects, task);
+        tasks.transition(task, TaskState.ERROR, TaskEvents.failed(taskId,
+            FailureCode.INFEASIBLE, infeasible.reason(), timings(task, 0)));
+        return;
+      }
+      task.acceptedUnfit();
     }
     // A call placed by the pass is announced once, when it starts; one that waits is announced
     // with why it waits.

@@ -110,7 +110,7 @@ public final class JournalRestore {
       journaling.restoring(false);
     }
     after.forEach(Runnable::run);
-    plane.restoredRemoteWork().startGrace(workerGrace);
+    plane.restoredRemoteWork().startGrace(workerGrace, !state.sessions().isEmpty());
     int dropped = store.dropUnreferencedObjects();
     Report report = new Report(state.sessions().size(), restoredCalls, lostCalls,
         missingObjects, dropped);

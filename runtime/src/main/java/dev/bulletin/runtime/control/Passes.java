@@ -213,13 +213,19 @@ final class Passes {
    * accepted, so a worker that fits it was attached (or a pool could start one) at its submit,
    * and workers come and go (a restart, a link lost and its grace run out, a Slurm job ended);
    * failing it the moment the last such worker left would turn a worker's restart into
-   * users' errors. "Never" at submit stays at submit ({@link ControlPlane#feasibility}).
+   * users' errors. "Never" at submit stays at submit ({@link ControlPlane#feasibility}), but
+   * for a call accepted while a restarted runtime's workers were reattaching: it fails once
+   * they may no longer come, if none that can run it came.
    */
   private void refuse(Task task, String reason) {
     if (task.state() != TaskState.QUEUED) {
       return;
     }
-    if (!plane.feasibilityOnOpenWorkers(task.demand()).feasible()) {
+    if (plane.feasibility(task.demand()).feasible()) {
+      task.fits();
+    }
+    if (!plane.feasibilityOnOpenWorkers(task.demand()).feasible()
+        && (task.fitted() || plane.restoredRemoteWork().workersMayReattach())) {
       tellWaiting(task, new WaitInfo(1, WaitCode.NO_WORKERS, "no worker attached now can run it ("
           + reason + "); it waits for a worker that can to join", Optional.empty(), List.of()));
       return;

@@ -41,6 +41,7 @@ public final class RestoredRemoteWork {
   private final Map<String, Map<String, Task>> waiting = new LinkedHashMap<>();
   /** Workers whose kept results sessions hold, awaited after the restore. */
   private final Set<String> keepers = new HashSet<>();
+  private boolean reattachWindow;
   private final Map<String, Long> graceTimers = new HashMap<>();
   /** Set for the worker grace after a restore that brought calls back (see below). */
 
@@ -64,10 +65,18 @@ public final class RestoredRemoteWork {
 
   /**
    * After the restore: each worker has {@code grace} from now to reattach; the calls of one
-   * that does not are requeued. (A queued call that no attached worker can run meanwhile waits:
-   * see {@code Passes#refuse}.)
+   * that does not are requeued. If sessions were restored, for that long a call submitted that
+   * no attached worker could run is accepted and waits: its clients are back before the
+   * workers that ran their calls may be (see {@code Passes#refuse}).
    */
-  void startGrace(Duration grace) {
+  void startGrace(Duration grace, boolean restoredSessions) {
+    if (restoredSessions && !grace.isZero()) {
+      reattachWindow = true;
+      context.owner().setTimer(grace.toMillis(), id -> {
+        reattachWindow = false;
+        plane.schedule(); // calls that waited for a worker that did not come back fail now
+      });
+    }
     Set<String> awaited = new LinkedHashSet<>(waiting.keySet());
     awaited.addAll(keepers);
     for (String workerId : awaited) {
@@ -86,6 +95,11 @@ public final class RestoredRemoteWork {
     if (keepers.remove(workerId)) {
       plane.objects().keeperGone(workerId, why);
     }
+  }
+
+  /** Whether remote workers may still reattach after a restart (see {@link #startGrace}). */
+  public boolean workersMayReattach() {
+    return reattachWindow;
   }
 
   /** Calls waiting for their worker now (the status and the tests). */

@@ -31,6 +31,7 @@ public final class Task {
   private String workerId;
   private List<Integer> gpuIds = List.of();
   private long placedNanos;
+  private boolean fitted = true;
   private long startedNanos;
   private StopReason stopReason;
   private int retriesLeft;
@@ -238,6 +239,18 @@ public final class Task {
     }
     return seconds(placedNanos, startedNanos == 0 ? now : startedNanos);
   }
+
+  /**
+   * Accepted though no worker could run it: submitted while the workers of a restarted
+   * runtime were still reattaching. It fails if none that can run it has come when they may
+   * no longer come ({@code Passes#refuse}).
+   */
+  public void acceptedUnfit() { fitted = false; }
+
+  /** A worker that can run it is (or was) in the cluster. */
+  public void fits() { fitted = true; }
+
+  public boolean fitted() { return fitted; }
 
   /** From placement to {@code now}: how long its slots have been reserved for it. */
   public double heldSeconds(long now) {

@@ -94,6 +94,7 @@ class RestoredRemoteWorkTest {
   private Context context;
   private ObjectStore store;
   private ControlPlane plane;
+  private SessionRegistry sessions;
   /** Every event the restored call's session was told, in order. */
   private final List<TaskEvent> told = new CopyOnWriteArrayList<>();
 
@@ -146,7 +147,7 @@ class RestoredRemoteWorkTest {
           }
         }
       });
-      SessionRegistry sessions = new SessionRegistry(vertx, plane, Duration.ofMinutes(3));
+      sessions = new SessionRegistry(vertx, plane, Duration.ofMinutes(3));
       JournalRestore.restore(state, plane, sessions, grace, "local");
       return null;
     });
@@ -385,6 +386,34 @@ class RestoredRemoteWorkTest {
     onLoop(() -> plane.attach(worker("w-new", new Link())));
     eventually(() -> onLoop(() -> plane.tasks().get("t2").map(Task::state).orElse(null))
         != TaskState.QUEUED);
+  }
+
+  @Test
+  void aCallSubmittedWhileWorkersReattachWaitsThenFailsIfNoneThatCanRunItCame()
+      throws Exception {
+    restore("w-remote", Duration.ofMillis(1500));
+    onLoop(() -> plane.attach(new AttachedWorker("embedded", "here", "", List.of(), false, 0,
+        "", new WorkerSlots("embedded", 0, true, 4, 0), new Link(), "")));
+    // Its client is back before the GPU worker: at submit, no attached worker could run it.
+    onLoop(() -> {
+      plane.submit(sessions.find("session-1").orElseThrow(), dev.bulletin.protocol.TaskSpec
+          .newBuilder().setTaskId("t3").setName("train")
+          .setFunction(dev.bulletin.protocol.ObjectRef.newBuilder()
+              .setId(FUNCTION.id().toString()).setSize(1))
+          .setArgs(dev.bulletin.protocol.ObjectRef.newBuilder().setId(ARGS.id().toString())
+              .setSize(1))
+          .setResources(dev.bulletin.protocol.Resources.newBuilder().setGpus(1).setCpus(1))
+          .build());
+      return null;
+    });
+    assertEquals(TaskState.QUEUED,
+        onLoop(() -> plane.tasks().get("t3").map(Task::state).orElse(null)),
+        "a worker that can run it may still reattach: it waits");
+    // None came within the grace: now it is what it is at any other time, a call no worker
+    // of this cluster can run.
+    eventually(() -> told.stream().anyMatch(event -> event.getTaskId().equals("t3")
+        && event.getState() == dev.bulletin.protocol.TaskState.ERROR
+        && event.getFailure().getMessage().contains("no worker can run")));
   }
 
   @Test
