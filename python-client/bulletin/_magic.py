@@ -27,6 +27,7 @@ from ._cell_names import cell_names
 from ._config import Options
 from ._envelope import exception_from_envelope
 from ._errors import BulletinError, InvalidArgumentError
+from ._resident import Resident
 from ._runtime._cell import CellSpec, ModuleName, run_cell
 from ._status import format_bytes
 
@@ -35,7 +36,7 @@ _NOTEBOOK_NAMES = frozenset({"In", "Out", "get_ipython", "exit", "quit", "_", "_
                              "_i", "_ii", "_iii", "_ih", "_oh", "_dh", "display"})
 _USAGE = ("usage: %%bulletin [gpus=N] [cpus=N] [memory=SIZE] [qos=NAME] [timeout=SECONDS] "
           "[retries=N] [priority=N] [pip=[...]] [--quiet], then the cell; or %bulletin "
-          "[options] STATEMENT")
+          "[options] STATEMENT; or %bulletin --release (frees what the notebook keeps there)")
 
 
 @dataclass(frozen=True)
@@ -110,8 +111,26 @@ def _bulletin_magic(line: str, cell: str | None = None):
     __tracebackhide__ = True  # noqa: F841 (IPython hides this frame)
     from IPython import get_ipython
     shell = get_ipython()
+    if cell is None and line.strip() == "--release":
+        return release(shell)
     options, quiet, statement = parse_options(line, cell is not None)
     return run_source(shell, cell if cell is not None else statement, options, quiet)
+
+
+def release(shell) -> None:
+    """``%bulletin --release``: every value this notebook keeps on the cluster (its
+    ``bulletin.Resident`` names) is deleted there, its GPU memory freed, and the names here.
+    A notebook that is done says so; closing its kernel does not free them yet (they stay
+    until their executor's idle end, then spilled until --resident-idle-seconds)."""
+    names = sorted(name for name, value in shell.user_ns.items()
+                   if isinstance(value, Resident) and not name.startswith("_"))
+    if not names:
+        print("[bulletin] this notebook keeps nothing on the cluster")
+        return
+    # On a GPU executor of the same shape: the handles lead it to the one that keeps them.
+    gpus = max(shell.user_ns[name].gpus for name in names)
+    run_source(shell, "del " + ", ".join(names), Options.make(Options(), gpus=gpus), quiet=True)
+    print(f"[bulletin] released {len(names)} value(s) kept on the cluster: {', '.join(names)}")
 
 
 def parse_options(line: str, is_cell: bool) -> tuple[Options, bool, str]:
