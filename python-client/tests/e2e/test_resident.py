@@ -119,6 +119,21 @@ def test_a_cells_gpu_values_stay_between_cells_and_come_back_as_handles(cluster)
         del w
         """, """
         print("w" in dir())
+        """, """
+        %%bulletin gpus=1 -q
+        a, b = torch.zeros(4), torch.ones(4)
+        """, """
+        %%bulletin gpus=1 -q
+        keeps_now = __import__("bulletin._runtime._resident", fromlist=["x"]).keeps()
+        """, """
+        %bulletin --release
+        """, """
+        %%bulletin gpus=1 -q
+        keeps_after = __import__("bulletin._runtime._resident", fromlist=["x"]).keeps()
+        """, """
+        print(keeps_now > 0, keeps_after, "a" in dir(), "b" in dir())
+        """, """
+        %bulletin --release
         """]
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(textwrap.dedent(cell)) for cell in cells]
@@ -133,6 +148,10 @@ def test_a_cells_gpu_values_stay_between_cells_and_come_back_as_handles(cluster)
     assert printed[4] == "True\n"
     assert printed[6] == f"(True, True) {2.0 * 256 * 256}\n"  # the same object, not moved
     assert printed[8] == "False\n"
+    # %bulletin --release frees what the notebook keeps there, and the names here.
+    assert printed[11] == "[bulletin] released 2 value(s) kept on the cluster: a, b\n"
+    assert printed[13] == "True 0 False False\n"
+    assert printed[14] == "[bulletin] this notebook keeps nothing on the cluster\n"
 
 
 def test_a_spilled_value_unused_past_its_idle_time_is_dropped_and_the_next_call_says_so(
