@@ -28,7 +28,7 @@ from ._config import Options
 from ._envelope import exception_from_envelope
 from ._errors import BulletinError, InvalidArgumentError
 from ._resident import Resident
-from ._runtime._cell import CellSpec, ModuleName, run_cell
+from ._runtime._cell import CellSpec, ModuleName, run_cell, writable
 from ._status import format_bytes
 
 # The notebook's own names, never sent: IPython's history and its helpers.
@@ -232,20 +232,11 @@ def _sent(value):
 
 def _received(name: str, value):
     if not isinstance(value, ModuleName):
-        return _writable(value)
+        return writable(value)  # a changed array comes back read-only-mapped
     try:
         return importlib.import_module(value.name)
     except ImportError as exc:
         return RemoteModule(value.name, str(exc))
-
-
-def _writable(value):
-    """An array a cell changed comes back mapped read-only from the store; the notebook's own
-    was writable, and later local cells write into it: a copy, only of what changed."""
-    numpy = sys.modules.get("numpy")
-    if numpy is not None and isinstance(value, numpy.ndarray) and not value.flags.writeable:
-        return value.copy()
-    return value
 
 
 def _summary(run: CellRun) -> str:

@@ -62,7 +62,7 @@ def run_cell(spec: CellSpec, /, **inputs) -> CellResult:
         namespace[name] = (importlib.import_module(value.name)
                            if isinstance(value, ModuleName) else value)
     for name in writes_into(spec.source) & inputs.keys():
-        namespace[name] = _writable(namespace[name])
+        namespace[name] = writable(namespace[name])
     given = {name: id(value) for name, value in namespace.items()}
     # Inputs the cell may change in place: their content now, to send back only those it did
     # change (an unchanged one stays the notebook's own object, as after a local cell). A
@@ -129,10 +129,11 @@ def _result(spec: CellSpec, namespace: dict, given: dict, changed: set, shown) -
     return result
 
 
-def _writable(value):
-    """An array the cell writes into, as its own writable copy: inputs are mapped read-only
-    from the store (the notebook's own array was writable, and stays unchanged there until
-    the cell's result comes back)."""
+def writable(value):
+    """A read-only numpy array as a writable copy of its own, anything else itself. Arrays are
+    mapped read-only from the store both ways: a cell's input it writes into (here), and a
+    value a cell changed coming back to the notebook (``_magic``), where the notebook's own
+    array was writable."""
     numpy = sys.modules.get("numpy")
     if numpy is not None and isinstance(value, numpy.ndarray) and not value.flags.writeable:
         return value.copy()
