@@ -17,14 +17,16 @@ import tempfile
 import bulletin
 
 
-def _bulletin(*args: str) -> None:
-    subprocess.run([sys.executable, "-m", "bulletin._cli", *args], check=True)
+def _bulletin(*args: str, python: str = sys.executable) -> None:
+    subprocess.run([python, "-m", "bulletin._cli", *args], check=True)
 
 
 @contextlib.contextmanager
-def local_cluster(cpus: int = 0, up_args: tuple[str, ...] = (), reuse: bool = True):
-    """``up_args`` go to `bulletin up` (and force a cluster of our own, as does reuse=False)."""
-    if reuse and not up_args:
+def local_cluster(cpus: int = 0, up_args: tuple[str, ...] = (), reuse: bool = True,
+                  python: str = sys.executable):
+    """``up_args`` go to `bulletin up` (and force a cluster of our own, as does reuse=False);
+    ``python`` runs it, and so the cluster's executors."""
+    if reuse and not up_args and python == sys.executable:
         try:
             client = bulletin.Client(connect_timeout=1.0)
             yield client
@@ -37,7 +39,7 @@ def local_cluster(cpus: int = 0, up_args: tuple[str, ...] = (), reuse: bool = Tr
     gpu_args = [] if shutil.which("nvidia-smi") else ["--simulate-gpus", "1"]
     # Free ports, as for the gRPC port: a throwaway cluster must not take another's dashboard port.
     http_args = [] if "--http-port" in up_args else ["--http-port", "0"]
-    up = subprocess.run([sys.executable, "-m", "bulletin._cli", "up", "--port", "0", *http_args,
+    up = subprocess.run([python, "-m", "bulletin._cli", "up", "--port", "0", *http_args,
                          *(["--cpus", str(cpus)] if cpus else []), *gpu_args, *up_args],
                         capture_output=True, text=True)
     if up.returncode != 0:
@@ -54,7 +56,7 @@ def local_cluster(cpus: int = 0, up_args: tuple[str, ...] = (), reuse: bool = Tr
         client.close()
         failed = False
     finally:
-        _bulletin("down")
+        _bulletin("down", python=python)
         if failed:
             print(f"the example failed; the cluster's log stays in {home}/runtime.log",
                   file=sys.stderr)

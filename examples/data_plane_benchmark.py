@@ -9,6 +9,10 @@ Sections (each prints its numbers and ratios; --only picks some):
   same-host  the one copy into the store (encode + write) against a single-thread memcpy of the
              same bytes; opening the object on the other side (map + decode); a full call that
              takes the array and returns it (client -> executor -> client).
+  same-host-run-as  the same with the runtime as root and the benchmark's user given a `run_as`
+             account made for it (useradd; root needed), the client running as that account:
+             what the privilege separation costs the data path (the user's store folder is a
+             file system of its own share, root checks each staged file it publishes).
   same-host-huge  the same with the store on a tmpfs mounted with huge=within_size (root
              needed): 2 MiB pages instead of /dev/shm's 4 KiB ones, where page faults, not the
              copy, bound a first write.
@@ -221,6 +225,120 @@ def huge_page_store(a: np.ndarray) -> dict:
 # -- cross host -------------------------------------------------------------------------------
 
 TCP_PORT = 18999
+
+
+RUN_AS_TOKEN = "run-as-benchmark-token-0123456789"
+
+
+@contextlib.contextmanager
+def new_account():
+    """An account made for the section (its name), removed afterwards: an ordinary one, as a
+    lab's users have (a system account needs allow_system_accounts in the config)."""
+    import secrets
+    name = f"bbench{secrets.token_hex(3)}"
+    subprocess.run(["useradd", "--no-create-home", "--user-group", "--shell",
+                    "/usr/sbin/nologin", name], check=True, capture_output=True)
+    try:
+        yield name
+    finally:
+        subprocess.run(["userdel", name], capture_output=True)
+
+
+def as_account(account: str, python: str, *args: str) -> list[str]:
+    """The command that runs ``python args`` as ``account``, through a shell's exec as the
+    runtime starts the account's executors: the account, not root, must reach the program."""
+    return ["setpriv", f"--reuid={account}", f"--regid={account}", "--init-groups", "/bin/sh",
+            "-c", 'exec "$0" "$@"', python, *args]
+
+
+def reachable_python(account: str) -> tuple[str, str] | None:
+    """A Python of this version that ``account`` can run, and the PYTHONPATH under which it
+    imports bulletin and this one's packages (a venv under /root is out of its reach)."""
+    import bulletin
+    packages = os.path.dirname(os.path.dirname(np.__file__))
+    path = os.pathsep.join([os.path.dirname(os.path.dirname(bulletin.__file__)), packages])
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for python in dict.fromkeys([sys.executable, os.path.realpath(sys.executable),
+                                 f"/usr/bin/{version}", f"/usr/local/bin/{version}"]):
+        if os.path.exists(python) and subprocess.run(
+                as_account(account, python, "-c", "import bulletin, numpy, pyarrow"),
+                env={"PYTHONPATH": path, "PATH": os.environ["PATH"]}, cwd="/",
+                capture_output=True).returncode == 0:
+            return python, path
+    return None
+
+
+def run_as_same_host(nbytes: int) -> dict:
+    """The same-host figures of a client that runs as its user's `run_as` account, against a
+    runtime running as root: the set-up a cluster of users who do not trust each other has."""
+    import shutil
+
+    from _local_cluster import local_cluster
+
+    from bulletin._config import read_runtime_info
+    if os.geteuid() != 0 or not shutil.which("setpriv") or not shutil.which("useradd"):
+        return {"skipped": "needs root, useradd and setpriv"}
+    with new_account() as account, tempfile.TemporaryDirectory() as folder:
+        config = os.path.join(folder, "cluster.yaml")
+        with open(config, "w", encoding="utf-8") as f:
+            f.write("users:\n"
+                    f"  - {{name: bench, token: \"{RUN_AS_TOKEN}\", run_as: {account}}}\n")
+        found = reachable_python(account)
+        if found is None:
+            return {"skipped": f"no python{sys.version_info.major}.{sys.version_info.minor} "
+                               f"that the account {account} can run with these packages"}
+        python, path = found
+        saved = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = path  # for `bulletin up`, and so the account's executors
+        try:
+            with local_cluster(cpus=2, up_args=("--config", config), python=python):
+                child = subprocess.run(
+                    as_account(account, python, os.path.abspath(__file__), "--_same-host-client",
+                               read_runtime_info()["address"], str(nbytes)),
+                    env={"PATH": os.environ["PATH"], "BULLETIN_TOKEN": RUN_AS_TOKEN,
+                         "PYTHONPATH": path}, cwd="/", capture_output=True, text=True)
+        finally:
+            if saved is None:
+                os.environ.pop("PYTHONPATH", None)
+            else:
+                os.environ["PYTHONPATH"] = saved
+    if child.returncode != 0:
+        raise SystemExit(f"the run_as client failed:\n{child.stdout}{child.stderr}")
+    return json.loads(child.stdout.strip().splitlines()[-1])
+
+
+def same_host_client(address: str, nbytes: int) -> dict:
+    """Runs as the run_as account: the first write into the store after `bulletin up` and the
+    round trip of a new 1 GiB argument (best of the last three of five), as in same-host, and
+    which path the client's bytes took (a run_as client reached the store only through the
+    data port before issue 26)."""
+    import bulletin
+    from bulletin._data._objects import encode
+    a = array(nbytes)
+    with bulletin.Client(address, token=os.environ["BULLETIN_TOKEN"],
+                         set_as_default=False) as client:
+        transfer = client._transfer
+        if transfer.spares is not None:
+            transfer.spares.wait_filled(120)
+        start = time.perf_counter()
+        oid = transfer.acquire(encode(a))
+        first_write = time.perf_counter() - start
+        path = transfer.last_path or ("same-host" if transfer.same_host else "?")
+        into_spare = transfer._maps.spare_writes if transfer.spares is not None else None
+        transfer.release(oid)
+        time.sleep(0.2)
+        client.submit(first, a[:1024]).result()
+        trips = []
+        for round_ in range(5):
+            a[0] = 100 + round_
+            start = time.perf_counter()
+            out = client.submit(echo, a).result()
+            trips.append(time.perf_counter() - start)
+            del out
+            time.sleep(0.2)
+    return {"path": path, "first_write_s": first_write, "first_write_into_spare": into_spare,
+            "first_write_GBps": gbps(nbytes, first_write), "round_trip_s": min(trips[2:]),
+            "round_trips_s": [round(t, 4) for t in trips]}
 
 
 def tcp_server(nbytes: int) -> None:
@@ -588,7 +706,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gib", type=float, default=1.0, help="array size in GiB (default 1)")
     parser.add_argument("--only",
-                        default="same-host,same-host-huge,cross-host,cross-host-tls,"
+                        default="same-host,same-host-run-as,same-host-huge,cross-host,cross-host-tls,"
                                 "worker-host,worker-to-worker,dask,ray,dataset")
     parser.add_argument("--rounds", type=int, default=1,
                         help="run the selected sections this many times, a fresh cluster each, "
@@ -601,6 +719,7 @@ def main() -> None:
     parser.add_argument("--_tcp-client", dest="tcp_client", nargs=2)
     parser.add_argument("--_cross-client", dest="cross_client", nargs=2)
     parser.add_argument("--_worker-driver", dest="worker_driver", nargs=3)
+    parser.add_argument("--_same-host-client", dest="same_host_client", nargs=2)
     args = parser.parse_args()
     if args.tcp_server:
         return tcp_server(args.tcp_server)
@@ -609,6 +728,9 @@ def main() -> None:
     if args.cross_client:
         return print(json.dumps(cross_client(args.cross_client[0], os.environ["BULLETIN_TOKEN"],
                                              int(args.cross_client[1]))))
+    if args.same_host_client:
+        return print(json.dumps(same_host_client(args.same_host_client[0],
+                                                 int(args.same_host_client[1]))))
     if args.worker_driver:
         return print(json.dumps(worker_driver(args.worker_driver[0], os.environ["BULLETIN_TOKEN"],
                                               int(args.worker_driver[1]),
@@ -678,7 +800,8 @@ def measure(only: set[str], a: np.ndarray, nbytes: int, tls: bool = False) -> di
                 record("same-host", same_host(client, a))
             if "dataset" in only:
                 record("dataset", dataset(client))
-    sections = {"same-host-huge": lambda: huge_page_store(a),
+    sections = {"same-host-run-as": lambda: run_as_same_host(nbytes),
+                "same-host-huge": lambda: huge_page_store(a),
                 "cross-host": lambda: cross_host(nbytes),
                 "cross-host-tls": lambda: cross_host(nbytes, tls=True),
                 "worker-host": lambda: worker_host(nbytes, tls),
@@ -714,6 +837,14 @@ def summary(results: dict) -> None:
               f"memcpy); {same['spare_writes']} of {len(same['store_writes_s'])} into "
               f"pre-faulted spares (filled in {same['spare_fill_s'] or 0:.2f} s in the "
               "background); target >= 0.8x memcpy")
+        run_as = results.get("same-host-run-as", {})
+        if "round_trip_s" in run_as:
+            print(f"  with a run_as client against a root runtime: round trip "
+                  f"{run_as['round_trip_s']:.3f} s "
+                  f"({run_as['round_trip_s'] / same['round_trip_s']:.2f}x the plain one), "
+                  f"first write {run_as['first_write_GBps']:.2f} GB/s "
+                  f"({same['store_first_write_GBps'] / run_as['first_write_GBps']:.2f}x its "
+                  f"time), through {run_as['path']}")
         ray_ = results.get("ray", {})
         if "put_GBps" in ray_:
             print(f"  ray.put of fresh content: first {ray_['put_first_GBps']:.2f} GB/s, steady "

@@ -9,7 +9,10 @@ test_isolation_accounts.py whose helpers it uses.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -165,3 +168,44 @@ def test_filling_a_share_behind_the_stores_back_fails_only_that_user_and_says_wh
     ref = alice.scatter(data)
     assert alice.submit(total, ref).result(timeout=CALL_SECONDS) == pytest.approx(
         float(data.sum()), rel=1e-5)
+
+
+FIRST_WRITE = """
+import json, os, sys
+import numpy as np
+import bulletin
+from bulletin._data._objects import encode
+with bulletin.Client(sys.argv[1], token=sys.argv[2], set_as_default=False) as client:
+    transfer = client._transfer
+    spares = transfer.spares
+    if spares is not None:
+        spares.wait_filled(60)
+    used = lambda: os.statvfs(transfer.staging).f_bfree
+    free_before = used()
+    transfer.acquire(encode(np.ones(4 << 20, dtype=np.float32)))  # 16 MiB
+    print(json.dumps({"same_host": transfer.same_host, "spares": spares is not None,
+                      "into_spare": transfer._maps.spare_writes,
+                      "uid": os.getuid(), "free_blocks_before": free_before}))
+"""
+
+
+def test_a_client_of_a_run_as_account_writes_its_first_object_into_a_spare_of_its_share(
+        lab, accounts):
+    """Without a host arena (its files cannot be renamed into a share of its own), a same-host
+    client of a run_as user pre-faults spares itself, inside its share: its first large write
+    is a copy into memory already faulted, not a page fault per 4 KiB."""
+    account, uid = accounts["alice"]
+    python, path = executor_python(account)
+    child = subprocess.run(
+        ["setpriv", f"--reuid={account}", f"--regid={account}", "--init-groups", "/bin/sh",
+         "-c", 'exec "$0" "$@"', python, "-c", FIRST_WRITE, lab.address, ALICE_TOKEN],
+        env={"PYTHONPATH": path, "PATH": os.environ["PATH"]}, cwd="/", capture_output=True,
+        text=True, timeout=CALL_SECONDS * 2)
+    assert child.returncode == 0, child.stderr
+    said = json.loads(child.stdout.strip().splitlines()[-1])
+    assert said["uid"] == uid and said["same_host"], said
+    assert said["spares"] and said["into_spare"] == 1, said
+    # The spares counted in her share: before the write, her file system had less than all of
+    # it free.
+    share_blocks = SHARE // os.statvfs(lab.store_dir / "alice").f_frsize
+    assert said["free_blocks_before"] < share_blocks, said

@@ -99,6 +99,17 @@ public interface ObjectStore extends AutoCloseable {
   }
 
   /**
+   * What one same-host writer of {@code namespace} may keep pre-faulted ahead of need
+   * (HelloReply.arena_bytes): what the host arena offers; where each namespace is a file system
+   * of its own share instead (no file of a host arena can be renamed into it), spares the writer
+   * makes itself inside that share. 0: none.
+   */
+  default long writerSpareBytes(String namespace) {
+    StoreArena pool = arena();
+    return pool == null ? 0 : pool.stats().budgetBytes();
+  }
+
+  /**
    * Publishes a file someone wrote (an executor's result, a same-host client's upload) under
    * its id, and takes one reference. {@code staged} must be a temporary (dot-prefixed) file in
    * the key's staging folder. If the object already exists the staged file is deleted (or need

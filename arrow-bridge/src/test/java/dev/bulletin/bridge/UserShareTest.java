@@ -100,6 +100,15 @@ class UserShareTest {
   }
 
   @Test
+  void writersKeepSparesOfTheirOwnInsideTheirShare() {
+    assertEquals(0, store.writerSpareBytes("alice"), "no arena budget given: no spares");
+    ObjectStores.keepArena(store, 0.25); // 16 MiB of the 64 MiB store
+    // Without a host arena a same-host client pre-faults its own spares, in its share: what the
+    // arena would offer it (half its budget), at most a quarter of the 8 MiB share.
+    assertEquals(2L * MIB, store.writerSpareBytes("alice"));
+  }
+
+  @Test
   void aStoreOpenedAgainUnmountsWhatADeadRunLeft() throws Exception {
     Path alice = store.folderOf("alice");
     store = null; // the process "died": nothing closed it

@@ -46,6 +46,8 @@ public final class FileObjectStore implements ObjectStore {
   private final NamespaceFolders folders;
   /** Pre-faulted files for first writes; null until {@link #useArena}. */
   private volatile StoreArena arena;
+  /** The budget {@link #useArena} was given, kept where no host arena can serve the writers. */
+  private volatile long arenaBudget;
 
   public FileObjectStore(StoreOptions options) {
     this(options, false);
@@ -98,8 +100,9 @@ public final class FileObjectStore implements ObjectStore {
 
   /** Keeps a pre-faulted arena of {@code budgetBytes} for this store's writers (0: none). */
   public void useArena(long budgetBytes, MemoryPressure pressure) {
+    arenaBudget = budgetBytes;
     // A namespace of its own file system cannot take a file of the arena's by rename: each
-    // client then keeps spares of its own, inside its share.
+    // client then keeps spares of its own, inside its share (writerSpareBytes).
     if (budgetBytes > 0 && arena == null && !folders.shared()) {
       arena = new FileStoreArena(root, budgetBytes, pressure);
     }
@@ -108,6 +111,17 @@ public final class FileObjectStore implements ObjectStore {
   @Override
   public StoreArena arena() {
     return arena;
+  }
+
+  @Override
+  public long writerSpareBytes(String namespace) {
+    StoreArena pool = arena;
+    if (pool != null) {
+      return pool.stats().budgetBytes();
+    }
+    // What the host arena would offer one client (half its budget), and at most a quarter of
+    // the share the spares count against: the rest stays for the user's objects.
+    return folders.shared() ? Math.min(arenaBudget / 2, folders.shareBytes() / 4) : 0;
   }
 
   @Override

@@ -49,6 +49,11 @@ final class NamespaceFolders {
     return shareBytes > 0;
   }
 
+  /** Each namespace's share, 0 when none. */
+  long shareBytes() {
+    return shareBytes;
+  }
+
   /**
    * Checks that {@code needed} more bytes fit in the namespace's share, asking {@code evict} to
    * free its least recently used unreferenced objects while they do not.

@@ -144,7 +144,7 @@ public final class GrpcApi {
             .toString())
         .setHostId(hostId).setStoreCapacityBytes(plane.store().capacityBytes())
         .setDataPort(dataPort).setDashboardUrl(dashboardUrl)
-        .setArenaBytes(arenaSpares.budgetBytes())
+        .setArenaBytes(plane.store().writerSpareBytes(ObjectKey.namespaceOf(identity.user())))
         .setHostArenaBytes(arenaSpares.budgetBytes()).build()));
   }
 
