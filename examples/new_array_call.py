@@ -1,0 +1,156 @@
+"""Issue 30.5's call: a fresh 1 GiB array in, a new 1 GiB array out (``lambda v: v + 0``), end
+to end through bulletin and through Ray in the same run, with bulletin's time split by phase.
+
+    python examples/data_plane_benchmark.py --only new-array-call --rounds 3
+    PYTHONPATH=/path/to/ray python examples/new_array_call.py        # one round, this section
+
+The argument changes before every call (one element), so neither side can find it stored: the
+client encodes, hashes and copies it into the store each time, as Ray's ``f.remote(a)`` puts
+it. Phases (bulletin, the median call): the client's ``Future.timings`` (serialize: encode and
+hash of the argument; upload: its copy into the store; queue, start; run: the function;
+download: the client's map and decode), and "result" for the rest: the executor encoding and
+writing the result into the store, its adopt and the notification to the client. The same
+steps are also timed one by one in this process (``local``), without a cluster: what each
+costs on this machine now.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+
+import numpy as np
+
+CALLS = 5  # per arm, after one warm-up call; the median is the figure
+
+
+def plus_zero(v):
+    return v + 0
+
+
+def _changed(b: np.ndarray, k: int) -> np.ndarray:
+    b.reshape(-1)[0] = k  # new content for every call: nothing is found stored
+    return b
+
+
+def bulletin_arm(client, a: np.ndarray) -> dict:
+    b = a.copy()
+    client.submit(plus_zero, a[:1024]).result()  # warm the function and executor
+    walls, phases = [], []
+    for k in range(CALLS + 1):
+        _changed(b, k)
+        start = time.perf_counter()
+        f = client.submit(plus_zero, b)
+        out = f.result()
+        wall = time.perf_counter() - start
+        assert out.shape == b.shape and out.reshape(-1)[0] == k
+        del out
+        if k:  # the first call pays the executor's first large mappings: a warm-up
+            t = dict(f.timings)
+            t["result"] = wall - sum(t.values())
+            walls.append(wall)
+            phases.append(t)
+        del f
+        time.sleep(0.2)  # the release of the argument and result travels on the session stream
+    median = sorted(range(len(walls)), key=walls.__getitem__)[len(walls) // 2]
+    return {"calls_s": [round(w, 4) for w in walls], "median_s": walls[median],
+            "phases_s": {k: round(v, 4) for k, v in phases[median].items()}}
+
+
+def ray_arm(a: np.ndarray) -> dict:
+    try:
+        import ray
+    except ImportError:
+        return {"skipped": "ray is not installed (pip install --target DIR ray; PYTHONPATH=DIR)"}
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, configure_logging=False,
+             object_store_memory=max(4 * a.nbytes, 1 << 30))
+    try:
+        remote = ray.remote(plus_zero)
+        b = a.copy()
+        ray.get(remote.remote(a[:1024]))
+        walls = []
+        for k in range(CALLS + 1):
+            _changed(b, k)
+            start = time.perf_counter()
+            out = ray.get(remote.remote(b))
+            wall = time.perf_counter() - start
+            assert out.reshape(-1)[0] == k
+            del out
+            if k:
+                walls.append(wall)
+            time.sleep(0.2)
+        return {"calls_s": [round(w, 4) for w in walls], "median_s": statistics.median(walls)}
+    finally:
+        ray.shutdown()
+
+
+def local_steps(a: np.ndarray) -> dict:
+    """The call's steps in this process, each timed alone (median of 3), in a folder of
+    /dev/shm: what the data path pays around the function on this machine."""
+    from bulletin._data._objects import encode, open_object, write_file
+
+    def median(fn) -> float:
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+
+    out = {}
+    folder = tempfile.mkdtemp(dir="/dev/shm", prefix="bulletin-steps-")
+    try:
+        out["digest_s"] = median(lambda: encode(a).digest())
+        out["function_fresh_memory_s"] = median(lambda: plus_zero(a))
+        r = plus_zero(a)
+        path = os.path.join(folder, "r")
+
+        def new_file():
+            if os.path.exists(path):
+                os.unlink(path)
+            write_file(path, encode(r))
+        out["write_new_file_s"] = median(new_file)
+        out["open_s"] = median(lambda: open_object(path))
+        os.unlink(path)
+    finally:
+        for name in os.listdir(folder):
+            os.unlink(os.path.join(folder, name))
+        os.rmdir(folder)
+    return {k: round(v, 4) for k, v in out.items()}
+
+
+def run(a: np.ndarray) -> dict:
+    from _local_cluster import local_cluster
+
+    with local_cluster(cpus=2, reuse=False) as client:
+        spares = client._transfer.spares
+        if spares is not None:
+            spares.wait_filled(120)
+        result = {"bulletin": bulletin_arm(client, a)}
+    result["ray"] = ray_arm(a)
+    result["local"] = local_steps(a)
+    if "median_s" in result["ray"]:
+        result["vs_ray"] = result["bulletin"]["median_s"] / result["ray"]["median_s"]
+    return result
+
+
+def goal_line(result: dict) -> str:
+    ours, ray_ = result["bulletin"], result["ray"]
+    line = f"new-array call (fresh 1 GiB in, v + 0 out): bulletin {ours['median_s']:.3f} s"
+    if "median_s" in ray_:
+        line += f", Ray {ray_['median_s']:.3f} s = {result['vs_ray']:.2f}x Ray's time (goal <= 0.8x)"
+    return line + "; phases " + ", ".join(f"{k} {v:.3f}" for k, v in ours["phases_s"].items())
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from data_plane_benchmark import GIB, array
+
+    res = run(array(GIB))
+    print(json.dumps(res, indent=1))
+    print(goal_line(res))
