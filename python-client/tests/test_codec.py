@@ -637,6 +637,19 @@ def test_write_digesting_copies_and_hashes_in_one_pass_as_write_into_and_digest_
         small.write_digesting(bytes(small.nbytes))
 
 
+def test_write_digesting_of_a_stream_hashed_already_only_copies(monkeypatch):
+    from bulletin._codec import _encoded, encode
+    a = np.random.default_rng(6).random(1 << 24, dtype=np.float32)  # 64 MiB: the hash tree
+    for value in (a, a[:1000]):
+        encoded = encode(value)
+        digest = encoded.digest()
+        monkeypatch.setattr(_encoded.xxhash, "xxh3_128", None)  # no second hash would work
+        out = bytearray(encoded.nbytes)
+        assert encoded.write_digesting(out) == digest
+        assert bytes(out) == encode(value).to_bytes()
+        monkeypatch.undo()
+
+
 def _tree_reference(data: bytes) -> str:
     """The hash tree of the module doc, computed here from the bytes alone."""
     leaves = b"".join(xxhash.xxh3_128_digest(data[lo:lo + _encoded._TREE_LEAF])

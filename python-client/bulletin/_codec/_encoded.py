@@ -192,8 +192,13 @@ class Encoded:
         cache, so the bytes are read from memory once instead of twice (a separate digest reads
         all of them again). A stream named by a hash tree is copied and hashed on ``threads``
         threads, piece by piece (default: the CPUs this process may use, at most 8). Returns
-        (and keeps) the digest."""
+        (and keeps) the digest. A stream hashed already is only copied: a client's argument
+        is hashed before its write (to tell whether the array changed since it was last sent),
+        and hashing it again in the copy was a second pass over every byte."""
         mv = self._destination(dest, "write_digesting")
+        if self._digest is not None:
+            self.write_into(mv, threads)
+            return self._digest
         out = np.frombuffer(mv, dtype=np.uint8)
         if self._tree():
             digest = self._tree_root(threads, out)

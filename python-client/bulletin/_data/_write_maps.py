@@ -22,6 +22,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from ._arena import Spare, SpareFiles
+from ._later import close_later
 from ._objects import reserve, write_file
 
 RECYCLE_MIN = 1 << 20  # smaller writes are cheap to fault in: not worth a kept mapping
@@ -96,7 +97,7 @@ class WriteMappings:
             kept = self._maps.pop((st.st_dev, st.st_ino), None)
         if kept is not None and len(kept.map) >= size:
             if not _exclusive(kept.fd):
-                kept.close()
+                close_later(kept)
                 return False
             os.ftruncate(kept.fd, size)  # only now: a reader mapping the tail would fault
             kept.oid = oid
@@ -104,7 +105,7 @@ class WriteMappings:
             self.recycled_writes += 1
             return True
         if kept is not None:
-            kept.close()
+            close_later(kept)
         if self.has_spare(size):
             return False  # a spare is mapped here already: cheaper than mapping this file
         fd = os.open(path, os.O_RDWR)
@@ -208,18 +209,20 @@ class WriteMappings:
             self._trim()
 
     def _sweep(self) -> None:
-        """Lets go of files the runtime deleted (only this mapping keeps their memory)."""
+        """Lets go of files the runtime deleted (only this mapping keeps their memory), off the
+        write's path: unmapping 1 GiB took 0.35-0.44 s of each executor's result write on the
+        2-core VM under load (``_later``)."""
         for key, kept in list(self._maps.items()):
             if os.fstat(kept.fd).st_nlink == 0:
                 del self._maps[key]
-                kept.close()
+                close_later(kept)
 
     def _trim(self) -> None:
         total = sum(len(m.map) for m in self._maps.values())
         while self._maps and (total > self._limit or len(self._maps) > self._max_files):
             _, oldest = self._maps.popitem(last=False)
             total -= len(oldest.map)
-            oldest.close()
+            close_later(oldest)
 
 
 def _exclusive(fd: int) -> bool:

@@ -27,6 +27,7 @@ from typing import NamedTuple
 from .._envelope import make_envelope as envelope
 from .._data._objects import encode, open_object, write_file
 from .._data import _arena
+from .._data._later import close_fd_later
 from .._data._write_maps import RECYCLE_MIN, WriteMappings
 from . import _preempt, _resident
 from .._resident import ResidentLostError
@@ -373,7 +374,7 @@ class Executor:
             # The id is computed as the bytes are copied (see _store): the copy reads them.
             if not (staged and self._maps.write_recycled(path, pending.encoded, None)):
                 if staged:
-                    os.unlink(path)  # another process still maps it: theirs to keep
+                    _unlink_later(path)  # another process may still map it: theirs to keep
                 self._maps.write_new(path, pending.encoded, None)
         return _written(pending, write)
 
@@ -433,6 +434,18 @@ class Executor:
         self._pending = pending
         return Stage(encoded.nbytes, tuple(self._maps.ids()),
                      self._maps.has_spare(encoded.nbytes))
+
+
+def _unlink_later(path: Path) -> None:
+    """Removes a staged file the result does not go into, its pages freed off the call's path
+    (1 GiB: tens to hundreds of milliseconds): the name goes now, the last descriptor later."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # no FIFO waits
+    except OSError:
+        fd = -1
+    os.unlink(path)
+    if fd >= 0:
+        close_fd_later(fd)
 
 
 def _written(pending: _Pending, write) -> Finished:
