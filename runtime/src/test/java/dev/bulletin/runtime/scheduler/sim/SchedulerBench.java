@@ -44,7 +44,13 @@ class SchedulerBench {
   void labWeek() {
     Assumptions.assumeTrue(Boolean.getBoolean("bulletin.bench"), "set -Dbulletin.bench=true");
     System.out.println("\n== Simulation 2: a lab week, 20 users in 4 groups on 16 GPUs ==");
-    System.out.println(LabWeek.compare(11));
+    LabTrace trace = LabTrace.generate(11);
+    java.util.List<LabWeek.Result> ways = LabWeek.ways(trace, 11);
+    System.out.println(LabWeek.compare(trace, ways));
+    System.out.println("== Notebook sessions that keep GPU state between cells (\"resident\","
+        + " see ResidentSessions) ==");
+    System.out.println(ResidentReport.table(ways.get(0), ways.get(2),
+        LabWeek.resident("no prefer", trace, 11, false)));
     System.out.println("== The usage ledger's view of the lab week: GPU-hours reserved against"
         + " busy per group (busy from a utilisation model per job, see LabLedger) ==");
     System.out.println(LabLedger.table(11));
