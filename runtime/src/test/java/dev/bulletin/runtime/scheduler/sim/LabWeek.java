@@ -76,7 +76,11 @@ final class LabWeek {
 
   /** "bulletin, resident": sessions keep GPU state between cells ({@link ResidentSessions}). */
   static Result resident(String name, LabTrace trace, long seed, boolean prefer) {
-    return bulletin(name, trace, seed, LabTrace.policy(), new ResidentSessions(prefer));
+    return resident(name, trace, seed, prefer, ResidentSessions.SESSION_BYTES);
+  }
+
+  static Result resident(String name, LabTrace trace, long seed, boolean prefer, long bytes) {
+    return bulletin(name, trace, seed, LabTrace.policy(), new ResidentSessions(prefer, bytes));
   }
 
   private static Result bulletin(String name, LabTrace trace, long seed,

@@ -20,12 +20,12 @@ final class ResidentReport {
   static String table(LabWeek.Result none, LabWeek.Result resident, LabWeek.Result noPrefer) {
     StringBuilder out = new StringBuilder();
     ResidentSessions r = resident.resident;
-    out.append(String.format(Locale.ROOT, "State per session %.0f GiB; spill %.1f GB/s device to"
+    out.append(String.format(Locale.ROOT, "State per session %.1f GiB; spill %.1f GB/s device to"
         + " host (%.2f s), restore %.1f GB/s host to device (%.2f s), %.1f GB/s between hosts"
-        + " (%.2f s more)%n", ResidentSessions.SESSION_BYTES / (double) (1L << 30),
-        ResidentSessions.SPILL_BYTES_PER_SECOND / 1e9, ResidentSessions.spillSeconds(),
-        ResidentSessions.RESTORE_BYTES_PER_SECOND / 1e9, ResidentSessions.restoreSeconds(),
-        ResidentSessions.NETWORK_BYTES_PER_SECOND / 1e9, ResidentSessions.networkSeconds()));
+        + " (%.2f s more)%n", r.bytes / (double) (1L << 30),
+        ResidentSessions.SPILL_BYTES_PER_SECOND / 1e9, r.spillSeconds(),
+        ResidentSessions.RESTORE_BYTES_PER_SECOND / 1e9, r.restoreSeconds(),
+        ResidentSessions.NETWORK_BYTES_PER_SECOND / 1e9, r.networkSeconds()));
     out.append(String.format(Locale.ROOT, "%-44s %14s %14s%n", "next cells (a session's cells"
         + " after its first)", resident.name, noPrefer.name));
     ResidentSessions c = noPrefer.resident;
@@ -63,6 +63,56 @@ final class ResidentReport {
     return out.toString();
   }
 
+  /**
+   * The same comparison over several weeks (trace seeds): per week the share of hits and, per
+   * group, the ratio of its notebook calls' p95 and mean wait to "bulletin"'s; then all weeks'
+   * calls pooled. A closed loop diverges on any change (a restore of 0.18 s shifts every later
+   * event of that session), so the spread across weeks and the control runs ("no prefer": same
+   * costs, no preference; "0 B": the preference with nothing to move; "64 MiB": a restore of
+   * 6 ms) show what is noise.
+   */
+  static String weeks(long[] seeds) {
+    String[] ways = {"resident", "no prefer", "0 B, prefer", "64 MiB"};
+    StringBuilder out = new StringBuilder(String.format(Locale.ROOT, "%-12s %-6s %6s", "way",
+        "week", "hits"));
+    for (String group : LabTrace.GROUPS) {
+      out.append(String.format(Locale.ROOT, " %-15s", group + " p95/mean"));
+    }
+    out.append('\n');
+    java.util.Map<String, List<SimCall>> pooled = new java.util.LinkedHashMap<>();
+    for (long seed : seeds) {
+      LabTrace trace = LabTrace.generate(seed);
+      LabWeek.Result none = LabWeek.bulletin(trace, seed);
+      pooled.computeIfAbsent("bulletin", k -> new java.util.ArrayList<>()).addAll(none.calls);
+      List<LabWeek.Result> runs = List.of(LabWeek.resident(ways[0], trace, seed, true),
+          LabWeek.resident(ways[1], trace, seed, false),
+          LabWeek.resident(ways[2], trace, seed, true, 0),
+          LabWeek.resident(ways[3], trace, seed, true, 64L << 20));
+      for (LabWeek.Result run : runs) {
+        pooled.computeIfAbsent(run.name, k -> new java.util.ArrayList<>()).addAll(run.calls);
+        out.append(String.format(Locale.ROOT, "%-12s %-6d %5.1f%%", run.name, seed,
+            100.0 * run.resident.hits / run.resident.nextCells()));
+        ratios(out, none.calls, run.calls);
+      }
+    }
+    for (String way : ways) {
+      out.append(String.format(Locale.ROOT, "%-12s %-6s %6s", way, "pooled", ""));
+      ratios(out, pooled.get("bulletin"), pooled.get(way));
+    }
+    return out.toString();
+  }
+
+  private static void ratios(StringBuilder out, List<SimCall> before, List<SimCall> after) {
+    for (String group : LabTrace.GROUPS) {
+      Predicate<SimCall> which = c -> c.done() && c.group.equals(group) && c.id.startsWith("nb");
+      double[] b = before.stream().filter(which).mapToDouble(SimCall::waitSeconds).toArray();
+      double[] a = after.stream().filter(which).mapToDouble(SimCall::waitSeconds).toArray();
+      out.append(String.format(Locale.ROOT, " %-15s", String.format(Locale.ROOT, "%.2f/%.2f",
+          Stats.percentile(a, 95) / Stats.percentile(b, 95), mean(a) / mean(b))));
+    }
+    out.append('\n');
+  }
+
   private static void row(StringBuilder out, String label, int a, ResidentSessions ra, int b,
       ResidentSessions rb) {
     out.append(String.format(Locale.ROOT, "%-44s %14s %14s%n", label, share(a, ra), share(b, rb)));
@@ -93,7 +143,8 @@ final class ResidentReport {
           where[0] = kind + ", " + group + ", " + names[s];
         }
         out.append(String.format(Locale.ROOT, " %-24s", Stats.minutes(stats[s][0]) + " -> "
-            + Stats.minutes(stats[s][1]) + String.format(Locale.ROOT, " (%.2fx)", ratio)));
+            + Stats.minutes(stats[s][1]) + (Double.isInfinite(ratio) ? " (from 0)"
+                : String.format(Locale.ROOT, " (%.2fx)", ratio))));
       }
       out.append('\n');
     }

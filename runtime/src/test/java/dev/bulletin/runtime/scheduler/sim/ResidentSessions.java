@@ -49,6 +49,8 @@ final class ResidentSessions {
   }
 
   final boolean prefer;
+  /** What each session keeps: {@link #SESSION_BYTES} unless a run says otherwise. */
+  final long bytes;
   /** Next cells (a session's cells after its first), by where they found the state. */
   int hits;
   int restoredSameWorker;
@@ -63,21 +65,25 @@ final class ResidentSessions {
   double restoreSecondsOfCells;
   private final Map<String, State> onGpu = new HashMap<>();
 
-  /** {@code prefer} false: the same state and costs, with no preference given to the scheduler. */
-  ResidentSessions(boolean prefer) {
+  /**
+   * {@code prefer} false: the same state and costs, with no preference given to the scheduler;
+   * {@code bytes} 0: the bookkeeping with nothing to move (a run that must equal "bulletin").
+   */
+  ResidentSessions(boolean prefer, long bytes) {
     this.prefer = prefer;
+    this.bytes = bytes;
   }
 
-  static double spillSeconds() {
-    return SESSION_BYTES / SPILL_BYTES_PER_SECOND;
+  double spillSeconds() {
+    return bytes / SPILL_BYTES_PER_SECOND;
   }
 
-  static double restoreSeconds() {
-    return SESSION_BYTES / RESTORE_BYTES_PER_SECOND;
+  double restoreSeconds() {
+    return bytes / RESTORE_BYTES_PER_SECOND;
   }
 
-  static double networkSeconds() {
-    return SESSION_BYTES / NETWORK_BYTES_PER_SECOND;
+  double networkSeconds() {
+    return bytes / NETWORK_BYTES_PER_SECOND;
   }
 
   /** Marks {@code call} as the one its cell runs in the session's executor, before submitting. */

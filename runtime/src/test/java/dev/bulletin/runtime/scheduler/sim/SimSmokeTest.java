@@ -82,4 +82,16 @@ class SimSmokeTest {
         resident.resident.hits + " hits with the preference, " + noPrefer.resident.hits
             + " without");
   }
+
+  @Test
+  void residentBookkeepingWithNothingToMoveAndNoPreferenceIsTheBulletinWayCallByCall() {
+    LabTrace trace = LabTrace.generate(5, 1);
+    LabWeek.Result bulletin = LabWeek.bulletin(trace, 5);
+    LabWeek.Result empty = LabWeek.resident("empty", trace, 5, false, 0);
+    assertEquals(bulletin.calls.size(), empty.calls.size());
+    for (int i = 0; i < bulletin.calls.size(); i++) {
+      assertEquals(bulletin.calls.get(i).firstStartMillis, empty.calls.get(i).firstStartMillis);
+      assertEquals(bulletin.calls.get(i).endMillis, empty.calls.get(i).endMillis);
+    }
+  }
 }
