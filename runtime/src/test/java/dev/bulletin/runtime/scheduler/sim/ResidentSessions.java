@@ -55,7 +55,10 @@ final class ResidentSessions {
   int hits;
   int restoredSameWorker;
   int restoredOtherWorker;
-  /** Of the restored: the state was still on its GPU, and the cell's own call spilled it. */
+  /**
+   * Of those restored on the same worker: the state was still on its GPU (free, as nothing else
+   * started there) and the cell's call got another GPU of that worker: a GPU preference's gain.
+   */
   int movedFromItsGpu;
   int restartsAfterPreemption;
   /** Spills that other calls made before they started, and the seconds they held GPUs for them. */
@@ -129,7 +132,7 @@ final class ResidentSessions {
       } else {
         if (own.onGpu) {
           onGpu.remove(key(own.worker, own.gpu));
-          movedFromItsGpu++;
+          movedFromItsGpu += same ? 1 : 0;
           cost += spillSeconds();
         }
         cost += restoreSeconds() + (same ? 0 : networkSeconds());
