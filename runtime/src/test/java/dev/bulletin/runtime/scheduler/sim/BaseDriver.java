@@ -24,11 +24,18 @@ abstract class BaseDriver {
   private boolean timerArmed;
   private long lastPass = Long.MIN_VALUE / 2;
   Consumer<SimCall> onDone = call -> {};
+  /** Seconds a call holds its GPUs before its work begins (a spill, a restore); none here. */
+  StartCost startCost = (call, worker, gpuIds) -> 0;
   double busyGpuSeconds;
   int passes;
   private long heldGpus;
   private double heldIntegral;
   private long heldSince;
+
+  /** Seconds a start costs on the GPUs it got before the call's work (resident state). */
+  interface StartCost {
+    double seconds(SimCall call, String workerId, int[] gpuIds);
+  }
 
   /** A call holding GPUs. */
   static final class Running {
@@ -131,9 +138,11 @@ abstract class BaseDriver {
     call.gpuIds = ids.stream().mapToInt(i -> i).toArray();
     call.closeGpus = call.gpus < 2
         || SimWorker.maxDistance(worker.topology, gpus) <= bestDistance[call.gpus];
+    call.startOverhead = startCost.seconds(call, worker.id, call.gpuIds);
+    call.overheadSeconds += call.startOverhead;
     running.put(call.id, new Running(call, w, gpus, preemptible));
     int epoch = ++call.epoch;
-    des.after(call.remaining, () -> finish(call, epoch));
+    des.after(call.startOverhead + call.remaining, () -> finish(call, epoch));
   }
 
   private void finish(SimCall call, int epoch) {
@@ -180,7 +189,7 @@ abstract class BaseDriver {
       return;
     }
     SimCall call = run.call;
-    double ran = (des.now() - call.startMillis) / 1000.0;
+    double ran = ran(call);
     double saved = call.checkpointEvery > 0
         ? Math.floor(Math.min(ran, call.remaining) / call.checkpointEvery) * call.checkpointEvery
         : 0;
@@ -197,7 +206,12 @@ abstract class BaseDriver {
 
   /** Unsaved seconds of a running call: since its start or its last checkpoint. */
   double unsaved(Running run) {
-    double ran = (des.now() - run.call.startMillis) / 1000.0;
+    double ran = ran(run.call);
     return run.call.checkpointEvery > 0 ? ran % run.call.checkpointEvery : ran;
+  }
+
+  /** Seconds of work a running call did since its latest start, its start cost not counted. */
+  private double ran(SimCall call) {
+    return Math.max(0, (des.now() - call.startMillis) / 1000.0 - call.startOverhead);
   }
 }

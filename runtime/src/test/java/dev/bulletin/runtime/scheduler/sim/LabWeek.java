@@ -30,6 +30,8 @@ final class LabWeek {
     /** "hold" only: GPU-seconds each group's notebook sessions held their GPU. */
     final Map<String, Double> sessionGpuSeconds = new java.util.HashMap<>();
     int preemptions;
+    /** "bulletin, resident" only: where each session's next cell found its state. */
+    ResidentSessions resident;
 
     Result(String name) {
       this.name = name;
@@ -69,12 +71,33 @@ final class LabWeek {
 
   static Result bulletin(String name, LabTrace trace, long seed,
       dev.bulletin.runtime.scheduler.policy.PolicyConfig policy) {
+    return bulletin(name, trace, seed, policy, null);
+  }
+
+  /** "bulletin, resident": sessions keep GPU state between cells ({@link ResidentSessions}). */
+  static Result resident(String name, LabTrace trace, long seed, boolean prefer) {
+    return resident(name, trace, seed, prefer, ResidentSessions.SESSION_BYTES);
+  }
+
+  static Result resident(String name, LabTrace trace, long seed, boolean prefer, long bytes) {
+    return bulletin(name, trace, seed, LabTrace.policy(), new ResidentSessions(prefer, bytes));
+  }
+
+  private static Result bulletin(String name, LabTrace trace, long seed,
+      dev.bulletin.runtime.scheduler.policy.PolicyConfig policy, ResidentSessions resident) {
     Result result = new Result(name);
+    result.resident = resident;
     Des des = new Des(T0);
     PolicyDriver driver = new PolicyDriver(des, LabTrace.workers(), policy, seed, 0,
         Duration.ofDays(1), System::nanoTime);
     driver.timer(5);
+    if (resident != null) {
+      driver.startCost = resident::started;
+    }
     driver.onDone = call -> {
+      if (resident != null) {
+        resident.finished(call);
+      }
       CellRun cell = (CellRun) call.cell;
       if (cell != null) {
         cellCallDone(des, result, cell);
@@ -82,11 +105,16 @@ final class LabWeek {
     };
     int[] ids = {0};
     for (LabTrace.Session session : trace.sessions) {
+      ResidentSessions.State state = new ResidentSessions.State();
       des.at(T0 + session.startMillis(), () -> notebook(des, session, session.cells().iterator(),
           (cell, calls) -> {
-            for (double seconds : cell.callSeconds()) {
-              SimCall call = notebookCall("nb" + ids[0]++, session, seconds);
+            double[] seconds = cell.callSeconds();
+            for (int c = 0; c < seconds.length; c++) {
+              SimCall call = notebookCall("nb" + ids[0]++, session, seconds[c]);
               call.cell = calls;
+              if (resident != null && c == 0) {
+                resident.carry(call, state);
+              }
               result.calls.add(call);
               driver.submit(call);
             }
@@ -290,12 +318,15 @@ final class LabWeek {
     return ratios;
   }
 
-  static String compare(long seed) {
-    LabTrace trace = LabTrace.generate(seed);
-    List<Result> results = List.of(bulletin(trace, seed),
+  /** The ways compared: "bulletin", "lend all", "bulletin, resident", "hold". */
+  static List<Result> ways(LabTrace trace, long seed) {
+    return List.of(bulletin(trace, seed),
         bulletin("lend all", trace, seed,
             dev.bulletin.runtime.scheduler.policy.PolicyYaml.parse(LabTrace.DEFAULT_LENDING)),
-        hold(trace));
+        resident("resident", trace, seed, true), hold(trace));
+  }
+
+  static String compare(LabTrace trace, List<Result> results) {
     String[] labels = {"sharing", "GPU-hours held idle", "GPU-hours of useful work",
         "utilisation while demand exists", "p50 time to first result", "p95 time to first result",
         "p50 notebook call wait", "p95 notebook call wait",

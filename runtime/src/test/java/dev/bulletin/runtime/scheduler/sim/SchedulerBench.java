@@ -11,7 +11,9 @@ import org.junit.jupiter.api.Test;
  * {@code -Dbulletin.bench.policyOnly=true} runs only the policy column (a backfill variant; the
  * goals then compare with the documented baselines at 1.05 load);
  * {@code -Dbulletin.bench.breakdown=true} also prints, per QoS and size, how many calls waited
- * past their first pass.
+ * past their first pass. {@code -Dbulletin.bench.labWeeks=11,12} sets the weeks (trace seeds) of
+ * the lab week's resident-state summary ("" skips it); {@code -Dtest=SchedulerBench#labWeek}
+ * runs only the lab week (under a minute and a half).
  */
 class SchedulerBench {
 
@@ -44,7 +46,20 @@ class SchedulerBench {
   void labWeek() {
     Assumptions.assumeTrue(Boolean.getBoolean("bulletin.bench"), "set -Dbulletin.bench=true");
     System.out.println("\n== Simulation 2: a lab week, 20 users in 4 groups on 16 GPUs ==");
-    System.out.println(LabWeek.compare(11));
+    LabTrace trace = LabTrace.generate(11);
+    java.util.List<LabWeek.Result> ways = LabWeek.ways(trace, 11);
+    System.out.println(LabWeek.compare(trace, ways));
+    System.out.println("== Notebook sessions that keep GPU state between cells (\"resident\","
+        + " see ResidentSessions) ==");
+    System.out.println(ResidentReport.table(ways.get(0), ways.get(2),
+        LabWeek.resident("no prefer", trace, 11, false)));
+    String weeks = System.getProperty("bulletin.bench.labWeeks", "11,12,13,14,15");
+    if (!weeks.isEmpty()) {
+      System.out.println("== The same over weeks " + weeks + ": notebook calls' wait against"
+          + " \"bulletin\", per group (p95 ratio / mean ratio) ==");
+      System.out.println(ResidentReport.weeks(java.util.Arrays.stream(weeks.split(","))
+          .mapToLong(Long::parseLong).toArray()));
+    }
     System.out.println("== The usage ledger's view of the lab week: GPU-hours reserved against"
         + " busy per group (busy from a utilisation model per job, see LabLedger) ==");
     System.out.println(LabLedger.table(11));

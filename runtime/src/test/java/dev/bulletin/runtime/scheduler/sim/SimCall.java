@@ -23,6 +23,14 @@ final class SimCall {
   final long credits;
   /** Set by the lab simulation: the notebook cell it belongs to. */
   Object cell;
+  /** Set by the lab simulation: the resident state of the session this call's cell runs in. */
+  Object state;
+  /**
+   * The worker that keeps the resident values it reads, or "": the runtime's
+   * {@code TaskSpec.prefer_worker}, passed to the scheduler as {@link QueuedCall#preferredWorker}.
+   * Set before the call is submitted.
+   */
+  String preferredWorker = "";
 
   long submitMillis;
   double remaining;
@@ -37,6 +45,9 @@ final class SimCall {
   int[] gpuIds = new int[0];
   boolean closeGpus;
   long localInputBytes;
+  /** Seconds it held its GPUs before its work at its latest start, and over all its starts. */
+  double startOverhead;
+  double overheadSeconds;
   private QueuedCall queued;
 
   SimCall(String id, String user, String group, String qos, int gpus, double cpus, long memory,
@@ -69,7 +80,8 @@ final class SimCall {
     if (queued == null) {
       queued = QueuedCall.builder().id(id).user(user).group(group).qos(qos).gpus(gpus).cpus(cpus)
           .memoryBytes(memory).creditsSpent(credits).inputs(inputs)
-          .submittedAt(Instant.ofEpochMilli(submitMillis)).walltime(walltime).build();
+          .submittedAt(Instant.ofEpochMilli(submitMillis)).walltime(walltime)
+          .preferredWorker(preferredWorker).build();
     }
     return queued;
   }

@@ -59,4 +59,39 @@ class SimSmokeTest {
     assertEquals(bulletin.firstResults.size(), bulletin.calls.stream()
         .map(c -> c.cell).filter(java.util.Objects::nonNull).distinct().count());
   }
+
+  @Test
+  void residentSessionsFindTheirStateOnTheGpuMoreOftenWhenTheirCallsPreferItsWorker() {
+    LabTrace trace = LabTrace.generate(5, 1);
+    LabWeek.Result resident = LabWeek.resident("resident", trace, 5, true);
+    LabWeek.Result noPrefer = LabWeek.resident("no prefer", trace, 5, false);
+    for (LabWeek.Result r : List.of(resident, noPrefer)) {
+      assertTrue(r.calls.stream().allMatch(SimCall::done));
+      // Cells run, less each session's first: every next cell is counted once.
+      long cells = r.firstResults.size();
+      long sessions = r.calls.stream().map(c -> c.state).filter(java.util.Objects::nonNull)
+          .distinct().count();
+      ResidentSessions s = r.resident;
+      assertEquals(cells - sessions, s.hits + s.restoredSameWorker + s.restoredOtherWorker,
+          r.name);
+    }
+    assertTrue(resident.calls.stream().anyMatch(c -> !c.preferredWorker.isEmpty()));
+    assertTrue(noPrefer.calls.stream().allMatch(c -> c.preferredWorker.isEmpty()));
+    assertTrue(resident.resident.hits > 0);
+    assertTrue(resident.resident.hits > noPrefer.resident.hits,
+        resident.resident.hits + " hits with the preference, " + noPrefer.resident.hits
+            + " without");
+  }
+
+  @Test
+  void residentBookkeepingWithNothingToMoveAndNoPreferenceIsTheBulletinWayCallByCall() {
+    LabTrace trace = LabTrace.generate(5, 1);
+    LabWeek.Result bulletin = LabWeek.bulletin(trace, 5);
+    LabWeek.Result empty = LabWeek.resident("empty", trace, 5, false, 0);
+    assertEquals(bulletin.calls.size(), empty.calls.size());
+    for (int i = 0; i < bulletin.calls.size(); i++) {
+      assertEquals(bulletin.calls.get(i).firstStartMillis, empty.calls.get(i).firstStartMillis);
+      assertEquals(bulletin.calls.get(i).endMillis, empty.calls.get(i).endMillis);
+    }
+  }
 }
