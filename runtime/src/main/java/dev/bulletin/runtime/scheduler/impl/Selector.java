@@ -14,7 +14,7 @@ import java.util.Map;
 
 /**
  * Finds the worker for a call that passed the call-level checks: gathers candidates (workers
- * holding its inputs, then the best-fit free-GPU buckets up to the policy's candidate limit),
+ * holding its inputs, the worker keeping its resident values, then the best-fit free-GPU buckets up to the policy's candidate limit),
  * runs the worker filters, lets the {@link GpuPicker} choose GPUs on each, adds up the weighted
  * scores and keeps the best. The workers the filters turn down are counted per
  * {@link FilterReason}; the counts decide what a call that found none waits for. A shape (GPUs,
@@ -88,6 +88,14 @@ final class Selector {
           }
         }
       }
+    }
+    // The worker that keeps the call's resident values is scored whatever the bucket scan
+    // finds: past the candidate limit it would otherwise never be seen on a large cluster.
+    Integer preferred = index.byId.get(row.call.preferredWorker());
+    if (preferred != null && seen[preferred] != stamp && index.usable[preferred]
+        && hasGpuRoom(row, preferred) && accepts(row, preferred)) {
+      seen[preferred] = stamp;
+      found = add(found, preferred);
     }
     int baseline = found;
     scan:

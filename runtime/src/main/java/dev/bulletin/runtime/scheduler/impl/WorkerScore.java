@@ -37,7 +37,7 @@ enum WorkerScore {
 
   /**
    * The worker that keeps the resident values the call reads (a %%bulletin session's state on
-   * its GPU, issue 29): there they are used in place; elsewhere they could not be restored.
+   * its GPU, issue 29): there they are used in place; elsewhere they must be restored first.
    * Data locality's weight, since they are the call's data.
    */
   RESIDENT(Weights::locality) {

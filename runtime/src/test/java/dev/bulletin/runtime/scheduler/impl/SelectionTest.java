@@ -141,6 +141,19 @@ class SelectionTest {
   }
 
   @Test
+  void theWorkerKeepingResidentValuesIsScoredBeyondTheCandidateLimit() {
+    // Forty idle workers: the bucket scan stops at 8 candidates, before it meets the keeper.
+    Builders.WorkerBuilder[] workers = new Builders.WorkerBuilder[41];
+    for (int i = 0; i < 40; i++) {
+      workers[i] = aWorker().id("idle-" + i).gpus(8);
+    }
+    workers[40] = aWorker().id("keeper").gpus(8);
+    Plan plan = scheduler().plan(aSnapshot().workers(workers)
+        .queue(aCall().id("x").preferredWorker("keeper")).build());
+    assertEquals("keeper", plan.placement("x").orElseThrow().workerId());
+  }
+
+  @Test
   void filterRejectionsAreNamedAndCountedPerReason() {
     Plan plan = scheduler().plan(oneRejectionOfEachKind()
         .queue(aCall().id("x").cpus(4).memoryBytes(64 * GIB).walltime(Duration.ofHours(1)))
