@@ -41,6 +41,13 @@ public interface WorkerAgent extends AutoCloseable {
     return GpuUsage.NONE;
   }
 
+  /**
+   * A client session of the user whose object namespace is {@code namespace} ended, or released
+   * its resident values: what it kept (issue 29) goes, from the spills and from that user's live
+   * executors, in the background. No other user's values are touched.
+   */
+  default void dropResident(String namespace, String session) {}
+
   /** Stops every executor. */
   @Override
   void close();

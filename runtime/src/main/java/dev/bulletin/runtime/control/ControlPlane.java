@@ -382,6 +382,19 @@ public final class ControlPlane {
     session.close().forEach(objects::release);
     session.holds().releaseAll();
     journaling.sessionClosed(session);
+    releaseResident(session);
+  }
+
+  /**
+   * Drops the resident values (issue 29) the session kept, on every attached worker: any may
+   * hold some of its user's. The user is the session's own namespace, so a session can only
+   * ever drop its own user's values. A remote worker whose link is broken hears it when it
+   * reattaches; one that has not reattached since a restart of the runtime does not.
+   */
+  public void releaseResident(ClientSession session) {
+    for (AttachedWorker worker : workers.values()) {
+      worker.link().dropResident(session.namespace(), session.id());
+    }
   }
 
   /**
@@ -517,7 +530,8 @@ public final class ControlPlane {
     CallRequest request = new CallRequest(task.id(), task.function(), task.args(), task.refs(),
         placed.gpuIds(), Optional.ofNullable(runAs.get(task.owner().user())),
         task.executorSpec().withGpuFraction(task.demand().fractional()
-            ? task.demand().gpuShare() : 0));
+            ? task.demand().gpuShare() : 0),
+        task.sink() instanceof ClientSession session ? session.id() : "");
     whenEnded(task, worker.link().run(request, listener(task)));
   }
 
