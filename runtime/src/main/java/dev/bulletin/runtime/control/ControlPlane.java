@@ -382,18 +382,19 @@ public final class ControlPlane {
     session.close().forEach(objects::release);
     session.holds().releaseAll();
     journaling.sessionClosed(session);
-    releaseResident(session);
+    releaseResident(session, true);
   }
 
   /**
    * Drops the resident values (issue 29) the session kept, on every attached worker: any may
-   * hold some of its user's. The user is the session's own namespace, so a session can only
+   * hold some of its user's; {@code ended}: the session ended (else it released them and goes
+   * on). The user is the session's own namespace, so a session can only
    * ever drop its own user's values. A remote worker whose link is broken hears it when it
    * reattaches; one that has not reattached since a restart of the runtime does not.
    */
-  public void releaseResident(ClientSession session) {
+  public void releaseResident(ClientSession session, boolean ended) {
     for (AttachedWorker worker : workers.values()) {
-      worker.link().dropResident(session.namespace(), session.id());
+      worker.link().dropResident(session.namespace(), session.id(), ended);
     }
   }
 

@@ -172,9 +172,9 @@ public final class RemoteWorkerLink implements WorkerLink {
   }
 
   @Override
-  public void dropResident(String namespace, String session) {
+  public void dropResident(String namespace, String session, boolean ended) {
     send(HeadMessage.newBuilder().setDropResident(DropResident.newBuilder()
-        .setNamespace(namespace).setSession(session)).build());
+        .setNamespace(namespace).setSession(session).setEnded(ended)).build());
   }
 
   @Override

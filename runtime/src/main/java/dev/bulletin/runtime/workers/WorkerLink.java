@@ -54,7 +54,7 @@ public interface WorkerLink {
    * A client session of the user whose namespace this is ended or released its resident values
    * ({@link WorkerAgent#dropResident}): the worker drops what that session kept there.
    */
-  default void dropResident(String namespace, String session) {}
+  default void dropResident(String namespace, String session, boolean ended) {}
 
   /**
    * Takes over a call this worker already runs: a runtime restored from its journal adopts it
@@ -96,8 +96,8 @@ public interface WorkerLink {
       }
 
       @Override
-      public void dropResident(String namespace, String session) {
-        agent.dropResident(namespace, session);
+      public void dropResident(String namespace, String session, boolean ended) {
+        agent.dropResident(namespace, session, ended);
       }
     };
   }

@@ -110,8 +110,8 @@ public final class LocalWorkerAgent implements WorkerAgent {
   }
 
   @Override
-  public void dropResident(String namespace, String session) {
-    drops.drop(namespace, session);
+  public void dropResident(String namespace, String session, boolean ended) {
+    drops.drop(namespace, session, ended);
   }
 
   /** The user's live executors: idle in the pool, or running a call. */

@@ -33,21 +33,21 @@ final class ResidentDrops {
   /**
    * Drops the session's values in the background: the caller may be the runtime's event loop,
    * and asking an executor is a blocking Py4J call. A call without a session ("") kept values
-   * that no session's end names.
+   * that no session's end names. {@code ended}: see {@link ResidentSpills#dropSession}.
    */
-  void drop(String owner, String session) {
+  void drop(String owner, String session, boolean ended) {
     if (owner == null || owner.isEmpty() || session == null || session.isEmpty()) {
       return;
     }
     try {
-      threads.execute(() -> dropNow(owner, session));
+      threads.execute(() -> dropNow(owner, session, ended));
     } catch (RejectedExecutionException closing) {
       // the agent is closing: its executors and their values end with it
     }
   }
 
-  private void dropNow(String owner, String session) {
-    int spilled = spills.dropSession(owner, session);
+  private void dropNow(String owner, String session, boolean ended) {
+    int spilled = spills.dropSession(owner, session, ended);
     int live = 0;
     for (ExecutorProcess executor : liveOf.apply(owner)) {
       if (!owner.equals(executor.owner()) || !executor.isAlive() || executor.stopped()) {

@@ -43,8 +43,9 @@ final class ResidentSpills {
   private static final int DROPPED_KEPT = 1024;
   /** Ended sessions remembered, so a spill that races their end drops their handles too. */
   private static final int ENDED_KEPT = 4096;
-  static final String SESSION_ENDED = "the client session that kept it ended (its client closed,"
-      + " did not come back within the reconnect window, or ran %bulletin --release)";
+  static final String SESSION_ENDED = "the client session that kept it ended or released it (its"
+      + " client closed, did not come back within the reconnect window, or ran"
+      + " %bulletin --release)";
 
   private final ObjectStore store;
   private final ResidentLimits limits;
@@ -175,12 +176,17 @@ final class ResidentSpills {
    * each spill none of whose handles is left goes back to the store. Only that user's spills are
    * looked at: the same session id in another user's namespace names nothing here.
    *
+   * @param sessionEnded the session ended: a spill recorded later (an executor that was
+   *     spilling as the end arrived) drops its handles too. False: it released its values
+   *     ({@code %bulletin --release}) and goes on, so what it keeps later stays
    * @return how many handles went
    */
-  synchronized int dropSession(String owner, String session) {
-    ended.add(owner + " " + session);
-    while (ended.size() > ENDED_KEPT) {
-      ended.remove(ended.iterator().next());
+  synchronized int dropSession(String owner, String session, boolean sessionEnded) {
+    if (sessionEnded) {
+      ended.add(owner + " " + session);
+      while (ended.size() > ENDED_KEPT) {
+        ended.remove(ended.iterator().next());
+      }
     }
     Map<String, Spill> ofOwner = handles.getOrDefault(owner, new HashMap<>());
     List<Spill> touched = new ArrayList<>();

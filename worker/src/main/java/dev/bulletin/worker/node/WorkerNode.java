@@ -235,7 +235,7 @@ public final class WorkerNode implements AutoCloseable {
       }
     } else if (message.hasDropResident() && !message.getDropResident().getNamespace().isEmpty()) {
       agent.dropResident(message.getDropResident().getNamespace(),
-          message.getDropResident().getSession());
+          message.getDropResident().getSession(), message.getDropResident().getEnded());
     }
   }
 

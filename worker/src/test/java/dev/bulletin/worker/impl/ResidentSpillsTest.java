@@ -57,12 +57,12 @@ class ResidentSpillsTest {
     spill("alice", 'a', handles("h1", "s1", "h2", "s2"));
     assertEquals(1, store.stats().referenced());
 
-    assertEquals(1, spills.dropSession("alice", "s1"));
+    assertEquals(1, spills.dropSession("alice", "s1", true));
     assertEquals(Set.of("h2"), spills.of("alice").keySet(), "only s2's handle is left");
     assertTrue(spills.droppedOf("alice").get("h1").contains("session that kept it ended"));
     assertEquals(1, store.stats().referenced(), "the spill still holds s2's value");
 
-    assertEquals(1, spills.dropSession("alice", "s2"));
+    assertEquals(1, spills.dropSession("alice", "s2", true));
     assertTrue(spills.of("alice").isEmpty());
     assertEquals(0, store.stats().referenced(), "the spill object went back to the store");
   }
@@ -70,17 +70,26 @@ class ResidentSpillsTest {
   @Test
   void anotherUsersSessionDropsNothingEvenWithTheSameSessionId() {
     spill("alice", 'a', handles("h1", "s1"));
-    assertEquals(0, spills.dropSession("bob", "s1"));
+    assertEquals(0, spills.dropSession("bob", "s1", true));
     assertEquals(Set.of("h1"), spills.of("alice").keySet());
     assertEquals(1, store.stats().referenced());
   }
 
   @Test
   void aSpillRecordedAfterItsSessionEndedDropsThatSessionsHandlesAtOnce() {
-    spills.dropSession("alice", "s1"); // the end raced the executor's spill
+    spills.dropSession("alice", "s1", true); // the end raced the executor's spill
     spill("alice", 'b', handles("h1", "s1"));
     assertTrue(spills.of("alice").isEmpty());
     assertTrue(spills.droppedOf("alice").containsKey("h1"));
     assertEquals(0, store.stats().referenced());
+  }
+
+  @Test
+  void aReleaseDropsWhatTheSessionKeptButNotWhatItKeepsLater() {
+    spill("alice", 'a', handles("h1", "s1"));
+    assertEquals(1, spills.dropSession("alice", "s1", false));
+    spill("alice", 'b', handles("h2", "s1")); // kept after the release: the session goes on
+    assertEquals(Set.of("h2"), spills.of("alice").keySet());
+    assertEquals(1, store.stats().referenced());
   }
 }
