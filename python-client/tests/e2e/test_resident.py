@@ -352,3 +352,25 @@ def test_release_frees_the_values_on_the_executor_that_keeps_them_even_while_it_
         assert printed[4] == "True False\nTrue\n"
     finally:
         cluster.stop()
+
+
+def test_a_remote_worker_frees_what_a_closed_session_kept_there(tmp_path):
+    home = tmp_path / "home"
+    # The embedded worker has no GPU: the calls run on the remote one, told over its link.
+    cluster = start_cluster(home, gpus=0, cpus=1)
+    worker, worker_log = start_worker(home, cluster.address, "far", cpus=1, gpus=1)
+    try:
+        with cluster.client(set_as_default=False) as other:
+            wait_until(lambda: any(w.worker_id == "far" for w in other.status().workers),
+                       timeout=60, what="the worker to attach")
+            client = cluster.client(set_as_default=False)
+            handle = client.submit(bulletin.gpu(keep=True)(make), 512).result()
+            assert handle.worker == "far" and kept_on_the_gpu(other) == 2048
+            client.close()
+            wait_until(lambda: kept_on_the_gpu(other) == 0, 30, interval=0.2,
+                       what="the remote executor to free the closed session's values")
+            wait_until(lambda: "dropped 1 resident value(s)" in worker_log.read_text(), 10,
+                       what="the worker to log the drop")  # logged once the executor answered
+    finally:
+        stop_worker(worker)
+        cluster.stop()
