@@ -339,7 +339,8 @@ def test_release_frees_the_values_on_the_executor_that_keeps_them_even_while_it_
             """, """
             print(busy.result() == pid, "a" in dir())
             deadline = time.monotonic() + 30
-            while (after := client.submit(kept, gpus=1).result())[1] and time.monotonic() < deadline:
+            while (after := client.submit(kept, gpus=1).result())[1] and \\
+                    time.monotonic() < deadline:
                 time.sleep(0.1)
             print(after == (pid, 0))
             """]

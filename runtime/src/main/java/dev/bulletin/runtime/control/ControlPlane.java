@@ -388,9 +388,9 @@ public final class ControlPlane {
   /**
    * Drops the resident values (issue 29) the session kept, on every attached worker: any may
    * hold some of its user's; {@code ended}: the session ended (else it released them and goes
-   * on). The user is the session's own namespace, so a session can only
-   * ever drop its own user's values. A remote worker whose link is broken hears it when it
-   * reattaches; one that has not reattached since a restart of the runtime does not.
+   * on). The user is the session's own namespace, so a session can only ever drop its own
+   * user's values. A remote worker whose link is broken hears it when it reattaches; one that
+   * has not reattached since a restart of the runtime does not.
    */
   public void releaseResident(ClientSession session, boolean ended) {
     for (AttachedWorker worker : workers.values()) {

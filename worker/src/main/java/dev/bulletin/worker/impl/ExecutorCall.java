@@ -11,7 +11,8 @@ import java.nio.file.Path;
  * "result", "spilled", "dropped", "session"}} with paths of store files, {@code refs} mapping each
  * argument object's id to its path, {@code spilled} each of the user's spilled resident values
  * ({@link ResidentSpills}) to its spill object's path, and {@code session} the client session
- * whose resident values the call keeps. Read in one place on the Python side ({@code bulletin._runtime._executor.Call.from_wire}).
+ * whose resident values the call keeps. Read in one place on the Python side
+ * ({@code bulletin._runtime._executor.Call.from_wire}).
  */
 final class ExecutorCall {
   private ExecutorCall() {}
