@@ -244,8 +244,15 @@ class Client:
         reply = self._conn.call(self._conn.stub.Status, pb.StatusRequest(), "Status")
         return ClusterStatus._from_proto(reply, self.dashboard_url)
 
+    def _release_resident(self) -> None:
+        """Drops every value this session keeps on the cluster (``bulletin.Resident``), as its
+        end would, in the background; the session goes on (``%bulletin --release``)."""
+        self._calls.check_open()
+        self._session.send(pb.ClientMessage(release_resident=pb.ReleaseResident()))
+
     def close(self) -> None:
-        """Ends the session; calls still pending fail with BulletinError."""
+        """Ends the session; calls still pending fail with BulletinError. What the session
+        keeps on the cluster (its ``bulletin.Resident`` values) is freed there."""
         if not self._calls.close():
             return
         self._submitter.stop()

@@ -118,18 +118,21 @@ def _bulletin_magic(line: str, cell: str | None = None):
 
 
 def release(shell) -> None:
-    """``%bulletin --release``: every value this notebook keeps on the cluster (its
-    ``bulletin.Resident`` names) is deleted there, its GPU memory freed, and the names here.
-    A notebook that is done says so; closing its kernel does not free them yet (they stay
-    until their executor's idle end, then spilled until --resident-idle-seconds)."""
+    """``%bulletin --release``: every value this notebook's session keeps on the cluster is
+    dropped there (on whichever executor or spill of the user holds it; its GPU memory freed,
+    shortly after), and its ``bulletin.Resident`` names here are deleted. Closing the client
+    (or the kernel) does the same."""
     names = sorted(name for name, value in shell.user_ns.items()
                    if isinstance(value, Resident) and not name.startswith("_"))
     if not names:
         print("[bulletin] this notebook keeps nothing on the cluster")
         return
-    # On a GPU executor of the same shape: the handles lead it to the one that keeps them.
-    gpus = max(shell.user_ns[name].gpus for name in names)
-    run_source(shell, "del " + ", ".join(names), Options.make(Options(), gpus=gpus), quiet=True)
+    # The runtime drops them as at the session's end, on every worker (not by a call, which
+    # could land on another executor of the user than the one that keeps them).
+    from ._client import get_client
+    get_client()._release_resident()
+    for name in names:
+        del shell.user_ns[name]
     print(f"[bulletin] released {len(names)} value(s) kept on the cluster: {', '.join(names)}")
 
 

@@ -70,6 +70,8 @@ class Call(NamedTuple):
     spilled: dict = {}
     # The user's resident values this worker dropped: handle id -> why (the next call says so).
     dropped: dict = {}
+    # The client session that submitted the call: what it keeps is that session's ("": none).
+    session: str = ""
 
     @staticmethod
     def from_wire(text: str) -> "Call":
@@ -81,7 +83,7 @@ class Call(NamedTuple):
             raise ValueError(f"the agent's call is not a JSON object: {text[:80]!r}")
         call = Call(fields.get("task"), fields.get("function"), fields.get("args"),
                     fields.get("refs", {}), fields.get("result"), fields.get("spilled", {}),
-                    fields.get("dropped", {}))
+                    fields.get("dropped", {}), fields.get("session") or "")
         for name, value in (("task", call.task_id), ("function", call.function_path),
                             ("args", call.args_path), ("result", call.result_path)):
             if not isinstance(value, str) or not value:
@@ -91,6 +93,8 @@ class Call(NamedTuple):
             raise ValueError(f"the agent's call has malformed 'refs' (id -> path): {call.refs!r}")
         if not isinstance(call.spilled, dict) or not isinstance(call.dropped, dict):
             raise ValueError(f"the agent's call has malformed 'spilled': {call.spilled!r}")
+        if not isinstance(call.session, str):
+            raise ValueError(f"the agent's call has a malformed 'session': {call.session!r}")
         return call
 
 
@@ -536,7 +540,8 @@ class _PythonExecutor:
         parsed = Call.from_wire(call)
         _preempt._begin_call(parsed.task_id)
         try:
-            reply = self._executor.run(parsed, lambda: _returned_marker(parsed.task_id))
+            with _resident.in_session(parsed.session):
+                reply = self._executor.run(parsed, lambda: _returned_marker(parsed.task_id))
         except BaseException as exc:  # e.g. the store is full: still end the call's output
             log(f"task {parsed.task_id}: could not store its result: {exc!r}")
             raise _for_py4j(exc) from None
@@ -563,6 +568,15 @@ class _PythonExecutor:
             return json.dumps(_resident.spill(path))
         except BaseException as exc:
             log(f"could not spill its resident values: {exc!r}")
+            raise _for_py4j(exc) from None
+
+    def dropSession(self, session: str) -> str:  # noqa: N802 - the Java interface's name
+        """Forgets the values a client session kept here (it ended) and frees their memory;
+        the agent calls it between calls or beside one (``_resident.drop_session``)."""
+        try:
+            return json.dumps(_resident.drop_session(str(session)))
+        except BaseException as exc:
+            log(f"could not drop the resident values of a session: {exc!r}")
             raise _for_py4j(exc) from None
 
 

@@ -2,6 +2,10 @@
 
 An executor belongs to one user for its life (docs/DESIGN: tenancy), so this registry is that
 user's: a handle of another user names nothing here, and resolving it fails as a lost value.
+Each entry belongs to the client session whose call kept it (``in_session``): a notebook's names
+are its own (two notebooks of a user may both bind ``model``), and ``drop_session`` forgets a
+session's entries when it ends. Another session of the user may use a handle while its keeping
+session lives.
 
 - ``keep`` registers a value and returns its handle (the same handle again for the same
   object, so a cell that only used ``model`` in place hands back the handle it was given).
@@ -19,8 +23,11 @@ on restore (decoding a read-only mapping) stands in for the host-to-device copy.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import sys
+import threading
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,11 +44,27 @@ _CAP = int(os.environ.get("BULLETIN_RESIDENT_MAX_BYTES", "0") or 0)  # 0: no cap
 class _Entry:
     value: object
     handle: Resident
+    session: str = ""  # the client session whose call kept it ("": the call named none)
 
 
 _entries: dict[str, _Entry] = {}  # handle id -> entry
 _by_object: dict[int, str] = {}  # id(value) -> handle id (entries hold the values alive)
-_by_name: dict[str, str] = {}  # the name a handle was last bound to -> handle id
+# (session, the name a handle was last bound to in it) -> handle id
+_by_name: dict[tuple[str, str], str] = {}
+# The agent asks drop_session beside a running call (another Py4J thread): one at a time.
+_lock = threading.RLock()
+_session = ""  # the session of the call running now (one call at a time per executor)
+
+
+@contextlib.contextmanager
+def in_session(session: str):
+    """While a call of ``session`` runs: what it keeps is that session's."""
+    global _session
+    _session = session or ""
+    try:
+        yield
+    finally:
+        _session = ""
 
 
 def is_device_value(value) -> bool:
@@ -62,9 +85,14 @@ def keep(value, name: str):
     """Registers ``value`` under ``name``; its handle (the value itself when keeping it would
     pass the user's cap). A handle already bound to ``name`` for another object is dropped (the
     notebook's name now holds the new handle)."""
+    with _lock:
+        return _keep(value, name)
+
+
+def _keep(value, name: str):
     known = _by_object.get(id(value))
     if known is not None:
-        _by_name[name] = known
+        _by_name[(_session, name)] = known
         return _entries[known].handle
     description = _describe(value)
     if 0 < _CAP < nbytes() + description[-1]:
@@ -76,16 +104,34 @@ def keep(value, name: str):
     handle = Resident(uuid.uuid4().hex, name, *description, gpus=_gpus(),
                       worker=os.environ.get("BULLETIN_EXECUTOR_ID", "").rpartition("-e")[0])
     _drop_name(name)
-    _entries[handle.id] = _Entry(value, handle)
+    _entries[handle.id] = _Entry(value, handle, _session)
     _by_object[id(value)] = handle.id
-    _by_name[name] = handle.id
+    _by_name[(_session, name)] = handle.id
     return handle
 
 
 def forget_names(names) -> None:
     """The cell deleted these names: the values their handles held go."""
-    for name in names:
-        _drop_name(name)
+    with _lock:
+        for name in names:
+            _drop_name(name)
+
+
+def drop_session(session: str) -> dict:
+    """The session ended (or released its values): its entries go and their GPU memory is
+    freed (a call of another session still using one holds it until that call ends).
+    ``{"dropped": n, "keeps": bytes still kept}``."""
+    with _lock:
+        gone = [h for h, entry in _entries.items() if entry.session == session]
+        for handle_id in gone:
+            _by_object.pop(id(_entries.pop(handle_id).value), None)
+        for key in [key for key, h in _by_name.items() if key[0] == session or h in gone]:
+            del _by_name[key]
+        kept = keeps()
+    if gone:
+        gc.collect()  # a module and its optimizer may hold each other: free them now
+        release_cached_gpu_memory()
+    return {"dropped": len(gone), "keeps": kept}
 
 
 def resolving_handles(spilled: dict[str, str], dropped: dict[str, str]):
@@ -94,6 +140,11 @@ def resolving_handles(spilled: dict[str, str], dropped: dict[str, str]):
 
 
 def resolve(handle_id: str, spilled: dict[str, str], dropped: dict[str, str]):
+    with _lock:
+        return _resolve(handle_id, spilled, dropped)
+
+
+def _resolve(handle_id: str, spilled: dict[str, str], dropped: dict[str, str]):
     entry = _entries.get(handle_id)
     if entry is not None:
         return entry.value
@@ -110,11 +161,20 @@ def resolve(handle_id: str, spilled: dict[str, str], dropped: dict[str, str]):
 
 def spill(path: str) -> dict | None:
     """Writes every value into one object file at ``path`` (the agent publishes it; a file
-    there already, at least the object's size, is a pre-faulted one it staged) and frees them: ``{"id", "size", "handles"}``, or None when nothing is kept here."""
+    there already, at least the object's size, is a pre-faulted one it staged) and frees them:
+    ``{"id", "size", "handles", "sessions"}`` (each handle's session), or None when nothing is
+    kept here."""
+    with _lock:
+        return _spill(path)
+
+
+def _spill(path: str) -> dict | None:
     if not _entries:
         return None
+    sessions = {h: entry.session for h, entry in _entries.items()}
     payload = {"handles": {h: entry.handle._fields() for h, entry in _entries.items()},
-               "values": {h: entry.value for h, entry in _entries.items()}}
+               "values": {h: entry.value for h, entry in _entries.items()},
+               "sessions": sessions}
     encoded = encode(payload)  # the codec copies device tensors to the host (_codec._pickle)
     try:  # the agent stages a pre-faulted file of the store's arena when it has one
         staged = os.stat(path).st_size >= encoded.nbytes
@@ -123,7 +183,8 @@ def spill(path: str) -> dict | None:
     except FileNotFoundError:
         staged = False
     write_file(Path(path), encoded, digesting=True, staged=staged)
-    spilled = {"id": encoded.digest(), "size": encoded.nbytes, "handles": list(_entries)}
+    spilled = {"id": encoded.digest(), "size": encoded.nbytes, "handles": list(_entries),
+               "sessions": sessions}
     _entries.clear()
     _by_object.clear()
     _by_name.clear()
@@ -150,20 +211,23 @@ def keeps() -> int:
 
 def nbytes() -> int:
     """The bytes this executor keeps (the caps count them)."""
-    return sum(entry.handle.nbytes for entry in _entries.values())
+    with _lock:
+        return sum(entry.handle.nbytes for entry in _entries.values())
 
 
 def _restore(path: str) -> None:
     """Loads a spill object: every handle in it comes back (they were spilled together)."""
     payload = open_object(path)
+    sessions = payload.get("sessions", {})  # a spill of an older executor names none
     for handle_id, fields in payload["handles"].items():
         if handle_id in _entries:
             continue
         handle = Resident(*fields)
         value = _to_device(payload["values"][handle_id], handle.device)
-        _entries[handle_id] = _Entry(value, handle)
+        session = sessions.get(handle_id, "")
+        _entries[handle_id] = _Entry(value, handle, session)
         _by_object[id(value)] = handle_id
-        _by_name.setdefault(handle.name, handle_id)
+        _by_name.setdefault((session, handle.name), handle_id)
 
 
 def _to_device(value, device: str):
@@ -186,7 +250,8 @@ def _to_device(value, device: str):
 
 
 def _drop_name(name: str) -> None:
-    old = _by_name.pop(name, None)
+    """The running call's session no longer binds ``name``."""
+    old = _by_name.pop((_session, name), None)
     if old is not None and old not in _by_name.values():
         entry = _entries.pop(old, None)
         if entry is not None:

@@ -10,8 +10,10 @@ next call finds her tensor restored.
 
 from __future__ import annotations
 
+import operator
 import os
 import textwrap
+import time
 
 import nbformat
 import pytest
@@ -19,8 +21,10 @@ from nbclient import NotebookClient
 
 import bulletin
 from bulletin._launch import pid_alive
-from cluster_support import ALICE, BOB, start_cluster, start_two_user_cluster, wait_until
+from cluster_support import (ALICE, BOB, cli_env, referenced_objects, start_cluster,
+                             start_two_user_cluster, wait_until)
 from durability_support import crash, restart, start_worker, stop_worker
+from link_proxy import LinkProxy
 
 pytestmark = pytest.mark.timeout(240)
 FILL = 7.25  # alice's bytes: bob's executor looks for tensors holding this
@@ -49,6 +53,17 @@ def where_and_what(t, add: float = 0.0):
 
 def identity(t):
     return os.getpid(), id(t)
+
+
+def kept_bytes() -> int:
+    """The bytes of resident values the executor this runs on keeps (for its user)."""
+    from bulletin._runtime import _resident
+    return _resident.keeps()
+
+
+def kept_on_the_gpu(client: bulletin.Client) -> int:
+    """What the user's executor on the one GPU keeps (a gpus=1 call lands on it)."""
+    return client.submit(kept_bytes, gpus=1).result(timeout=60)
 
 
 def alice_bytes_here() -> int:
@@ -128,8 +143,12 @@ def test_a_cells_gpu_values_stay_between_cells_and_come_back_as_handles(cluster)
         """, """
         %bulletin --release
         """, """
-        %%bulletin gpus=1 -q
-        keeps_after = __import__("bulletin._runtime._resident", fromlist=["x"]).keeps()
+        import time
+        def kept():
+            return __import__("bulletin._runtime._resident", fromlist=["x"]).keeps()
+        deadline = time.monotonic() + 30  # the release reaches the executor in the background
+        while (keeps_after := client.submit(kept, gpus=1).result()) and time.monotonic() < deadline:
+            time.sleep(0.1)
         """, """
         print(keeps_now > 0, keeps_after, "a" in dir(), "b" in dir())
         """, """
@@ -150,7 +169,7 @@ def test_a_cells_gpu_values_stay_between_cells_and_come_back_as_handles(cluster)
     assert printed[8] == "False\n"
     # %bulletin --release frees what the notebook keeps there, and the names here.
     assert printed[11] == "[bulletin] released 2 value(s) kept on the cluster: a, b\n"
-    assert printed[13].startswith("True ") and printed[13].endswith(" False False\n")
+    assert printed[13] == "True 0 False False\n"  # freed on the executor that kept them
     assert printed[14] == "[bulletin] this notebook keeps nothing on the cluster\n"
 
 
@@ -215,6 +234,144 @@ def test_spilled_values_on_a_remote_worker_survive_a_runtime_restart(tmp_path):
             timeout=60)
         assert new_pid != pid and total == 64 * (FILL + 1)
         client.close()
+    finally:
+        stop_worker(worker)
+        cluster.stop()
+
+
+def test_closing_a_client_frees_what_its_session_kept_and_nothing_of_other_sessions(cluster):
+    keep = bulletin.gpu(keep=True)(make)
+    with bulletin.Client(cluster.address, token=ALICE, set_as_default=False) as alice2:
+        alice1 = bulletin.Client(cluster.address, token=ALICE, set_as_default=False)
+        first = alice1.submit(keep, 1024).result()  # 4 KiB
+        mine = alice2.submit(keep, 256).result()  # 1 KiB, in the same executor of alice's
+        assert kept_on_the_gpu(alice2) == 4096 + 1024
+        pid = alice2.submit(bulletin.gpu(identity), first).result()[0]  # another session's
+
+        # bob's session ends: not a byte of alice's goes (it names only bob's values).
+        with bulletin.Client(cluster.address, token=BOB, set_as_default=False) as bob:
+            assert bob.submit(operator.add, 1, 2).result() == 3
+        time.sleep(1)
+        assert kept_on_the_gpu(alice2) == 4096 + 1024
+
+        alice1.close()
+        wait_until(lambda: kept_on_the_gpu(alice2) == 1024, 30, interval=0.2,
+                   what="the closed session's values to be freed in the executor")
+        # Another session's values stay, in the same process (no executor was restarted)...
+        assert alice2.submit(bulletin.gpu(where_and_what), mine, 0.0).result()[::2] == (
+            pid, 256 * FILL)
+        # ...and a handle of the ended session names nothing any more.
+        with pytest.raises(bulletin.ResidentLostError, match="session"):
+            alice2.submit(bulletin.gpu(identity), first).result()
+
+
+def test_closing_a_client_drops_its_spilled_values_from_the_store(tmp_path):
+    cluster = start_cluster(tmp_path / "home", "--executor-idle-seconds", "0.5")
+    try:
+        with cluster.client(set_as_default=False) as other:
+            baseline = referenced_objects(other)
+            client = cluster.client(set_as_default=False)
+            handle = client.submit(bulletin.gpu(keep=True)(make), 64).result()
+            pid = client.submit(bulletin.gpu(identity), handle).result()[0]
+            log = cluster.home / "runtime.log"
+            wait_until(lambda: "spilled 1 resident value" in log.read_text(), 30,
+                       what="the idle executor to spill")
+            wait_until(lambda: not pid_alive(pid), 30, what="the idle executor to end")
+            client.close()
+            wait_until(lambda: "released the spill object" in log.read_text(), 30,
+                       what="the closed session's spill to be released")
+            # Nothing of the closed session is held in the store: not its spill either.
+            wait_until(lambda: referenced_objects(other) == baseline, 30, interval=0.2,
+                       what="the store's references to come back to where they were")
+            with pytest.raises(bulletin.ResidentLostError, match="session that kept it ended"):
+                other.submit(bulletin.gpu(identity), handle).result()
+    finally:
+        cluster.stop()
+
+
+def test_a_session_whose_resume_window_passed_has_its_values_freed(tmp_path):
+    home = tmp_path / "home"
+    cluster = start_cluster(home, env={**cli_env(home), "BULLETIN_RECONNECT_WINDOW": "2"})
+    try:
+        with LinkProxy(cluster.address) as proxy, cluster.client(set_as_default=False) as other:
+            client = bulletin.Client(proxy.address, token=cluster.token, set_as_default=False,
+                                     reconnect_timeout=60)
+            client.submit(bulletin.gpu(keep=True)(make), 512).result()
+            assert kept_on_the_gpu(other) == 2048
+            proxy.cut()
+            wait_until(lambda: kept_on_the_gpu(other) == 0, 30, interval=0.2,
+                       what="the values of the session whose window passed to be freed")
+            assert "did not resume it within 2 s" in (home / "runtime.log").read_text()
+            proxy.restore()
+            client.close()
+    finally:
+        cluster.stop()
+
+
+def test_release_frees_the_values_on_the_executor_that_keeps_them_even_while_it_is_busy(
+        tmp_path):
+    # Two GPUs: while the executor that keeps the notebook's values runs another call of the
+    # notebook's, a call (the old --release ran `del` as one) would land on the other GPU.
+    cluster = start_cluster(tmp_path / "home", gpus=2)
+    started = tmp_path / "started"
+    try:
+        cells = [f"""
+            import bulletin, os, time
+            client = bulletin.Client({cluster.address!r}, token={cluster.token!r})
+            def hold(t, marker):
+                open(marker, "w").close()
+                time.sleep(3)
+                return os.getpid()
+            def kept():
+                return os.getpid(), __import__("bulletin._runtime._resident",
+                                               fromlist=["x"]).keeps()
+            """, """
+            %%bulletin gpus=1 -q
+            import os, torch
+            a = torch.ones(64)
+            pid = os.getpid()
+            """, f"""
+            busy = client.submit(hold, a, {str(started)!r}, gpus=1)  # on a's executor
+            while not os.path.exists({str(started)!r}):
+                time.sleep(0.05)
+            """, """
+            %bulletin --release
+            """, """
+            print(busy.result() == pid, "a" in dir())
+            deadline = time.monotonic() + 30
+            while (after := client.submit(kept, gpus=1).result())[1] and \\
+                    time.monotonic() < deadline:
+                time.sleep(0.1)
+            print(after == (pid, 0))
+            """]
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell(textwrap.dedent(cell)) for cell in cells]
+        NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+        printed = ["".join(o.get("text", "") for o in cell.outputs
+                           if o["output_type"] == "stream") for cell in nb.cells]
+        assert printed[3] == "[bulletin] released 1 value(s) kept on the cluster: a\n"
+        assert printed[4] == "True False\nTrue\n"
+    finally:
+        cluster.stop()
+
+
+def test_a_remote_worker_frees_what_a_closed_session_kept_there(tmp_path):
+    home = tmp_path / "home"
+    # The embedded worker has no GPU: the calls run on the remote one, told over its link.
+    cluster = start_cluster(home, gpus=0, cpus=1)
+    worker, worker_log = start_worker(home, cluster.address, "far", cpus=1, gpus=1)
+    try:
+        with cluster.client(set_as_default=False) as other:
+            wait_until(lambda: any(w.worker_id == "far" for w in other.status().workers),
+                       timeout=60, what="the worker to attach")
+            client = cluster.client(set_as_default=False)
+            handle = client.submit(bulletin.gpu(keep=True)(make), 512).result()
+            assert handle.worker == "far" and kept_on_the_gpu(other) == 2048
+            client.close()
+            wait_until(lambda: kept_on_the_gpu(other) == 0, 30, interval=0.2,
+                       what="the remote executor to free the closed session's values")
+            wait_until(lambda: "dropped 1 resident value(s)" in worker_log.read_text(), 10,
+                       what="the worker to log the drop")  # logged once the executor answered
     finally:
         stop_worker(worker)
         cluster.stop()

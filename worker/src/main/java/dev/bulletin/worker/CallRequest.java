@@ -11,14 +11,22 @@ import java.util.Optional;
  *
  * @param runAs the Unix account the call owner's executors run as (users[].run_as), if any
  * @param executor its memory limit and Python environment ({@link ExecutorSpec#NONE}: none)
+ * @param session the client session that submitted it ("" when unknown): the resident values
+ *     the call keeps are that session's, and go when it ends ({@link WorkerAgent#dropResident})
  */
 public record CallRequest(String taskId, ObjectKey function, ObjectKey args, List<ObjectKey> refs,
-    List<Integer> gpuIds, Optional<String> runAs, ExecutorSpec executor) {
+    List<Integer> gpuIds, Optional<String> runAs, ExecutorSpec executor, String session) {
   public CallRequest {
     refs = List.copyOf(refs);
     gpuIds = List.copyOf(gpuIds);
     runAs = runAs == null ? Optional.empty() : runAs.filter(account -> !account.isEmpty());
     executor = executor == null ? ExecutorSpec.NONE : executor;
+    session = session == null ? "" : session;
+  }
+
+  public CallRequest(String taskId, ObjectKey function, ObjectKey args, List<ObjectKey> refs,
+      List<Integer> gpuIds, Optional<String> runAs, ExecutorSpec executor) {
+    this(taskId, function, args, refs, gpuIds, runAs, executor, "");
   }
 
   public CallRequest(String taskId, ObjectKey function, ObjectKey args, List<ObjectKey> refs,

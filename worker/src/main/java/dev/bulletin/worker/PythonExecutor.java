@@ -37,4 +37,12 @@ public interface PythonExecutor {
    * @return JSON {@code {"id", "size", "handles"}}, or {@code null} when it keeps nothing
    */
   String spill(String path);
+
+  /**
+   * Forgets the values kept for a client session that ended (or released them) and frees their
+   * memory; may be called while a call of another session runs.
+   *
+   * @return JSON {@code {"dropped", "keeps"}}: how many values went, and the bytes still kept
+   */
+  String dropSession(String session);
 }

@@ -178,6 +178,7 @@ public final class GrpcApi {
         case CANCEL -> plane.cancel(session, message.getCancel().getTaskId());
         case RELEASE -> release(session, message.getRelease().getIdsList());
         case SESSION_ACK -> session.acknowledge(message.getSessionAck().getSeq());
+        case RELEASE_RESIDENT -> plane.releaseResident(session, false);
         default -> { } // a newer client's message kind: ignore rather than break the stream
       }
     });

@@ -382,6 +382,20 @@ public final class ControlPlane {
     session.close().forEach(objects::release);
     session.holds().releaseAll();
     journaling.sessionClosed(session);
+    releaseResident(session, true);
+  }
+
+  /**
+   * Drops the resident values (issue 29) the session kept, on every attached worker: any may
+   * hold some of its user's; {@code ended}: the session ended (else it released them and goes
+   * on). The user is the session's own namespace, so a session can only ever drop its own
+   * user's values. A remote worker whose link is broken hears it when it reattaches; one that
+   * has not reattached since a restart of the runtime does not.
+   */
+  public void releaseResident(ClientSession session, boolean ended) {
+    for (AttachedWorker worker : workers.values()) {
+      worker.link().dropResident(session.namespace(), session.id(), ended);
+    }
   }
 
   /**
@@ -517,7 +531,8 @@ public final class ControlPlane {
     CallRequest request = new CallRequest(task.id(), task.function(), task.args(), task.refs(),
         placed.gpuIds(), Optional.ofNullable(runAs.get(task.owner().user())),
         task.executorSpec().withGpuFraction(task.demand().fractional()
-            ? task.demand().gpuShare() : 0));
+            ? task.demand().gpuShare() : 0),
+        task.sink() instanceof ClientSession session ? session.id() : "");
     whenEnded(task, worker.link().run(request, listener(task)));
   }
 

@@ -9,6 +9,7 @@ import dev.bulletin.bridge.ObjectStoreException;
 import dev.bulletin.protocol.CallEnded;
 import dev.bulletin.protocol.CallReturned;
 import dev.bulletin.protocol.DropObjects;
+import dev.bulletin.protocol.DropResident;
 import dev.bulletin.protocol.HeadMessage;
 import dev.bulletin.protocol.HeldObject;
 import dev.bulletin.protocol.ObjectRef;
@@ -109,7 +110,7 @@ public final class RemoteWorkerLink implements WorkerLink {
         .setNamespace(request.args().namespace()).setRunAs(request.runAs().orElse(""))
         .setMemoryBytes(request.executor().memoryBytes())
         .setGpuFraction(request.executor().gpuFraction())
-        .setEnvironment(request.executor().toProto());
+        .setEnvironment(request.executor().toProto()).setSession(request.session());
     // An input another worker keeps comes from there directly when both serve data ports.
     request.refs().forEach(key -> run.addRefs(objects.directSource(key, workerId)
         .map(direct -> ref(key, false).toBuilder().setDirect(direct).build())
@@ -168,6 +169,12 @@ public final class RemoteWorkerLink implements WorkerLink {
   public void sendObject(ObjectKey key) {
     send(HeadMessage.newBuilder().setSend(SendObject.newBuilder()
         .setNamespace(key.namespace()).setId(key.id().hex())).build());
+  }
+
+  @Override
+  public void dropResident(String namespace, String session, boolean ended) {
+    send(HeadMessage.newBuilder().setDropResident(DropResident.newBuilder()
+        .setNamespace(namespace).setSession(session).setEnded(ended)).build());
   }
 
   @Override

@@ -51,6 +51,12 @@ public interface WorkerLink {
   default void dropObjects(String namespace, java.util.List<dev.bulletin.bridge.ObjectKey> keys) {}
 
   /**
+   * A client session of the user whose namespace this is ended or released its resident values
+   * ({@link WorkerAgent#dropResident}): the worker drops what that session kept there.
+   */
+  default void dropResident(String namespace, String session, boolean ended) {}
+
+  /**
    * Takes over a call this worker already runs: a runtime restored from its journal adopts it
    * when the worker reattaches (docs/durability.md). Its progress and outcome come back as for
    * {@link #run}. Only a remote worker outlives the runtime; the default says so as the outcome.
@@ -87,6 +93,11 @@ public interface WorkerLink {
       @Override
       public dev.bulletin.worker.GpuUsage usage() {
         return agent.usage();
+      }
+
+      @Override
+      public void dropResident(String namespace, String session, boolean ended) {
+        agent.dropResident(namespace, session, ended);
       }
     };
   }

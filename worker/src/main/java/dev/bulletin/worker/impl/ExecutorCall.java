@@ -8,9 +8,11 @@ import java.nio.file.Path;
 
 /**
  * One call as an executor receives it: JSON {@code {"task", "function", "args", "refs",
- * "result", "spilled"}} with paths of store files, {@code refs} mapping each argument object's id to
- * its path and {@code spilled} each of the user's spilled resident values ({@link ResidentSpills})
- * to its spill object's path. Read in one place on the Python side ({@code bulletin._runtime._executor.Call.from_wire}).
+ * "result", "spilled", "dropped", "session"}} with paths of store files, {@code refs} mapping each
+ * argument object's id to its path, {@code spilled} each of the user's spilled resident values
+ * ({@link ResidentSpills}) to its spill object's path, and {@code session} the client session
+ * whose resident values the call keeps. Read in one place on the Python side
+ * ({@code bulletin._runtime._executor.Call.from_wire}).
  */
 final class ExecutorCall {
   private ExecutorCall() {}
@@ -31,6 +33,7 @@ final class ExecutorCall {
         .put("result", resultPath.toString())
         .put("spilled", spills)
         .put("dropped", new JsonObject(new java.util.HashMap<>(dropped)))
+        .put("session", request.session())
         .encode();
   }
 }

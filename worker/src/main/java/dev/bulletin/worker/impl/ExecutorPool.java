@@ -312,6 +312,14 @@ final class ExecutorPool {
     return spills;
   }
 
+  /** The user's idle executors, a copy: the end of a client session reaches them there. */
+  synchronized List<ExecutorProcess> idleOf(String owner) {
+    List<ExecutorProcess> own = new ArrayList<>();
+    idle.values().forEach(executors -> executors.stream()
+        .filter(executor -> owner.equals(executor.owner())).forEach(own::add));
+    return own;
+  }
+
   /**
    * Spills what the user's other idle executors keep (on other GPUs of this host): the call
    * about to run on {@code taken} restores it there, since a value is on one executor only.

@@ -6,6 +6,7 @@ import dev.bulletin.worker.CallListener;
 import dev.bulletin.worker.CallOutcome;
 import dev.bulletin.worker.CallRequest;
 import dev.bulletin.worker.PythonExecutor;
+import io.vertx.core.json.JsonObject;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -310,6 +311,17 @@ final class ExecutorProcess {
     String reply = python.spill(path.toString());
     keeps = 0;
     return reply;
+  }
+
+  /**
+   * Asks the executor to forget the values a client session kept in it (the session ended);
+   * how many went.
+   */
+  int dropSession(String session) {
+    JsonObject reply = new JsonObject(
+        python.dropSession(session));
+    keeps = reply.getLong("keeps", 0L);
+    return reply.getInteger("dropped", 0);
   }
 
   /** The bytes its last call left kept in it (0: none). */

@@ -44,12 +44,14 @@ public final class LocalWorkerAgent implements WorkerAgent {
   private final Map<String, ExecutorProcess> running = new ConcurrentHashMap<>();
   /** Stops that arrived before the call reached an executor. */
   private final Map<String, String> pendingStops = new ConcurrentHashMap<>();
+  private final ResidentDrops drops;
 
   public LocalWorkerAgent(WorkerOptions options, ObjectStore store) {
     this.options = options;
     this.store = store;
     this.pool = new ExecutorPool(options, store, threads);
     this.sampler = UtilisationSampler.forGpus(options.gpus(), SAMPLE_MILLIS);
+    this.drops = new ResidentDrops(threads, pool.spills(), this::liveOf);
   }
 
   @Override
@@ -105,6 +107,19 @@ public final class LocalWorkerAgent implements WorkerAgent {
             }
           });
     });
+  }
+
+  @Override
+  public void dropResident(String namespace, String session, boolean ended) {
+    drops.drop(namespace, session, ended);
+  }
+
+  /** The user's live executors: idle in the pool, or running a call. */
+  private List<ExecutorProcess> liveOf(String owner) {
+    List<ExecutorProcess> live = new ArrayList<>(pool.idleOf(owner));
+    running.values().stream().filter(executor -> owner.equals(executor.owner()))
+        .filter(executor -> !live.contains(executor)).forEach(live::add);
+    return live;
   }
 
   @Override

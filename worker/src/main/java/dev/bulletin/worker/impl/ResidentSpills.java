@@ -12,8 +12,10 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -30,12 +32,20 @@ import java.util.logging.Logger;
  * when none of its handles is in it any more (they were spilled again since), when it has not
  * been used for {@link ResidentLimits#idleMillis}, or when a byte cap needs its room (oldest
  * first); the handles it held are then remembered as dropped, with why, for the next call.
+ *
+ * <p>Each handle belongs to the client session whose call kept it: when that session ends, its
+ * handles go ({@link #dropSession}), and a spill none of whose handles is left goes with them.
  */
 final class ResidentSpills {
 
   private static final Logger LOG = Logger.getLogger(ResidentSpills.class.getName());
   /** Dropped handles remembered per user, for the message (the oldest are forgotten). */
   private static final int DROPPED_KEPT = 1024;
+  /** Ended sessions remembered, so a spill that races their end drops their handles too. */
+  private static final int ENDED_KEPT = 4096;
+  static final String SESSION_ENDED = "the client session that kept it ended or released it (its"
+      + " client closed, did not come back within the reconnect window, or ran"
+      + " %bulletin --release)";
 
   private final ObjectStore store;
   private final ResidentLimits limits;
@@ -44,13 +54,17 @@ final class ResidentSpills {
     final String owner;
     final ObjectKey key;
     final long size;
-    final List<String> handles = new ArrayList<>();
+    /** Handle id to the client session that kept it ("" when the call named none). */
+    final Map<String, String> sessions;
+    final List<String> handles;
     long usedNanos = System.nanoTime();
 
-    Spill(String owner, ObjectKey key, long size) {
+    Spill(String owner, ObjectKey key, long size, Map<String, String> sessions) {
       this.owner = owner;
       this.key = key;
       this.size = size;
+      this.sessions = Map.copyOf(sessions);
+      this.handles = List.copyOf(sessions.keySet());
     }
   }
 
@@ -58,6 +72,8 @@ final class ResidentSpills {
   private final Map<String, Map<String, Spill>> handles = new HashMap<>();
   /** By user: handle id to why it was dropped. Guarded by this. */
   private final Map<String, LinkedHashMap<String, String>> dropped = new HashMap<>();
+  /** Sessions that ended, as "namespace session", oldest first. Guarded by this. */
+  private final Set<String> ended = new LinkedHashSet<>();
 
   ResidentSpills(ObjectStore store, ResidentLimits limits) {
     this.store = store;
@@ -88,9 +104,11 @@ final class ResidentSpills {
       JsonObject answer = new JsonObject(reply);
       ObjectKey key = store.adopt(new ObjectKey(owner, ObjectId.parse(answer.getString("id"))),
           staged);
-      Spill spill = new Spill(owner, key, answer.getLong("size"));
-      answer.getJsonArray("handles").forEach(handle -> spill.handles.add(handle.toString()));
-      record(spill);
+      JsonObject sessions = answer.getJsonObject("sessions", new JsonObject());
+      Map<String, String> handles = new LinkedHashMap<>();
+      answer.getJsonArray("handles").forEach(handle -> handles.put(handle.toString(),
+          sessions.getString(handle.toString(), "")));
+      Spill spill = record(owner, key, answer.getLong("size"), handles);
       LOG.info(() -> "executor " + executor.id() + " spilled " + spill.handles.size()
           + " resident value(s) of " + owner + " (" + spill.size + " bytes) to the store");
     } catch (RuntimeException e) {
@@ -128,18 +146,76 @@ final class ResidentSpills {
         + " s (--resident-idle-seconds)"));
   }
 
-  private void record(Spill spill) {
-    synchronized (this) {
-      Map<String, Spill> ofOwner = handles.computeIfAbsent(spill.owner, user -> new HashMap<>());
-      List<Spill> before = List.copyOf(ofOwner.values());
-      for (String handle : spill.handles) {
+  /**
+   * Publishes a spill object of {@code owner}'s (holding one reference, which is the spill's
+   * now) and the sessions of its handles; the handles of a session that ended meanwhile are
+   * dropped at once.
+   */
+  synchronized Spill record(String owner, ObjectKey key, long size,
+      Map<String, String> sessionsOfHandles) {
+    Spill spill = new Spill(owner, key, size, sessionsOfHandles);
+    Map<String, Spill> ofOwner = handles.computeIfAbsent(spill.owner, user -> new HashMap<>());
+    // An older spill none of whose handles is left (spilled again since) goes with it.
+    List<Spill> before = new ArrayList<>(ofOwner.values());
+    for (String handle : spill.handles) {
+      if (ended.contains(owner + " " + spill.sessions.get(handle))) {
+        remember(owner, handle, SESSION_ENDED);
+      } else {
         ofOwner.put(handle, spill);
         dropped.getOrDefault(spill.owner, new LinkedHashMap<>()).remove(handle);
       }
-      // An older spill none of whose handles it still holds goes back to the store.
-      before.stream().distinct().filter(old -> !ofOwner.containsValue(old))
-          .forEach(old -> store.release(old.key));
-      capBytes(spill.owner);
+    }
+    before.add(spill);
+    releaseUnheld(ofOwner, before);
+    capBytes(spill.owner);
+    return spill;
+  }
+
+  /**
+   * A client session of {@code owner} ended: its handles go (a call given one is told why), and
+   * each spill none of whose handles is left goes back to the store. Only that user's spills are
+   * looked at: the same session id in another user's namespace names nothing here.
+   *
+   * @param sessionEnded the session ended: a spill recorded later (an executor that was
+   *     spilling as the end arrived) drops its handles too. False: it released its values
+   *     ({@code %bulletin --release}) and goes on, so what it keeps later stays
+   * @return how many handles went
+   */
+  synchronized int dropSession(String owner, String session, boolean sessionEnded) {
+    if (sessionEnded) {
+      ended.add(owner + " " + session);
+      while (ended.size() > ENDED_KEPT) {
+        ended.remove(ended.iterator().next());
+      }
+    }
+    Map<String, Spill> ofOwner = handles.getOrDefault(owner, new HashMap<>());
+    List<Spill> touched = new ArrayList<>();
+    for (Map.Entry<String, Spill> entry : List.copyOf(ofOwner.entrySet())) {
+      if (session.equals(entry.getValue().sessions.get(entry.getKey()))) {
+        ofOwner.remove(entry.getKey());
+        touched.add(entry.getValue());
+        remember(owner, entry.getKey(), SESSION_ENDED);
+      }
+    }
+    releaseUnheld(ofOwner, touched);
+    return touched.size(); // one entry per handle
+  }
+
+  /** Each of these spills none of whose handles the user's map still holds goes to the store. */
+  private void releaseUnheld(Map<String, Spill> ofOwner, List<Spill> candidates) {
+    candidates.stream().distinct().filter(old -> !ofOwner.containsValue(old)).forEach(old -> {
+      store.release(old.key);
+      LOG.info(() -> "released the spill object " + old.key + " of " + old.owner
+          + ": none of its resident values is kept any more");
+    });
+  }
+
+  private void remember(String owner, String handle, String why) {
+    LinkedHashMap<String, String> gone = dropped.computeIfAbsent(owner,
+        user -> new LinkedHashMap<>());
+    gone.put(handle, why);
+    while (gone.size() > DROPPED_KEPT) {
+      gone.remove(gone.keySet().iterator().next());
     }
   }
 
@@ -173,15 +249,10 @@ final class ResidentSpills {
 
   private void drop(Spill spill, String why) {
     Map<String, Spill> ofOwner = handles.getOrDefault(spill.owner, new HashMap<>());
-    LinkedHashMap<String, String> gone = dropped.computeIfAbsent(spill.owner,
-        user -> new LinkedHashMap<>());
     for (String handle : spill.handles) {
       if (ofOwner.remove(handle, spill)) {
-        gone.put(handle, why);
+        remember(spill.owner, handle, why);
       }
-    }
-    while (gone.size() > DROPPED_KEPT) {
-      gone.remove(gone.keySet().iterator().next());
     }
     store.release(spill.key);
     LOG.info(() -> "dropped " + spill.handles.size() + " spilled resident value(s) of "

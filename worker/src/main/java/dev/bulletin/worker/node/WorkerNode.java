@@ -233,6 +233,9 @@ public final class WorkerNode implements AutoCloseable {
       for (String id : message.getDrop().getIdsList()) {
         dropKept(message.getDrop().getNamespace(), id);
       }
+    } else if (message.hasDropResident() && !message.getDropResident().getNamespace().isEmpty()) {
+      agent.dropResident(message.getDropResident().getNamespace(),
+          message.getDropResident().getSession(), message.getDropResident().getEnded());
     }
   }
 
@@ -323,7 +326,7 @@ public final class WorkerNode implements AutoCloseable {
       CallRequest request = new CallRequest(taskId, function.result(), argsId, refs,
           call.getGpuIdsList(), java.util.Optional.of(call.getRunAs()),
           dev.bulletin.worker.ExecutorSpec.of(call.getMemoryBytes(), call.getEnvironment())
-              .withGpuFraction(call.getGpuFraction()));
+              .withGpuFraction(call.getGpuFraction()), call.getSession());
       agent.run(request, listener(taskId)).whenComplete((outcome, error) ->
           context.runOnContext(ignored -> {
             List<HeldObject> held = storeReport.held(inputKeys);
