@@ -5,16 +5,11 @@ import dev.bulletin.runtime.api.TaskEvents;
 import dev.bulletin.runtime.objects.ObjectDirectory;
 import dev.bulletin.runtime.objects.TaskObjects;
 import dev.bulletin.runtime.workers.AttachedWorker;
-import com.google.protobuf.ByteString;
-import dev.bulletin.bridge.ObjectId;
 import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.bridge.ObjectStore;
-import dev.bulletin.bridge.ObjectStoreException;
 import dev.bulletin.protocol.FailureCode;
-import dev.bulletin.protocol.ObjectRef;
 import dev.bulletin.protocol.RuntimeTimings;
 import dev.bulletin.protocol.TaskSpec;
-import dev.bulletin.protocol.Text;
 import dev.bulletin.runtime.scheduler.ClusterCapacity;
 import dev.bulletin.runtime.scheduler.Demand;
 import dev.bulletin.runtime.scheduler.Feasibility;
@@ -71,6 +66,8 @@ public final class ControlPlane {
   private final Journaling journaling;
   /** Restored calls that wait for the remote worker that ran them to reattach. */
   private final RestoredRemoteWork restoredRemoteWork;
+  private final Admission admission;
+  private final CallEndings endings;
 
   /**
    * @param drainMarginSeconds a worker whose allocation ends sooner than this takes no call
@@ -92,6 +89,8 @@ public final class ControlPlane {
     this.drainMarginSeconds = drainMarginSeconds;
     tasks.listen(journaling);
     this.restoredRemoteWork = new RestoredRemoteWork(this, context);
+    this.admission = new Admission(tasks, journaling, policy, objects);
+    this.endings = new CallEndings(tasks, objects, journaling, store, inlineLimit);
     policy.ledger().onChange(() -> journaling.ledger(policy.ledger().image()));
   }
 
@@ -231,69 +230,12 @@ public final class ControlPlane {
   // ---- accepting calls -------------------------------------------------------------------
 
   public void submit(ClientSession session, TaskSpec spec) {
-    String taskId = spec.getTaskId();
-    if (taskId.isBlank()) {
-      session.send(TaskEvents.failed("", FailureCode.INVALID_REQUEST,
-          "a submitted call needs a task_id", RuntimeTimings.getDefaultInstance()));
+    Task task = admission.admit(session, spec);
+    if (task == null) {
       return;
     }
-    var known = tasks.get(taskId);
-    if (known.isPresent() && known.get().sink() == session) {
-      return; // sent again by a reconnecting client whose SubmitReply was lost: accepted already
-    }
-    if (known.isPresent()) {
-      reject(session, taskId, "task id " + taskId + " is already in use; ids must be unique");
-      return;
-    }
-    String unjournaled = journaling.failure(); // read once: the writer thread may clear it
-    if (unjournaled != null) {
-      session.send(TaskEvents.failed(taskId, FailureCode.INTERNAL, unjournaled,
-          RuntimeTimings.getDefaultInstance()));
-      return;
-    }
-    if (spec.getTimeoutSeconds() < 0) {
-      reject(session, taskId, "timeout must be >= 0 seconds, got " + spec.getTimeoutSeconds());
-      return;
-    }
-    var qos = policy.policy().qosFor(spec.getQos());
-    if (qos.isEmpty()) {
-      reject(session, taskId, "qos '" + spec.getQos() + "' is not a QoS class of this cluster"
-          + " (known: " + String.join(", ", policy.policy().qosNames()) + ")");
-      return;
-    }
-    if (!(spec.getCredits() >= 0)) {
-      reject(session, taskId, "credits must be >= 0, got " + spec.getCredits());
-      return;
-    }
-    Demand demand;
-    ObjectKey function;
-    TaskObjects.Accepted accepted;
-    dev.bulletin.worker.ExecutorSpec executorSpec;
-    try {
-      executorSpec = dev.bulletin.worker.ExecutorSpec.of(spec.getResources().getMemoryBytes(),
-          spec.getEnvironment());
-      demand = new Demand(spec.getResources().getGpus(), spec.getResources().getCpus(),
-          spec.getResources().getMemoryBytes(), spec.getResources().getGpuEighths());
-      function = acceptFunction(session, spec.getFunction());
-      accepted = TaskObjects.accept(objects, session.namespace(), spec);
-    } catch (ObjectDirectory.ObjectLostException e) {
-      session.send(TaskEvents.failed(taskId, FailureCode.WORKER_LOST, e.getMessage()
-          + "; run the call that made it again", RuntimeTimings.getDefaultInstance()));
-      return;
-    } catch (IllegalArgumentException | ObjectStoreException e) {
-      reject(session, taskId, e.getMessage());
-      return;
-    }
-    Task task = new Task(taskId, spec.getName(), session.identity(), demand, function,
-        accepted.args(), accepted.refs(), spec.getTimeoutSeconds(), session, System.nanoTime());
-    task.allowRetries(spec.getRetries());
-    task.needsExecutor(executorSpec);
-    task.preferWorker(spec.getPreferWorker());
-    // A call without a timeout may run for its QoS class's longest walltime, and is stopped then.
-    task.scheduling(qos.get().name(), spec.getPriority(), spec.getCredits(),
-        spec.getTimeoutSeconds() > 0
-            ? java.time.Duration.ofMillis((long) (spec.getTimeoutSeconds() * 1000))
-            : qos.get().maxWalltime());
+    String taskId = task.id();
+    Demand demand = task.demand();
     tasks.add(task);
     journaling.accepted(task, session, spec.getRetries());
     session.callAccepted(taskId);
@@ -303,7 +245,7 @@ public final class ControlPlane {
       if (!restoredRemoteWork.workersMayReattach()) {
         TaskObjects.release(objects, task);
         tasks.transition(task, TaskState.ERROR, TaskEvents.failed(taskId,
-            FailureCode.INFEASIBLE, infeasible.reason(), timings(task, 0)));
+            FailureCode.INFEASIBLE, infeasible.reason(), CallEndings.timings(task, 0)));
         return;
       }
       task.acceptedUnfit();
@@ -311,23 +253,6 @@ public final class ControlPlane {
     // A call placed by the pass is announced once, when it starts; one that waits is announced
     // with why it waits.
     schedule();
-  }
-
-  private void reject(ClientSession session, String taskId, String message) {
-    session.send(TaskEvents.failed(taskId, FailureCode.INVALID_REQUEST, message,
-        RuntimeTimings.getDefaultInstance()));
-  }
-
-  private ObjectKey acceptFunction(ClientSession session, ObjectRef ref) {
-    ObjectKey id = new ObjectKey(session.namespace(), ObjectId.parse(ref.getId()));
-    if (session.holdsFunction(id)) {
-      return id;
-    }
-    // Inline bytes, or an object the client uploaded (or found) before this submit.
-    TaskObjects.retain(objects, id, ref, "function");
-    session.holdFunction(id); // the session holds one reference per function, not one per call
-    journaling.hold(session.id(), session.identity(), id, true, 1);
-    return id;
   }
 
   /** A remote worker uploaded an object the runtime pulled from it (see ObjectDirectory). */
@@ -457,7 +382,7 @@ public final class ControlPlane {
   void failInfeasible(Task task, String reason) {
     TaskObjects.release(objects, task);
     tasks.transition(task, TaskState.ERROR, TaskEvents.failed(task.id(), FailureCode.INFEASIBLE,
-        reason, timings(task, 0)));
+        reason, CallEndings.timings(task, 0)));
   }
 
   /** The workers where the call can finish before their allocation ends. */
@@ -505,7 +430,7 @@ public final class ControlPlane {
         tasks.transition(task, TaskState.ERROR, TaskEvents.failed(task.id(),
             lost ? FailureCode.WORKER_LOST : FailureCode.INTERNAL, task.name()
                 + "() could not start: " + pulled.cause().getMessage()
-                + (lost ? "; run the call that made it again" : ""), timings(task, 0)));
+                + (lost ? "; run the call that made it again" : ""), CallEndings.timings(task, 0)));
         schedule();
       } else {
         run(task, worker, placed);
@@ -634,7 +559,7 @@ public final class ControlPlane {
       tasks.transition(task, TaskState.QUEUED, TaskEvents.queued(task.id()));
     } else {
       TaskObjects.release(objects, task);
-      finish(task, outcome);
+      endings.finish(task, outcome);
     }
     schedule();
   }
@@ -650,73 +575,5 @@ public final class ControlPlane {
           worker.link().usage().takeBusyGpuSeconds(task.id()), System.nanoTime());
       worker.release(task.id());
     }
-  }
-
-  private void finish(Task task, CallOutcome outcome) {
-    double runSeconds = outcome instanceof CallOutcome.Returned r ? r.runSeconds() : 0;
-    RuntimeTimings timings = timings(task, runSeconds);
-    if (outcome instanceof CallOutcome.Returned returned) {
-      tasks.transition(task, returned.raised() ? TaskState.ERROR : TaskState.FINISHED,
-          TaskEvents.result(task.id(), resultRef(task, returned), returned.raised(), timings));
-    } else if (outcome instanceof CallOutcome.ExecutorDied died) {
-      tasks.transition(task, TaskState.ERROR, TaskEvents.failed(task.id(),
-          FailureCode.EXECUTOR_DIED, "the executor running " + task.name() + "() died: "
-              + died.cause() + ". It has been replaced; the cluster keeps serving other calls.",
-          timings));
-    } else if (outcome instanceof CallOutcome.Undelivered) {
-      tasks.transition(task, TaskState.CANCELLED, TaskEvents.cancelled(task.id(),
-          "the call was " + task.stopReason().describe() + " before it reached a worker"));
-    } else if (outcome instanceof CallOutcome.WorkerLost lost) {
-      if (task.stopReason() != null) {
-        tasks.transition(task, TaskState.CANCELLED, TaskEvents.cancelled(task.id(),
-            "the call was " + task.stopReason().describe() + " while its worker went away"));
-        return;
-      }
-      tasks.transition(task, TaskState.ERROR, TaskEvents.failed(task.id(),
-          FailureCode.WORKER_LOST, "the worker running " + task.name() + "() went away: "
-              + lost.cause() + (task.requeues() > 0 ? " (after "
-              + Text.count(task.requeues(), "earlier attempt") + ")" : "")
-              + ". Pass retries=N to run such calls again on another worker.", timings));
-    } else if (outcome instanceof CallOutcome.Stopped stopped) {
-      // Decided by why the runtime stopped it; a stop it did not ask for (the worker shutting
-      // down) ends as cancelled with the worker's words.
-      if (task.stopReason() instanceof StopReason.TimedOut timedOut) {
-        tasks.transition(task, TaskState.ERROR, TaskEvents.failed(task.id(),
-            FailureCode.TIMED_OUT, task.name() + "() was " + timedOut.describe()
-                + "; pass a longer timeout= if it needs more", timings));
-      } else {
-        String why = task.stopReason() != null ? task.stopReason().describe() : stopped.reason();
-        tasks.transition(task, TaskState.CANCELLED, TaskEvents.cancelled(task.id(),
-            "the call was " + why + " while running; its executor was replaced"));
-      }
-    }
-  }
-
-  /**
-   * Small results travel inside the event; large ones stay in the store, held by the session,
-   * until the client fetches them (or passes them to another call) and releases them.
-   */
-  private ObjectRef resultRef(Task task, CallOutcome.Returned returned) {
-    ObjectRef.Builder ref = ObjectRef.newBuilder().setId(returned.result().id().hex())
-        .setSize(returned.size());
-    if (returned.size() <= inlineLimit || !(task.sink() instanceof ClientSession session)
-        || !session.isOpen()) {
-      if (returned.size() <= inlineLimit) {
-        ref.setInlineData(ByteString.copyFrom(store().readSmall(returned.result())));
-      }
-      objects.release(returned.result());
-    } else {
-      objects.keptOnly(returned.result()).ifPresent(kept -> journaling.resultKept(
-          returned.result(), kept.workerId(), kept.size(), kept.kind()));
-      session.holds().adopt(returned.result());
-    }
-    return ref.build();
-  }
-
-  private static RuntimeTimings timings(Task task, double runSeconds) {
-    long now = System.nanoTime();
-    return RuntimeTimings.newBuilder().setQueueSeconds(task.queueSeconds(now))
-        .setStartSeconds(task.startSeconds(now)).setRunSeconds(runSeconds)
-        .setHeldSeconds(task.heldSeconds(now)).build();
   }
 }
