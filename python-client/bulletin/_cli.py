@@ -47,6 +47,9 @@ def _add_offer_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resident-user-bytes", default="0", metavar="SIZE",
                         help="most a user keeps on a GPU between calls, e.g. 8GiB (default: 0, "
                              "no cap); a value past it comes back by value")
+    parser.add_argument("--resident-host-bytes", default="0", metavar="SIZE",
+                        help="most all users keep on this host's GPUs between calls (default: "
+                             "0, no cap); past it the idle values used longest ago are spilled")
     parser.add_argument("--spilled-user-bytes", default="0", metavar="SIZE",
                         help="most of a user's spilled GPU values a host keeps (default: 0, no cap)")
     parser.add_argument("--spilled-host-bytes", default="0", metavar="SIZE",
@@ -344,6 +347,7 @@ def _executor_options(args) -> "_launch.ExecutorOptions":
                                    result_timeout_seconds=args.result_timeout_seconds,
                                    resident_idle_seconds=args.resident_idle_seconds,
                                    resident_user_bytes=args.resident_user_bytes,
+                                   resident_host_bytes=args.resident_host_bytes,
                                    spilled_user_bytes=args.spilled_user_bytes,
                                    spilled_host_bytes=args.spilled_host_bytes)
 

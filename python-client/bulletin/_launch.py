@@ -138,6 +138,7 @@ class ExecutorOptions:
     # unused, and the byte caps ("0": none).
     resident_idle_seconds: float = 3600.0
     resident_user_bytes: str = "0"
+    resident_host_bytes: str = "0"
     spilled_user_bytes: str = "0"
     spilled_host_bytes: str = "0"
 
@@ -147,6 +148,7 @@ class ExecutorOptions:
                 "--result-timeout-seconds", repr(float(self.result_timeout_seconds)),
                 "--resident-idle-seconds", repr(float(self.resident_idle_seconds)),
                 "--resident-user-bytes", self.resident_user_bytes,
+                "--resident-host-bytes", self.resident_host_bytes,
                 "--spilled-user-bytes", self.spilled_user_bytes,
                 "--spilled-host-bytes", self.spilled_host_bytes]
 

@@ -375,3 +375,32 @@ def test_a_remote_worker_frees_what_a_closed_session_kept_there(tmp_path):
     finally:
         stop_worker(worker)
         cluster.stop()
+
+
+def make_slowly(n: int):
+    time.sleep(2)  # long enough for both calls to run at once, on both GPUs
+    return make(n)
+
+
+def test_past_the_host_cap_the_executor_idle_longest_spills_and_its_value_comes_back(tmp_path):
+    # Two GPUs of one host, a cap of 24 KiB: two values of 16 KiB, one on each GPU's executor,
+    # are 32 KiB together.
+    cluster = start_cluster(tmp_path / "home", "--resident-host-bytes", "24KiB", gpus=2)
+    try:
+        with cluster.client() as client:
+            keep = bulletin.gpu(keep=True)(make_slowly)
+            first = client.submit(keep, 4096)
+            time.sleep(0.5)  # the first ends first: it is the one idle longest afterwards
+            second = client.submit(keep, 4096)
+            kept = [first.result(timeout=60), second.result(timeout=60)]
+            assert all(isinstance(value, bulletin.Resident) for value in kept)
+            log = cluster.home / "runtime.log"
+            wait_until(lambda: "past --resident-host-bytes 24576" in log.read_text(), 30,
+                       what="the executor idle longest to spill past the host's cap")
+            assert log.read_text().count("past --resident-host-bytes") == 1
+            # Both values are still the user's: the spilled one is restored where it is used.
+            for value in kept:
+                assert client.submit(bulletin.gpu(operator.itemgetter(0)), value).result(
+                    timeout=60) == pytest.approx(FILL)
+    finally:
+        cluster.stop()

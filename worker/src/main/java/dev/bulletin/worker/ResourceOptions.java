@@ -60,6 +60,11 @@ public final class ResourceOptions {
           + " cap); a value past it comes back by value.")
   String residentUserBytes;
 
+  @Option(names = "--resident-host-bytes", defaultValue = "0",
+      description = "Most all executors of this host keep on their GPUs between calls (0: no"
+          + " cap); past it the idle executors used longest ago spill theirs to the store.")
+  String residentHostBytes;
+
   @Option(names = "--spilled-user-bytes", defaultValue = "0",
       description = "Most of a user's spilled resident values this host keeps (0: no cap).")
   String spilledUserBytes;
@@ -103,7 +108,8 @@ public final class ResourceOptions {
     return new ResidentLimits(Math.max(1, Math.round(residentIdleSeconds * 1000)),
         size("--resident-user-bytes", residentUserBytes),
         size("--spilled-user-bytes", spilledUserBytes),
-        size("--spilled-host-bytes", spilledHostBytes));
+        size("--spilled-host-bytes", spilledHostBytes),
+        size("--resident-host-bytes", residentHostBytes));
   }
 
   private static long size(String option, String value) {

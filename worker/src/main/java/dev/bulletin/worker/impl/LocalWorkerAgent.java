@@ -45,6 +45,7 @@ public final class LocalWorkerAgent implements WorkerAgent {
   /** Stops that arrived before the call reached an executor. */
   private final Map<String, String> pendingStops = new ConcurrentHashMap<>();
   private final ResidentDrops drops;
+  private final ResidentHostCap residentCap;
 
   public LocalWorkerAgent(WorkerOptions options, ObjectStore store) {
     this.options = options;
@@ -52,6 +53,8 @@ public final class LocalWorkerAgent implements WorkerAgent {
     this.pool = new ExecutorPool(options, store, threads);
     this.sampler = UtilisationSampler.forGpus(options.gpus(), SAMPLE_MILLIS);
     this.drops = new ResidentDrops(threads, pool.spills(), this::liveOf);
+    this.residentCap = new ResidentHostCap(options.resident().hostResidentBytes(), pool,
+        running::values);
   }
 
   @Override
@@ -193,6 +196,7 @@ public final class LocalWorkerAgent implements WorkerAgent {
       pool.retire(executor, "its call was stopped");
     } else {
       pool.giveBack(executor);
+      residentCap.enforce(executor);
     }
     return outcome;
   }
