@@ -404,3 +404,31 @@ def test_past_the_host_cap_the_executor_idle_longest_spills_and_its_value_comes_
                     timeout=60) == pytest.approx(FILL)
     finally:
         cluster.stop()
+
+
+def change_then_hang(t, marker: str):
+    """A cell that changes the kept value in place, then never ends: the user interrupts it."""
+    t += 1.0
+    open(marker, "w").close()
+    time.sleep(600)
+
+
+def total_of(t):
+    return os.getpid(), float(t.sum())
+
+
+def test_a_cancelled_call_spills_what_its_executor_keeps_instead_of_losing_it(cluster,
+                                                                            tmp_path):
+    """Interrupting a cell stops its executor; the session's values are spilled first, with
+    what the cell changed before the stop, as a kernel interrupted locally keeps them."""
+    with bulletin.Client(cluster.address, token=ALICE, set_as_default=False) as alice:
+        handle = alice.submit(bulletin.gpu(keep=True)(make), 1024).result()
+        pid, total = alice.submit(bulletin.gpu(total_of), handle).result()
+        assert total == 1024 * FILL
+        marker = tmp_path / "changed"
+        hung = alice.submit(bulletin.gpu(change_then_hang), handle, str(marker))
+        wait_until(marker.exists, 60, what="the call to change the value")
+        hung.cancel()
+        wait_until(lambda: not pid_alive(pid), 30, what="the stopped call's executor to end")
+        new_pid, total = alice.submit(bulletin.gpu(total_of), handle).result(timeout=60)
+        assert new_pid != pid and total == 1024 * (FILL + 1)

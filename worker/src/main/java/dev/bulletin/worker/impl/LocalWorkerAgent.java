@@ -46,6 +46,8 @@ public final class LocalWorkerAgent implements WorkerAgent {
   private final Map<String, String> pendingStops = new ConcurrentHashMap<>();
   private final ResidentDrops drops;
   private final ResidentHostCap residentCap;
+  /** How long a stopped call's executor may take to spill its resident values first. */
+  private static final long SPILL_BEFORE_STOP_SECONDS = 10;
 
   public LocalWorkerAgent(WorkerOptions options, ObjectStore store) {
     this.options = options;
@@ -81,10 +83,37 @@ public final class LocalWorkerAgent implements WorkerAgent {
   public void stop(String taskId, String reason) {
     ExecutorProcess executor = running.get(taskId);
     if (executor != null) {
-      executor.kill(reason);
+      spillThenKill(taskId, executor, reason);
     } else {
       pendingStops.put(taskId, reason);
     }
+  }
+
+  /**
+   * Stops a running call's executor; one that keeps resident values (issue 29) spills them
+   * first, so an interrupted cell or a preempted call loses the call, not the session's state:
+   * what the cell changed in place before the stop stays changed, as in a kernel interrupted
+   * locally. The spill runs beside the call (the executor answers it on another thread) and is
+   * given {@link #SPILL_BEFORE_STOP_SECONDS}: code that holds the interpreter and never lets go
+   * delays the stop that long, then it is killed whatever the spill did.
+   */
+  private void spillThenKill(String taskId, ExecutorProcess executor, String reason) {
+    if (executor.keeps() == 0) {
+      executor.kill(reason);
+      return;
+    }
+    Runnable kill = () -> {
+      if (running.get(taskId) == executor) {
+        executor.kill(reason);
+      }
+    };
+    // Spilling is a blocking Py4J call: on the agent's threads, never the caller's.
+    threads.execute(() -> {
+      CompletableFuture.delayedExecutor(SPILL_BEFORE_STOP_SECONDS, TimeUnit.SECONDS, threads)
+          .execute(kill);
+      pool.spills().spillFrom(executor);
+      kill.run();
+    });
   }
 
   @Override
@@ -97,7 +126,7 @@ public final class LocalWorkerAgent implements WorkerAgent {
       ExecutorProcess executor = running.get(taskId);
       if (executor == null || !executor.signalPreemption(taskId, () -> {
         if (running.get(taskId) == executor) {
-          executor.kill(reason);
+          spillThenKill(taskId, executor, reason);
         }
       })) {
         stop(taskId, reason);
