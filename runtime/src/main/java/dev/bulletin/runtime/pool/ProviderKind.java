@@ -9,7 +9,19 @@ public enum ProviderKind {
   /** Worker processes on the runtime's own host. */
   LOCAL,
   /** Slurm batch jobs, one worker per job. */
-  SLURM;
+  SLURM,
+  /** Kubernetes Pods, one worker per Pod. */
+  KUBERNETES;
+
+  /** How the journal's PoolWorker records name the kind ({@code K8S:namespace/name}). */
+  public String journalTag() {
+    return this == KUBERNETES ? "K8S" : name();
+  }
+
+  /** The kind a journal tag names. */
+  public static ProviderKind ofJournalTag(String tag) {
+    return tag.equals("K8S") ? KUBERNETES : valueOf(tag);
+  }
 
   public String configName() {
     return name().toLowerCase(Locale.ROOT);
