@@ -113,6 +113,15 @@ public record PoolConfig(
         KubernetesOptions.defaults());
   }
 
+  /** A Kubernetes pool with defaults for the rest: its options name at least the image. */
+  public static PoolConfig kubernetes(String name, WorkerShape worker, int min, int max,
+      KubernetesOptions options) {
+    return new PoolConfig(name, ProviderKind.KUBERNETES, worker, min, max, 0, DEFAULT_IDLE_TIMEOUT,
+        defaultReplaceBeforeExpiry(worker), defaultStartTimeout(ProviderKind.KUBERNETES),
+        DEFAULT_BACKOFF_INITIAL, DEFAULT_BACKOFF_MAX, Optional.empty(), SlurmOptions.defaults(),
+        LocalOptions.defaults(), options);
+  }
+
   /** 10 minutes, or a quarter of a shorter walltime; none without a walltime. */
   public static Duration defaultReplaceBeforeExpiry(WorkerShape worker) {
     if (worker.walltime().isZero()) {

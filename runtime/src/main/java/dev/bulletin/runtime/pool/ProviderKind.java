@@ -18,9 +18,14 @@ public enum ProviderKind {
     return this == KUBERNETES ? "K8S" : name();
   }
 
-  /** The kind a journal tag names. */
+  /** The kind a journal tag names; IllegalArgumentException for any other text. */
   public static ProviderKind ofJournalTag(String tag) {
-    return tag.equals("K8S") ? KUBERNETES : valueOf(tag);
+    for (ProviderKind kind : values()) {
+      if (kind.journalTag().equals(tag)) {
+        return kind;
+      }
+    }
+    throw new IllegalArgumentException("no provider has the journal tag '" + tag + "'");
   }
 
   public String configName() {

@@ -189,7 +189,8 @@ public final class KubernetesProvider implements WorkerProvider {
         labels.get(WorkerPods.WORKER), pod.getMetadata().getNamespace() + "/"
         + pod.getMetadata().getName());
     Optional<Instant> expires = Optional.empty();
-    if (pod.getSpec().getActiveDeadlineSeconds() != null && pod.getStatus().getStartTime() != null) {
+    if (pod.getSpec().getActiveDeadlineSeconds() != null && pod.getStatus() != null
+        && pod.getStatus().getStartTime() != null) {
       expires = Optional.of(Instant.parse(pod.getStatus().getStartTime())
           .plusSeconds(pod.getSpec().getActiveDeadlineSeconds()));
     }
