@@ -85,7 +85,10 @@ final class KubeTestCluster {
     return instance;
   }
 
+  private final Path dir;
+
   private KubeTestCluster(Path dir, Path etcdBin, Path apiBin) throws Exception {
+    this.dir = dir;
     // Stops what it started if it fails half way, and at the JVM's exit otherwise.
     Runtime.getRuntime().addShutdownHook(new Thread(this::stop));
     try {
@@ -216,6 +219,12 @@ final class KubeTestCluster {
         p.destroyForcibly();
         Thread.currentThread().interrupt();
       }
+    }
+    // etcd's data and the logs (kept while the JVM runs, for a failing test to point at).
+    try (var files = Files.walk(dir)) {
+      files.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+    } catch (IOException | RuntimeException ignored) {
+      // A temp folder left behind is no test failure.
     }
   }
 }
