@@ -6,12 +6,18 @@
 # module and build caches stay where Go keeps them (outside the tree), so a machine that has
 # them rebuilds in seconds; a cold build takes 10-20 minutes on two cores.
 #
-# Exit status: 0 = /usr/bin/etcd and the API server are there; 3 = they cannot be had here (the
-# reason is printed; the Kubernetes tests then skip, saying why).
+# With --background (what `make test` uses) a build that is needed runs detached, its output in
+# .stamps/kube/build.log and its pid in .stamps/kube/building, so that it overlaps the Java suite;
+# the Kubernetes tests wait for it (KubeTestCluster) and fail if it fails.
+#
+# Exit status: 0 = /usr/bin/etcd and the API server are there (or being built, --background);
+# 3 = they cannot be had here (the reason is printed; the Kubernetes tests then skip, saying why).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bin="$root/.stamps/kube/kube-apiserver"
+background=false
+[ "${1:-}" = --background ] && background=true
 go_cmd="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
 
 if ! [ -x /usr/bin/etcd ]; then
@@ -36,9 +42,29 @@ if ! [ -x "$go_cmd" ]; then
        "kube-apiserver from .ci/kube/go.mod (Go >= 1.26); the Kubernetes tests skip" >&2
   exit 3
 fi
-echo "kube: building kube-apiserver ($("$go_cmd" version | cut -d' ' -f3); minutes when cold)"
+building="$root/.stamps/kube/building"
+if [ -f "$building" ] && kill -0 "$(cat "$building")" 2>/dev/null; then
+  echo "kube: kube-apiserver is being built already (pid $(cat "$building"), .stamps/kube/build.log)"
+  exit 0
+fi
 mkdir -p "$(dirname "$bin")"
-start=$(date +%s)
-(cd "$root/.ci/kube" && nice -n 19 "$go_cmd" build -o "$bin.tmp" k8s.io/kubernetes/cmd/kube-apiserver)
-mv "$bin.tmp" "$bin"
-echo "kube: kube-apiserver built in $(( $(date +%s) - start )) s"
+build() {
+  start=$(date +%s)
+  (cd "$root/.ci/kube" && nice -n 19 "$go_cmd" build -o "$bin.tmp" k8s.io/kubernetes/cmd/kube-apiserver) \
+    || { echo "kube: building kube-apiserver failed" >&2; return 1; }
+  mv "$bin.tmp" "$bin" || return 1
+  echo "kube: kube-apiserver built in $(( $(date +%s) - start )) s"
+}
+echo "kube: building kube-apiserver ($("$go_cmd" version | cut -d' ' -f3); minutes when cold)"
+if $background; then
+  log="$root/.stamps/kube/build.log"
+  # setsid: the build outlives make's shell; the pid file goes when it ends, either way.
+  export -f build; export root go_cmd bin
+  setsid bash -c 'echo $$ > "$root/.stamps/kube/building"; build; rc=$?; rm -f "$root/.stamps/kube/building"; exit $rc' \
+    >"$log" 2>&1 </dev/null &
+  for _ in 1 2 3 4 5 6 7 8 9 10; do [ -f "$building" ] && break; sleep 0.2; done
+  echo "kube: building in the background (pid $(cat "$building" 2>/dev/null || echo ?), $log);" \
+       "the Kubernetes tests wait for it"
+else
+  build
+fi

@@ -45,6 +45,8 @@ final class KubeTestCluster {
       rule("", "events", "get", "list", "watch"),
       rule("", "secrets", "create", "delete"));
 
+  /** The longest a test waits for a background build of the API server (cold: 20-30 min). */
+  static final Duration BUILD_WAIT = Duration.ofMinutes(45);
   private static KubeTestCluster instance;
   private static String unavailable;
   /** Why starting failed: later tests fail with it at once instead of starting again. */
@@ -70,6 +72,7 @@ final class KubeTestCluster {
     }
     Path apiserver = SlurmTestCluster.repoRoot().resolve(".stamps/kube/kube-apiserver");
     Path etcd = Path.of("/usr/bin/etcd");
+    awaitBuild(apiserver);
     if (!Files.isExecutable(apiserver) || !Files.isExecutable(etcd)) {
       unavailable = (Files.isExecutable(etcd) ? "" : etcd + " is missing; ")
           + (Files.isExecutable(apiserver) ? "" : apiserver + " is missing; ")
@@ -86,6 +89,54 @@ final class KubeTestCluster {
   }
 
   private final Path dir;
+
+  /**
+   * make test builds the API server in the background (.ci/kube.sh --background), overlapping
+   * the Java suite: wait for a build under way, and fail, with its log, if it failed.
+   */
+  private static void awaitBuild(Path apiserver) {
+    Path building = apiserver.resolveSibling("building");
+    Path log = apiserver.resolveSibling("build.log");
+    long deadline = System.nanoTime() + BUILD_WAIT.toNanos();
+    boolean said = false;
+    while (Files.exists(building)) {
+      long pid;
+      try {
+        pid = Long.parseLong(Files.readString(building).strip());
+      } catch (IOException | NumberFormatException e) {
+        return; // Just written or just removed: the next look decides.
+      }
+      if (ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)) {
+        if (!said) {
+          System.out.println("waiting for the kube-apiserver build (pid " + pid + ", " + log + ")");
+          said = true;
+        }
+        if (System.nanoTime() > deadline) {
+          fail("the kube-apiserver build (pid " + pid + ") did not end within "
+              + BUILD_WAIT.toMinutes() + " minutes; its log: " + log);
+        }
+        try {
+          Thread.sleep(2000);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return;
+        }
+      } else {
+        break;
+      }
+    }
+    if (said && !Files.isExecutable(apiserver)) {
+      String tail;
+      try {
+        List<String> lines = Files.readAllLines(log);
+        tail = String.join("\n", lines.subList(Math.max(0, lines.size() - 20), lines.size()));
+      } catch (IOException e) {
+        tail = "(no log: " + e.getMessage() + ")";
+      }
+      failed = new AssertionError("the kube-apiserver build failed; " + log + " ends:\n" + tail);
+      fail(failed.getMessage());
+    }
+  }
 
   private KubeTestCluster(Path dir, Path etcdBin, Path apiBin) throws Exception {
     this.dir = dir;
