@@ -1,5 +1,6 @@
 package dev.bulletin.runtime.pool;
 
+import dev.bulletin.runtime.pool.impl.KubernetesAccess;
 import dev.bulletin.runtime.pool.impl.KubernetesProvider;
 import dev.bulletin.runtime.pool.impl.LocalProvider;
 import dev.bulletin.runtime.pool.impl.SlurmProvider;
@@ -44,14 +45,31 @@ public final class WorkerProviders {
 
   /**
    * Start-up checks beyond the YAML: for Slurm pools, that the Slurm commands answer and the
-   * partition exists. Throws IllegalArgumentException naming the pool's field.
+   * partition exists; for Kubernetes pools, that the API server answers and the runtime's
+   * account has every permission the provider uses in the pool's namespace. Throws
+   * IllegalArgumentException naming the pool's field.
    */
   public static void check(PoolsConfig pools) {
     List<PoolConfig> all = pools.pools();
-    for (int i = 0; i < all.size(); i++) {
-      PoolConfig pool = all.get(i);
-      if (pool.provider() == ProviderKind.SLURM) {
-        SlurmProvider.check(pool, "pools[" + i + "] (" + pool.name() + ")");
+    io.fabric8.kubernetes.client.KubernetesClient kube = null;
+    try {
+      for (int i = 0; i < all.size(); i++) {
+        PoolConfig pool = all.get(i);
+        String label = "pools[" + i + "] (" + pool.name() + ")";
+        if (pool.provider() == ProviderKind.SLURM) {
+          SlurmProvider.check(pool, label);
+        } else if (pool.provider() == ProviderKind.KUBERNETES) {
+          if (kube == null) {
+            kube = new io.fabric8.kubernetes.client.KubernetesClientBuilder().build();
+          }
+          String ns = pool.kubernetes().namespace().orElse(
+              kube.getNamespace() == null ? "default" : kube.getNamespace());
+          KubernetesAccess.check(kube, ns, label);
+        }
+      }
+    } finally {
+      if (kube != null) {
+        kube.close();
       }
     }
   }

@@ -288,6 +288,20 @@ class KubernetesProviderIT {
     }
   }
 
+  @Test
+  void theStartUpCheckNamesEveryMissingPermissionAndPassesWithTheDocsRole() {
+    KubernetesAccess.check(cluster.client(KubeTestCluster.RUNTIME_TOKEN, ns), ns, "pools[0] (gpu)");
+    String limited = cluster.namespace(List.of(
+        KubeTestCluster.rule("", "pods", "get", "list", "watch", "delete"),
+        KubeTestCluster.rule("", "secrets", "create", "delete")));
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () ->
+        KubernetesAccess.check(cluster.client(KubeTestCluster.RUNTIME_TOKEN, limited), limited,
+            "pools[0] (gpu)"));
+    assertEquals("pools[0] (gpu).kubernetes.namespace: the runtime's Kubernetes account lacks"
+        + " [create pods, get pods/log, list events] in namespace " + limited + "; apply the Role of"
+        + " docs/pools.md (\"Kubernetes\") there and bind it to the account", e.getMessage());
+  }
+
   static PoolStatus status(AutoscalerHarness h) {
     try {
       return h.onOwner(() -> h.autoscaler.status().get(0));
