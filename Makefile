@@ -8,7 +8,8 @@
 # cross-host, Dask, Ray), make bench-notebooks (the notebooks of examples/notebooks at real size,
 # executed copies written back), make clean,
 #       make slurm-up / slurm-down (the one-node test Slurm of .ci/slurm; make test brings it up
-#       and leaves it running: slurm-down stops it).
+#       and leaves it running: slurm-down stops it), make kube (etcd and the kube-apiserver the
+#       Kubernetes provider's tests start; make test builds it once).
 
 PYTHON_BOOT ?= python3
 VENV        := .venv
@@ -23,7 +24,7 @@ export BULLETIN_JAR := $(CURDIR)/$(JAR)
 # Java tests that start real Python executors use the project's interpreter.
 export BULLETIN_TEST_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: all build dist demo test test-java test-python test-paths bench bench-data bench-notebooks bench-scheduler bench-usage clean slurm-up slurm-down toolchain chromium
+.PHONY: all build dist demo test test-java test-python test-paths bench bench-data bench-notebooks bench-scheduler bench-usage clean slurm-up slurm-down toolchain chromium kube
 
 all: build
 
@@ -89,6 +90,14 @@ slurm-up:
 slurm-down:
 	@bash .ci/slurm/down.sh
 
+# The Kubernetes provider's tests run against a real kube-apiserver and etcd on loopback (the
+# tests start them). kube.sh installs etcd (root, apt) and builds the API server once into
+# .stamps/kube (20-30 minutes cold on two busy cores, seconds with Go's caches): in the
+# background, so that the build overlaps the Java suite, whose Kubernetes tests wait for it.
+# Exit 3 = it cannot here: the Kubernetes tests then skip, saying why.
+kube:
+	@bash .ci/kube.sh --background || { rc=$$?; [ $$rc -eq 3 ] || exit $$rc; echo "kube: the Kubernetes provider's tests will be skipped"; }
+
 # Each suite's counts in one line, `java: N passed, N failed, N skipped` (.ci/test_counts.py):
 # mvn -q hides Surefire's, so they come from the reports of this run (newer than the stamp);
 # pytest's from the report it writes. Run alone, a suite says its counts at its end; under
@@ -102,7 +111,7 @@ PATHS_COUNTS  := $(COUNTS) python --label bulletin-folder $(PATHS_REPORT)
 
 # The Java tests' own logs (the runtime's INFO lines, the Slurm provider's warnings) go to each
 # module's target/test.log, not the console (.ci/java-test-logging.properties).
-test-java: build $(STAMPS)/venv-test slurm-up
+test-java: build $(STAMPS)/venv-test slurm-up kube
 	@touch $(STAMPS)/java-tests
 	$(MVN) install || { echo "java: the code's logs are in */target/test.log"; \
 	  $(if $(SUITE_COUNTS),,$(JAVA_COUNTS);) exit 1; }

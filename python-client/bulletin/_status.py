@@ -83,6 +83,7 @@ class PoolInfo:
     draining: int
     max_workers: int
     backoff_until: float  # epoch seconds; 0 when launches do not back off
+    problem: str = ""  # why the pool does not grow now (e.g. a Pod's scheduler reason); "" if nothing
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ class ClusterStatus:
             "worker_objects", "pulled_objects", "pulled_bytes", "sent_to_workers_bytes",
             "recycled_files", "data_port_bytes", "direct_tickets")}
         pools = tuple(PoolInfo(p.name, p.provider, p.starting, p.idle, p.busy, p.draining,
-                               p.max_workers, p.backoff_until) for p in msg.pools)
+                               p.max_workers, p.backoff_until, p.problem) for p in msg.pools)
         return cls(msg.cluster_id, workers, Slots._from_proto(msg.gpus),
                    Slots._from_proto(msg.cpus), queue, msg.running, pools,
                    tuple(msg.pool_events), store, msg.others_queued, dashboard_url)
@@ -161,6 +162,7 @@ class ClusterStatus:
             rows += [(p.name, p.provider, str(p.starting), str(p.idle), str(p.busy),
                       str(p.draining), str(p.max_workers)) for p in self.pools]
             lines += ["", "pools:", *_table(rows)]
+            lines += [f"  {p.name}: {p.problem}" for p in self.pools if p.problem]
             lines += [f"  {event}" for event in self.pool_events[-5:]]
         if self.queue:
             rows = [("pos", "task", "user", "gpus", "cpus", "reason")]

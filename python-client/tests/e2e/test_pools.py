@@ -116,11 +116,11 @@ def test_a_slurm_pool_scales_from_zero_and_back(tmp_path):
 
 def test_a_pool_config_error_names_the_field(tmp_path):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("pools:\n  - name: gpu\n    provider: kubernetes\n    max_workers: 1\n")
+    bad.write_text("pools:\n  - name: gpu\n    provider: nomad\n    max_workers: 1\n")
     home = tmp_path / "home"
     result = run_cli(home, "up", "--port", "0", "--config", str(bad))
     assert result.returncode == 1
-    assert "provider" in result.stderr and "local, slurm" in result.stderr
+    assert "provider" in result.stderr and "local, slurm, kubernetes" in result.stderr
 
 
 def test_a_gpu_call_no_pool_can_serve_is_still_infeasible(tmp_path):

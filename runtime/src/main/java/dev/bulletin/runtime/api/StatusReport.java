@@ -125,7 +125,8 @@ public final class StatusReport {
             .setProvider(pool.provider().name().toLowerCase(java.util.Locale.ROOT))
             .setStarting(pool.starting()).setIdle(pool.idle()).setBusy(pool.busy())
             .setDraining(pool.draining()).setMaxWorkers(pool.maxWorkers())
-            .setBackoffUntil(pool.backoffUntil().map(at -> at.toEpochMilli() / 1000.0).orElse(0.0)));
+            .setBackoffUntil(pool.backoffUntil().map(at -> at.toEpochMilli() / 1000.0).orElse(0.0))
+            .setProblem(pool.problem().orElse("")));
       }
       pools.recentEvents().forEach(event -> status.addPoolEvents(event.toString()));
     }

@@ -200,6 +200,33 @@ public final class ConfigNode {
     return out;
   }
 
+  /** A mapping of names to single values ({@code node_selector: {zone: a}}), in file order. */
+  public Map<String, String> stringMap(String key) {
+    Map<String, String> out = new java.util.LinkedHashMap<>();
+    if (!has(key)) {
+      return out;
+    }
+    JsonNode value = node.get(key);
+    if (!value.isObject()) {
+      error(key, "expected a mapping of names to values, got " + describe(value));
+      return out;
+    }
+    value.fields().forEachRemaining(entry -> {
+      if (!entry.getValue().isValueNode() || entry.getValue().isNull()) {
+        error(key, "expected a single value for '" + entry.getKey() + "', got "
+            + describe(entry.getValue()));
+      } else {
+        out.put(entry.getKey(), entry.getValue().asText());
+      }
+    });
+    return out;
+  }
+
+  /** The value as written, for a field passed on whole to another tool (a Pod template). */
+  public Optional<JsonNode> raw(String key) {
+    return has(key) ? Optional.of(node.get(key)) : Optional.empty();
+  }
+
   // ---- structure ----------------------------------------------------------------------------
 
   /** The mapping under {@code key}; empty if absent or (an error then) not a mapping. */

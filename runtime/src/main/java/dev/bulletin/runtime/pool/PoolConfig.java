@@ -26,6 +26,7 @@ import java.util.regex.Pattern;
  *     runtime's own {@code --python}
  * @param slurm Slurm options (provider slurm)
  * @param local local options (provider local)
+ * @param kubernetes Kubernetes options (provider kubernetes)
  */
 public record PoolConfig(
     String name,
@@ -41,7 +42,8 @@ public record PoolConfig(
     Duration backoffMax,
     Optional<String> python,
     SlurmOptions slurm,
-    LocalOptions local) {
+    LocalOptions local,
+    KubernetesOptions kubernetes) {
 
   public static final Duration DEFAULT_IDLE_TIMEOUT = Duration.ofMinutes(5);
   public static final Duration DEFAULT_BACKOFF_INITIAL = Duration.ofSeconds(5);
@@ -53,9 +55,16 @@ public record PoolConfig(
       throw new IllegalArgumentException("name: '" + name + "' is not a pool name; use 1 to 32"
           + " letters, digits, '-' or '_', starting with a letter or digit");
     }
-    if (provider == null || worker == null || slurm == null || local == null || python == null) {
-      throw new IllegalArgumentException("pool " + name + ": provider, worker, slurm, local and"
-          + " python must be given");
+    if (provider == null || worker == null || slurm == null || local == null || kubernetes == null
+        || python == null) {
+      throw new IllegalArgumentException("pool " + name + ": provider, worker, slurm, local,"
+          + " kubernetes and python must be given");
+    }
+    if (provider == ProviderKind.KUBERNETES && kubernetes.image().isEmpty()
+        && kubernetes.podTemplate().isEmpty()) {
+      throw new IllegalArgumentException("kubernetes.image is required for provider kubernetes"
+          + " (the worker image, with bulletin's Python package), unless kubernetes.pod_template"
+          + " names one");
     }
     if (minWorkers < 0) {
       throw new IllegalArgumentException("min_workers must be >= 0, got " + minWorkers);
@@ -100,7 +109,17 @@ public record PoolConfig(
   public static PoolConfig of(String name, ProviderKind provider, WorkerShape worker, int min, int max) {
     return new PoolConfig(name, provider, worker, min, max, 0, DEFAULT_IDLE_TIMEOUT,
         defaultReplaceBeforeExpiry(worker), defaultStartTimeout(provider), DEFAULT_BACKOFF_INITIAL,
-        DEFAULT_BACKOFF_MAX, Optional.empty(), SlurmOptions.defaults(), LocalOptions.defaults());
+        DEFAULT_BACKOFF_MAX, Optional.empty(), SlurmOptions.defaults(), LocalOptions.defaults(),
+        KubernetesOptions.defaults());
+  }
+
+  /** A Kubernetes pool with defaults for the rest: its options name at least the image. */
+  public static PoolConfig kubernetes(String name, WorkerShape worker, int min, int max,
+      KubernetesOptions options) {
+    return new PoolConfig(name, ProviderKind.KUBERNETES, worker, min, max, 0, DEFAULT_IDLE_TIMEOUT,
+        defaultReplaceBeforeExpiry(worker), defaultStartTimeout(ProviderKind.KUBERNETES),
+        DEFAULT_BACKOFF_INITIAL, DEFAULT_BACKOFF_MAX, Optional.empty(), SlurmOptions.defaults(),
+        LocalOptions.defaults(), options);
   }
 
   /** 10 minutes, or a quarter of a shorter walltime; none without a walltime. */
@@ -114,7 +133,8 @@ public record PoolConfig(
 
   /**
    * A local worker that has not registered 2 minutes after its process started is broken; a Slurm
-   * job gets 5 minutes from when it starts running (shared file systems make imports slow).
+   * job or a Pod gets 5 minutes from when it starts running (shared file systems make imports
+   * slow; time waiting for a node or an image pull does not count).
    */
   public static Duration defaultStartTimeout(ProviderKind provider) {
     return provider == ProviderKind.LOCAL ? Duration.ofMinutes(2) : Duration.ofMinutes(5);
@@ -122,21 +142,26 @@ public record PoolConfig(
 
   public PoolConfig withWarm(int warm) {
     return new PoolConfig(name, provider, worker, minWorkers, maxWorkers, warm, idleTimeout,
-        replaceBeforeExpiry, startTimeout, backoffInitial, backoffMax, python, slurm, local);
+        replaceBeforeExpiry, startTimeout, backoffInitial, backoffMax, python, slurm, local, kubernetes);
   }
 
   public PoolConfig withTimeouts(Duration idle, Duration replaceBefore, Duration start) {
     return new PoolConfig(name, provider, worker, minWorkers, maxWorkers, warmWorkers, idle,
-        replaceBefore, start, backoffInitial, backoffMax, python, slurm, local);
+        replaceBefore, start, backoffInitial, backoffMax, python, slurm, local, kubernetes);
   }
 
   public PoolConfig withSlurm(SlurmOptions options) {
     return new PoolConfig(name, provider, worker, minWorkers, maxWorkers, warmWorkers, idleTimeout,
-        replaceBeforeExpiry, startTimeout, backoffInitial, backoffMax, python, options, local);
+        replaceBeforeExpiry, startTimeout, backoffInitial, backoffMax, python, options, local, kubernetes);
+  }
+
+  public PoolConfig withKubernetes(KubernetesOptions options) {
+    return new PoolConfig(name, provider, worker, minWorkers, maxWorkers, warmWorkers, idleTimeout,
+        replaceBeforeExpiry, startTimeout, backoffInitial, backoffMax, python, slurm, local, options);
   }
 
   public PoolConfig withLocal(LocalOptions options) {
     return new PoolConfig(name, provider, worker, minWorkers, maxWorkers, warmWorkers, idleTimeout,
-        replaceBeforeExpiry, startTimeout, backoffInitial, backoffMax, python, slurm, options);
+        replaceBeforeExpiry, startTimeout, backoffInitial, backoffMax, python, slurm, options, kubernetes);
   }
 }

@@ -79,6 +79,8 @@ public record PoolsConfig(List<PoolConfig> pools) {
         .flatMap(PoolsConfig::slurm).orElse(SlurmOptions.defaults());
     LocalOptions local = providerOptions(n, "local", ProviderKind.LOCAL, provider)
         .flatMap(PoolsConfig::local).orElse(LocalOptions.defaults());
+    KubernetesOptions kubernetes = providerOptions(n, "kubernetes", ProviderKind.KUBERNETES, provider)
+        .flatMap(KubernetesConfig::read).orElse(KubernetesOptions.defaults());
     n.rejectUnknown();
     Duration initial = backoffInitial;
     Duration maxBackoff = backoffMax;
@@ -87,7 +89,7 @@ public record PoolsConfig(List<PoolConfig> pools) {
         shape.orElseThrow(), min, max, warm, idle,
         replace.orElse(PoolConfig.defaultReplaceBeforeExpiry(shape.orElseThrow())),
         start.orElse(PoolConfig.defaultStartTimeout(provider.orElseThrow())), initial,
-        maxBackoff, python, slurm, local));
+        maxBackoff, python, slurm, local, kubernetes));
   }
 
   private static Optional<ProviderKind> provider(ConfigNode n, String text) {

@@ -9,7 +9,24 @@ public enum ProviderKind {
   /** Worker processes on the runtime's own host. */
   LOCAL,
   /** Slurm batch jobs, one worker per job. */
-  SLURM;
+  SLURM,
+  /** Kubernetes Pods, one worker per Pod. */
+  KUBERNETES;
+
+  /** How the journal's PoolWorker records name the kind ({@code K8S:namespace/name}). */
+  public String journalTag() {
+    return this == KUBERNETES ? "K8S" : name();
+  }
+
+  /** The kind a journal tag names; IllegalArgumentException for any other text. */
+  public static ProviderKind ofJournalTag(String tag) {
+    for (ProviderKind kind : values()) {
+      if (kind.journalTag().equals(tag)) {
+        return kind;
+      }
+    }
+    throw new IllegalArgumentException("no provider has the journal tag '" + tag + "'");
+  }
 
   public String configName() {
     return name().toLowerCase(Locale.ROOT);

@@ -6,7 +6,8 @@ package dev.bulletin.runtime.pool;
  * @param provider the provider that started it
  * @param pool the pool it was launched for
  * @param workerId the id given at launch ({@code --worker-id}); the worker registers with it
- * @param providerId the provider's own id: the Slurm job id, the local process id
+ * @param providerId the provider's own id: the Slurm job id, the local process id, the Pod's
+ *     namespace/name
  */
 public record WorkerHandle(ProviderKind provider, String pool, String workerId, String providerId) {
   public WorkerHandle {
@@ -17,6 +18,11 @@ public record WorkerHandle(ProviderKind provider, String pool, String workerId, 
 
   @Override
   public String toString() {
-    return workerId + " (" + (provider == ProviderKind.SLURM ? "Slurm job " : "pid ") + providerId + ")";
+    String kind = switch (provider) {
+      case SLURM -> "Slurm job ";
+      case KUBERNETES -> "Pod ";
+      case LOCAL -> "pid ";
+    };
+    return workerId + " (" + kind + providerId + ")";
   }
 }

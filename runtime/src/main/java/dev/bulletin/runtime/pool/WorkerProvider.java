@@ -1,11 +1,12 @@
 package dev.bulletin.runtime.pool;
 
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * Starts and stops workers for pools. Small on purpose, so that a Kubernetes provider fits the
- * same three calls. Asynchronous because the tools behind it block ({@code sbatch},
+ * Starts and stops workers for pools. Small on purpose: local processes, Slurm jobs and
+ * Kubernetes Pods fit the same three calls. Asynchronous because the tools behind it block ({@code sbatch},
  * {@code scancel}); futures complete on the provider's own threads, never on a caller's event loop.
  * Failures complete the future exceptionally with a {@link ProviderException} saying what the
  * provider said.
@@ -28,6 +29,19 @@ public interface WorkerProvider extends AutoCloseable {
    * runtime adopts them instead of leaking or duplicating them.
    */
   CompletableFuture<List<ProvidedWorker>> list();
+
+  /**
+   * Why the provider ended this worker, or saw it end, when it knows (a Pod evicted, or deleted
+   * after waiting too long for a node); asked once, when the autoscaler finds the worker gone.
+   */
+  default Optional<String> whyGone(WorkerHandle handle) {
+    return Optional.empty();
+  }
+
+  /** Why the pool's workers wait to start now, in the provider's words, if they do. */
+  default Optional<String> waiting(String pool) {
+    return Optional.empty();
+  }
 
   /** Releases the provider's threads; workers keep running (a restarted runtime adopts them). */
   @Override

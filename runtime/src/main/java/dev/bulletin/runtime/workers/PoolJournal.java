@@ -13,7 +13,8 @@ import java.util.logging.Logger;
  * pool launches or adopts a worker, and one when it ends, so that a restarted runtime knows
  * which processes and Slurm jobs it launched: it adopts those still there (they reattach like
  * any remote worker) and forgets or stops the others, instead of leaking or launching them
- * twice. The provider's handle is kept as {@code KIND:id} (the pid, the Slurm job id).
+ * twice. The provider's handle is kept as {@code KIND:id} (LOCAL:pid, SLURM:job id,
+ * K8S:namespace/name).
  */
 public final class PoolJournal {
   private static final Logger LOG = Logger.getLogger(PoolJournal.class.getName());
@@ -23,7 +24,7 @@ public final class PoolJournal {
   /** The record of a worker launched ({@code up}) or ended. */
   public static JournalRecord.PoolWorker record(WorkerHandle handle, boolean up) {
     return new JournalRecord.PoolWorker(handle.pool(), handle.workerId(),
-        handle.provider().name() + ":" + handle.providerId(), up);
+        handle.provider().journalTag() + ":" + handle.providerId(), up);
   }
 
   /** The handles of the journaled workers; one whose handle this version cannot read is left. */
@@ -32,7 +33,7 @@ public final class PoolJournal {
     for (JournalRecord.PoolWorker worker : journaled) {
       int colon = worker.handle().indexOf(':');
       try {
-        out.add(new WorkerHandle(ProviderKind.valueOf(worker.handle().substring(0, colon)),
+        out.add(new WorkerHandle(ProviderKind.ofJournalTag(worker.handle().substring(0, colon)),
             worker.pool(), worker.workerId(), worker.handle().substring(colon + 1)));
       } catch (IllegalArgumentException | IndexOutOfBoundsException e) {
         LOG.warning("journaled pool worker " + worker.workerId() + " has a handle this version"

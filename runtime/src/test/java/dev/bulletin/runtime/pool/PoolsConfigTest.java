@@ -79,6 +79,42 @@ class PoolsConfigTest {
   }
 
   @Test
+  void aKubernetesPoolParsesEveryField() {
+    PoolConfig pool = PoolsConfig.parseYaml("""
+        pools:
+          - name: a100
+            provider: kubernetes
+            worker: {gpus: 1, cpus: 8, memory: 32GiB}
+            max_workers: 4
+            kubernetes:
+              namespace: gpu-jobs
+              image: ghcr.io/lab/bulletin-worker:0.1
+              gpu_resource: amd.com/gpu
+              node_selector: {nvidia.com/gpu.product: A100}
+              tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+              requests: {ephemeral-storage: 10Gi}
+              limits: {cpu: "8"}
+              service_account: bulletin-worker
+              head: bulletin-head.gpu-jobs.svc:8770
+              pending_timeout: 2m
+              terminate_grace: 10s
+              pod_template: {metadata: {labels: {team: vision}}, spec: {priorityClassName: batch}}
+        """).pools().get(0);
+    KubernetesOptions k = pool.kubernetes();
+    assertEquals(ProviderKind.KUBERNETES, pool.provider());
+    assertEquals(Optional.of("gpu-jobs"), k.namespace());
+    assertEquals("amd.com/gpu", k.gpuResource());
+    assertEquals(java.util.Map.of("nvidia.com/gpu.product", "A100"), k.nodeSelector());
+    assertEquals(List.of(new KubernetesOptions.Toleration(Optional.of("nvidia.com/gpu"), "Exists",
+        Optional.empty(), Optional.of("NoSchedule"), Optional.empty())), k.tolerations());
+    assertEquals(java.util.Map.of("cpu", "8"), k.limits());
+    assertEquals(Optional.of("bulletin-head.gpu-jobs.svc:8770"), k.head());
+    assertEquals(Duration.ofMinutes(2), k.pendingTimeout());
+    assertTrue(k.podTemplate().orElseThrow().contains("\"priorityClassName\":\"batch\""));
+    assertEquals(Duration.ofMinutes(5), pool.startTimeout());
+  }
+
+  @Test
   void noPoolsSectionMeansNoPools() throws Exception {
     Path file = folder.resolve("bulletin.yaml");
     Files.writeString(file, "users: []\n");
@@ -98,8 +134,24 @@ class PoolsConfigTest {
   static Stream<Arguments> badFiles() {
     return Stream.of(
         Arguments.of("unknown provider names the allowed ones", """
-            pools: [{name: gpu, provider: kubernetes, worker: {gpus: 1}, max_workers: 2}]
-            """, "pools[0] (gpu).provider: unknown provider 'kubernetes' (allowed: local, slurm)"),
+            pools: [{name: gpu, provider: nomad, worker: {gpus: 1}, max_workers: 2}]
+            """, "pools[0] (gpu).provider: unknown provider 'nomad' (allowed: local, slurm, kubernetes)"),
+        Arguments.of("kubernetes needs an image", """
+            pools: [{name: gpu, provider: kubernetes, worker: {gpus: 1}, max_workers: 2,
+                     kubernetes: {namespace: lab}}]
+            """, "pools[0] (gpu).kubernetes.image is required for provider kubernetes"),
+        Arguments.of("kubernetes namespace is a DNS label", """
+            pools: [{name: gpu, provider: kubernetes, worker: {gpus: 1}, max_workers: 2,
+                     kubernetes: {namespace: GPU_Jobs, image: w:1}}]
+            """, "kubernetes.namespace: 'GPU_Jobs' is not a namespace name"),
+        Arguments.of("kubernetes requests take no GPU", """
+            pools: [{name: gpu, provider: kubernetes, worker: {gpus: 1}, max_workers: 2,
+                     kubernetes: {image: w:1, requests: {nvidia.com/gpu: 1}}}]
+            """, "kubernetes.requests: 'nvidia.com/gpu' is not one of [cpu, memory, ephemeral-storage]"),
+        Arguments.of("typo in the kubernetes block", """
+            pools: [{name: gpu, provider: kubernetes, worker: {gpus: 1}, max_workers: 2,
+                     kubernetes: {image: w:1, node_selecter: {a: b}}}]
+            """, "pools[0] (gpu).kubernetes: unknown field 'node_selecter'"),
         Arguments.of("max below min", """
             pools: [{name: gpu, provider: local, worker: {gpus: 1}, min_workers: 3, max_workers: 2}]
             """, "pools[0] (gpu).max_workers (2) must be >= min_workers (3)"),

@@ -56,6 +56,8 @@ public final class PoolAutoscaler implements Autoscaler {
   private final Map<String, String> launching = new HashMap<>();
   private final Map<ProviderKind, Instant> nextList = new HashMap<>();
   private final Map<ProviderKind, Boolean> listing = new HashMap<>();
+  /** Each pool's last launch failure, for its status while it backs off. */
+  private final Map<String, String> lastFailure = new HashMap<>();
   private long sequence;
   private boolean stopped;
   /** How long a worker an earlier runtime launched has to reattach (zero: start_timeout only). */
@@ -79,6 +81,7 @@ public final class PoolAutoscaler implements Autoscaler {
 
   /** How often the providers are listed: cheap locally, gentle on slurmctld. */
   static Duration listInterval(ProviderKind kind) {
+    // Kubernetes' list reads the provider's watch cache: as cheap as the local one.
     return kind == ProviderKind.SLURM ? Duration.ofSeconds(10) : Duration.ofSeconds(2);
   }
 
@@ -224,6 +227,7 @@ public final class PoolAutoscaler implements Autoscaler {
       launching.remove(workerId);
       if (error != null) {
         BackoffEvent backoff = policies.get(pool.name()).launchFailed(cause(error));
+        lastFailure.put(pool.name(), backoff.message());
         event(pool.name(), "launch-failed", workerId, backoff.reason());
         return;
       }
@@ -278,12 +282,15 @@ public final class PoolAutoscaler implements Autoscaler {
           event(w.pool, "gone", w.id, w.handle + ", launched by an earlier runtime, is gone at"
               + " its " + kind.configName() + " provider: forgotten");
         } else if (w.registered) {
+          String why = providers.get(kind).whyGone(w.handle).map(r -> ": " + r).orElse("");
           event(w.pool, "exited", w.id, "its " + kind.configName() + " allocation ended ("
-              + w.handle + ")");
-          listener.stopping(w.id, "its allocation ended");
+              + w.handle + ")" + why);
+          listener.stopping(w.id, "its allocation ended" + why);
         } else {
           BackoffEvent backoff = policies.get(w.pool).launchFailed("worker " + w.handle
-              + " ended before it registered" + logHint(w));
+              + " ended before it registered" + providers.get(kind).whyGone(w.handle)
+                  .map(r -> ": " + r).orElse("") + logHint(w));
+          lastFailure.put(w.pool, backoff.message());
           event(w.pool, "launch-failed", w.id, backoff.reason());
         }
         continue;
@@ -338,10 +345,13 @@ public final class PoolAutoscaler implements Autoscaler {
       workers.values().stream().filter(w -> w.pool.equals(pool.name()) && !w.terminating)
           .forEach(w -> counts[w.view(now).state().ordinal()]++);
       int launchingNow = (int) launching.values().stream().filter(pool.name()::equals).count();
+      Optional<String> problem = policy.backoffUntil().isPresent()
+          ? Optional.ofNullable(lastFailure.get(pool.name()))
+          : providers.get(pool.provider()).waiting(pool.name());
       out.add(new PoolStatus(pool.name(), pool.provider(),
           counts[WorkerState.STARTING.ordinal()] + launchingNow, counts[WorkerState.IDLE.ordinal()],
           counts[WorkerState.BUSY.ordinal()], counts[WorkerState.DRAINING.ordinal()],
-          pool.maxWorkers(), policy.backoffUntil()));
+          pool.maxWorkers(), policy.backoffUntil(), problem));
     }
     return out;
   }

@@ -11,6 +11,9 @@ import dev.bulletin.runtime.pool.ProviderContext;
 import dev.bulletin.runtime.pool.RegisteredWorker;
 import dev.bulletin.runtime.pool.ScalingMetrics;
 import dev.bulletin.runtime.pool.WorkerProviders;
+import dev.bulletin.runtime.pool.ProviderKind;
+import dev.bulletin.runtime.pool.WorkerProvider;
+import java.util.Map;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -44,6 +47,12 @@ final class AutoscalerHarness implements AutoCloseable {
   /** A restarted runtime's: {@code journaled} are the workers its journal names. */
   AutoscalerHarness(PoolsConfig pools, ProviderContext context, List<WorkerHandle> journaled,
       Duration reattachGrace) throws Exception {
+    this(pools, WorkerProviders.forPools(pools, context), journaled, reattachGrace);
+  }
+
+  /** Around given providers (a Kubernetes provider on a test API server's client). */
+  AutoscalerHarness(PoolsConfig pools, Map<ProviderKind, WorkerProvider> providers,
+      List<WorkerHandle> journaled, Duration reattachGrace) throws Exception {
     PoolListener listener = new PoolListener() {
       @Override
       public void drain(String workerId, String reason) {
@@ -70,8 +79,7 @@ final class AutoscalerHarness implements AutoCloseable {
         ended.add(handle);
       }
     };
-    autoscaler = Autoscaler.create(pools, WorkerProviders.forPools(pools, context), clock, metrics,
-        owner, listener);
+    autoscaler = Autoscaler.create(pools, providers, clock, metrics, owner, listener);
     autoscaler.start(journaled, reattachGrace).get(60, TimeUnit.SECONDS);
   }
 

@@ -152,8 +152,10 @@ class PoolJournalIT {
   void aHandleTheJournalCannotReadIsLeftOut() {
     List<WorkerHandle> read = PoolJournal.handles(List.of(
         new JournalRecord.PoolWorker("gpu", "gpu-1", "LOCAL:123", true),
-        new JournalRecord.PoolWorker("gpu", "gpu-2", "KUBERNETES:pod-7", true),
-        new JournalRecord.PoolWorker("gpu", "gpu-3", "no handle", true)));
-    assertEquals(List.of(new WorkerHandle(ProviderKind.LOCAL, "gpu", "gpu-1", "123")), read);
+        new JournalRecord.PoolWorker("gpu", "gpu-2", "NOMAD:job-7", true),
+        new JournalRecord.PoolWorker("gpu", "gpu-3", "no handle", true),
+        new JournalRecord.PoolWorker("k8s", "k8s-4", "K8S:gpu-jobs/bulletin-c1-k8s-4", true)));
+    assertEquals(List.of(new WorkerHandle(ProviderKind.LOCAL, "gpu", "gpu-1", "123"),
+        new WorkerHandle(ProviderKind.KUBERNETES, "k8s", "k8s-4", "gpu-jobs/bulletin-c1-k8s-4")), read);
   }
 }
