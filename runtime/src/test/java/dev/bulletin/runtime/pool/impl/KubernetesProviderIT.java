@@ -39,6 +39,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -47,6 +48,7 @@ import org.junit.jupiter.api.io.TempDir;
  * ({@link KubeTestCluster}) with RBAC: the runtime's client has only the Role of docs/pools.md.
  * There is no scheduler or kubelet: {@link FakeKubelet} plays them, through the API.
  */
+@Tag("kube") // run last by `make test` (test-kube), after the API server's build
 class KubernetesProviderIT {
   static final Duration LONG = Duration.ofSeconds(30);
   /** The autoscaler lists its providers every 2 s of its (fake) clock. */

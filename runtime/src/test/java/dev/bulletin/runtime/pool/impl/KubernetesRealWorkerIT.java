@@ -16,6 +16,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -26,6 +27,7 @@ import org.junit.jupiter.api.io.TempDir;
  * runtime ({@code bulletin up}) and serves a GPU call; deleting the Pod stops it. Needs the
  * project's venv and jar, like {@link RealWorkerIT}.
  */
+@Tag("kube") // run last by `make test` (test-kube), after the API server's build
 class KubernetesRealWorkerIT {
 
   @TempDir Path dir;

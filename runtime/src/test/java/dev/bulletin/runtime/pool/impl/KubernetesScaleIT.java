@@ -26,6 +26,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -34,6 +35,7 @@ import org.junit.jupiter.api.io.TempDir;
  * the real API server. The Pods are made by the test (as an earlier runtime would have) and
  * adopted from the journal; nothing runs in them (no kubelet).
  */
+@Tag("kube") // run last by `make test` (test-kube), after the API server's build
 class KubernetesScaleIT {
   static final int PODS = 1000;
 
