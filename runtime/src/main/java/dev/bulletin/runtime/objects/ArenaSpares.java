@@ -27,8 +27,8 @@ public final class ArenaSpares {
   }
 
   /**
-   * The host arena's budget (HelloReply.host_arena_bytes, and arena_bytes: what one client may
-   * ask for ahead of need; the arena says no past a user's share); 0 without an arena.
+   * The host arena's budget (HelloReply.host_arena_bytes; what one client may keep ahead of
+   * need, arena_bytes, is {@link ObjectStore#writerSpareBytes}); 0 without an arena.
    */
   public long budgetBytes() {
     StoreArena arena = store.get().arena();

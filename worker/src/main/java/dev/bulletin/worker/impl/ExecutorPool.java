@@ -312,26 +312,17 @@ final class ExecutorPool {
     return spills;
   }
 
-  /** The idle executors that keep values between calls, a copy ({@link ResidentHostCap}). */
-  synchronized List<ExecutorProcess> idleKeeping() {
-    List<ExecutorProcess> keeping = new ArrayList<>();
-    idle.values().forEach(executors -> executors.stream().filter(e -> e.keeps() > 0)
-        .forEach(keeping::add));
-    return keeping;
-  }
-
   /** Takes an executor out of the idle set; false when a call took it first. */
   synchronized boolean takeIdle(ExecutorProcess executor) {
     Deque<ExecutorProcess> executors = idle.get(executor.gpuIds());
     return executors != null && executors.remove(executor);
   }
 
-  /** The user's idle executors, a copy: the end of a client session reaches them there. */
-  synchronized List<ExecutorProcess> idleOf(String owner) {
-    List<ExecutorProcess> own = new ArrayList<>();
-    idle.values().forEach(executors -> executors.stream()
-        .filter(executor -> owner.equals(executor.owner())).forEach(own::add));
-    return own;
+  /** The idle executors, a copy (a session's end and the host's resident cap reach them). */
+  synchronized List<ExecutorProcess> idleExecutors() {
+    List<ExecutorProcess> all = new ArrayList<>();
+    idle.values().forEach(all::addAll);
+    return all;
   }
 
   /**

@@ -318,8 +318,7 @@ final class ExecutorProcess {
    * how many went.
    */
   int dropSession(String session) {
-    JsonObject reply = new JsonObject(
-        python.dropSession(session));
+    JsonObject reply = new JsonObject(python.dropSession(session));
     keeps = reply.getLong("keeps", 0L);
     return reply.getInteger("dropped", 0);
   }

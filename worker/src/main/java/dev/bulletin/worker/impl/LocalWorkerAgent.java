@@ -56,7 +56,7 @@ public final class LocalWorkerAgent implements WorkerAgent {
     this.sampler = UtilisationSampler.forGpus(options.gpus(), SAMPLE_MILLIS);
     this.drops = new ResidentDrops(threads, pool.spills(), this::liveOf);
     this.residentCap = new ResidentHostCap(options.resident().hostResidentBytes(), pool,
-        running::values);
+        this::live);
   }
 
   @Override
@@ -146,12 +146,16 @@ public final class LocalWorkerAgent implements WorkerAgent {
     drops.drop(namespace, session, ended);
   }
 
-  /** The user's live executors: idle in the pool, or running a call. */
-  private List<ExecutorProcess> liveOf(String owner) {
-    List<ExecutorProcess> live = new ArrayList<>(pool.idleOf(owner));
-    running.values().stream().filter(executor -> owner.equals(executor.owner()))
-        .filter(executor -> !live.contains(executor)).forEach(live::add);
+  /** The live executors: idle in the pool, or running a call. */
+  private List<ExecutorProcess> live() {
+    List<ExecutorProcess> live = new ArrayList<>(pool.idleExecutors());
+    running.values().stream().filter(executor -> !live.contains(executor)).forEach(live::add);
     return live;
+  }
+
+  /** The user's live executors. */
+  private List<ExecutorProcess> liveOf(String owner) {
+    return live().stream().filter(executor -> owner.equals(executor.owner())).toList();
   }
 
   @Override

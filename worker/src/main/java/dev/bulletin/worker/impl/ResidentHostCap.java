@@ -1,7 +1,6 @@
 package dev.bulletin.worker.impl;
 
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.Comparator;
 import java.util.List;
 import java.util.function.Supplier;
@@ -20,13 +19,13 @@ final class ResidentHostCap {
 
   private final long capBytes;
   private final ExecutorPool pool;
-  private final Supplier<Collection<ExecutorProcess>> running;
+  private final Supplier<List<ExecutorProcess>> live;
 
-  ResidentHostCap(long capBytes, ExecutorPool pool,
-      Supplier<Collection<ExecutorProcess>> running) {
+  /** @param live the host's live executors, idle and running */
+  ResidentHostCap(long capBytes, ExecutorPool pool, Supplier<List<ExecutorProcess>> live) {
     this.capBytes = capBytes;
     this.pool = pool;
-    this.running = running;
+    this.live = live;
   }
 
   /** Spills idle executors' values, oldest use first, until the host is within its cap. */
@@ -34,19 +33,17 @@ final class ResidentHostCap {
     if (capBytes <= 0) {
       return;
     }
-    List<ExecutorProcess> idle = pool.idleKeeping();
-    long total = idle.stream().mapToLong(ExecutorProcess::keeps).sum();
-    for (ExecutorProcess busy : running.get()) {
-      total += idle.contains(busy) ? 0 : busy.keeps();
-    }
-    List<ExecutorProcess> oldestFirst = new ArrayList<>(idle);
-    oldestFirst.remove(justUsed);
+    List<ExecutorProcess> executors = live.get();
+    long total = executors.stream().mapToLong(ExecutorProcess::keeps).sum();
+    List<ExecutorProcess> oldestFirst = new ArrayList<>(executors);
+    oldestFirst.removeIf(executor -> executor == justUsed || executor.keeps() == 0);
     oldestFirst.sort(Comparator.comparingLong(ExecutorProcess::idleSinceNanos));
     for (ExecutorProcess executor : oldestFirst) {
       if (total <= capBytes) {
         return;
       }
-      if (pool.takeIdle(executor)) { // out of the idle set while it spills: no call takes it
+      // Only an idle one can spill; taken out of the idle set meanwhile, no call takes it.
+      if (pool.takeIdle(executor)) {
         long kept = executor.keeps();
         long before = total;
         LOG.info(() -> "this host's executors keep " + before + " bytes on their GPUs, past "

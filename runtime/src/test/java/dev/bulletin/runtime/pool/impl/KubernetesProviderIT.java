@@ -110,6 +110,18 @@ class KubernetesProviderIT {
     return m.substring(m.indexOf('/') + 1, m.indexOf(')'));
   }
 
+  record Launched(String worker, String pod) {}
+
+  /** Demand for one GPU: the pool launches a worker Pod, which the simulated node runs. */
+  Launched launchRunning(AutoscalerHarness h) throws Exception {
+    h.tick(List.of(), List.of(PendingDemand.of(1, 2)));
+    PoolEvent launched = h.await("launched", LONG);
+    String pod = podOf(launched);
+    kubelet.bind(pod);
+    kubelet.running(pod);
+    return new Launched(launched.workerId().orElseThrow(), pod);
+  }
+
   @Test
   void thePodAsksForTheGpusOnTheSelectedNodesAndKeepsTheTokensInItsSecret() throws Exception {
     try (KubernetesProvider provider = provider(KubeTestCluster.RUNTIME_TOKEN)) {
@@ -163,12 +175,9 @@ class KubernetesProviderIT {
   void theAutoscalerScalesUpOnDemandAndDownWhenIdle() throws Exception {
     try (AutoscalerHarness h = harness(new PoolsConfig(List.of(pool("gpu", ns, Duration.ofMinutes(5)))),
         List.of())) {
-      h.tick(List.of(), List.of(PendingDemand.of(1, 2)));
-      PoolEvent launched = h.await("launched", LONG);
-      String worker = launched.workerId().orElseThrow();
-      String pod = podOf(launched);
-      kubelet.bind(pod);
-      kubelet.running(pod);
+      Launched running = launchRunning(h);
+      String worker = running.worker();
+      String pod = running.pod();
       h.tick(List.of(RegisteredWorker.busy(worker, 1, h.clock.instant())), List.of());
       assertEquals(1, h.events("registered").size());
       assertEquals(1, h.events("launch").size(), "one Pod for one call");
@@ -224,12 +233,9 @@ class KubernetesProviderIT {
   void anEvictedPodIsNoticedFromTheWatchAndItsCallsRequeued() throws Exception {
     try (AutoscalerHarness h = harness(new PoolsConfig(List.of(pool("gpu", ns, Duration.ofMinutes(5)))),
         List.of())) {
-      h.tick(List.of(), List.of(PendingDemand.of(1, 2)));
-      PoolEvent launched = h.await("launched", LONG);
-      String worker = launched.workerId().orElseThrow();
-      String pod = podOf(launched);
-      kubelet.bind(pod);
-      kubelet.running(pod);
+      Launched running = launchRunning(h);
+      String worker = running.worker();
+      String pod = running.pod();
       RegisteredWorker busy = RegisteredWorker.busy(worker, 1, h.clock.instant());
       h.tick(List.of(busy), List.of());
 
