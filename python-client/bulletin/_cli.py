@@ -200,7 +200,9 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument("--ca", type=Path, metavar="FILE",
                         help="the cluster's CA (a copy of the head's $BULLETIN_HOME/ca.pem) to "
                              "check the runtime's certificate with; default: $BULLETIN_CA, "
-                             "else $BULLETIN_HOME/ca.pem; without one the worker speaks "
+                             "else $BULLETIN_CA_PEM (the CA's text, as a Kubernetes pool's "
+                             "worker gets it), else $BULLETIN_HOME/ca.pem; without one the "
+                             "worker speaks "
                              "plaintext")
     worker.add_argument("--join", metavar="TOKEN",
                         help="a join token from the cluster's owner (bulletin worker join-token "

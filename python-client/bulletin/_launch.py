@@ -345,6 +345,10 @@ def worker_token(state_dir: Path) -> str:
     return token
 
 
+# Where a worker writes the CA it was given as text (a Kubernetes pool's worker, from its Secret).
+CA_FROM_ENV = "ca-from-env.pem"
+
+
 def exec_worker(state_dir: Path, opts: WorkerOptions) -> None:
     """Replaces this process with a worker agent attached to the runtime at opts.head, over TLS
     when a CA is found for it (as a client finds one); a TLS mismatch fails here, clearly."""
@@ -352,7 +356,8 @@ def exec_worker(state_dir: Path, opts: WorkerOptions) -> None:
 
     java, jar = find_java(), find_jar()
     env = dict(os.environ)
-    tls = _tls.resolve_ca(opts.ca, opts.head, given_as="--ca")
+    # The JVM reads its CA from a file: a CA given as text ($BULLETIN_CA_PEM) is written down.
+    tls = _tls.resolve_ca(opts.ca, opts.head, given_as="--ca").as_file(state_dir / CA_FROM_ENV)
     # Check the head's certificate here, where a failure can say clearly what to do (the JVM
     # checks it again). Plaintext is not probed: a plaintext head may take long to drop a TLS
     # hello, and the JVM's error names BULLETIN_CA if the head turns out to speak TLS.

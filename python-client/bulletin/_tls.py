@@ -16,7 +16,7 @@ import os
 import socket
 import ssl
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import grpc
@@ -234,20 +234,41 @@ def _write(path: Path, data: bytes, mode: int) -> None:
 
 @dataclass(frozen=True)
 class CaChoice:
-    """How a client dials the runtime: TLS (``enabled``) checked against ``path`` (None: the
-    system's trusted CAs), or plaintext; ``source`` says who decided, ``looked`` where it
-    looked (for the error messages)."""
+    """How a client dials the runtime: TLS (``enabled``) checked against ``path`` or ``pem``
+    (the CA's text; neither: the system's trusted CAs), or plaintext; ``source`` says who
+    decided, ``looked`` where it looked (for the error messages)."""
 
     enabled: bool
     path: Path | None
     source: str
     looked: tuple[str, ...] = field(default=())
+    pem: str | None = None
 
     def describe(self) -> str:
         if not self.enabled:
             return f"plaintext ({self.source})"
-        what = f"the CA {self.path}" if self.path else "the system's trusted CAs"
+        what = (f"the CA {self.path}" if self.path else "the CA given" if self.pem
+                else "the system's trusted CAs")
         return f"{what} (from {self.source})"
+
+    def roots(self) -> bytes | None:
+        """The CA's PEM bytes; None for the system's CAs."""
+        return self.pem.encode() if self.pem else self.path.read_bytes() if self.path else None
+
+    def as_file(self, path: Path) -> "CaChoice":
+        """This choice with a CA given as text written to ``path`` (for the worker's JVM)."""
+        if not self.pem or self.path:
+            return self
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write(path, self.pem.encode(), 0o644)
+        return replace(self, path=path)
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """A TLS 1.3 client context that trusts this CA."""
+        context = ssl.create_default_context(cafile=str(self.path) if self.path else None,
+                                             cadata=self.pem)
+        context.minimum_version = ssl.TLSVersion.TLSv1_3
+        return context
 
 
 def resolve_ca(ca=None, address: str | None = None,
@@ -267,6 +288,13 @@ def resolve_ca(ca=None, address: str | None = None,
         return CaChoice(True, None, "BULLETIN_CA=system")
     if env:
         return CaChoice(True, _readable(Path(env).expanduser(), "$BULLETIN_CA"), "$BULLETIN_CA")
+    pem = os.environ.get("BULLETIN_CA_PEM", "").strip()
+    if pem:  # the CA's text itself: a Kubernetes pool's worker gets it from its Secret
+        if "-----BEGIN CERTIFICATE-----" not in pem:
+            raise TlsError("$BULLETIN_CA_PEM holds no PEM certificate (it should be the text of "
+                           f"the cluster's ca.pem, BEGIN CERTIFICATE line included). To get it, "
+                           f"{_FETCH_CA}.")
+        return CaChoice(True, None, "$BULLETIN_CA_PEM", pem=pem + "\n")
     state = home()
     info = read_runtime_info(state)
     looked = [given_as, "$BULLETIN_CA"]
@@ -309,17 +337,15 @@ def _readable(path: Path, source: str) -> Path:
 def grpc_channel(address: str, choice: CaChoice, options) -> grpc.Channel:
     if not choice.enabled:
         return grpc.insecure_channel(address, options=options)
-    roots = choice.path.read_bytes() if choice.path else None
-    return grpc.secure_channel(address, grpc.ssl_channel_credentials(root_certificates=roots),
+    return grpc.secure_channel(address, grpc.ssl_channel_credentials(
+                               root_certificates=choice.roots()),
                                options=options)
 
 
 def ssl_context(choice: CaChoice) -> ssl.SSLContext:
     """The data port's client context: the runtime's certificate checked against the CA and
     the dialled host name (TLS 1.3, as the runtime speaks)."""
-    context = ssl.create_default_context(cafile=str(choice.path) if choice.path else None)
-    context.minimum_version = ssl.TLSVersion.TLSv1_3
-    return context
+    return choice.ssl_context()
 
 
 WORKER_URI = "urn:bulletin:worker:"
@@ -329,9 +355,8 @@ def worker_context(choice: CaChoice) -> ssl.SSLContext:
     """A client context for a worker's data port that serves its worker certificate: checked
     against the cluster CA in the handshake; the worker's id (its URI name, not a host name)
     is checked in ``_bulk.connect`` before any byte is sent."""
-    context = ssl.create_default_context(cafile=str(choice.path) if choice.path else None)
+    context = choice.ssl_context()
     context.check_hostname = False  # a worker certificate names a worker, not a host
-    context.minimum_version = ssl.TLSVersion.TLSv1_3
     return context
 
 

@@ -163,6 +163,20 @@ def test_which_ca_a_client_trusts(tls_env, monkeypatch, tmp_path):
     assert not _tls.resolve_ca(None, "127.0.0.1:9").enabled
     monkeypatch.setenv("BULLETIN_CA", "system")
     assert _tls.resolve_ca(None, "127.0.0.1:9") == _tls.CaChoice(True, None, "BULLETIN_CA=system")
+    # The CA's text (a Kubernetes Pod's, from its Secret), after a BULLETIN_CA file.
+    monkeypatch.delenv("BULLETIN_CA")
+    monkeypatch.setenv("BULLETIN_CA_PEM", files.ca.read_text())
+    given = _tls.resolve_ca(None, "127.0.0.1:9")
+    assert (given.source, given.path, given.roots()) == ("$BULLETIN_CA_PEM", None,
+                                                         files.ca.read_bytes())
+    written = given.as_file(tmp_path / "w" / "ca.pem")
+    assert written.path.read_bytes() == files.ca.read_bytes()
+    assert written.path.stat().st_mode & 0o777 == 0o644
+    given.ssl_context()  # loads as a CA
+    monkeypatch.setenv("BULLETIN_CA_PEM", "not a certificate")
+    with pytest.raises(bulletin.TlsError, match=r"\$BULLETIN_CA_PEM holds no PEM certificate"):
+        _tls.resolve_ca(None, "127.0.0.1:9")
+    monkeypatch.delenv("BULLETIN_CA_PEM")
     monkeypatch.setenv("BULLETIN_CA", str(tmp_path / "missing.pem"))
     with pytest.raises(bulletin.TlsError, match=r"\$BULLETIN_CA names the CA file .*missing.pem"):
         _tls.resolve_ca(None, "127.0.0.1:9")

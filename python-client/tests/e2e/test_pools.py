@@ -96,6 +96,38 @@ def test_a_local_pool_scales_from_zero_and_back(tmp_path):
                                                    local="{simulate_gpus: true}"))
 
 
+def noop():
+    return None
+
+
+def test_a_call_waiting_for_a_pool_worker_hears_why_none_comes(tmp_path):
+    """The scheduler knows only attached workers: a call for a GPU that only a pool could bring
+    learns from the pool what it does (here: its workers cannot start, so it backs off) in the
+    call's wait_info, and the cluster serves the next call meanwhile."""
+    config = pool_config(tmp_path, "local", local="{simulate_gpus: true}", python="/bin/false")
+    head = start_cluster(tmp_path / "home", "--config", config, gpus=0, cpus=1)
+    try:
+        with head.client() as client:
+            waiting = client.submit(noop, gpus=1)
+
+            def told():
+                info = waiting.wait_info
+                return info is not None and "pool gpu cannot start a worker now" in info.reason
+            wait_until(told, timeout=SCALE_SECONDS,
+                       what="the waiting call to hear why the pool starts no worker")
+            info = waiting.wait_info
+            print("wait_info:", info.reason)
+            assert info.code == "NO_WORKERS", info
+            assert info.reason.startswith("no worker attached now can run it"), info.reason
+            assert "next attempt at " in info.reason, info.reason
+            # The provider's words for the failed launch: the worker process that ended.
+            assert "exit" in info.reason or "ended" in info.reason, info.reason
+            assert client.submit(noop).result(timeout=CALL_SECONDS) is None
+            waiting.cancel()
+    finally:
+        head.stop()
+
+
 def slurm_partition() -> str | None:
     if shutil.which("sinfo") is None:
         return None

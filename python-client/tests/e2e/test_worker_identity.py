@@ -94,6 +94,21 @@ def test_a_worker_joins_with_a_token_from_a_file_and_attaches_with_its_own_certi
     assert "already used" in again.output()
 
 
+def test_a_worker_given_the_ca_as_text_joins_as_a_kubernetes_pods_worker_does(
+        head, owner, started, tmp_path):
+    """A Pod shares no file with the head: its Secret gives the CA's text ($BULLETIN_CA_PEM)
+    and the join token in the environment, and nothing else."""
+    minted = run_cli(head.home, "worker", "join-token", "pod-1", "--ttl", "5m")
+    assert minted.returncode == 0, minted.stderr
+    env = cli_env(tmp_path / "pod-home")
+    env.update(BULLETIN_CA_PEM=(head.home / "ca.pem").read_text(),
+               BULLETIN_JOIN_TOKEN=minted.stdout.strip())
+    worker = started("pod-1", "--simulate-gpus", "1", env=env)
+    assert worker.proc.poll() is None, worker.output()
+    says_so(worker)
+    assert owner.submit(lambda x: x * 2, 21, gpus=1).result(timeout=120) == 42
+
+
 def test_the_owner_starting_a_worker_on_the_head_needs_no_token(head, owner, started):
     worker = started("near-1", "--simulate-gpus", "1")
     assert attached(owner, "near-1"), worker.output()

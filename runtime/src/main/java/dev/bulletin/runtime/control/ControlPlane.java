@@ -68,6 +68,7 @@ public final class ControlPlane {
   private final RestoredRemoteWork restoredRemoteWork;
   private final Admission admission;
   private final CallEndings endings;
+  private PoolOutlook poolOutlook = PoolOutlook.NONE;
 
   /**
    * @param drainMarginSeconds a worker whose allocation ends sooner than this takes no call
@@ -155,6 +156,20 @@ public final class ControlPlane {
    */
   public void potentialWorkers(List<WorkerCapacity> shapes) {
     potential = List.copyOf(shapes);
+  }
+
+  /** Where waiting calls learn what the pools do for them (a worker starting, or why none). */
+  public void poolOutlook(PoolOutlook outlook) {
+    poolOutlook = outlook;
+  }
+
+  PoolOutlook poolOutlook() {
+    return poolOutlook;
+  }
+
+  /** What the pools do changed: waiting calls are told again (a pass over the full window). */
+  public void poolsChanged() {
+    passes.requestFull();
   }
 
   /**

@@ -13,10 +13,12 @@ import dev.bulletin.runtime.task.TaskState;
 import io.vertx.core.Context;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 
 /**
  * Runs the policy scheduler's passes for the control plane and applies their plans: starts the
@@ -42,6 +44,10 @@ final class Passes {
    * enough).
    */
   private static final long FULL_WINDOW_EVERY_NANOS = 200_000_000L;
+
+  /** Codes of a call that a worker the pools start could take. */
+  private static final Set<WaitCode> WAITS_FOR_A_WORKER = EnumSet.of(
+      WaitCode.CAPACITY, WaitCode.NO_WORKERS, WaitCode.WORKER_EXPIRY);
 
   private final ControlPlane plane;
   private final PolicyPass policy;
@@ -127,7 +133,11 @@ final class Passes {
   /** One pass of the policy scheduler, applied in the order the plan asks. */
   private void pass() {
     Collection<Task> queue = plane.tasks().queuedView();
-    if (queue.isEmpty() || plane.workers().isEmpty()) {
+    if (queue.isEmpty()) {
+      return;
+    }
+    if (plane.workers().isEmpty()) {
+      tellNoWorkers(plane.tasks().window(WINDOW_PER_USER));
       return;
     }
     List<Task> active = new ArrayList<>();
@@ -226,15 +236,38 @@ final class Passes {
     }
     if (!plane.feasibilityOnOpenWorkers(task.demand()).feasible()
         && (task.fitted() || plane.restoredRemoteWork().workersMayReattach())) {
-      tellWaiting(task, new WaitInfo(1, WaitCode.NO_WORKERS, "no worker attached now can run it ("
-          + reason + "); it waits for a worker that can to join", Optional.empty(), List.of()));
+      // Where a pool could start one, what the pool does says more than what is attached.
+      String why = plane.poolOutlook().forDemand(task.demand()).isPresent()
+          ? "no worker attached now can run it"
+          : "no worker attached now can run it (" + reason + "); it waits for a worker that can"
+              + " to join";
+      tellWaiting(task, new WaitInfo(1, WaitCode.NO_WORKERS, why, Optional.empty(), List.of()));
       return;
     }
     plane.failInfeasible(task, reason);
   }
 
-  /** Tells the caller why its call waits, when that changed (position alone: at most 1/s). */
+  /** With no worker attached there is nothing to plan: the calls learn only what pools do. */
+  private void tellNoWorkers(List<Task> window) {
+    int position = 0;
+    for (Task task : window) {
+      tellWaiting(task, new WaitInfo(++position, WaitCode.NO_WORKERS, "no worker is attached",
+          Optional.empty(), List.of()));
+    }
+  }
+
+  /**
+   * Tells the caller why its call waits, when that changed (position alone: at most 1/s). A call
+   * that waits for a worker also hears what the pools do about it.
+   */
   private void tellWaiting(Task task, WaitInfo info) {
+    if (WAITS_FOR_A_WORKER.contains(info.code())) {
+      Optional<String> pools = plane.poolOutlook().forDemand(task.demand());
+      if (pools.isPresent()) {
+        info = new WaitInfo(info.position(), info.code(), info.reason() + "; " + pools.get(),
+            info.eta(), info.suggestions());
+      }
+    }
     WaitInfo told = task.waitInfo();
     long now = System.nanoTime();
     if (told != null && told.code() == info.code() && told.reason().equals(info.reason())

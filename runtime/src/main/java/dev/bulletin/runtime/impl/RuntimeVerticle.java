@@ -254,6 +254,14 @@ public final class RuntimeVerticle extends VerticleBase {
                 throw new java.io.UncheckedIOException(e);
               }
             });
+    if (tls.enabled() && tls.ca() != null) {
+      try {
+        providers = providers.withCa(java.nio.file.Files.readString(tls.ca()));
+      } catch (java.io.IOException e) {
+        return Future.failedFuture("cannot read the cluster CA " + tls.ca() + " for the pools'"
+            + " workers: " + e.getMessage());
+      }
+    }
     autoscaler = Autoscaler.create(pools, WorkerProviders.forPools(pools, providers),
         Clock.systemUTC(), new ScalingMetrics(meterRegistry),
         task -> context.runOnContext(ignored -> task.run()), poolRunner);

@@ -1,6 +1,7 @@
 package dev.bulletin.runtime.workers;
 
 import dev.bulletin.runtime.control.ControlPlane;
+import dev.bulletin.runtime.control.PoolOutlook;
 import dev.bulletin.runtime.pool.Autoscaler;
 import dev.bulletin.runtime.pool.PendingDemand;
 import dev.bulletin.runtime.pool.PoolConfig;
@@ -9,10 +10,13 @@ import dev.bulletin.runtime.pool.PoolListener;
 import dev.bulletin.runtime.pool.PoolStatus;
 import dev.bulletin.runtime.pool.PoolsConfig;
 import dev.bulletin.runtime.pool.RegisteredWorker;
+import dev.bulletin.runtime.pool.WorkerShape;
 import dev.bulletin.runtime.scheduler.Demand;
 import dev.bulletin.runtime.scheduler.WorkerCapacity;
 import dev.bulletin.runtime.task.Task;
 import java.time.Instant;
+import java.time.ZoneId;
+import java.time.format.DateTimeFormatter;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
@@ -26,15 +30,19 @@ import java.util.Optional;
  * attached and the calls no worker has room for, and it carries out what the autoscaler asks
  * (drain a worker, forget one being stopped). Runs on the control plane's event loop.
  */
-public final class PoolRunner implements PoolListener {
+public final class PoolRunner implements PoolListener, PoolOutlook {
 
   public static final long TICK_MILLIS = 1_000;
+  private static final DateTimeFormatter CLOCK_TIME = DateTimeFormatter.ofPattern("HH:mm:ss")
+      .withZone(ZoneId.systemDefault());
   private static final int RECENT_EVENTS = 20;
 
   private final ControlPlane plane;
   private final PoolsConfig pools;
   private final Deque<PoolEvent> recent = new ArrayDeque<>();
   private Autoscaler autoscaler;
+  /** The pools as of the last tick, by name: what waiting calls are told about them. */
+  private Map<String, PoolStatus> statuses = Map.of();
 
   public PoolRunner(ControlPlane plane, PoolsConfig pools) {
     this.plane = plane;
@@ -48,6 +56,7 @@ public final class PoolRunner implements PoolListener {
       }
     }
     plane.potentialWorkers(shapes);
+    plane.poolOutlook(this);
   }
 
   public void start(Autoscaler autoscaler) {
@@ -69,6 +78,53 @@ public final class PoolRunner implements PoolListener {
       }
     }
     autoscaler.tick(registered, unservable());
+    Map<String, PoolStatus> now = new LinkedHashMap<>();
+    for (PoolStatus status : autoscaler.status()) {
+      now.put(status.pool(), status);
+    }
+    if (!now.equals(statuses)) {
+      statuses = now;
+      plane.poolsChanged();
+    }
+  }
+
+  /**
+   * The first pool (in the config's order) whose workers fit the call: whether it starts one,
+   * or why it cannot. Counts and the provider's words are as of the last tick.
+   */
+  @Override
+  public Optional<String> forDemand(Demand demand) {
+    for (PoolConfig pool : pools.pools()) {
+      PoolStatus status = statuses.get(pool.name());
+      if (status != null && fits(pool.worker(), demand)) {
+        return Optional.of(outlook(status));
+      }
+    }
+    return Optional.empty();
+  }
+
+  private static boolean fits(WorkerShape shape, Demand demand) {
+    return shape.gpus() >= demand.gpusTouched() && shape.cpus() >= demand.cpus()
+        && shape.memory().orElse(Long.MAX_VALUE) >= demand.memoryBytes();
+  }
+
+  private static String outlook(PoolStatus status) {
+    String pool = "pool " + status.pool();
+    if (status.backoffUntil().isPresent()) {
+      // A moment, not "in 5s": the words stay the same from pass to pass, so they are told once.
+      return pool + " cannot start a worker now (next attempt at "
+          + CLOCK_TIME.format(status.backoffUntil().get()) + ")"
+          + status.problem().map(why -> ": " + why).orElse("");
+    }
+    if (status.starting() > 0) {
+      return pool + " is starting " + (status.starting() == 1 ? "a worker"
+          : status.starting() + " workers") + status.problem().map(why -> ": " + why).orElse("");
+    }
+    int held = status.starting() + status.idle() + status.busy() + status.draining();
+    if (held >= status.maxWorkers()) {
+      return pool + " runs its most workers (max_workers " + status.maxWorkers() + "), all busy";
+    }
+    return pool + " starts a worker for it at its next round";
   }
 
   /** Queued calls that no attached worker could take now, by size. */

@@ -44,6 +44,8 @@ final class WorkerPods {
   static final String HEAD = "BULLETIN_HEAD";
   static final String WORKER_TOKEN = "BULLETIN_WORKER_TOKEN";
   static final String JOIN_TOKEN = "BULLETIN_JOIN_TOKEN";
+  /** The cluster CA's text, on a TLS runtime: a Pod shares no file with the head. */
+  static final String CA_PEM = "BULLETIN_CA_PEM";
   /** A worker that is not scheduled within its pending timeout plus this gets no join. */
   static final Duration JOIN_SLACK = Duration.ofMinutes(15);
 
@@ -61,6 +63,7 @@ final class WorkerPods {
     Map<String, String> data = new LinkedHashMap<>();
     data.put(HEAD, pool.kubernetes().head().orElse(context.headAddress()));
     data.put(WORKER_TOKEN, context.workerToken());
+    context.caPem().ifPresent(pem -> data.put(CA_PEM, pem));
     // Good while the Pod may wait for a node and start: the pending timeout and some slack.
     context.joinTokens().export(workerId, pool.kubernetes().pendingTimeout().plus(JOIN_SLACK)
         .plus(pool.startTimeout()), data);
@@ -129,11 +132,12 @@ final class WorkerPods {
     }
     List<EnvVar> env = new ArrayList<>(base.getEnv() == null ? List.of() : base.getEnv());
     // HEAD first: $(BULLETIN_HEAD) in the arguments expands only from variables defined.
-    for (String key : List.of(HEAD, WORKER_TOKEN, JOIN_TOKEN)) {
+    for (String key : List.of(HEAD, WORKER_TOKEN, JOIN_TOKEN, CA_PEM)) {
+      boolean always = key.equals(HEAD) || key.equals(WORKER_TOKEN);
       env.removeIf(e -> e.getName().equals(key));
       env.add(new EnvVarBuilder().withName(key).withNewValueFrom().withNewSecretKeyRef()
-          .withName(secret).withKey(key).withOptional(key.equals(JOIN_TOKEN)).endSecretKeyRef()
-          .endValueFrom().build());
+          .withName(secret).withKey(key).withOptional(!always).endSecretKeyRef().endValueFrom()
+          .build());
     }
     c.withEnv(env);
     Map<String, Quantity> requests = new LinkedHashMap<>();

@@ -69,8 +69,8 @@ class WorkerPodsTest {
     assertEquals("/data", worker.getVolumeMounts().get(0).getMountPath());
     assertEquals(new Quantity("5Gi"), worker.getResources().getRequests().get("ephemeral-storage"));
     assertEquals(new Quantity("1"), worker.getResources().getLimits().get("nvidia.com/gpu"));
-    assertEquals(List.of("HF_HOME", "BULLETIN_HEAD", "BULLETIN_WORKER_TOKEN", "BULLETIN_JOIN_TOKEN"),
-        worker.getEnv().stream().map(e -> e.getName()).toList());
+    assertEquals(List.of("HF_HOME", "BULLETIN_HEAD", "BULLETIN_WORKER_TOKEN", "BULLETIN_JOIN_TOKEN",
+        "BULLETIN_CA_PEM"), worker.getEnv().stream().map(e -> e.getName()).toList());
     assertFalse(worker.getEnv().stream().anyMatch(e -> "leaked".equals(e.getValue())),
         "a template's value for a secret variable is replaced by the Secret's");
     assertEquals("Never", pod.getSpec().getRestartPolicy());
@@ -98,5 +98,22 @@ class WorkerPodsTest {
     assertFalse(worker.getResources().getLimits().containsKey("nvidia.com/gpu"));
     assertTrue(worker.getArgs().containsAll(List.of("--simulate-gpus", "1")), worker.getArgs().toString());
     assertEquals(Map.of("cpu", new Quantity("2")), worker.getResources().getRequests());
+  }
+
+  @Test
+  void onATlsRuntimeTheSecretCarriesTheClusterCaAndThePodReadsItFromThere() {
+    PoolConfig pool = pool("image: lab/worker:2\n");
+    String pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    ProviderContext tls = CONTEXT.withCa(pem);
+    assertEquals(pem, WorkerPods.secret(tls, pool, "gpu-w1", "ns1").getStringData()
+        .get(WorkerPods.CA_PEM));
+    assertFalse(WorkerPods.secret(CONTEXT, pool, "gpu-w1", "ns1").getStringData()
+        .containsKey(WorkerPods.CA_PEM), "a plaintext runtime has no CA to give");
+    Container worker = WorkerPods.pod(tls, pool, "gpu-w1", "ns1").getSpec().getContainers().get(0);
+    var ca = worker.getEnv().stream().filter(e -> e.getName().equals(WorkerPods.CA_PEM))
+        .findFirst().orElseThrow().getValueFrom().getSecretKeyRef();
+    assertEquals(List.of(WorkerPods.name("c1", "gpu-w1"), WorkerPods.CA_PEM, true),
+        List.of(ca.getName(), ca.getKey(), ca.getOptional()));
+    assertFalse(worker.toString().contains("BEGIN CERTIFICATE"), "the Pod spec refers to it");
   }
 }
