@@ -92,6 +92,7 @@ public final class ControlPlane {
     this.admission = new Admission(tasks, journaling, policy, objects);
     this.endings = new CallEndings(tasks, objects, journaling, store, inlineLimit);
     policy.ledger().onChange(() -> journaling.ledger(policy.ledger().image()));
+    objects.residents().listen(journaling.residents());
   }
 
   public Journaling journaling() {

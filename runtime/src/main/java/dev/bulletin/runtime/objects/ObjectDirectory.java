@@ -401,6 +401,7 @@ public final class ObjectDirectory {
    * @param how read after "worker W, which": "did not reattach within 60 s ..."
    */
   public void keeperGone(String workerId, String how) {
+    residents.workerLost(workerId, how);
     for (Map.Entry<ObjectKey, Entry> each : List.copyOf(entries.entrySet())) {
       Entry entry = each.getValue();
       if (workerId.equals(entry.awaited)) {

@@ -42,6 +42,11 @@ public final class ResidentDirectory {
     final String kind;
     /** Handle id to the client session that kept it; only the handles still named here. */
     final Map<String, String> handles;
+    /**
+     * No agent holds it any more (the embedded worker's, after a restart of the runtime): the
+     * runtime's store serves it to a call on any worker, its own too.
+     */
+    boolean agentGone;
 
     Spill(String workerId, ObjectKey key, long size, String kind, Map<String, String> handles) {
       this.workerId = workerId;
@@ -137,12 +142,37 @@ public final class ResidentDirectory {
     } else if (!objects.retainIfPresent(key)) {
       return false;
     }
+    name(new Spill(workerId, key, size, kind, handles), true);
+    return true;
+  }
+
+  /**
+   * After a restart of the runtime: a spill its journal names, whose hold the restore took (the
+   * object awaited from its remote worker, or held in the runtime's store).
+   *
+   * @param agentGone its agent died with the runtime (the embedded worker): the runtime's
+   *     store serves it to a call on any worker
+   */
+  public void restored(String workerId, boolean agentGone, ObjectKey key, long size,
+      String kind, Map<String, String> handles) {
+    if (spills.containsKey(id(workerId, key))) {
+      objects.release(key); // named twice: one hold is enough
+      return;
+    }
     Spill spill = new Spill(workerId, key, size, kind, handles);
-    spills.put(id, spill);
+    spill.agentGone = agentGone;
+    name(spill, false);
+  }
+
+  /** Names a held spill for its handles; {@code tell}: another worker's older copy forgets. */
+  private void name(Spill spill, boolean tell) {
+    String workerId = spill.workerId;
+    ObjectKey key = spill.key;
+    spills.put(id(workerId, key), spill);
     Map<String, Spill> ofNamespace = byHandle.computeIfAbsent(key.namespace(),
         namespace -> new HashMap<>());
     List<Spill> superseded = new ArrayList<>();
-    for (String handle : handles.keySet()) {
+    for (String handle : spill.handles.keySet()) {
       Spill before = ofNamespace.put(handle, spill);
       if (before != null && before != spill) {
         before.handles.remove(handle);
@@ -158,11 +188,10 @@ public final class ResidentDirectory {
     for (Spill old : superseded) {
       if (old.handles.isEmpty()) {
         // Its own agent lets go of what it superseded; another worker is told.
-        release(old, old.workerId.equals(workerId) ? null
+        release(old, !tell || old.workerId.equals(workerId) ? null
             : "worker " + workerId + " spilled them again since");
       }
     }
-    return true;
   }
 
   /** The worker no longer holds that spill for its values: the directory lets it go. */
@@ -196,7 +225,7 @@ public final class ResidentDirectory {
     Set<ObjectKey> held = new LinkedHashSet<>();
     for (String handle : handles) {
       Spill spill = ofNamespace.get(handle);
-      if (spill != null && !spill.workerId.equals(workerId)) {
+      if (spill != null && (spill.agentGone || !spill.workerId.equals(workerId))) {
         restore.put(handle, spill.key);
         held.add(spill.key);
       } else if (spill == null && gone.containsKey(handle)) {
@@ -242,7 +271,7 @@ public final class ResidentDirectory {
     Set<Spill> moved = new LinkedHashSet<>();
     for (ObjectKey key : keys) {
       ofNamespace.values().stream().filter(spill -> spill.key.equals(key)
-          && !spill.workerId.equals(workerId)).forEach(moved::add);
+          && (spill.agentGone || !spill.workerId.equals(workerId))).forEach(moved::add);
     }
     for (Spill spill : moved) {
       Map<String, Live> live = restoredOn.computeIfAbsent(namespace, user -> new HashMap<>());
