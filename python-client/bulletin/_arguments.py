@@ -110,6 +110,7 @@ class CallArguments:
         self.refs = dict(self._own_refs)
         self.inputs, self.pending = [], []
         self.prefer_worker = ""
+        self.resident_handles = {}  # handle id -> None, in the order pickled
         with pickling_call(self):
             try:
                 return encode((self.args, self.kwargs))
@@ -146,6 +147,9 @@ class CallArguments:
     def note_resident(self, handle) -> None:
         """A ``bulletin.Resident`` in the arguments: the call prefers the worker that keeps it."""
         self.prefer_worker = self.prefer_worker or handle.worker
+        # The runtime looks them up among this user's spills: one another host keeps is
+        # brought to the call's worker and restored there.
+        self.resident_handles[handle.id] = None
 
     def reduce_ref(self, ref: Ref):
         self.inputs.append(ref)

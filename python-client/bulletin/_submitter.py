@@ -314,6 +314,7 @@ class Submitter:
             spec.refs.add(id=oid, size=size)
         if getattr(arguments, "prefer_worker", ""):
             spec.prefer_worker = arguments.prefer_worker
+        spec.resident_handles.extend(getattr(arguments, "resident_handles", None) or ())
         fn_id = spec.function.id
         # Deciding "inline or id only" and queueing under one lock keeps the message that
         # carries a function's bytes ahead of every message that only names it; releases go

@@ -22,7 +22,7 @@ from nbclient import NotebookClient
 import bulletin
 from bulletin._launch import pid_alive
 from cluster_support import (ALICE, BOB, cli_env, referenced_objects, start_cluster,
-                             start_two_user_cluster, wait_until)
+                             start_configured_cluster, start_two_user_cluster, wait_until)
 from durability_support import crash, restart, start_worker, stop_worker
 from link_proxy import LinkProxy
 
@@ -432,3 +432,84 @@ def test_a_cancelled_call_spills_what_its_executor_keeps_instead_of_losing_it(cl
         wait_until(lambda: not pid_alive(pid), 30, what="the stopped call's executor to end")
         new_pid, total = alice.submit(bulletin.gpu(total_of), handle).result(timeout=60)
         assert new_pid != pid and total == 1024 * (FILL + 1)
+
+
+def where_it_runs(t, add: float = 0.0):
+    """(worker, pid, sum) of a resident value, changed in place by ``add``."""
+    t += add
+    return os.environ["BULLETIN_EXECUTOR_ID"].rpartition("-e")[0], os.getpid(), float(t.sum())
+
+
+def hold_until(marker: str):
+    """bob's call: it holds its worker's GPU until the test lets it go."""
+    while not os.path.exists(marker):
+        time.sleep(0.05)
+    return os.environ["BULLETIN_EXECUTOR_ID"].rpartition("-e")[0]
+
+
+def attached(client: bulletin.Client, worker: str) -> bool:
+    return any(w.worker_id == worker for w in client.status().workers)
+
+
+def test_a_value_spilled_on_one_host_is_restored_on_another_and_never_for_another_user(
+        tmp_path):
+    """alice keeps a value on w1; bob's call takes w1's GPU, so her executor there spills it;
+    her next call lands on w2 (another `bulletin worker`, its own store), which fetches the
+    spill from w1 and restores it, equal. w1 forgets its copy; bob naming her handle gets a
+    ResidentLostError on either worker, never her bytes."""
+    home = tmp_path / "home"
+    home.mkdir()
+    cluster = start_configured_cluster(home, f"""
+users:
+  - {{name: alice, group: vision, token: "{ALICE}"}}
+  - {{name: bob, group: nlp, token: "{BOB}"}}
+""", gpus=0, cpus=1)  # the embedded worker has no GPU: the calls run on w1 and w2
+    w1, w1_log = start_worker(home, cluster.address, "w1", cpus=1, gpus=1)
+    w2 = None
+    marker = tmp_path / "let-bob-go"
+    try:
+        with bulletin.Client(cluster.address, token=ALICE, set_as_default=False) as alice, \
+                bulletin.Client(cluster.address, token=BOB, set_as_default=False) as bob:
+            wait_until(lambda: attached(alice, "w1"), 60, what="w1 to attach")
+            handle = alice.submit(bulletin.gpu(keep=True)(make), 1024).result(timeout=60)
+            assert handle.worker == "w1"
+            where, pid, total = alice.submit(bulletin.gpu(where_it_runs), handle, 1.0).result(
+                timeout=60)
+            assert (where, total) == ("w1", 1024 * (FILL + 1))
+
+            # bob's call takes w1's only GPU and holds it: alice's executor spills there.
+            held = bob.submit(bulletin.gpu(hold_until), str(marker))
+            wait_until(lambda: "spilled 1 resident value" in w1_log.read_text(), 60,
+                       what="alice's executor on w1 to spill")
+            w2, w2_log = start_worker(home, cluster.address, "w2", cpus=1, gpus=1)
+            wait_until(lambda: attached(alice, "w2"), 60, what="w2 to attach")
+
+            # Her next call runs on w2: the spill comes from w1's store and is restored there,
+            # with what her call on w1 changed.
+            where, new_pid, total = alice.submit(bulletin.gpu(where_it_runs), handle, 0.0).result(
+                timeout=60)
+            assert (where, total) == ("w2", 1024 * (FILL + 1)) and new_pid != pid
+            wait_until(lambda: "forgot 1 spilled resident value" in w1_log.read_text(), 30,
+                       what="w1 to forget the spill restored elsewhere")
+
+            # bob names her handle: nothing of his namespace resolves it, on w2...
+            with pytest.raises(bulletin.ResidentLostError):
+                bob.submit(bulletin.gpu(identity), handle).result(timeout=60)
+            assert bob.submit(bulletin.gpu(alice_bytes_here)).result(timeout=60) == 0
+            marker.touch()
+            assert held.result(timeout=60) == "w1"
+            # ...nor on w1, where her spill was.
+            with pytest.raises(bulletin.ResidentLostError):
+                bob.submit(bulletin.gpu(identity), handle).result(timeout=60)
+
+            # bob's calls on w2 spilled it there: the runtime prefers w2 for it now (the
+            # handle still names w1), and it comes back from w2's own spill.
+            where, _, total = alice.submit(bulletin.gpu(where_it_runs), handle, 0.0).result(
+                timeout=60)
+            assert (where, total) == ("w2", 1024 * (FILL + 1))
+    finally:
+        marker.touch()
+        stop_worker(w1)
+        if w2 is not None:
+            stop_worker(w2)
+        cluster.stop()

@@ -2,6 +2,7 @@ package dev.bulletin.worker;
 
 import dev.bulletin.bridge.ObjectKey;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 
 /**
@@ -13,15 +14,34 @@ import java.util.Optional;
  * @param executor its memory limit and Python environment ({@link ExecutorSpec#NONE}: none)
  * @param session the client session that submitted it ("" when unknown): the resident values
  *     the call keeps are that session's, and go when it ends ({@link WorkerAgent#dropResident})
+ * @param restore resident values that another worker spilled and the call may need: handle id
+ *     to its spill object, which is one of {@code refs} (the runtime brought it here); added to
+ *     the user's own spills for this call, where the agent's own spill of a handle wins
+ * @param residentLost why resident values the call names are gone, as the runtime knows it
+ *     (handle id to the reason); the agent's own reasons win
  */
 public record CallRequest(String taskId, ObjectKey function, ObjectKey args, List<ObjectKey> refs,
-    List<Integer> gpuIds, Optional<String> runAs, ExecutorSpec executor, String session) {
+    List<Integer> gpuIds, Optional<String> runAs, ExecutorSpec executor, String session,
+    Map<String, ObjectKey> restore, Map<String, String> residentLost) {
   public CallRequest {
     refs = List.copyOf(refs);
     gpuIds = List.copyOf(gpuIds);
     runAs = runAs == null ? Optional.empty() : runAs.filter(account -> !account.isEmpty());
     executor = executor == null ? ExecutorSpec.NONE : executor;
     session = session == null ? "" : session;
+    restore = restore == null ? Map.of() : Map.copyOf(restore);
+    residentLost = residentLost == null ? Map.of() : Map.copyOf(residentLost);
+    for (ObjectKey spill : restore.values()) {
+      if (!spill.namespace().equals(args.namespace())) {
+        throw new IllegalArgumentException("a call restores spills of its own user only, not "
+            + spill);
+      }
+    }
+  }
+
+  public CallRequest(String taskId, ObjectKey function, ObjectKey args, List<ObjectKey> refs,
+      List<Integer> gpuIds, Optional<String> runAs, ExecutorSpec executor, String session) {
+    this(taskId, function, args, refs, gpuIds, runAs, executor, session, Map.of(), Map.of());
   }
 
   public CallRequest(String taskId, ObjectKey function, ObjectKey args, List<ObjectKey> refs,

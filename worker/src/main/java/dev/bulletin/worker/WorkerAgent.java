@@ -51,6 +51,16 @@ public interface WorkerAgent extends AutoCloseable {
    */
   default void dropResident(String namespace, String session, boolean ended) {}
 
+  /** Who is told of this agent's spill objects from now on ({@link SpillListener}). */
+  default void onSpills(SpillListener listener) {}
+
+  /**
+   * The values of {@code spill} (a spill object of this agent's, in its user's namespace) were
+   * restored on another worker, or superseded there: its handles are forgotten here (a call
+   * that names one here is told {@code why}) and the agent's hold on it goes.
+   */
+  default void forgetSpill(dev.bulletin.bridge.ObjectKey spill, String why) {}
+
   /** Stops every executor. */
   @Override
   void close();

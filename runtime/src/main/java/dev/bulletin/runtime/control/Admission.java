@@ -71,6 +71,10 @@ final class Admission {
       return reject(session, taskId, "qos '" + spec.getQos() + "' is not a QoS class of this "
           + "cluster (known: " + String.join(", ", policy.policy().qosNames()) + ")");
     }
+    String handles = residentHandlesProblem(spec);
+    if (handles != null) {
+      return reject(session, taskId, handles);
+    }
     if (!(spec.getCredits() >= 0)) {
       return reject(session, taskId, "credits must be >= 0, got " + spec.getCredits());
     }
@@ -95,13 +99,34 @@ final class Admission {
         accepted.args(), accepted.refs(), spec.getTimeoutSeconds(), session, System.nanoTime());
     task.allowRetries(spec.getRetries());
     task.needsExecutor(executorSpec);
-    task.preferWorker(spec.getPreferWorker());
+    // Looked up in the caller's namespace only: naming another user's id finds nothing. The
+    // runtime's directory knows better than the handle where a value moved since.
+    task.readsResident(spec.getResidentHandlesList());
+    task.preferWorker(objects.residents().preferredFor(session.namespace(),
+        spec.getResidentHandlesList(), spec.getPreferWorker()));
     // A call without a timeout may run for its QoS class's longest walltime, and is stopped then.
     task.scheduling(qos.get().name(), spec.getPriority(), spec.getCredits(),
         spec.getTimeoutSeconds() > 0
             ? Duration.ofMillis((long) (spec.getTimeoutSeconds() * 1000))
             : qos.get().maxWalltime());
     return task;
+  }
+
+  /** At most this many resident handles per call (a cell reads a few; a map a few each). */
+  static final int MAX_RESIDENT_HANDLES = 4096;
+
+  private static String residentHandlesProblem(TaskSpec spec) {
+    if (spec.getResidentHandlesCount() > MAX_RESIDENT_HANDLES) {
+      return "resident_handles names " + spec.getResidentHandlesCount() + " handles; at most "
+          + MAX_RESIDENT_HANDLES;
+    }
+    for (String handle : spec.getResidentHandlesList()) {
+      if (!handle.matches("[0-9a-f]{1,64}")) {
+        return "resident_handles: '" + (handle.length() > 70 ? handle.substring(0, 70) + "..."
+            : handle) + "' is not a handle id (hex digits)";
+      }
+    }
+    return null;
   }
 
   private static Task reject(ClientSession session, String taskId, String message) {

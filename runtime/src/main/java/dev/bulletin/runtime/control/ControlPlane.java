@@ -93,6 +93,7 @@ public final class ControlPlane {
     this.admission = new Admission(tasks, journaling, policy, objects);
     this.endings = new CallEndings(tasks, objects, journaling, store, inlineLimit);
     policy.ledger().onChange(() -> journaling.ledger(policy.ledger().image()));
+    objects.residents().listen(journaling.residents());
   }
 
   public Journaling journaling() {
@@ -333,6 +334,8 @@ public final class ControlPlane {
    * has not reattached since a restart of the runtime does not.
    */
   public void releaseResident(ClientSession session, boolean ended) {
+    objects.residents().sessionEnded(session.namespace(), session.id(), ended
+        ? "the client session that kept it ended" : "its session released it");
     for (AttachedWorker worker : workers.values()) {
       worker.link().dropResident(session.namespace(), session.id(), ended);
     }
@@ -426,7 +429,12 @@ public final class ControlPlane {
     task.placedOn(placed.workerId(), placed.gpuIds(), System.nanoTime());
     task.usage().reserved(placed.workerId(), System.nanoTime());
     tasks.transitionQuietly(task, TaskState.PLACED);
-    List<ObjectKey> moves = objects.toMoveFor(worker.remote() ? worker.id() : null, task.refs());
+    // Resident values another worker spilled come with it, as inputs (issue 29).
+    var residents = objects.residents().forCall(task.args().namespace(),
+        task.residentHandles(), worker.id(), task.preferredWorker());
+    task.restoring(residents.restore(), residents.lost());
+    List<ObjectKey> moves = objects.toMoveFor(worker.remote() ? worker.id() : null,
+        inputsOf(task));
     if (moves.isEmpty()) {
       run(task, worker, placed);
       return;
@@ -467,12 +475,21 @@ public final class ControlPlane {
     });
   }
 
+  /** The objects the call reads: its refs, and the spills it restores from other workers. */
+  private static List<ObjectKey> inputsOf(Task task) {
+    List<ObjectKey> inputs = new ArrayList<>(task.refs());
+    task.restoring().values().stream().distinct().filter(key -> !inputs.contains(key))
+        .forEach(inputs::add);
+    return inputs;
+  }
+
   private void send(Task task, AttachedWorker worker, Placement placed) {
-    CallRequest request = new CallRequest(task.id(), task.function(), task.args(), task.refs(),
-        placed.gpuIds(), Optional.ofNullable(runAs.get(task.owner().user())),
+    CallRequest request = new CallRequest(task.id(), task.function(), task.args(),
+        inputsOf(task), placed.gpuIds(), Optional.ofNullable(runAs.get(task.owner().user())),
         task.executorSpec().withGpuFraction(task.demand().fractional()
             ? task.demand().gpuShare() : 0),
-        task.sink() instanceof ClientSession session ? session.id() : "");
+        task.sink() instanceof ClientSession session ? session.id() : "", task.restoring(),
+        task.residentLost());
     whenEnded(task, worker.link().run(request, listener(task)));
   }
 
@@ -530,6 +547,10 @@ public final class ControlPlane {
     task.usage().running(System.nanoTime());
     runningCount++;
     AttachedWorker worker = placements.get(task.id());
+    if (!task.restoring().isEmpty()) { // their values live on the call's worker now
+      objects.residents().restoredOn(task.args().namespace(), task.restoring().values(),
+          task.workerId(), task.id());
+    }
     tasks.transition(task, TaskState.RUNNING, TaskEvents.running(task.id(), task.workerId(),
         task.gpuIds(), worker != null && worker.slots().simulatedGpus()));
     startWalltime(task);
@@ -585,6 +606,9 @@ public final class ControlPlane {
       runningCount--;
     }
     AttachedWorker worker = placements.remove(task.id());
+    objects.residents().placementEnded(new dev.bulletin.runtime.objects.ResidentDirectory
+        .ForCall(task.restoring(), task.residentLost()));
+    task.restoring(Map.of(), Map.of());
     if (worker != null) {
       task.usage().released(task.demand().gpuShare(),
           worker.link().usage().takeBusyGpuSeconds(task.id()), System.nanoTime());

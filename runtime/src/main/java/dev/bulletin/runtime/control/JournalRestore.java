@@ -95,6 +95,7 @@ public final class JournalRestore {
           }
         }
       }
+      restoreSpills(state);
       for (JournalState.Call call : state.calls()) {
         ClientSession session = sessions.find(call.accepted().sessionId()).orElse(null);
         if (session == null) {
@@ -165,6 +166,37 @@ public final class JournalRestore {
       }
     }
     return session;
+  }
+
+  /**
+   * The directory of spilled resident values (issue 29), for the restored sessions' handles: a
+   * remote worker's spill is awaited from it (lost if it does not reattach with it); one of the
+   * embedded worker, whose agent died with the runtime, is served from the runtime's store
+   * when its file survived.
+   */
+  private void restoreSpills(JournalState state) {
+    java.util.Set<String> live = new java.util.HashSet<>();
+    state.sessions().forEach(saved -> live.add(saved.opened().sessionId()));
+    for (JournalRecord.ResidentSpill spill : state.residentSpills()) {
+      Map<String, String> handles = new java.util.LinkedHashMap<>();
+      for (int i = 0; i < spill.handles().length; i++) {
+        String session = spill.sessions()[i];
+        if (session.isEmpty() || live.contains(session)) {
+          handles.put(spill.handles()[i], session);
+        }
+      }
+      ObjectKey key = key(spill.key());
+      boolean embedded = spill.workerId().equals(embeddedWorkerId);
+      if (handles.isEmpty() || (embedded ? !store.retainIfPresent(key) : workerGrace.isZero())) {
+        continue; // its sessions ended, or nothing can bring it back: the calls say it is lost
+      }
+      if (!embedded) {
+        plane.restoredRemoteWork().awaitSpill(key, spill.workerId(), spill.size(),
+            spill.kind());
+      }
+      plane.objects().residents().restored(spill.workerId(), embedded, key, spill.size(),
+          spill.kind(), handles);
+    }
   }
 
   private Task restoreCall(JournalState.Call call, ClientSession session) {

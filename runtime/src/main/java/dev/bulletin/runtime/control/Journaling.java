@@ -152,6 +152,30 @@ public final class Journaling implements TaskTable.Listener {
     }
   }
 
+  /** The runtime's directory of spilled resident values took or let go a spill (issue 29). */
+  dev.bulletin.runtime.objects.ResidentDirectory.Listener residents() {
+    return new dev.bulletin.runtime.objects.ResidentDirectory.Listener() {
+      @Override
+      public void taken(dev.bulletin.runtime.objects.ResidentDirectory.Spill spill) {
+        if (!restoring) {
+          Map<String, String> handles = spill.handles();
+          String[] ids = handles.keySet().toArray(String[]::new);
+          String[] sessions = java.util.Arrays.stream(ids).map(handles::get)
+              .toArray(String[]::new);
+          journal.append(new JournalRecord.ResidentSpill(spill.key().toString(),
+              spill.workerId(), spill.size(), spill.kind(), ids, sessions));
+        }
+      }
+
+      @Override
+      public void released(String workerId, ObjectKey key) {
+        if (!restoring) {
+          journal.append(new JournalRecord.ResidentSpillReleased(key.toString(), workerId));
+        }
+      }
+    };
+  }
+
   void sessionClosed(ClientSession session) {
     if (sessions.remove(session.id()) != null) {
       journal.append(new JournalRecord.SessionClosed(session.id()));

@@ -64,6 +64,16 @@ public final class RestoredRemoteWork {
   }
 
   /**
+   * A spill of resident values the journal names on remote worker {@code workerId}: its object
+   * is awaited from that worker as a kept result is (the directory's one hold), and lost if it
+   * does not reattach with it.
+   */
+  void awaitSpill(ObjectKey key, String workerId, long size, String kind) {
+    plane.objects().awaitKeeper(key, workerId, size, kind, 1);
+    keepers.add(workerId);
+  }
+
+  /**
    * After the restore: each worker has {@code grace} from now to reattach; the calls of one
    * that does not are requeued. If sessions were restored, for that long a call submitted that
    * no attached worker could run is accepted and waits: its clients are back before the

@@ -79,6 +79,17 @@ public sealed interface JournalRecord {
   record ResultKept(String key, String workerId, long size, String kind)
       implements JournalRecord { }
 
+  /**
+   * A spill of resident values (issue 29) that the runtime's directory names: its object, the
+   * worker whose agent made it and holds it, and each handle in it ({@code handles[i]}, kept by
+   * client session {@code sessions[i]}).
+   */
+  record ResidentSpill(String key, String workerId, long size, String kind, String[] handles,
+      String[] sessions) implements JournalRecord { }
+
+  /** The directory let that spill go (dropped, superseded, restored elsewhere, lost). */
+  record ResidentSpillReleased(String key, String workerId) implements JournalRecord { }
+
   /** The last record of a snapshot: a snapshot without it is incomplete and not used. */
   record SnapshotEnd(long records) implements JournalRecord { }
 }

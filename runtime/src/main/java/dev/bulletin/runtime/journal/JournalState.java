@@ -120,6 +120,8 @@ public final class JournalState {
   private final Map<String, PoolWorker> poolWorkers = new LinkedHashMap<>();
   /** Results that live only in a remote worker's store, by key, while a session holds them. */
   private final Map<String, ResultKept> keptResults = new LinkedHashMap<>();
+  /** Spills of resident values the runtime's directory names, by "worker key". */
+  private final Map<String, JournalRecord.ResidentSpill> residentSpills = new LinkedHashMap<>();
   private Ledger ledger = new Ledger(new JournalRecord.GroupUsage[0],
       new JournalRecord.UserUsage[0]);
 
@@ -167,6 +169,10 @@ public final class JournalState {
       ledger = next;
     } else if (record instanceof ResultKept kept) {
       keptResults.put(kept.key(), kept);
+    } else if (record instanceof JournalRecord.ResidentSpill spill) {
+      residentSpills.put(spill.workerId() + " " + spill.key(), spill);
+    } else if (record instanceof JournalRecord.ResidentSpillReleased released) {
+      residentSpills.remove(released.workerId() + " " + released.key());
     } else if (record instanceof PoolWorker worker) {
       if (worker.up()) {
         poolWorkers.put(worker.workerId(), worker);
@@ -211,6 +217,11 @@ public final class JournalState {
   /** Where results held by sessions and kept only on remote workers live, by key. */
   public Map<String, ResultKept> keptResults() {
     return Collections.unmodifiableMap(keptResults);
+  }
+
+  /** The spills of resident values the runtime's directory named (issue 29). */
+  public Collection<JournalRecord.ResidentSpill> residentSpills() {
+    return Collections.unmodifiableCollection(residentSpills.values());
   }
 
   public Collection<PoolWorker> poolWorkers() {
@@ -259,6 +270,7 @@ public final class JournalState {
     }
     out.add(ledger);
     out.addAll(poolWorkers.values());
+    out.addAll(residentSpills.values());
     out.add(new SnapshotEnd(out.size()));
     return out;
   }

@@ -55,6 +55,8 @@ public final class ObjectDirectory {
   private final Map<String, Map<String, Long>> hints = new HashMap<>();
   /** Workers' own data ports: a kept object goes from its keeper to a reader directly. */
   private final DirectPorts direct = new DirectPorts();
+  /** Where users' spilled resident values are; its spill objects are objects of this one. */
+  private final ResidentDirectory residents;
   private int pulledObjects;
   private long pulledBytes;
   private long sentToWorkersBytes;
@@ -64,6 +66,12 @@ public final class ObjectDirectory {
   public ObjectDirectory(ObjectStore store, Function<String, Optional<WorkerLink>> links) {
     this.store = store;
     this.links = links;
+    this.residents = new ResidentDirectory(this, links);
+  }
+
+  /** The spilled resident values (issue 29) and where their spill objects are. */
+  public ResidentDirectory residents() {
+    return residents;
   }
 
   public ObjectStore store() {
@@ -319,6 +327,7 @@ public final class ObjectDirectory {
    * @param how what happened, read after "worker W, which": "lost its connection: ..."
    */
   public void workerLost(String workerId, String how) {
+    residents.workerLost(workerId, how);
     hints.remove(workerId);
     direct.detach(workerId);
     for (Map.Entry<ObjectKey, Entry> each : List.copyOf(entries.entrySet())) {
@@ -392,6 +401,7 @@ public final class ObjectDirectory {
    * @param how read after "worker W, which": "did not reattach within 60 s ..."
    */
   public void keeperGone(String workerId, String how) {
+    residents.workerLost(workerId, how);
     for (Map.Entry<ObjectKey, Entry> each : List.copyOf(entries.entrySet())) {
       Entry entry = each.getValue();
       if (workerId.equals(entry.awaited)) {

@@ -23,6 +23,9 @@ public final class Task {
   private final List<ObjectKey> refs;
   private Map<String, Long> inputSizes;
   private volatile String preferredWorker = "";
+  private List<String> residentHandles = List.of();
+  private Map<String, ObjectKey> restoring = Map.of();
+  private Map<String, String> residentLost = Map.of();
   private final double timeoutSeconds;
   private final TaskEventSink sink;
   private final long submittedNanos;
@@ -171,6 +174,30 @@ public final class Task {
 
   public void preferWorker(String workerId) {
     this.preferredWorker = workerId == null ? "" : workerId;
+  }
+
+  /**
+   * The ids of the resident values (bulletin.Resident) its arguments name, in its owner's
+   * namespace. Not journaled, as {@link #preferredWorker}.
+   */
+  public List<String> residentHandles() { return residentHandles; }
+
+  public void readsResident(List<String> handles) {
+    this.residentHandles = List.copyOf(handles);
+  }
+
+  /**
+   * For the attempt placed now: handle id to the spill object another worker made, which the
+   * call restores (held for the call while it is placed); empty between attempts.
+   */
+  public Map<String, ObjectKey> restoring() { return restoring; }
+
+  /** For the attempt placed now: why resident values it names are gone, as the runtime knows. */
+  public Map<String, String> residentLost() { return residentLost; }
+
+  public void restoring(Map<String, ObjectKey> spills, Map<String, String> lost) {
+    this.restoring = Map.copyOf(spills);
+    this.residentLost = Map.copyOf(lost);
   }
 
   public void knownInputSizes(Map<String, Long> sizes) {

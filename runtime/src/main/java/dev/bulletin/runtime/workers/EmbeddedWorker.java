@@ -39,6 +39,20 @@ public final class EmbeddedWorker {
         options.gpus().names(), false, 0, "", slots, WorkerLink.embedded(agent),
         options.gpus().topology());
     worker.drain(STARTING);
+    // Its spills are in the runtime's store: the directory holds them there (issue 29).
+    agent.onSpills(new dev.bulletin.worker.SpillListener() {
+      @Override
+      public void spilled(dev.bulletin.bridge.ObjectKey spill, long size,
+          java.util.Map<String, String> handles) {
+        context.runOnContext(ignored -> plane.objects().residents().spilled(worker.id(), false,
+            spill, size, "", handles));
+      }
+
+      @Override
+      public void gone(dev.bulletin.bridge.ObjectKey spill) {
+        context.runOnContext(ignored -> plane.objects().residents().gone(worker.id(), spill));
+      }
+    });
     plane.attach(worker);
     long started = System.nanoTime();
     agent.start().whenComplete((ready, error) -> context.runOnContext(ignored -> {

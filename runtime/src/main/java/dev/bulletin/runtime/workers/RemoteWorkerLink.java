@@ -110,7 +110,9 @@ public final class RemoteWorkerLink implements WorkerLink {
         .setNamespace(request.args().namespace()).setRunAs(request.runAs().orElse(""))
         .setMemoryBytes(request.executor().memoryBytes())
         .setGpuFraction(request.executor().gpuFraction())
-        .setEnvironment(request.executor().toProto()).setSession(request.session());
+        .setEnvironment(request.executor().toProto()).setSession(request.session())
+        .putAllResidentLost(request.residentLost());
+    request.restore().forEach((handle, spill) -> run.putRestore(handle, spill.id().hex()));
     // An input another worker keeps comes from there directly when both serve data ports.
     request.refs().forEach(key -> run.addRefs(objects.directSource(key, workerId)
         .map(direct -> ref(key, false).toBuilder().setDirect(direct).build())
@@ -175,6 +177,12 @@ public final class RemoteWorkerLink implements WorkerLink {
   public void dropResident(String namespace, String session, boolean ended) {
     send(HeadMessage.newBuilder().setDropResident(DropResident.newBuilder()
         .setNamespace(namespace).setSession(session).setEnded(ended)).build());
+  }
+
+  @Override
+  public void forgetSpill(ObjectKey spill, String why) {
+    send(HeadMessage.newBuilder().setForgetSpill(dev.bulletin.protocol.ForgetSpill.newBuilder()
+        .setNamespace(spill.namespace()).setId(spill.id().hex()).setWhy(why)).build());
   }
 
   @Override
@@ -244,6 +252,15 @@ public final class RemoteWorkerLink implements WorkerLink {
       for (HeldObject gone : message.getHeartbeat().getDroppedList()) {
         keyOf(gone).ifPresent(key -> objects.dropped(workerId, key));
       }
+    } else if (message.hasResidentSpilled()) {
+      // Kept here for the runtime as a kept result is: another worker may fetch it.
+      HeldObject spill = message.getResidentSpilled().getObject();
+      keyOf(spill).ifPresent(key -> objects.residents().spilled(workerId, true, key,
+          spill.getSize(), spill.getKind(), message.getResidentSpilled().getHandlesMap()));
+    } else if (message.hasResidentSpillGone()) {
+      var gone = message.getResidentSpillGone();
+      keyOf(HeldObject.newBuilder().setNamespace(gone.getNamespace()).setId(gone.getId())
+          .build()).ifPresent(key -> objects.residents().gone(workerId, key));
     } else if (message.hasUnavailable()) {
       var unavailable = message.getUnavailable();
       try {

@@ -57,6 +57,12 @@ public interface WorkerLink {
   default void dropResident(String namespace, String session, boolean ended) {}
 
   /**
+   * The values of one of the worker's spill objects now live elsewhere (restored on another
+   * worker, or spilled again there): it forgets them ({@link WorkerAgent#forgetSpill}).
+   */
+  default void forgetSpill(dev.bulletin.bridge.ObjectKey spill, String why) {}
+
+  /**
    * Takes over a call this worker already runs: a runtime restored from its journal adopts it
    * when the worker reattaches (docs/durability.md). Its progress and outcome come back as for
    * {@link #run}. Only a remote worker outlives the runtime; the default says so as the outcome.
@@ -98,6 +104,11 @@ public interface WorkerLink {
       @Override
       public void dropResident(String namespace, String session, boolean ended) {
         agent.dropResident(namespace, session, ended);
+      }
+
+      @Override
+      public void forgetSpill(dev.bulletin.bridge.ObjectKey spill, String why) {
+        agent.forgetSpill(spill, why);
       }
     };
   }

@@ -435,4 +435,39 @@ class RestoredRemoteWorkTest {
     onLoop(() -> plane.attach(worker("w-other", other)));
     eventually(() -> other.runs.contains("t1"));
   }
+
+  @Test
+  void spilledResidentValuesAreNamedAgainAfterTheRestartForTheSessionsThatLive()
+      throws Exception {
+    ObjectKey remoteSpill = ObjectKey.of(USER, "d".repeat(32));
+    ObjectKey embeddedSpill = ObjectKey.of(USER, "e".repeat(32));
+    store.put(embeddedSpill, ByteBuffer.wrap(new byte[] {5}));
+    String h1 = "1".repeat(32);
+    String h2 = "2".repeat(32);
+    String h3 = "3".repeat(32);
+    restore("w-remote", Duration.ofMinutes(1), List.of(
+        new JournalRecord.ResidentSpill(remoteSpill.toString(), "w-remote", 64, "pickle",
+            new String[] {h1, h2}, new String[] {"session-1", "session-ended"}),
+        new JournalRecord.ResidentSpill(embeddedSpill.toString(), "local", 1, "",
+            new String[] {h3}, new String[] {"session-1"})));
+    var residents = onLoop(() -> plane.objects().residents());
+    assertEquals("w-remote", onLoop(() -> residents.spillOf(USER, h1).orElseThrow().workerId()));
+    assertTrue(onLoop(() -> residents.spillOf(USER, h2).isEmpty()), "its session ended");
+    // The embedded agent's spills died with it; its object, in the runtime's store, serves a
+    // call on any worker, the embedded one too.
+    assertEquals(Map.of(h3, embeddedSpill), onLoop(() -> residents.forCall(USER, List.of(h3),
+        "local", "").restore()));
+    // The remote one is awaited from its worker, which reattaches holding it.
+    Link remote = new Link();
+    onLoop(() -> {
+      AttachedWorker back = worker("w-remote", remote);
+      plane.restoredRemoteWork().registered(back, true, Map.of("t1", List.of(1)), Set.of("t1"),
+          Set.of(remoteSpill));
+      plane.attach(back);
+      return null;
+    });
+    assertTrue(onLoop(() -> plane.objects().keptOn("w-remote", remoteSpill)));
+    assertEquals(Map.of(h1, remoteSpill), onLoop(() -> residents.forCall(USER, List.of(h1),
+        "w-other", "").restore()));
+  }
 }

@@ -14,6 +14,8 @@ import java.util.concurrent.CompletableFuture;
 public final class RecordingLink implements WorkerLink {
   public final List<ObjectKey> sent = new ArrayList<>();
   public final List<ObjectKey> dropped = new ArrayList<>();
+  /** Spills the worker was told to forget (their values live elsewhere now). */
+  public final List<ObjectKey> forgotten = new ArrayList<>();
 
   @Override
   public CompletableFuture<CallOutcome> run(CallRequest request, CallListener listener) {
@@ -34,6 +36,11 @@ public final class RecordingLink implements WorkerLink {
   @Override
   public void sendObject(ObjectKey key) {
     sent.add(key);
+  }
+
+  @Override
+  public void forgetSpill(ObjectKey spill, String why) {
+    forgotten.add(spill);
   }
 
   @Override

@@ -146,6 +146,21 @@ public final class LocalWorkerAgent implements WorkerAgent {
     drops.drop(namespace, session, ended);
   }
 
+  @Override
+  public void onSpills(dev.bulletin.worker.SpillListener listener) {
+    pool.spills().listen(listener);
+  }
+
+  @Override
+  public void forgetSpill(ObjectKey spill, String why) {
+    int gone = pool.spills().forget(spill.namespace(), spill, why);
+    if (gone > 0) {
+      java.util.logging.Logger.getLogger(LocalWorkerAgent.class.getName()).info(() -> "forgot "
+          + gone + " spilled resident value(s) of " + spill.namespace() + " in " + spill + ": "
+          + why);
+    }
+  }
+
   /** The live executors: idle in the pool, or running a call. */
   private List<ExecutorProcess> live() {
     List<ExecutorProcess> live = new ArrayList<>(pool.idleExecutors());
@@ -193,7 +208,10 @@ public final class LocalWorkerAgent implements WorkerAgent {
     Path staged = store.stagingFolderOf(request.owner()).resolve(".result-" + taskId);
     // What the user keeps on another executor here is spilled, so this call can restore it.
     pool.spillOthersOf(executor);
-    Map<String, ObjectKey> spilled = pool.spills().of(request.owner());
+    // Spills another worker made come with the call (the runtime brought them here); this
+    // agent's own spill of a handle is the newer one, should both name it.
+    Map<String, ObjectKey> spilled = new java.util.HashMap<>(request.restore());
+    spilled.putAll(pool.spills().of(request.owner()));
     List<ObjectKey> used = new ArrayList<>(request.refs());
     used.addAll(new java.util.HashSet<>(spilled.values()));
     used.add(request.function());
@@ -244,8 +262,9 @@ public final class LocalWorkerAgent implements WorkerAgent {
     if (stopped != null) {
       return new CallOutcome.Stopped(stopped);
     }
-    CallOutcome outcome = executor.call(request, lease, staged, spilled,
-        pool.spills().droppedOf(request.owner()), listener);
+    Map<String, String> dropped = new java.util.HashMap<>(request.residentLost());
+    dropped.putAll(pool.spills().droppedOf(request.owner()));
+    CallOutcome outcome = executor.call(request, lease, staged, spilled, dropped, listener);
     if (outcome instanceof CallOutcome.Returned returned) {
       return adoptResult(returned, staged, executor);
     }

@@ -49,6 +49,9 @@ final class ResidentSpills {
 
   private final ObjectStore store;
   private final ResidentLimits limits;
+  /** Told of each spill object held and let go (the runtime's directory of spills). */
+  private volatile dev.bulletin.worker.SpillListener listener =
+      dev.bulletin.worker.SpillListener.NONE;
 
   private static final class Spill {
     final String owner;
@@ -78,6 +81,10 @@ final class ResidentSpills {
   ResidentSpills(ObjectStore store, ResidentLimits limits) {
     this.store = store;
     this.limits = limits;
+  }
+
+  void listen(dev.bulletin.worker.SpillListener listener) {
+    this.listener = listener == null ? dev.bulletin.worker.SpillListener.NONE : listener;
   }
 
   /**
@@ -167,6 +174,12 @@ final class ResidentSpills {
     }
     before.add(spill);
     releaseUnheld(ofOwner, before);
+    if (ofOwner.containsValue(spill)) {
+      Map<String, String> held = new LinkedHashMap<>();
+      spill.handles.stream().filter(handle -> ofOwner.get(handle) == spill)
+          .forEach(handle -> held.put(handle, spill.sessions.get(handle)));
+      listener.spilled(spill.key, spill.size, held);
+    }
     capBytes(spill.owner);
     return spill;
   }
@@ -201,9 +214,31 @@ final class ResidentSpills {
     return touched.size(); // one entry per handle
   }
 
+  /**
+   * The values of the user's spill object {@code key} were restored on another worker (or
+   * superseded there): its handles are forgotten here, remembered as gone {@code why}, and the
+   * spill goes back to the store. Only {@code owner}'s spills are looked at.
+   *
+   * @return how many handles went
+   */
+  synchronized int forget(String owner, ObjectKey key, String why) {
+    Map<String, Spill> ofOwner = handles.getOrDefault(owner, new HashMap<>());
+    List<Spill> touched = new ArrayList<>();
+    for (Map.Entry<String, Spill> entry : List.copyOf(ofOwner.entrySet())) {
+      if (entry.getValue().key.equals(key)) {
+        ofOwner.remove(entry.getKey());
+        touched.add(entry.getValue());
+        remember(owner, entry.getKey(), why);
+      }
+    }
+    releaseUnheld(ofOwner, touched);
+    return touched.size();
+  }
+
   /** Each of these spills none of whose handles the user's map still holds goes to the store. */
   private void releaseUnheld(Map<String, Spill> ofOwner, List<Spill> candidates) {
     candidates.stream().distinct().filter(old -> !ofOwner.containsValue(old)).forEach(old -> {
+      listener.gone(old.key);
       store.release(old.key);
       LOG.info(() -> "released the spill object " + old.key + " of " + old.owner
           + ": none of its resident values is kept any more");
@@ -254,6 +289,7 @@ final class ResidentSpills {
         remember(spill.owner, handle, why);
       }
     }
+    listener.gone(spill.key);
     store.release(spill.key);
     LOG.info(() -> "dropped " + spill.handles.size() + " spilled resident value(s) of "
         + spill.owner + ": " + why);

@@ -76,6 +76,8 @@ public final class WorkerNode implements AutoCloseable {
   private final HeadLink link;
   /** Functions held in the local store for the node's lifetime (calls send them once). */
   private final Set<ObjectKey> functions = new HashSet<>();
+  /** Spill objects announced to the runtime and not said gone yet. */
+  private final Set<ObjectKey> announcedSpills = new HashSet<>();
   /** Calls the runtime stopped before they reached an executor. */
   private final Set<String> stoppedEarly = new HashSet<>();
   /** Results kept for the runtime, and what the runtime was told the store holds. */
@@ -116,6 +118,17 @@ public final class WorkerNode implements AutoCloseable {
     this.peers = PeerObjects.start(vertx, options, objects, store, options.bulkData(), tls);
     this.link = new HeadLink(vertx, client, options, tls, this::registration, this::onHead,
         this::stop);
+    agent.onSpills(new dev.bulletin.worker.SpillListener() {
+      @Override
+      public void spilled(ObjectKey spill, long size, java.util.Map<String, String> handles) {
+        context.runOnContext(ignored -> announceSpill(spill, handles));
+      }
+
+      @Override
+      public void gone(ObjectKey spill) {
+        context.runOnContext(ignored -> spillGone(spill));
+      }
+    });
   }
 
   /**
@@ -233,6 +246,13 @@ public final class WorkerNode implements AutoCloseable {
       for (String id : message.getDrop().getIdsList()) {
         dropKept(message.getDrop().getNamespace(), id);
       }
+    } else if (message.hasForgetSpill()) {
+      try {
+        agent.forgetSpill(ObjectKey.of(message.getForgetSpill().getNamespace(),
+            message.getForgetSpill().getId()), message.getForgetSpill().getWhy());
+      } catch (IllegalArgumentException ignored) {
+        // Names no spill of this node's.
+      }
     } else if (message.hasDropResident() && !message.getDropResident().getNamespace().isEmpty()) {
       agent.dropResident(message.getDropResident().getNamespace(),
           message.getDropResident().getSession(), message.getDropResident().getEnded());
@@ -281,6 +301,31 @@ public final class WorkerNode implements AutoCloseable {
     }
   }
 
+  // ---- spilled resident values ------------------------------------------------------------
+
+  /**
+   * An executor here spilled resident values: the spill object is kept for the runtime, as a
+   * kept result is (until DropObjects), so a call of its user on another host can fetch it.
+   */
+  private void announceSpill(ObjectKey spill, java.util.Map<String, String> handles) {
+    List<HeldObject> held = storeReport.held(List.of(spill));
+    if (held.isEmpty() || !store.retainIfPresent(spill)) {
+      return; // gone already: nothing to announce
+    }
+    storeReport.keep(spill);
+    announcedSpills.add(spill);
+    send(WorkerMessage.newBuilder().setResidentSpilled(dev.bulletin.protocol.ResidentSpilled
+        .newBuilder().setObject(held.get(0)).putAllHandles(handles)).build());
+  }
+
+  private void spillGone(ObjectKey spill) {
+    if (announcedSpills.remove(spill)) {
+      send(WorkerMessage.newBuilder().setResidentSpillGone(dev.bulletin.protocol
+          .ResidentSpillGone.newBuilder().setNamespace(spill.namespace())
+          .setId(spill.id().hex())).build());
+    }
+  }
+
   // ---- running calls -------------------------------------------------------------------------
 
   /**
@@ -326,7 +371,8 @@ public final class WorkerNode implements AutoCloseable {
       CallRequest request = new CallRequest(taskId, function.result(), argsId, refs,
           call.getGpuIdsList(), java.util.Optional.of(call.getRunAs()),
           dev.bulletin.worker.ExecutorSpec.of(call.getMemoryBytes(), call.getEnvironment())
-              .withGpuFraction(call.getGpuFraction()), call.getSession());
+              .withGpuFraction(call.getGpuFraction()), call.getSession(),
+          restoreOf(namespace, call), call.getResidentLostMap());
       agent.run(request, listener(taskId)).whenComplete((outcome, error) ->
           context.runOnContext(ignored -> {
             List<HeldObject> held = storeReport.held(inputKeys);
@@ -337,6 +383,19 @@ public final class WorkerNode implements AutoCloseable {
                 : new CallOutcome.ExecutorDied("worker agent failed: " + error), held);
           }));
     });
+  }
+
+  /** The spills of other workers the call may restore: handle id to the object (a ref). */
+  private static java.util.Map<String, ObjectKey> restoreOf(String namespace, RunCall call) {
+    java.util.Map<String, ObjectKey> restore = new java.util.HashMap<>();
+    call.getRestoreMap().forEach((handle, id) -> {
+      try {
+        restore.put(handle, new ObjectKey(namespace, ObjectId.parse(id)));
+      } catch (IllegalArgumentException malformed) {
+        // Names no object: that handle is not restored.
+      }
+    });
+    return restore;
   }
 
   private CallListener listener(String taskId) {

@@ -92,4 +92,33 @@ class ResidentSpillsTest {
     assertEquals(Set.of("h2"), spills.of("alice").keySet());
     assertEquals(1, store.stats().referenced());
   }
+
+  @Test
+  void theListenerHearsEachSpillHeldAndLetGoAndAForgottenSpillSaysWhy() {
+    java.util.List<String> heard = new java.util.ArrayList<>();
+    spills.listen(new dev.bulletin.worker.SpillListener() {
+      @Override
+      public void spilled(ObjectKey spill, long size, Map<String, String> handles) {
+        heard.add("+" + spill.id().hex().charAt(0) + " " + new java.util.TreeMap<>(handles));
+      }
+
+      @Override
+      public void gone(ObjectKey spill) {
+        heard.add("-" + spill.id().hex().charAt(0));
+      }
+    });
+    ObjectKey first = spill("alice", 'a', handles("h1", "s1", "h2", "s1"));
+    spill("alice", 'b', handles("h1", "s1", "h2", "s1")); // spilled again: a is superseded
+    assertEquals(java.util.List.of("+a {h1=s1, h2=s1}", "-a", "+b {h1=s1, h2=s1}"), heard);
+
+    // Another user's namespace names none of alice's spills.
+    assertEquals(0, spills.forget("bob", ObjectKey.of("bob", "b".repeat(32)), "moved"));
+    assertEquals(0, spills.forget("alice", first, "moved"), "a is gone already");
+    ObjectKey second = ObjectKey.of("alice", "b".repeat(32));
+    assertEquals(2, spills.forget("alice", second, "they were restored on worker w2"));
+    assertTrue(spills.of("alice").isEmpty());
+    assertEquals("they were restored on worker w2", spills.droppedOf("alice").get("h1"));
+    assertEquals("-b", heard.get(heard.size() - 1));
+    assertEquals(0, store.stats().referenced());
+  }
 }

@@ -43,6 +43,8 @@ final class KryoRegistry {
     kryo.register(JournalRecord.PoolWorker.class, 140);
     kryo.register(JournalRecord.SnapshotEnd.class, 150);
     kryo.register(JournalRecord.ResultKept.class, 160);
+    kryo.register(JournalRecord.ResidentSpill.class, 170);
+    kryo.register(JournalRecord.ResidentSpillReleased.class, 171);
     return kryo;
   }
 }

@@ -72,6 +72,9 @@ class KryoJournalTest {
             new JournalRecord.UserUsage[] {new JournalRecord.UserUsage("ada", 3.5, 2000L)}),
         new JournalRecord.PoolWorker("gpu", "w-2", "slurm:17", true),
         new JournalRecord.ResultKept("ada/" + "c".repeat(32), "w-2", 3_200_000, "tensor"),
+        new JournalRecord.ResidentSpill("ada/" + "d".repeat(32), "w-2", 4096, "pickle",
+            new String[] {"e".repeat(32), "9".repeat(32)}, new String[] {"s1", ""}),
+        new JournalRecord.ResidentSpillReleased("ada/" + "d".repeat(32), "w-2"),
         new JournalRecord.SessionOpened("s2", "bob", "", false, false, 43L),
         new JournalRecord.SessionClosed("s2"),
         new JournalRecord.SnapshotEnd(13));
