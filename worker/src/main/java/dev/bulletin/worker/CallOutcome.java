@@ -5,9 +5,19 @@ import dev.bulletin.bridge.ObjectKey;
 /** How a call ended on the worker. */
 public sealed interface CallOutcome {
 
-  /** The function returned ({@code raised == false}) or raised; the result object is retained. */
-  record Returned(ObjectKey result, long size, boolean raised, double runSeconds)
-      implements CallOutcome {}
+  /**
+   * The function returned ({@code raised == false}) or raised; the result object is retained.
+   *
+   * @param residentBytes what the call's executor keeps on its GPUs after it (issue 29): the
+   *     scheduler steers other sessions' calls off those GPUs
+   */
+  record Returned(ObjectKey result, long size, boolean raised, double runSeconds,
+      long residentBytes) implements CallOutcome {
+
+    public Returned(ObjectKey result, long size, boolean raised, double runSeconds) {
+      this(result, size, raised, runSeconds, 0);
+    }
+  }
 
   /** The executor process died during the call; {@code cause} reads like "killed by SIGKILL". */
   record ExecutorDied(String cause) implements CallOutcome {}

@@ -5,6 +5,7 @@ import dev.bulletin.runtime.api.TaskEvents;
 import dev.bulletin.runtime.objects.ObjectDirectory;
 import dev.bulletin.runtime.objects.TaskObjects;
 import dev.bulletin.runtime.workers.AttachedWorker;
+import dev.bulletin.runtime.workers.ResidentGpus;
 import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.protocol.FailureCode;
@@ -336,7 +337,9 @@ public final class ControlPlane {
   public void releaseResident(ClientSession session, boolean ended) {
     objects.residents().sessionEnded(session.namespace(), session.id(), ended
         ? "the client session that kept it ended" : "its session released it");
+    String key = ResidentGpus.session(session.namespace(), session.id());
     for (AttachedWorker worker : workers.values()) {
+      worker.residentGpus().sessionEnded(key);
       worker.link().dropResident(session.namespace(), session.id(), ended);
     }
   }
@@ -425,6 +428,7 @@ public final class ControlPlane {
   void dispatch(Task task, Placement placed) {
     AttachedWorker worker = workers.get(placed.workerId());
     worker.reserve(task.id(), task.demand(), placed.gpuIds());
+    worker.residentGpus().taken(placed.gpuIds(), residentSession(task));
     placements.put(task.id(), worker);
     task.placedOn(placed.workerId(), placed.gpuIds(), System.nanoTime());
     task.usage().reserved(placed.workerId(), System.nanoTime());
@@ -473,6 +477,12 @@ public final class ControlPlane {
         send(task, worker, placed);
       }
     });
+  }
+
+  /** The client session whose resident values the call's executor keeps ("" for none). */
+  private static String residentSession(Task task) {
+    return task.sink() instanceof ClientSession session
+        ? ResidentGpus.session(session.namespace(), session.id()) : "";
   }
 
   /** The objects the call reads: its refs, and the spills it restores from other workers. */
@@ -570,6 +580,10 @@ public final class ControlPlane {
     Long timer = timeoutTimers.remove(task.id());
     if (timer != null) {
       context.owner().cancelTimer(timer);
+    }
+    if (outcome instanceof CallOutcome.Returned returned && placements.get(task.id()) != null) {
+      placements.get(task.id()).residentGpus().callEnded(task.gpuIds(), residentSession(task),
+          returned.residentBytes());
     }
     unplace(task);
     if (task.startedAt() != null) {

@@ -27,6 +27,7 @@ public final class AttachedWorker {
   private final GpuTopology topology;
   /** What each placed or running call holds here, by call id. */
   private final Map<String, Reservation> reservations = new HashMap<>();
+  private final ResidentGpus residentGpus = new ResidentGpus();
   private Instant idleSince = Instant.now();
   private String drainReason;
 
@@ -70,6 +71,9 @@ public final class AttachedWorker {
   public double expiresAt() { return expiresAtEpochSeconds; }
   public String providerHandle() { return providerHandle; }
   public WorkerSlots slots() { return slots; }
+
+  /** Its GPUs that keep a session's resident values between calls (issue 29). */
+  public ResidentGpus residentGpus() { return residentGpus; }
   public WorkerLink link() { return link; }
 
   /** Calls placed or running here. */

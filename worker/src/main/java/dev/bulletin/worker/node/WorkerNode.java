@@ -476,7 +476,7 @@ public final class WorkerNode implements AutoCloseable {
   private void returnResult(String taskId, CallOutcome.Returned returned,
       List<HeldObject> inputs) {
     CallReturned.Builder message = CallReturned.newBuilder().setRaised(returned.raised())
-        .setRunSeconds(returned.runSeconds());
+        .setRunSeconds(returned.runSeconds()).setResidentBytes(returned.residentBytes());
     ObjectKey result = returned.result();
     if (returned.size() <= inlineLimit) {
       byte[] bytes = store.readSmall(result);
