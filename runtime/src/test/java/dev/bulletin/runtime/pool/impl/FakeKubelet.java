@@ -20,6 +20,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.function.Consumer;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -42,6 +44,13 @@ final class FakeKubelet implements AutoCloseable {
   private final SharedIndexInformer<Pod> informer;
   private final Map<String, Process> processes = new ConcurrentHashMap<>();
   private final Path logs;
+  /** Set by {@link #startEachPod}: the extra environment of every new Pod's command. */
+  private volatile Map<String, String> startEach;
+  private final ExecutorService starter = Executors.newSingleThreadExecutor(r -> {
+    Thread t = new Thread(r, "fake-kubelet-start");
+    t.setDaemon(true);
+    return t;
+  });
 
   FakeKubelet(KubernetesClient admin, String namespace, Path logs) {
     this.admin = admin;
@@ -51,6 +60,19 @@ final class FakeKubelet implements AutoCloseable {
       @Override
       public void onAdd(Pod pod) {
         finishDeletion(pod);
+        Map<String, String> env = startEach;
+        if (env != null && pod.getSpec().getNodeName() == null
+            && pod.getMetadata().getDeletionTimestamp() == null) {
+          String name = pod.getMetadata().getName();
+          // Off the informer's thread: start() waits on the API server.
+          starter.execute(() -> {
+            try {
+              start(name, env);
+            } catch (Exception e) {
+              System.err.println("fake kubelet: cannot start Pod " + name + ": " + e);
+            }
+          });
+        }
       }
 
       @Override
@@ -71,6 +93,14 @@ final class FakeKubelet implements AutoCloseable {
 
   Pod pod(String name) {
     return admin.pods().inNamespace(namespace).withName(name).get();
+  }
+
+  /**
+   * From now on, schedule and start every new Pod of the namespace at once, as a scheduler and
+   * kubelet with room for it would ({@link #start}); for {@link KubeSimulation}.
+   */
+  void startEachPod(Map<String, String> extraEnv) {
+    startEach = Map.copyOf(extraEnv);
   }
 
   /** What a scheduler does: bind the Pod to the node. */
@@ -208,6 +238,7 @@ final class FakeKubelet implements AutoCloseable {
   @Override
   public void close() {
     informer.stop();
+    starter.shutdownNow();
     processes.values().forEach(Process::destroyForcibly);
   }
 }
