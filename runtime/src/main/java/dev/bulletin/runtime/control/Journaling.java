@@ -156,7 +156,7 @@ public final class Journaling implements TaskTable.Listener {
   dev.bulletin.runtime.objects.ResidentDirectory.Listener residents() {
     return new dev.bulletin.runtime.objects.ResidentDirectory.Listener() {
       @Override
-      public void taken(dev.bulletin.runtime.objects.ResidentDirectory.Spill spill) {
+      public void taken(dev.bulletin.runtime.objects.ResidentSpill spill) {
         if (!restoring) {
           Map<String, String> handles = spill.handles();
           String[] ids = handles.keySet().toArray(String[]::new);

@@ -34,58 +34,15 @@ public final class ResidentDirectory {
   /** Reasons remembered per user for handles the runtime saw go (the oldest are forgotten). */
   static final int LOST_KEPT = 1024;
 
-  /** One spill object of one worker, and the handles it holds for the runtime's directory. */
-  public static final class Spill {
-    final String workerId;
-    final ObjectKey key;
-    final long size;
-    final String kind;
-    /** Handle id to the client session that kept it; only the handles still named here. */
-    final Map<String, String> handles;
-    /**
-     * No agent holds it any more (the embedded worker's, after a restart of the runtime): the
-     * runtime's store serves it to a call on any worker, its own too.
-     */
-    boolean agentGone;
-
-    Spill(String workerId, ObjectKey key, long size, String kind, Map<String, String> handles) {
-      this.workerId = workerId;
-      this.key = key;
-      this.size = size;
-      this.kind = kind;
-      this.handles = new LinkedHashMap<>(handles);
-    }
-
-    public String workerId() {
-      return workerId;
-    }
-
-    public ObjectKey key() {
-      return key;
-    }
-
-    public long size() {
-      return size;
-    }
-
-    public String kind() {
-      return kind;
-    }
-
-    public Map<String, String> handles() {
-      return Map.copyOf(handles);
-    }
-  }
-
   /** Told of each spill the directory takes and lets go: the journal records them. */
   public interface Listener {
-    void taken(Spill spill);
+    void taken(ResidentSpill spill);
 
     void released(String workerId, ObjectKey key);
 
     Listener NONE = new Listener() {
       @Override
-      public void taken(Spill spill) { }
+      public void taken(ResidentSpill spill) { }
 
       @Override
       public void released(String workerId, ObjectKey key) { }
@@ -100,9 +57,9 @@ public final class ResidentDirectory {
   private final ObjectDirectory objects;
   private final Function<String, Optional<WorkerLink>> links;
   /** By namespace: handle id to the spill that holds it. */
-  private final Map<String, Map<String, Spill>> byHandle = new HashMap<>();
+  private final Map<String, Map<String, ResidentSpill>> byHandle = new HashMap<>();
   /** By worker and key ("worker key"): every spill named here. */
-  private final Map<String, Spill> spills = new LinkedHashMap<>();
+  private final Map<String, ResidentSpill> spills = new LinkedHashMap<>();
   /** A handle restored on a worker (live on its GPU there, not spilled), and its session. */
   private record Live(String workerId, String session) { }
 
@@ -142,7 +99,7 @@ public final class ResidentDirectory {
     } else if (!objects.retainIfPresent(key)) {
       return false;
     }
-    name(new Spill(workerId, key, size, kind, handles), true);
+    name(new ResidentSpill(workerId, key, size, kind, handles), true);
     return true;
   }
 
@@ -159,21 +116,21 @@ public final class ResidentDirectory {
       objects.release(key); // named twice: one hold is enough
       return;
     }
-    Spill spill = new Spill(workerId, key, size, kind, handles);
+    ResidentSpill spill = new ResidentSpill(workerId, key, size, kind, handles);
     spill.agentGone = agentGone;
     name(spill, false);
   }
 
   /** Names a held spill for its handles; {@code tell}: another worker's older copy forgets. */
-  private void name(Spill spill, boolean tell) {
+  private void name(ResidentSpill spill, boolean tell) {
     String workerId = spill.workerId;
     ObjectKey key = spill.key;
     spills.put(id(workerId, key), spill);
-    Map<String, Spill> ofNamespace = byHandle.computeIfAbsent(key.namespace(),
+    Map<String, ResidentSpill> ofNamespace = byHandle.computeIfAbsent(key.namespace(),
         namespace -> new HashMap<>());
-    List<Spill> superseded = new ArrayList<>();
+    List<ResidentSpill> superseded = new ArrayList<>();
     for (String handle : spill.handles.keySet()) {
-      Spill before = ofNamespace.put(handle, spill);
+      ResidentSpill before = ofNamespace.put(handle, spill);
       if (before != null && before != spill) {
         before.handles.remove(handle);
         superseded.add(before);
@@ -185,7 +142,7 @@ public final class ResidentDirectory {
       forgetLive(key.namespace(), handle);
     }
     listener.taken(spill);
-    for (Spill old : superseded) {
+    for (ResidentSpill old : superseded) {
       if (old.handles.isEmpty()) {
         // Its own agent lets go of what it superseded; another worker is told.
         release(old, !tell || old.workerId.equals(workerId) ? null
@@ -196,7 +153,7 @@ public final class ResidentDirectory {
 
   /** The worker no longer holds that spill for its values: the directory lets it go. */
   public void gone(String workerId, ObjectKey key) {
-    Spill spill = spills.get(id(workerId, key));
+    ResidentSpill spill = spills.get(id(workerId, key));
     if (spill != null) {
       unname(spill);
       release(spill, null);
@@ -218,13 +175,13 @@ public final class ResidentDirectory {
     if (handles.isEmpty()) {
       return ForCall.NONE;
     }
-    Map<String, Spill> ofNamespace = byHandle.getOrDefault(namespace, Map.of());
+    Map<String, ResidentSpill> ofNamespace = byHandle.getOrDefault(namespace, Map.of());
     Map<String, String> gone = lost.getOrDefault(namespace, new LinkedHashMap<>());
     Map<String, ObjectKey> restore = new HashMap<>();
     Map<String, String> why = new HashMap<>();
     Set<ObjectKey> held = new LinkedHashSet<>();
     for (String handle : handles) {
-      Spill spill = ofNamespace.get(handle);
+      ResidentSpill spill = ofNamespace.get(handle);
       if (spill != null && (spill.agentGone || !spill.workerId.equals(workerId))) {
         restore.put(handle, spill.key);
         held.add(spill.key);
@@ -267,13 +224,13 @@ public final class ResidentDirectory {
    */
   public void restoredOn(String namespace, Collection<ObjectKey> keys, String workerId,
       String taskId) {
-    Map<String, Spill> ofNamespace = byHandle.getOrDefault(namespace, Map.of());
-    Set<Spill> moved = new LinkedHashSet<>();
+    Map<String, ResidentSpill> ofNamespace = byHandle.getOrDefault(namespace, Map.of());
+    Set<ResidentSpill> moved = new LinkedHashSet<>();
     for (ObjectKey key : keys) {
       ofNamespace.values().stream().filter(spill -> spill.key.equals(key)
           && (spill.agentGone || !spill.workerId.equals(workerId))).forEach(moved::add);
     }
-    for (Spill spill : moved) {
+    for (ResidentSpill spill : moved) {
       Map<String, Live> live = restoredOn.computeIfAbsent(namespace, user -> new HashMap<>());
       spill.handles.forEach((handle, session) -> live.put(handle, new Live(workerId, session)));
       unname(spill);
@@ -291,7 +248,7 @@ public final class ResidentDirectory {
       }
       return false;
     }));
-    for (Spill spill : List.copyOf(spills.values())) {
+    for (ResidentSpill spill : List.copyOf(spills.values())) {
       if (spill.workerId.equals(workerId)) {
         String why = "it was spilled on worker " + workerId + ", which " + how;
         spill.handles.keySet().forEach(handle -> remember(spill.key.namespace(), handle, why));
@@ -306,9 +263,9 @@ public final class ResidentDirectory {
    * workers drop them too, told by the runtime), and a spill none of whose handles is left.
    */
   public void sessionEnded(String namespace, String session, String why) {
-    Map<String, Spill> ofNamespace = byHandle.getOrDefault(namespace, new HashMap<>());
-    Set<Spill> touched = new LinkedHashSet<>();
-    for (Map.Entry<String, Spill> entry : List.copyOf(ofNamespace.entrySet())) {
+    Map<String, ResidentSpill> ofNamespace = byHandle.getOrDefault(namespace, new HashMap<>());
+    Set<ResidentSpill> touched = new LinkedHashSet<>();
+    for (Map.Entry<String, ResidentSpill> entry : List.copyOf(ofNamespace.entrySet())) {
       if (session.equals(entry.getValue().handles.get(entry.getKey()))) {
         ofNamespace.remove(entry.getKey());
         entry.getValue().handles.remove(entry.getKey());
@@ -338,7 +295,7 @@ public final class ResidentDirectory {
       if (live != null) {
         return live.workerId();
       }
-      Spill spill = byHandle.getOrDefault(namespace, Map.of()).get(handle);
+      ResidentSpill spill = byHandle.getOrDefault(namespace, Map.of()).get(handle);
       if (spill != null) {
         return spill.workerId;
       }
@@ -356,7 +313,7 @@ public final class ResidentDirectory {
   // ---- reading -----------------------------------------------------------------------------
 
   /** The spill that holds a handle of {@code namespace}'s, if the directory knows one. */
-  public Optional<Spill> spillOf(String namespace, String handle) {
+  public Optional<ResidentSpill> spillOf(String namespace, String handle) {
     return Optional.ofNullable(byHandle.getOrDefault(namespace, Map.of()).get(handle));
   }
 
@@ -366,7 +323,7 @@ public final class ResidentDirectory {
   }
 
   /** Every spill named here, for the journal's snapshot. */
-  public List<Spill> spills() {
+  public List<ResidentSpill> spills() {
     return List.copyOf(spills.values());
   }
 
@@ -377,8 +334,8 @@ public final class ResidentDirectory {
   }
 
   /** The spill's handles no longer name it (those another spill took since stay there). */
-  private void unname(Spill spill) {
-    Map<String, Spill> ofNamespace = byHandle.get(spill.key.namespace());
+  private void unname(ResidentSpill spill) {
+    Map<String, ResidentSpill> ofNamespace = byHandle.get(spill.key.namespace());
     if (ofNamespace != null) {
       spill.handles.keySet().forEach(handle -> ofNamespace.remove(handle, spill));
       if (ofNamespace.isEmpty()) {
@@ -392,7 +349,7 @@ public final class ResidentDirectory {
    * Lets a spill go: the directory's reference on its object, and with {@code forget} (why),
    * the worker's hold on its values.
    */
-  private void release(Spill spill, String forget) {
+  private void release(ResidentSpill spill, String forget) {
     if (spills.remove(id(spill.workerId, spill.key)) == null) {
       return;
     }

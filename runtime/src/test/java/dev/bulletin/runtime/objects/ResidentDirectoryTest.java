@@ -51,7 +51,7 @@ class ResidentDirectoryTest {
     residents = objects.residents();
     residents.listen(new ResidentDirectory.Listener() {
       @Override
-      public void taken(ResidentDirectory.Spill spill) {
+      public void taken(ResidentSpill spill) {
         journal.add("+" + spill.workerId() + " " + spill.key().id().hex().charAt(0));
       }
 
