@@ -9,7 +9,6 @@ import dev.bulletin.runtime.workers.ResidentGpus;
 import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.protocol.FailureCode;
-import dev.bulletin.protocol.RuntimeTimings;
 import dev.bulletin.protocol.TaskSpec;
 import dev.bulletin.runtime.scheduler.ClusterCapacity;
 import dev.bulletin.runtime.scheduler.Demand;
@@ -17,14 +16,11 @@ import dev.bulletin.runtime.scheduler.Feasibility;
 import dev.bulletin.runtime.scheduler.WorkerCapacity;
 import dev.bulletin.runtime.scheduler.WorkerSlots;
 import dev.bulletin.runtime.scheduler.plan.Placement;
-import dev.bulletin.runtime.scheduler.plan.WaitInfo;
 import dev.bulletin.runtime.task.StopReason;
 import dev.bulletin.runtime.task.Task;
 import dev.bulletin.runtime.task.TaskState;
 import dev.bulletin.runtime.task.TaskTable;
-import dev.bulletin.worker.CallListener;
 import dev.bulletin.worker.CallOutcome;
-import dev.bulletin.worker.CallRequest;
 import io.vertx.core.Context;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -36,39 +32,32 @@ import java.util.Optional;
 
 /**
  * The runtime's state and the rules that change it: accepting calls, placing them through the
- * scheduler on the attached workers, handing them over and turning outcomes into events. Every
- * method runs on one Vert.x event loop ({@code context}); worker callbacks hop back onto it.
+ * scheduler on the attached workers and stopping them; {@link CallRunner} hands placed calls over
+ * and turns their outcomes into events. Every method runs on one Vert.x event loop
+ * ({@code context}); worker callbacks hop back onto it.
  */
 public final class ControlPlane {
 
-  private final Context context;
-  private final JournaledDispatch dispatches;
   private final ObjectStore store;
   /** The policy scheduler: QoS, quotas, fair share, topology, preemption, wait reasons. */
   private final PolicyPass policy;
   private final Passes passes;
-  private final long inlineLimit;
   private final double drainMarginSeconds;
   private final TaskTable tasks;
   /** Attached workers in the order they joined (first fit prefers the earliest). */
   private final Map<String, AttachedWorker> workers = new LinkedHashMap<>();
-  /** Where each placed or running call runs; its slots go back to that worker when it ends. */
-  private final Map<String, AttachedWorker> placements = new HashMap<>();
   /** Workers pools could start: feasibility counts them (a call only they fit waits for one). */
   private List<WorkerCapacity> potential = List.of();
   /** Where objects live (results kept on remote workers), and the references to them. */
   private final ObjectDirectory objects;
-  private final Map<String, Long> timeoutTimers = new HashMap<>();
-  /** The Unix account each user's executors run as (users[].run_as), for those that name one. */
-  private final Map<String, String> runAs;
-  private int runningCount;
   private java.util.function.BiConsumer<String, Double> creditsEarned = (group, credits) -> { };
   /** The journal's hook points (docs/durability.md): records go out before acknowledgements. */
   private final Journaling journaling;
   /** Restored calls that wait for the remote worker that ran them to reattach. */
   private final RestoredRemoteWork restoredRemoteWork;
   private final Admission admission;
-  private final CallEndings endings;
+  /** Where placed calls run and how they end: placements, walltimes, outcomes. */
+  private final CallRunner runner;
   private PoolOutlook poolOutlook = PoolOutlook.NONE;
 
   /**
@@ -77,22 +66,20 @@ public final class ControlPlane {
    */
   public ControlPlane(Context context, ObjectStore store, PolicyPass policy, long inlineLimit,
       double drainMarginSeconds, Map<String, String> runAs, Journaling journaling) {
-    this.runAs = Map.copyOf(runAs);
     this.journaling = journaling;
-    this.context = context;
-    this.dispatches = new JournaledDispatch(journaling, context);
     this.store = store;
     this.policy = policy;
     this.tasks = new TaskTable(policy::goesAhead);
     this.passes = new Passes(this, policy, context);
     this.objects = new ObjectDirectory(store,
         id -> Optional.ofNullable(workers.get(id)).map(AttachedWorker::link));
-    this.inlineLimit = inlineLimit;
     this.drainMarginSeconds = drainMarginSeconds;
     tasks.listen(journaling);
     this.restoredRemoteWork = new RestoredRemoteWork(this, context);
     this.admission = new Admission(tasks, journaling, policy, objects);
-    this.endings = new CallEndings(tasks, objects, journaling, store, inlineLimit);
+    this.runner = new CallRunner(context, journaling, tasks, objects, policy,
+        new CallEndings(tasks, objects, journaling, store, inlineLimit), runAs,
+        workers::get, this::stop, this::schedule);
     policy.ledger().onChange(() -> journaling.ledger(policy.ledger().image()));
     objects.residents().listen(journaling.residents());
   }
@@ -241,7 +228,7 @@ public final class ControlPlane {
   }
 
   public int runningCount() {
-    return runningCount;
+    return runner.runningCount();
   }
 
   // ---- accepting calls -------------------------------------------------------------------
@@ -301,7 +288,7 @@ public final class ControlPlane {
             + reason.describe() + " while queued"));
       }
       case PLACED, RUNNING -> {
-        AttachedWorker worker = placements.get(task.id());
+        AttachedWorker worker = runner.placementOf(task.id()).orElse(null);
         if (worker == null && restoredRemoteWork.cancel(task, reason)) {
           return; // restored, its worker not back yet: it ends here, stopped there on reattach
         }
@@ -392,11 +379,11 @@ public final class ControlPlane {
   }
 
   java.util.Set<String> placedTaskIds() {
-    return java.util.Set.copyOf(placements.keySet());
+    return runner.placedTaskIds();
   }
 
   Optional<AttachedWorker> placementOf(String taskId) {
-    return Optional.ofNullable(placements.get(taskId));
+    return runner.placementOf(taskId);
   }
 
   /** Fails a queued call that can never run as asked. */
@@ -418,215 +405,13 @@ public final class ControlPlane {
     return candidates;
   }
 
-  /**
-   * Reserves the placement's slots and starts the call on them; {@link #unplace} gives them
-   * back. Inputs kept on another worker come to the runtime's store first (the call waits,
-   * placed, for them); on the worker that kept them they do not move.
-   *
-   * @throws IllegalStateException if the slots are not free (the plan was wrong)
-   */
+  /** Reserves the placement's slots and starts the call: see {@link CallRunner#dispatch}. */
   void dispatch(Task task, Placement placed) {
-    AttachedWorker worker = workers.get(placed.workerId());
-    worker.reserve(task.id(), task.demand(), placed.gpuIds());
-    worker.residentGpus().taken(placed.gpuIds(), residentSession(task));
-    placements.put(task.id(), worker);
-    task.placedOn(placed.workerId(), placed.gpuIds(), System.nanoTime());
-    task.usage().reserved(placed.workerId(), System.nanoTime());
-    tasks.transitionQuietly(task, TaskState.PLACED);
-    // Resident values another worker spilled come with it, as inputs (issue 29).
-    var residents = objects.residents().forCall(task.args().namespace(),
-        task.residentHandles(), worker.id(), task.preferredWorker());
-    task.restoring(residents.restore(), residents.lost());
-    List<ObjectKey> moves = objects.toMoveFor(worker.remote() ? worker.id() : null,
-        inputsOf(task));
-    if (moves.isEmpty()) {
-      run(task, worker, placed);
-      return;
-    }
-    objects.toHead(moves).onComplete(pulled -> {
-      if (task.state() != TaskState.PLACED || placements.get(task.id()) != worker) {
-        return; // its worker went away meanwhile: the call was requeued or ended
-      }
-      if (task.stopReason() != null) {
-        onEnded(task, new CallOutcome.Stopped(task.stopReason().describe()));
-      } else if (pulled.failed()) {
-        // Not retried: running it again cannot bring the input back.
-        boolean lost = pulled.cause() instanceof ObjectDirectory.ObjectLostException;
-        unplace(task);
-        TaskObjects.release(objects, task);
-        tasks.transition(task, TaskState.ERROR, TaskEvents.failed(task.id(),
-            lost ? FailureCode.WORKER_LOST : FailureCode.INTERNAL, task.name()
-                + "() could not start: " + pulled.cause().getMessage()
-                + (lost ? "; run the call that made it again" : ""), CallEndings.timings(task, 0)));
-        schedule();
-      } else {
-        run(task, worker, placed);
-      }
-    });
+    runner.dispatch(task, placed);
   }
 
-  /** Starts the call on its worker once the journal holds its new attempt. */
-  private void run(Task task, AttachedWorker worker, Placement placed) {
-    dispatches.dispatch(task, worker.id(), worker.remote(), () -> {
-      if (task.state() != TaskState.PLACED || placements.get(task.id()) != worker) {
-        return; // its worker went away meanwhile: the call was requeued or ended
-      }
-      if (task.stopReason() != null) {
-        onEnded(task, new CallOutcome.Stopped(task.stopReason().describe()));
-      } else {
-        send(task, worker, placed);
-      }
-    });
-  }
-
-  /** The client session whose resident values the call's executor keeps ("" for none). */
-  private static String residentSession(Task task) {
-    return task.sink() instanceof ClientSession session
-        ? ResidentGpus.session(session.namespace(), session.id()) : "";
-  }
-
-  /** The objects the call reads: its refs, and the spills it restores from other workers. */
-  private static List<ObjectKey> inputsOf(Task task) {
-    List<ObjectKey> inputs = new ArrayList<>(task.refs());
-    task.restoring().values().stream().distinct().filter(key -> !inputs.contains(key))
-        .forEach(inputs::add);
-    return inputs;
-  }
-
-  private void send(Task task, AttachedWorker worker, Placement placed) {
-    CallRequest request = new CallRequest(task.id(), task.function(), task.args(),
-        inputsOf(task), placed.gpuIds(), Optional.ofNullable(runAs.get(task.owner().user())),
-        task.executorSpec().withGpuFraction(task.demand().fractional()
-            ? task.demand().gpuShare() : 0),
-        task.sink() instanceof ClientSession session ? session.id() : "", task.restoring(),
-        task.residentLost());
-    whenEnded(task, worker.link().run(request, listener(task)));
-  }
-
-  /**
-   * Takes over a restored call its remote worker still runs (see {@link RestoredRemoteWork}):
-   * its GPUs there are reserved again ({@code gpuIds} null: the worker ended it already and its
-   * end follows, nothing to reserve), and its outcome is this runtime's to report.
-   *
-   * @throws IllegalStateException if those slots are not free on the worker
-   */
+  /** Takes over a restored call its remote worker still runs: see {@link CallRunner#adopt}. */
   void adopt(Task task, AttachedWorker worker, List<Integer> gpuIds) {
-    if (gpuIds != null) {
-      worker.reserve(task.id(), task.demand(), gpuIds);
-    }
-    long now = System.nanoTime();
-    placements.put(task.id(), worker);
-    task.placedOn(worker.id(), gpuIds == null ? List.of() : gpuIds, now);
-    task.usage().reserved(worker.id(), now);
-    task.usage().running(now);
-    task.adoptedRunning(now);
-    runningCount++;
-    tasks.transitionQuietly(task, TaskState.RUNNING); // the journal has it there; so did its client
-    startWalltime(task);
-    whenEnded(task, worker.link().adopt(task.id(), task.args().namespace(), listener(task)));
-  }
-
-  private CallListener listener(Task task) {
-    return new CallListener() {
-      @Override
-      public void started(String executorId) {
-        context.runOnContext(ignored -> onStarted(task));
-      }
-
-      @Override
-      public void output(boolean stderr, byte[] data) {
-        context.runOnContext(ignored -> {
-          if (task.state() == TaskState.RUNNING) {
-            tasks.announce(task, TaskEvents.output(task.id(), stderr, data));
-          }
-        });
-      }
-    };
-  }
-
-  private void whenEnded(Task task, java.util.concurrent.CompletableFuture<CallOutcome> ended) {
-    ended.whenComplete((outcome, error) -> context.runOnContext(ignored -> onEnded(task,
-        error == null ? outcome : new CallOutcome.ExecutorDied("worker agent failed: " + error))));
-  }
-
-  private void onStarted(Task task) {
-    if (task.state() != TaskState.PLACED) {
-      return;
-    }
-    task.startedAt(System.nanoTime());
-    task.usage().running(System.nanoTime());
-    runningCount++;
-    AttachedWorker worker = placements.get(task.id());
-    if (!task.restoring().isEmpty()) { // their values live on the call's worker now
-      objects.residents().restoredOn(task.args().namespace(), task.restoring().values(),
-          task.workerId(), task.id());
-    }
-    tasks.transition(task, TaskState.RUNNING, TaskEvents.running(task.id(), task.workerId(),
-        task.gpuIds(), worker != null && worker.slots().simulatedGpus()));
-    startWalltime(task);
-  }
-
-  /** Stops the call when its timeout (or its QoS class's walltime) has passed. */
-  private void startWalltime(Task task) {
-    long millis = Math.max(1, task.walltime().toMillis());
-    String limit = task.timeoutSeconds() > 0 ? "timeout of " + task.timeoutSeconds() + " s"
-        : "walltime of " + task.walltime().toString().substring(2).toLowerCase()
-            + " (the longest its qos " + task.qos() + " allows)";
-    timeoutTimers.put(task.id(), context.owner().setTimer(millis, id -> stop(task,
-        new StopReason.TimedOut(limit))));
-  }
-
-  private void onEnded(Task task, CallOutcome outcome) {
-    Long timer = timeoutTimers.remove(task.id());
-    if (timer != null) {
-      context.owner().cancelTimer(timer);
-    }
-    if (outcome instanceof CallOutcome.Returned returned && placements.get(task.id()) != null) {
-      placements.get(task.id()).residentGpus().callEnded(task.gpuIds(), residentSession(task),
-          returned.residentBytes());
-    }
-    unplace(task);
-    if (task.startedAt() != null) {
-      java.time.Instant now = policy.now();
-      policy.ledger().charge(task.owner().user(), task.owner().group(), task.demand().gpuShare(),
-          java.time.Duration.between(task.startedAt(), now).toMillis() / 1000.0, now);
-    }
-    boolean died = outcome instanceof CallOutcome.WorkerLost
-        || outcome instanceof CallOutcome.ExecutorDied;
-    if (outcome instanceof CallOutcome.Undelivered && task.stopReason() == null) {
-      // It never reached the worker (gone as the call was sent): it costs no retry.
-      task.undelivered();
-      tasks.transition(task, TaskState.QUEUED, TaskEvents.queued(task.id()));
-    } else if (task.preemptedFor() != null && task.stopReason() == null
-        && !(outcome instanceof CallOutcome.Returned)) {
-      // Preempted: back in the queue where it was. The count goes with the QUEUED event
-      // itself: a victim that runs again at once is never told a wait by the passes.
-      task.requeued();
-      tasks.transition(task, TaskState.QUEUED, TaskEvents.preempted(task.id(), task.preemptions()));
-    } else if (died && task.stopReason() == null && task.retriesLeft() > 0) {
-      // The call never finished anywhere: it runs again, with the objects it still holds.
-      task.requeued();
-      tasks.transition(task, TaskState.QUEUED, TaskEvents.queued(task.id()));
-    } else {
-      TaskObjects.release(objects, task);
-      endings.finish(task, outcome);
-    }
-    schedule();
-  }
-
-  /** Gives the call's slots back to the worker {@link #dispatch} reserved them on. */
-  private void unplace(Task task) {
-    if (task.state() == TaskState.RUNNING) {
-      runningCount--;
-    }
-    AttachedWorker worker = placements.remove(task.id());
-    objects.residents().placementEnded(new dev.bulletin.runtime.objects.ResidentDirectory
-        .ForCall(task.restoring(), task.residentLost()));
-    task.restoring(Map.of(), Map.of());
-    if (worker != null) {
-      task.usage().released(task.demand().gpuShare(),
-          worker.link().usage().takeBusyGpuSeconds(task.id()), System.nanoTime());
-      worker.release(task.id());
-    }
+    runner.adopt(task, worker, gpuIds);
   }
 }
