@@ -47,6 +47,23 @@ enum WorkerScore {
     }
   },
 
+  /**
+   * Share of the call's GPUs that keep no other session's state (issue 29): 1 when the call
+   * spills nobody's state (or takes no GPU), 0 when every GPU it gets keeps someone else's. The
+   * {@link GpuPicker} already spares such GPUs within a worker; this term prefers, among workers
+   * otherwise alike, one where it can. Its weight is {@link Spare#WEIGHT} of packing's.
+   */
+  STATE_SPARED(weights -> weights.packing() * Spare.WEIGHT) {
+    @Override
+    double score(CallRow row, int w, long gpus, ClusterIndex index, Weights weights) {
+      if (index.stateMask[w] == 0 || gpus == 0) {
+        return 1.0;
+      }
+      long others = index.stateMask[w] & ~index.ownState(w, row.call.residentSession());
+      return 1.0 - (double) Long.bitCount(gpus & others) / Long.bitCount(gpus);
+    }
+  },
+
   /** How full the worker is after the call: best fit keeps whole workers free for big calls. */
   PACKING(Weights::packing) {
     @Override
@@ -67,6 +84,11 @@ enum WorkerScore {
       return total <= 0 ? 0 : 1.0 - (index.freeCpus[w] - row.cpus) / total;
     }
   };
+
+  /** {@link #STATE_SPARED}'s weight as a share of packing's. PROVISIONAL. */
+  static final class Spare {
+    static final double WEIGHT = Double.parseDouble(System.getProperty("bulletin.spare", "0.5"));
+  }
 
   private final ToDoubleFunction<Weights> weight;
 
