@@ -85,9 +85,22 @@ enum WorkerScore {
     }
   };
 
-  /** {@link #STATE_SPARED}'s weight as a share of packing's. PROVISIONAL. */
+  /** Holds {@link #STATE_SPARED}'s weight (an enum constant cannot read a later static field). */
   static final class Spare {
-    static final double WEIGHT = Double.parseDouble(System.getProperty("bulletin.spare", "0.5"));
+    /**
+     * Half of packing's weight (0.5 with the defaults). A spilled state costs its session a
+     * restore (0.18 s for 2 GiB) and the hit of its next cell; so sparing one outweighs best fit
+     * by up to 4 GPUs of an 8-GPU worker (packing's step is 1/8 per GPU), but a call still takes
+     * the GPU with state on a nearly full worker rather than open an idle one that big calls
+     * need (7 GPUs of packing). It stays below every term that changes how the call runs:
+     * topology (3 x 0.5 per step), data locality and the state's own worker (2 each), so it
+     * never pulls a call off its inputs, its state or close GPUs. In the lab week (docs/
+     * scheduler.md) 0.05 (ties of packing only) gave 63-68 % hits, 0.5 66-72 %, 1.0 (a whole
+     * worker of packing) 73-77 %; the waits moved within the week-to-week noise at all three.
+     */
+    static final double WEIGHT = 0.5;
+
+    private Spare() {}
   }
 
   private final ToDoubleFunction<Weights> weight;
