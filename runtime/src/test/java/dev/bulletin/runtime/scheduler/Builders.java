@@ -80,6 +80,7 @@ public final class Builders {
     private final Map<String, Long> held = new HashMap<>();
     private boolean draining;
     private Instant expiresAt = WorkerState.NEVER;
+    private final Map<Integer, String> resident = new HashMap<>();
 
     WorkerBuilder(String id) {
       this.id = id;
@@ -132,6 +133,14 @@ public final class Builders {
       return this;
     }
 
+    /** These GPUs keep {@code session}'s state between its cells (issue 29). */
+    public WorkerBuilder keeps(String session, Integer... gpus) {
+      for (int gpu : gpus) {
+        resident.put(gpu, session);
+      }
+      return this;
+    }
+
     public WorkerBuilder draining() {
       this.draining = true;
       return this;
@@ -165,7 +174,7 @@ public final class Builders {
         }
       }
       return new WorkerState(id, topology.build(), freeGpus, cpus, Math.max(0, freeCpus),
-          memory, Math.max(0, freeMemory), held, draining, expiresAt);
+          memory, Math.max(0, freeMemory), held, draining, expiresAt, resident);
     }
   }
 

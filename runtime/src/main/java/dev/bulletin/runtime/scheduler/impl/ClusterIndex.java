@@ -42,6 +42,13 @@ final class ClusterIndex {
    * a requeued preemptible share that would be preempted again.
    */
   final long[] reclaiming;
+  /**
+   * Per worker, the GPUs that keep a notebook session's state between its cells (bit i = GPU i;
+   * from {@link WorkerState#residentGpus}); 0 on almost every worker, so the GPU choice and the
+   * score pay for the state only where there is some. Not updated during the pass: a GPU with
+   * state that a call takes is no longer free, and only free GPUs are compared.
+   */
+  final long[] stateMask;
   final Map<String, Integer> byId = new HashMap<>();
   /** The largest GPU count of any worker: buckets run 0..maxGpus. */
   final int maxGpus;
@@ -79,6 +86,7 @@ final class ClusterIndex {
     distances = new byte[size][];
     shareFree = new byte[size][];
     reclaiming = new long[size];
+    stateMask = new long[size];
     bucketSlot = new int[size];
     reservations = new Reservations(size);
     Map<GpuTopology, byte[]> shared = new HashMap<>();
@@ -96,6 +104,9 @@ final class ClusterIndex {
       expiresMillis[w] = worker.expiresAt().equals(WorkerState.NEVER) ? Long.MAX_VALUE
           : worker.expiresAt().toEpochMilli();
       usable[w] = !worker.draining();
+      for (int gpu : worker.residentGpus().keySet()) {
+        stateMask[w] |= 1L << gpu;
+      }
       distances[w] = shared.computeIfAbsent(worker.topology(), ClusterIndex::matrix);
       largest = Math.max(largest, worker.gpus());
     }
@@ -164,6 +175,20 @@ final class ClusterIndex {
       }
     }
     return most;
+  }
+
+  /** The GPUs of worker {@code w} that keep {@code session}'s state (none for ""). */
+  long ownState(int w, String session) {
+    if (stateMask[w] == 0 || session.isEmpty()) {
+      return 0;
+    }
+    long mine = 0;
+    for (Map.Entry<Integer, String> kept : workers[w].residentGpus().entrySet()) {
+      if (kept.getValue().equals(session)) {
+        mine |= 1L << kept.getKey();
+      }
+    }
+    return mine;
   }
 
   /** Usable workers: the pass neither adds nor retires any. */

@@ -78,6 +78,9 @@ public final class PolicyScheduler implements ClusterScheduler {
             // The worker that keeps the GPU state the call reads (resident values) alone can
             // use it in place: as much as data locality.
             WorkerScore.RESIDENT,
+            // Spilling another session's GPU state costs that session a restore: a small
+            // preference, below data locality, for a worker where the call spills nobody's.
+            WorkerScore.STATE_SPARED,
             // Best fit last: keeps whole workers free for big calls when nothing else decides.
             WorkerScore.PACKING},
         // Last, over what is left: positions, reasons, estimates and suggestions.

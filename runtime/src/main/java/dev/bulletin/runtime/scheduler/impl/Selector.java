@@ -15,7 +15,8 @@ import java.util.Map;
 /**
  * Finds the worker for a call that passed the call-level checks: gathers candidates (workers
  * holding its inputs, the worker keeping its resident values, then the best-fit free-GPU buckets up to the policy's candidate limit),
- * runs the worker filters, lets the {@link GpuPicker} choose GPUs on each, adds up the weighted
+ * runs the worker filters, lets the {@link GpuPicker} choose GPUs on each (its own session's
+ * state first, others' state last), adds up the weighted
  * scores and keeps the best. The workers the filters turn down are counted per
  * {@link FilterReason}; the counts decide what a call that found none waits for. A shape (GPUs,
  * CPUs, memory, walltime) that found no worker is remembered for the rest of the pass: capacity
@@ -132,10 +133,15 @@ final class Selector {
     double best = Double.NEGATIVE_INFINITY;
     for (int i = 0; i < found; i++) {
       int w = candidates[i];
+      // GPUs keeping a session's state (issue 29): the call's own, to take first, and others',
+      // to avoid; both 0 on a worker that keeps none.
+      long mine = index.ownState(w, row.call.residentSession());
+      long others = index.stateMask[w] & ~mine;
       long gpus = row.fractional()
           ? 1L << GpuPicker.pickShare(index.distances[w], index.gpuCount[w], index.freeMask[w],
-              index.shareFree[w], index.reclaiming[w], row.eighths)
-          : GpuPicker.pick(index.distances[w], index.gpuCount[w], index.freeMask[w], row.gpus);
+              index.shareFree[w], index.reclaiming[w], row.eighths, mine, others)
+          : GpuPicker.pick(index.distances[w], index.gpuCount[w], index.freeMask[w], row.gpus,
+              mine, others);
       double score = 0;
       for (int s = 0; s < scores.length; s++) {
         score += weights[s] * scores[s].score(row, w, gpus, index, policyWeights);

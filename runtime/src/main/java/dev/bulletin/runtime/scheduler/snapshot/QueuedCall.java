@@ -17,6 +17,12 @@ import java.util.Map;
  * @param inputs argument objects it reads, id to size in bytes (data locality)
  * @param walltime how long it may run; {@link Duration#ZERO} means its QoS's maximum
  * @param preferredWorker the worker that keeps the resident values it reads (issue 29), or ""
+ * @param residentSession the key of the notebook session whose GPU state the call reads and
+ *     keeps (the cell's call in the session's executor), or "": the same key as in
+ *     {@link WorkerState#residentGpus}. A GPU keeping this key's state is the call's own: it
+ *     takes it first when free (no copy). A GPU keeping another key's state is someone
+ *     else's: the call avoids it when another free GPU fits as well. A call with "" (a plain
+ *     call, or a mapped cell's other calls, which keep nothing) avoids every GPU with state.
  */
 public record QueuedCall(
     String id,
@@ -29,7 +35,8 @@ public record QueuedCall(
     Map<String, Long> inputs,
     Instant submittedAt,
     Duration walltime,
-    String preferredWorker) {
+    String preferredWorker,
+    String residentSession) {
 
   public QueuedCall {
     if (id == null || id.isBlank()) {
@@ -47,9 +54,18 @@ public record QueuedCall(
     inputs = inputs == null ? Map.of() : Map.copyOf(inputs);
     walltime = walltime == null ? Duration.ZERO : walltime;
     preferredWorker = preferredWorker == null ? "" : preferredWorker;
+    residentSession = residentSession == null ? "" : residentSession;
     if (walltime.isNegative()) {
       throw new IllegalArgumentException("queued call " + id + ": walltime must be >= 0");
     }
+  }
+
+  /** A call that reads no session's GPU state (as before issue 29's GPU preference). */
+  public QueuedCall(String id, String user, String group, String qos, Demand demand,
+      int priority, long creditsSpent, Map<String, Long> inputs, Instant submittedAt,
+      Duration walltime, String preferredWorker) {
+    this(id, user, group, qos, demand, priority, creditsSpent, inputs, submittedAt, walltime,
+        preferredWorker, "");
   }
 
   /**
@@ -76,6 +92,7 @@ public record QueuedCall(
     private Instant submittedAt;
     private Duration walltime = Duration.ZERO;
     private String preferredWorker = "";
+    private String residentSession = "";
 
     private Builder() {}
 
@@ -165,10 +182,16 @@ public record QueuedCall(
       return this;
     }
 
+    /** The key of the session whose GPU state it reads ({@link QueuedCall#residentSession}). */
+    public Builder residentSession(String residentSession) {
+      this.residentSession = residentSession;
+      return this;
+    }
+
     public QueuedCall build() {
       return new QueuedCall(id, user, group, qos, new Demand(gpus, cpus, memoryBytes, gpuEighths),
           priority,
-          creditsSpent, inputs, submittedAt, walltime, preferredWorker);
+          creditsSpent, inputs, submittedAt, walltime, preferredWorker, residentSession);
     }
   }
 }

@@ -97,6 +97,7 @@ final class ClusterBench {
     Des des = new Des(1_000_000_000_000L);
     List<SimCall> calls = ClusterTrace.calls(size, seed, 1.0,
         ClusterTrace.WORKERS * ClusterTrace.GPUS_PER_WORKER);
+    residentState(workers, calls, seed);
     PolicyDriver driver = new PolicyDriver(des, workers, policy, seed, 1, Duration.ofDays(1),
         ticker);
     for (SimCall call : calls) {
@@ -126,6 +127,37 @@ final class ClusterBench {
       }
     }
     return rows;
+  }
+
+  /**
+   * With {@code -Dbulletin.bench.residentShare=S} (0..1; default 0), the cost of issue 29's GPU
+   * preference at its worst: that share of all GPUs keeps a notebook session's state (a key of
+   * its own each), and that share of the calls reads one of those states (its key and worker),
+   * so the {@code GpuPicker} and the {@code STATE_SPARED} score compare state on most workers.
+   */
+  private static void residentState(List<SimWorker> workers, List<SimCall> calls, long seed) {
+    double share = Double.parseDouble(System.getProperty("bulletin.bench.residentShare", "0"));
+    if (share <= 0) {
+      return;
+    }
+    java.util.SplittableRandom random = new java.util.SplittableRandom(seed);
+    List<String[]> kept = new ArrayList<>();
+    for (SimWorker worker : workers) {
+      for (int gpu = 0; gpu < worker.topology.gpus(); gpu++) {
+        if (random.nextDouble() < share) {
+          String key = worker.id + "/" + gpu;
+          worker.resident.put(gpu, key);
+          kept.add(new String[] {worker.id, key});
+        }
+      }
+    }
+    for (SimCall call : calls) {
+      if (!kept.isEmpty() && random.nextDouble() < share) {
+        String[] state = kept.get(random.nextInt(kept.size()));
+        call.preferredWorker = state[0];
+        call.residentSession = state[1];
+      }
+    }
   }
 
   /**

@@ -75,12 +75,13 @@ final class LabWeek {
   }
 
   /** "bulletin, resident": sessions keep GPU state between cells ({@link ResidentSessions}). */
-  static Result resident(String name, LabTrace trace, long seed, boolean prefer) {
-    return resident(name, trace, seed, prefer, ResidentSessions.SESSION_BYTES);
+  static Result resident(String name, LabTrace trace, long seed, ResidentSessions.Mode mode) {
+    return resident(name, trace, seed, mode, ResidentSessions.SESSION_BYTES);
   }
 
-  static Result resident(String name, LabTrace trace, long seed, boolean prefer, long bytes) {
-    return bulletin(name, trace, seed, LabTrace.policy(), new ResidentSessions(prefer, bytes));
+  static Result resident(String name, LabTrace trace, long seed, ResidentSessions.Mode mode,
+      long bytes) {
+    return bulletin(name, trace, seed, LabTrace.policy(), new ResidentSessions(mode, bytes));
   }
 
   private static Result bulletin(String name, LabTrace trace, long seed,
@@ -88,10 +89,12 @@ final class LabWeek {
     Result result = new Result(name);
     result.resident = resident;
     Des des = new Des(T0);
-    PolicyDriver driver = new PolicyDriver(des, LabTrace.workers(), policy, seed, 0,
+    List<SimWorker> workers = LabTrace.workers();
+    PolicyDriver driver = new PolicyDriver(des, workers, policy, seed, 0,
         Duration.ofDays(1), System::nanoTime);
     driver.timer(5);
     if (resident != null) {
+      resident.attach(workers);
       driver.startCost = resident::started;
     }
     driver.onDone = call -> {
@@ -103,9 +106,9 @@ final class LabWeek {
         cellCallDone(des, result, cell);
       }
     };
-    int[] ids = {0};
+    int[] ids = {0, 0};
     for (LabTrace.Session session : trace.sessions) {
-      ResidentSessions.State state = new ResidentSessions.State();
+      ResidentSessions.State state = new ResidentSessions.State("session-" + ids[1]++);
       des.at(T0 + session.startMillis(), () -> notebook(des, session, session.cells().iterator(),
           (cell, calls) -> {
             double[] seconds = cell.callSeconds();
@@ -205,7 +208,7 @@ final class LabWeek {
     Des des = new Des(T0);
     Holder holder = new Holder(des);
     Demand sessionGpu = new Demand(1, 4, 16 * GIB);
-    int[] ids = {0};
+    int[] ids = {0, 0};
     for (LabTrace.Session session : trace.sessions) {
       des.at(T0 + session.startMillis(), () -> {
         long[] grantedAt = {-1};
@@ -323,7 +326,7 @@ final class LabWeek {
     return List.of(bulletin(trace, seed),
         bulletin("lend all", trace, seed,
             dev.bulletin.runtime.scheduler.policy.PolicyYaml.parse(LabTrace.DEFAULT_LENDING)),
-        resident("resident", trace, seed, true), hold(trace));
+        resident("resident", trace, seed, ResidentSessions.Mode.GPU), hold(trace));
   }
 
   static String compare(LabTrace trace, List<Result> results) {

@@ -146,7 +146,7 @@ final class PolicyDriver extends BaseDriver {
       }
       states[w] = new WorkerState(worker.id, worker.topology, free, worker.cpus,
           Math.max(0, worker.freeCpus), worker.memory, Math.max(0, worker.freeMemory),
-          worker.held, false, WorkerState.NEVER);
+          worker.held, false, WorkerState.NEVER, worker.resident);
       stateVersions[w] = worker.version;
     }
     List<RunningCall> calls = new ArrayList<>(running.size());

@@ -8,8 +8,9 @@ import java.util.function.ToDoubleFunction;
 /**
  * The lab week's "bulletin, resident" against "bulletin" (sessions that keep nothing): where each
  * session's next cell found its state, and per group the calls' wait, with the ratio and whether
- * any grew by more than {@link #LIMIT} (issue 29's goal). A third run keeps the same state and
- * costs with no preference given to the scheduler: the control for what the preference does.
+ * any grew by more than {@link #LIMIT} (issue 29's goal). "worker only" tells the scheduler only
+ * the state's worker (as before the GPU preference); "no prefer" keeps the same state and costs
+ * with nothing told to the scheduler: the controls for what the preferences do.
  */
 final class ResidentReport {
   /** The goal: no group's wait grows by more than 5 %. */
@@ -17,36 +18,39 @@ final class ResidentReport {
 
   private ResidentReport() {}
 
-  static String table(LabWeek.Result none, LabWeek.Result resident, LabWeek.Result noPrefer) {
+  static String table(LabWeek.Result none, LabWeek.Result resident, LabWeek.Result workerOnly,
+      LabWeek.Result noPrefer) {
     StringBuilder out = new StringBuilder();
     ResidentSessions r = resident.resident;
+    ResidentSessions o = workerOnly.resident;
     out.append(String.format(Locale.ROOT, "State per session %.1f GiB; spill %.1f GB/s device to"
         + " host (%.2f s), restore %.1f GB/s host to device (%.2f s), %.1f GB/s between hosts"
         + " (%.2f s more)%n", r.bytes / (double) (1L << 30),
         ResidentSessions.SPILL_BYTES_PER_SECOND / 1e9, r.spillSeconds(),
         ResidentSessions.RESTORE_BYTES_PER_SECOND / 1e9, r.restoreSeconds(),
         ResidentSessions.NETWORK_BYTES_PER_SECOND / 1e9, r.networkSeconds()));
-    out.append(String.format(Locale.ROOT, "%-44s %14s %14s%n", "next cells (a session's cells"
-        + " after its first)", resident.name, noPrefer.name));
     ResidentSessions c = noPrefer.resident;
-    row(out, "  found the state on its GPU (hit)", r.hits, r, c.hits, c);
-    row(out, "  restored on the same worker", r.restoredSameWorker, r, c.restoredSameWorker, c);
-    row(out, "    of which moved off its GPU by itself", r.movedFromItsGpu, r, c.movedFromItsGpu,
-        c);
-    row(out, "  restored on another worker", r.restoredOtherWorker, r, c.restoredOtherWorker, c);
-    out.append(String.format(Locale.ROOT, "%-44s %14d %14d%n", "  all", r.nextCells(),
-        c.nextCells()));
-    out.append(String.format(Locale.ROOT, "%-44s %14s %14s%n", "spills by other calls (GPU-s)",
-        r.spillsByOthers + " (" + Math.round(r.spillSecondsOfOthers) + ")",
-        c.spillsByOthers + " (" + Math.round(c.spillSecondsOfOthers) + ")"));
-    out.append(String.format(Locale.ROOT, "%-44s %14d %14d%n", "GPU-s cells spent restoring",
-        Math.round(r.restoreSecondsOfCells), Math.round(c.restoreSecondsOfCells)));
-    out.append(String.format(Locale.ROOT, "%-44s %14d %14d%n", "restarts after a preemption",
-        r.restartsAfterPreemption, c.restartsAfterPreemption));
+    ResidentSessions[] all = {r, o, c};
+    out.append(String.format(Locale.ROOT, "%-44s %16s %16s %16s%n", "next cells (a session's"
+        + " cells after its first)", resident.name, workerOnly.name, noPrefer.name));
+    row(out, "  found the state on its GPU (hit)", all, s -> s.hits);
+    row(out, "  restored on the same worker", all, s -> s.restoredSameWorker);
+    row(out, "    of which moved off its GPU by itself", all, s -> s.movedFromItsGpu);
+    row(out, "    of which spilled by another call", all, s -> s.restoredAfterSpill);
+    row(out, "  restored on another worker", all, s -> s.restoredOtherWorker);
+    out.append(String.format(Locale.ROOT, "%-44s %16d %16d %16d%n", "  all", r.nextCells(),
+        o.nextCells(), c.nextCells()));
+    out.append(String.format(Locale.ROOT, "%-44s %16s %16s %16s%n",
+        "spills by other calls (GPU-s)", spills(r), spills(o), spills(c)));
+    out.append(String.format(Locale.ROOT, "%-44s %16d %16d %16d%n", "GPU-s cells spent restoring",
+        Math.round(r.restoreSecondsOfCells), Math.round(o.restoreSecondsOfCells),
+        Math.round(c.restoreSecondsOfCells)));
+    out.append(String.format(Locale.ROOT, "%-44s %16d %16d %16d%n", "restarts after a preemption",
+        r.restartsAfterPreemption, o.restartsAfterPreemption, c.restartsAfterPreemption));
     Predicate<SimCall> notebook = call -> call.id.startsWith("nb");
     double[] worst = new double[1];
     String[] where = {""};
-    for (LabWeek.Result way : List.of(resident, noPrefer)) {
+    for (LabWeek.Result way : List.of(resident, workerOnly, noPrefer)) {
       worst[0] = 0;
       out.append(String.format(Locale.ROOT, "%nQueue wait (submit to first start), \"%s\" against"
           + " \"%s\" (sessions keep nothing)%n", way.name, none.name));
@@ -72,7 +76,7 @@ final class ResidentReport {
    * 6 ms) show what is noise.
    */
   static String weeks(long[] seeds) {
-    String[] ways = {"resident", "no prefer", "0 B, prefer", "64 MiB"};
+    String[] ways = {"resident", "worker only", "no prefer", "0 B, prefer", "64 MiB"};
     StringBuilder out = new StringBuilder(String.format(Locale.ROOT, "%-12s %-6s %6s", "way",
         "week", "hits"));
     for (String group : LabTrace.GROUPS) {
@@ -84,10 +88,12 @@ final class ResidentReport {
       LabTrace trace = LabTrace.generate(seed);
       LabWeek.Result none = LabWeek.bulletin(trace, seed);
       pooled.computeIfAbsent("bulletin", k -> new java.util.ArrayList<>()).addAll(none.calls);
-      List<LabWeek.Result> runs = List.of(LabWeek.resident(ways[0], trace, seed, true),
-          LabWeek.resident(ways[1], trace, seed, false),
-          LabWeek.resident(ways[2], trace, seed, true, 0),
-          LabWeek.resident(ways[3], trace, seed, true, 64L << 20));
+      List<LabWeek.Result> runs = List.of(
+          LabWeek.resident(ways[0], trace, seed, ResidentSessions.Mode.GPU),
+          LabWeek.resident(ways[1], trace, seed, ResidentSessions.Mode.WORKER),
+          LabWeek.resident(ways[2], trace, seed, ResidentSessions.Mode.NONE),
+          LabWeek.resident(ways[3], trace, seed, ResidentSessions.Mode.GPU, 0),
+          LabWeek.resident(ways[4], trace, seed, ResidentSessions.Mode.GPU, 64L << 20));
       for (LabWeek.Result run : runs) {
         pooled.computeIfAbsent(run.name, k -> new java.util.ArrayList<>()).addAll(run.calls);
         out.append(String.format(Locale.ROOT, "%-12s %-6d %5.1f%%", run.name, seed,
@@ -113,9 +119,17 @@ final class ResidentReport {
     out.append('\n');
   }
 
-  private static void row(StringBuilder out, String label, int a, ResidentSessions ra, int b,
-      ResidentSessions rb) {
-    out.append(String.format(Locale.ROOT, "%-44s %14s %14s%n", label, share(a, ra), share(b, rb)));
+  private static void row(StringBuilder out, String label, ResidentSessions[] runs,
+      java.util.function.ToIntFunction<ResidentSessions> count) {
+    out.append(String.format(Locale.ROOT, "%-44s", label));
+    for (ResidentSessions run : runs) {
+      out.append(String.format(Locale.ROOT, " %16s", share(count.applyAsInt(run), run)));
+    }
+    out.append('\n');
+  }
+
+  private static String spills(ResidentSessions r) {
+    return r.spillsByOthers + " (" + Math.round(r.spillSecondsOfOthers) + ")";
   }
 
   private static String share(int count, ResidentSessions r) {

@@ -8,11 +8,16 @@ import java.util.Map;
  * that stays on the GPU between cells"), as the lab week models them. A session's state is
  * {@link #SESSION_BYTES}; it lives where the first call of the session's latest cell ran (a cell
  * runs in the session's executor; the other calls of a mapped cell are plain calls that keep
- * nothing). Between cells the GPU is free. The first call of each later cell prefers the worker
- * that keeps the state, set as the runtime sets {@code TaskSpec.prefer_worker}
- * ({@link SimCall#preferredWorker}, read by the scheduler's {@code RESIDENT} score); the
- * scheduler has no preference for the GPU, so which of the worker's free GPUs it gets is the
- * {@code GpuPicker}'s choice.
+ * nothing). Between cells the GPU is free. What the scheduler is told depends on the
+ * {@link Mode}: with {@link Mode#GPU} (the default) the first call of each later cell prefers the
+ * worker that keeps the state ({@link SimCall#preferredWorker}, as the runtime sets
+ * {@code TaskSpec.prefer_worker}, read by the scheduler's {@code RESIDENT} score) and carries its
+ * session's key ({@link SimCall#residentSession}), and each worker's snapshot says which of its
+ * GPUs keep whose state ({@link SimWorker#resident}): the {@code GpuPicker} gives the cell its
+ * state's GPU when free and steers other calls off GPUs with state, and the
+ * {@code STATE_SPARED} score prefers workers where a call spills nobody's state.
+ * {@link Mode#WORKER} tells only the worker (the scheduler before the GPU preference);
+ * {@link Mode#NONE} tells nothing.
  *
  * <p>Where that call lands decides what happens to the state:
  * <ul>
@@ -40,15 +45,31 @@ final class ResidentSessions {
   /** Host to host, for a restore on another worker: 100 Gb/s. */
   static final double NETWORK_BYTES_PER_SECOND = 12.5e9;
 
+  /** What the scheduler is told of the sessions' state. */
+  enum Mode {
+    /** Nothing: the same state and costs, no preference ("no prefer"). */
+    NONE,
+    /** The worker that keeps the state only (the scheduler before the GPU preference). */
+    WORKER,
+    /** The worker, the session's key and which GPUs keep whose state. */
+    GPU
+  }
+
   /** One session's state: where it is, and whether it is on that GPU now. */
   static final class State {
+    /** The session's key, as the scheduler sees it on calls and GPUs. */
+    final String key;
     String worker;
     int gpu = -1;
     boolean onGpu;
     boolean inUse;
+
+    State(String key) {
+      this.key = key;
+    }
   }
 
-  final boolean prefer;
+  final Mode mode;
   /** What each session keeps: {@link #SESSION_BYTES} unless a run says otherwise. */
   final long bytes;
   /** Next cells (a session's cells after its first), by where they found the state. */
@@ -60,6 +81,8 @@ final class ResidentSessions {
    * started there) and the cell's call got another GPU of that worker: a GPU preference's gain.
    */
   int movedFromItsGpu;
+  /** Of those restored on the same worker: another call had taken the GPU and spilled it. */
+  int restoredAfterSpill;
   int restartsAfterPreemption;
   /** Spills that other calls made before they started, and the seconds they held GPUs for them. */
   int spillsByOthers;
@@ -67,14 +90,22 @@ final class ResidentSessions {
   /** Seconds the sessions' own calls held GPUs spilling and restoring their state. */
   double restoreSecondsOfCells;
   private final Map<String, State> onGpu = new HashMap<>();
+  private final Map<String, SimWorker> workers = new HashMap<>();
 
   /**
-   * {@code prefer} false: the same state and costs, with no preference given to the scheduler;
-   * {@code bytes} 0: the bookkeeping with nothing to move (a run that must equal "bulletin").
+   * {@code mode} {@link Mode#NONE}: the same state and costs, with no preference given to the
+   * scheduler; {@code bytes} 0: the bookkeeping with nothing to move.
    */
-  ResidentSessions(boolean prefer, long bytes) {
-    this.prefer = prefer;
+  ResidentSessions(Mode mode, long bytes) {
+    this.mode = mode;
     this.bytes = bytes;
+  }
+
+  /** The simulated workers, whose {@link SimWorker#resident} this keeps (in {@link Mode#GPU}). */
+  void attach(java.util.List<SimWorker> cluster) {
+    for (SimWorker worker : cluster) {
+      workers.put(worker.id, worker);
+    }
   }
 
   double spillSeconds() {
@@ -92,8 +123,11 @@ final class ResidentSessions {
   /** Marks {@code call} as the one its cell runs in the session's executor, before submitting. */
   void carry(SimCall call, State state) {
     call.state = state;
-    if (prefer && state.worker != null) {
+    if (mode != Mode.NONE && state.worker != null) {
       call.preferredWorker = state.worker;
+    }
+    if (mode == Mode.GPU) {
+      call.residentSession = state.key;
     }
   }
 
@@ -104,7 +138,7 @@ final class ResidentSessions {
     for (int gpu : gpuIds) {
       State there = onGpu.get(key(worker, gpu));
       if (there != null && there != own) {
-        onGpu.remove(key(worker, gpu));
+        remove(worker, gpu);
         there.onGpu = false;
         spillsByOthers++;
         spillSecondsOfOthers += spillSeconds();
@@ -128,16 +162,17 @@ final class ResidentSessions {
     } else if (own.worker != null) {
       if (own.onGpu && same && own.gpu == gpu) {
         hits++;
-        onGpu.remove(key(worker, gpu));
+        remove(worker, gpu);
       } else {
         if (own.onGpu) {
-          onGpu.remove(key(own.worker, own.gpu));
+          remove(own.worker, own.gpu);
           movedFromItsGpu += same ? 1 : 0;
           cost += spillSeconds();
         }
         cost += restoreSeconds() + (same ? 0 : networkSeconds());
         if (same) {
           restoredSameWorker++;
+          restoredAfterSpill += own.onGpu ? 0 : 1;
         } else {
           restoredOtherWorker++;
         }
@@ -156,6 +191,20 @@ final class ResidentSessions {
       own.inUse = false;
       own.onGpu = true;
       onGpu.put(key(own.worker, own.gpu), own);
+      if (mode == Mode.GPU) {
+        SimWorker worker = workers.get(own.worker);
+        worker.resident.put(own.gpu, own.key);
+        worker.version++;
+      }
+    }
+  }
+
+  private void remove(String worker, int gpu) {
+    onGpu.remove(key(worker, gpu));
+    if (mode == Mode.GPU) {
+      SimWorker simWorker = workers.get(worker);
+      simWorker.resident.remove(gpu);
+      simWorker.version++;
     }
   }
 

@@ -42,6 +42,19 @@ class SchedulerBench {
     }
   }
 
+  /**
+   * Simulation 1a alone ({@code -Dtest=SchedulerBench#onePass}, a few minutes);
+   * {@code -Dbulletin.bench.residentShare=0.3} puts notebook sessions' state on that share of
+   * the GPUs and has that share of the calls read one (see {@code ClusterBench}).
+   */
+  @Test
+  void onePass() {
+    Assumptions.assumeTrue(Boolean.getBoolean("bulletin.bench"), "set -Dbulletin.bench=true");
+    System.out.println("\n== Simulation 1a: one pass, 1,000 workers x 8 GPUs (resident share "
+        + System.getProperty("bulletin.bench.residentShare", "0") + ") ==");
+    System.out.println(ClusterBench.staticPasses(new int[] {10_000, 50_000, 100_000}, 7));
+  }
+
   @Test
   void labWeek() {
     Assumptions.assumeTrue(Boolean.getBoolean("bulletin.bench"), "set -Dbulletin.bench=true");
@@ -52,7 +65,8 @@ class SchedulerBench {
     System.out.println("== Notebook sessions that keep GPU state between cells (\"resident\","
         + " see ResidentSessions) ==");
     System.out.println(ResidentReport.table(ways.get(0), ways.get(2),
-        LabWeek.resident("no prefer", trace, 11, false)));
+        LabWeek.resident("worker only", trace, 11, ResidentSessions.Mode.WORKER),
+        LabWeek.resident("no prefer", trace, 11, ResidentSessions.Mode.NONE)));
     String weeks = System.getProperty("bulletin.bench.labWeeks", "11,12,13,14,15");
     if (!weeks.isEmpty()) {
       System.out.println("== The same over weeks " + weeks + ": notebook calls' wait against"

@@ -31,6 +31,11 @@ final class SimCall {
    * Set before the call is submitted.
    */
   String preferredWorker = "";
+  /**
+   * The key of the session whose GPU state it reads, or "": {@link QueuedCall#residentSession}.
+   * Set before the call is submitted.
+   */
+  String residentSession = "";
 
   long submitMillis;
   double remaining;
@@ -81,7 +86,7 @@ final class SimCall {
       queued = QueuedCall.builder().id(id).user(user).group(group).qos(qos).gpus(gpus).cpus(cpus)
           .memoryBytes(memory).creditsSpent(credits).inputs(inputs)
           .submittedAt(Instant.ofEpochMilli(submitMillis)).walltime(walltime)
-          .preferredWorker(preferredWorker).build();
+          .preferredWorker(preferredWorker).residentSession(residentSession).build();
     }
     return queued;
   }

@@ -63,8 +63,10 @@ class SimSmokeTest {
   @Test
   void residentSessionsFindTheirStateOnTheGpuMoreOftenWhenTheirCallsPreferItsWorker() {
     LabTrace trace = LabTrace.generate(5, 1);
-    LabWeek.Result resident = LabWeek.resident("resident", trace, 5, true);
-    LabWeek.Result noPrefer = LabWeek.resident("no prefer", trace, 5, false);
+    LabWeek.Result resident = LabWeek.resident("resident", trace, 5,
+        ResidentSessions.Mode.GPU);
+    LabWeek.Result noPrefer = LabWeek.resident("no prefer", trace, 5,
+        ResidentSessions.Mode.NONE);
     for (LabWeek.Result r : List.of(resident, noPrefer)) {
       assertTrue(r.calls.stream().allMatch(SimCall::done));
       // Cells run, less each session's first: every next cell is counted once.
@@ -87,7 +89,8 @@ class SimSmokeTest {
   void residentBookkeepingWithNothingToMoveAndNoPreferenceIsTheBulletinWayCallByCall() {
     LabTrace trace = LabTrace.generate(5, 1);
     LabWeek.Result bulletin = LabWeek.bulletin(trace, 5);
-    LabWeek.Result empty = LabWeek.resident("empty", trace, 5, false, 0);
+    LabWeek.Result empty = LabWeek.resident("empty", trace, 5,
+        ResidentSessions.Mode.NONE, 0);
     assertEquals(bulletin.calls.size(), empty.calls.size());
     for (int i = 0; i < bulletin.calls.size(); i++) {
       assertEquals(bulletin.calls.get(i).firstStartMillis, empty.calls.get(i).firstStartMillis);

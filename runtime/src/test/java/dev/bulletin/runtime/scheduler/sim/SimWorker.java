@@ -17,6 +17,11 @@ final class SimWorker {
   int version;
   /** The worker's store: objects its calls read stay, least recently used evicted first. */
   final Map<String, Long> held;
+  /**
+   * GPUs that keep a notebook session's state, GPU to session key, as the agent would report
+   * them (filled by {@link ResidentSessions} when the scheduler is told; bump {@link #version}).
+   */
+  final Map<Integer, String> resident = new java.util.HashMap<>();
 
   SimWorker(String id, GpuTopology topology, double cpus, long memory, int storeObjects) {
     this.id = id;
