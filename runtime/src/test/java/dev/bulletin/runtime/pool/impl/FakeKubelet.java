@@ -108,9 +108,14 @@ final class FakeKubelet implements AutoCloseable {
 
   /** What a scheduler does: bind the Pod to the node. */
   void bind(String name) {
+    bind(name, NODE);
+  }
+
+  /** Binds the Pod to another node (one the test made, say, whose kubelet does not answer). */
+  void bind(String name, String node) {
     admin.bindings().inNamespace(namespace).resource(new BindingBuilder().withNewMetadata()
         .withName(name).endMetadata().withNewTarget().withApiVersion("v1").withKind("Node")
-        .withName(NODE).endTarget().build()).create();
+        .withName(node).endTarget().build()).create();
   }
 
   /** What a scheduler writes when no node fits the Pod. */

@@ -293,6 +293,34 @@ class KubernetesProviderIT {
   }
 
   @Test
+  void aPodOnANodeThatDoesNotAnswerIsReportedWithoutItsLog() throws Exception {
+    int closed;
+    try (java.net.ServerSocket socket = new java.net.ServerSocket(0)) {
+      closed = socket.getLocalPort();
+    }
+    String node = "gone-" + UUID.randomUUID().toString().substring(0, 6);
+    cluster.admin.nodes().resource(new io.fabric8.kubernetes.api.model.NodeBuilder()
+        .withNewMetadata().withName(node).endMetadata().withNewStatus().addNewAddress()
+        .withType("InternalIP").withAddress("127.0.0.1").endAddress().withNewDaemonEndpoints()
+        .withNewKubeletEndpoint().withPort(closed).endKubeletEndpoint().endDaemonEndpoints()
+        .endStatus().build()).create();
+    try (KubernetesProvider provider = provider(KubeTestCluster.RUNTIME_TOKEN)) {
+      WorkerHandle handle = provider.launch(pool("gpu", ns, Duration.ofMinutes(5)), "gpu-w1")
+          .get(60, TimeUnit.SECONDS);
+      kubelet.bind(podName(handle), node);
+      kubelet.failed(podName(handle), null, null);
+      SlurmProviderIT.waitFor(() -> kubelet.pod(podName(handle)) == null, LONG,
+          "the failed Pod to be deleted");
+      String why = provider.whyGone(handle).orElseThrow();
+      assertTrue(why.startsWith("Pod " + handle.providerId() + " failed; its log could not be"
+          + " read: HTTP 500: "), why);
+      assertTrue(why.contains("127.0.0.1:" + closed) && why.contains("connection refused"), why);
+    } finally {
+      cluster.admin.nodes().withName(node).delete();
+    }
+  }
+
+  @Test
   void aRestartAdoptsTheJournaledPodAndDeletesOneOfNoConfiguredPool() throws Exception {
     PoolsConfig pools = new PoolsConfig(List.of(pool("gpu", ns, Duration.ofMinutes(5))));
     AutoscalerHarness first = harness(pools, List.of());
