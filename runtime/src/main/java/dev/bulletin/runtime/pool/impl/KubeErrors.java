@@ -28,13 +28,8 @@ final class KubeErrors {
       String said = k.getStatus() != null && k.getStatus().getMessage() != null
           ? k.getStatus().getMessage() : String.valueOf(k.getMessage());
       if (k.getCode() == 403) {
-        Matcher m = FORBIDDEN.matcher(said);
-        String missing = m.find()
-            ? "'" + m.group(1) + "' on '" + m.group(2) + "'"
-                + (m.group(3) == null || m.group(3).isEmpty() ? "" : " (API group " + m.group(3) + ")")
-            : "a permission the API did not name";
         return new ProviderException("cannot " + doing + ": the runtime's Kubernetes account lacks"
-            + " the permission " + missing + " in namespace " + namespace + "; grant it in the"
+            + " the permission " + missing(said) + " in namespace " + namespace + "; grant it in the"
             + " runtime's Role (docs/pools.md, \"Kubernetes\"). The API said: " + said, cause);
       }
       if (k.getCode() == 0) {
@@ -45,4 +40,38 @@ final class KubeErrors {
     }
     return new ProviderException("cannot " + doing + ": " + cause, cause);
   }
+
+  /** The permission a 403's message names, as "'get' on 'pods/log'". */
+  private static String missing(String said) {
+    Matcher m = FORBIDDEN.matcher(said);
+    return m.find()
+        ? "'" + m.group(1) + "' on '" + m.group(2) + "'"
+            + (m.group(3) == null || m.group(3).isEmpty() ? "" : " (API group " + m.group(3) + ")")
+        : "a permission the API did not name";
+  }
+
+  /**
+   * Why a request that is only a help failed, short (at most {@value #BRIEF} characters), for a
+   * reason that carries it: a 403 names the missing permission and the Role to grant it in.
+   */
+  static String briefly(String namespace, Throwable error) {
+    Throwable cause = error instanceof CompletionException && error.getCause() != null
+        ? error.getCause() : error;
+    String out;
+    if (cause instanceof KubernetesClientException k) {
+      String said = k.getStatus() != null && k.getStatus().getMessage() != null
+          ? k.getStatus().getMessage() : String.valueOf(k.getMessage());
+      out = switch (k.getCode()) {
+        case 403 -> "the runtime's Kubernetes account lacks the permission " + missing(said)
+            + " in namespace " + namespace + " (the Role of docs/pools.md grants it)";
+        case 0 -> "the Kubernetes API did not answer (" + said + ")";
+        default -> "HTTP " + k.getCode() + ": " + said;
+      };
+    } else {
+      out = String.valueOf(cause);
+    }
+    return out.length() <= BRIEF ? out : out.substring(0, BRIEF - 3) + "...";
+  }
+
+  static final int BRIEF = 400;
 }

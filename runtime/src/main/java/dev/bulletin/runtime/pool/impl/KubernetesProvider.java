@@ -36,7 +36,8 @@ import java.util.logging.Logger;
  * informer per namespace: one list, then a watch, so {@link #list} reads a cache and costs the
  * API server nothing), delete. Pods carry this cluster's labels; that is how a restarted runtime
  * finds them. Each Pod's join credentials are in a Secret of its own, owned by the Pod (see
- * {@link WorkerPods}). Pods that fail or are evicted are noticed from the watch and deleted; Pods
+ * {@link WorkerPods}). Pods that fail or are evicted are noticed from the watch and deleted (a
+ * failed one once the last lines of its log are read, {@link PodLogs}, for the reason); Pods
  * that stay unscheduled past the pool's pending timeout are deleted with the scheduler's reason,
  * which the autoscaler reports as a failed launch and backs off on.
  */
@@ -56,6 +57,8 @@ public final class KubernetesProvider implements WorkerProvider {
   private final Map<String, String> goneReasons = new ConcurrentHashMap<>();
   /** Pods this provider is deleting (a failed one is seen again until the delete lands). */
   private final Set<String> deleting = ConcurrentHashMap.newKeySet();
+  /** Failed Pods whose log is being read: still listed, so their reason is ready when they go. */
+  private final Set<String> readingLog = ConcurrentHashMap.newKeySet();
   private final PendingPods pending;
   private final ExecutorService threads = Executors.newCachedThreadPool(r -> {
     Thread thread = new Thread(r, "bulletin-kubernetes");
@@ -181,8 +184,8 @@ public final class KubernetesProvider implements WorkerProvider {
     String phase = pod.getStatus() == null ? null : pod.getStatus().getPhase();
     if (labels == null || !context.clusterId().equals(labels.get(WorkerPods.CLUSTER))
         || labels.get(WorkerPods.POOL) == null || labels.get(WorkerPods.WORKER) == null
-        || "Failed".equals(phase) || "Succeeded".equals(phase)
-        || pod.getMetadata().getDeletionTimestamp() != null) {
+        || ("Failed".equals(phase) || "Succeeded".equals(phase)
+            || pod.getMetadata().getDeletionTimestamp() != null) && !readingLog.contains(key(pod))) {
       return Optional.empty();
     }
     WorkerHandle handle = new WorkerHandle(ProviderKind.KUBERNETES, labels.get(WorkerPods.POOL),
@@ -248,25 +251,65 @@ public final class KubernetesProvider implements WorkerProvider {
     return informer.start().toCompletableFuture();
   }
 
-  /** The watch's view of a Pod: one that ended is the end of its worker. */
+  /**
+   * The watch's view of a Pod: one that ended is the end of its worker. A failed one (not an
+   * eviction: its output says nothing of the node's pressure) has the last lines of its log read
+   * first, on this provider's threads and never the informer's; until then it stays listed, so
+   * that the autoscaler finds the full reason once it sees the worker gone.
+   */
   private void seen(Pod pod) {
     String phase = pod.getStatus() == null ? null : pod.getStatus().getPhase();
-    if (!"Failed".equals(phase) && !"Succeeded".equals(phase)) {
+    if (!"Failed".equals(phase) && !"Succeeded".equals(phase) || !deleting.add(key(pod))) {
       return;
     }
+    String ns = pod.getMetadata().getNamespace();
+    String name = pod.getMetadata().getName();
     String worker = pod.getMetadata().getLabels().get(WorkerPods.WORKER);
-    String reason = "Pod " + pod.getMetadata().getNamespace() + "/" + pod.getMetadata().getName()
-        + " " + phase.toLowerCase() + Optional.ofNullable(pod.getStatus().getReason())
-            .map(r -> ": " + r).orElse("")
+    String reason = "Pod " + ns + "/" + name + " " + phase.toLowerCase() + ended(pod)
         + Optional.ofNullable(pod.getStatus().getMessage()).map(m -> " (" + m + ")").orElse("");
-    if (worker != null) {
+    // Not an eviction, nor a Pod being deleted on purpose (its end is no news).
+    boolean readLog = "Failed".equals(phase) && !"Evicted".equals(pod.getStatus().getReason())
+        && pod.getMetadata().getDeletionTimestamp() == null;
+    if (readLog) {
+      readingLog.add(key(pod));
+    } else if (worker != null) {
       goneReasons.put(worker, reason);
     }
-    if (deleting.add(key(pod))) {
-      LOG.log(Level.WARNING, () -> reason + "; deleting it");
-      threads.execute(() -> deleteQuietly(pod.getMetadata().getNamespace(),
-          pod.getMetadata().getName(), Duration.ZERO));
+    threads.execute(() -> {
+      String full = reason;
+      try {
+        if (readLog) {
+          full = reason + "; " + PodLogs.lastOutput(client, ns, name, threads);
+        }
+      } finally {
+        if (readLog) {
+          if (worker != null) {
+            goneReasons.put(worker, full); // before it leaves the listing
+          }
+          readingLog.remove(key(pod));
+        }
+        String said = full;
+        LOG.log(Level.WARNING, () -> said + "; deleting it");
+        deleteQuietly(ns, name, Duration.ZERO);
+      }
+    });
+  }
+
+  /** ": reason" of the Pod, else of its worker container's end (a kubelet's "Error", exit code). */
+  private static String ended(Pod pod) {
+    if (pod.getStatus().getReason() != null) {
+      return ": " + pod.getStatus().getReason();
     }
+    if (pod.getStatus().getContainerStatuses() == null) {
+      return "";
+    }
+    return pod.getStatus().getContainerStatuses().stream()
+        .filter(c -> WorkerPods.CONTAINER.equals(c.getName()) && c.getState() != null
+            && c.getState().getTerminated() != null)
+        .map(c -> c.getState().getTerminated())
+        .map(t -> ": " + Optional.ofNullable(t.getReason()).orElse("exited")
+            + (t.getExitCode() == null ? "" : " (exit code " + t.getExitCode() + ")"))
+        .findFirst().orElse("");
   }
 
   /** Deletes the Pods that stayed unscheduled past their pool's pending timeout. */

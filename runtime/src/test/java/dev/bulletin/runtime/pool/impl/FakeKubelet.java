@@ -1,6 +1,7 @@
 package dev.bulletin.runtime.pool.impl;
 
 import io.fabric8.kubernetes.api.model.BindingBuilder;
+import io.fabric8.kubernetes.api.model.ContainerStatusBuilder;
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodCondition;
@@ -32,8 +33,9 @@ import java.util.regex.Pattern;
  * the Pod status a scheduler or kubelet would (Unschedulable, Running, Failed/Evicted), finishes
  * the deletion of bound Pods (the API server only marks them), and can run a Pod's command as a
  * local process with the environment resolved from its Secret and {@code $(VAR)} expanded, as
- * a kubelet does, so that a real {@code bulletin worker} joins a real head. Everything it does
- * goes through the real API server with the admin's token.
+ * a kubelet does, so that a real {@code bulletin worker} joins a real head, its output in
+ * {@code <logs>/<pod>.log}. Everything it does goes through the real API server with the admin's
+ * token; the one call the API server makes to it, a Pod's log, {@link FakeKubeletNode} answers.
  */
 final class FakeKubelet implements AutoCloseable {
   static final String NODE = "fake-node-1";
@@ -52,10 +54,11 @@ final class FakeKubelet implements AutoCloseable {
     return t;
   });
 
-  FakeKubelet(KubernetesClient admin, String namespace, Path logs) {
-    this.admin = admin;
+  FakeKubelet(KubeTestCluster cluster, String namespace, Path logs) {
+    this.admin = cluster.admin;
     this.namespace = namespace;
     this.logs = logs;
+    FakeKubeletNode.open(cluster, namespace, logs);
     this.informer = admin.pods().inNamespace(namespace).inform(new ResourceEventHandler<>() {
       @Override
       public void onAdd(Pod pod) {
@@ -105,9 +108,14 @@ final class FakeKubelet implements AutoCloseable {
 
   /** What a scheduler does: bind the Pod to the node. */
   void bind(String name) {
+    bind(name, NODE);
+  }
+
+  /** Binds the Pod to another node (one the test made, say, whose kubelet does not answer). */
+  void bind(String name, String node) {
     admin.bindings().inNamespace(namespace).resource(new BindingBuilder().withNewMetadata()
         .withName(name).endMetadata().withNewTarget().withApiVersion("v1").withKind("Node")
-        .withName(NODE).endTarget().build()).create();
+        .withName(node).endTarget().build()).create();
   }
 
   /** What a scheduler writes when no node fits the Pod. */
@@ -163,6 +171,14 @@ final class FakeKubelet implements AutoCloseable {
    * from the Secret, $(VAR) expanded), and reports Running, then Succeeded or Failed at exit.
    */
   void start(String name, Map<String, String> extraEnv) throws Exception {
+    start(name, extraEnv, List.of());
+  }
+
+  /**
+   * As {@link #start(String, Map)}, running {@code instead} (when not empty) in place of the
+   * container's command: what an image without the worker would do, say.
+   */
+  void start(String name, Map<String, String> extraEnv, List<String> instead) throws Exception {
     bind(name);
     Pod pod = pod(name);
     var container = pod.getSpec().getContainers().get(0);
@@ -184,6 +200,10 @@ final class FakeKubelet implements AutoCloseable {
     List<String> argv = new ArrayList<>();
     container.getCommand().forEach(word -> argv.add(expand(word, env)));
     container.getArgs().forEach(word -> argv.add(expand(word, env)));
+    if (!instead.isEmpty()) {
+      argv.clear();
+      argv.addAll(instead);
+    }
     ProcessBuilder builder = new ProcessBuilder(argv).redirectErrorStream(true)
         .redirectOutput(logs.resolve(name + ".log").toFile());
     Commands.SECRET_VARIABLES.forEach(builder.environment()::remove);
@@ -196,7 +216,15 @@ final class FakeKubelet implements AutoCloseable {
     process.onExit().thenRun(() -> {
       try {
         if (processes.remove(name) != null && pod(name) != null) {
-          status(name, s -> s.setPhase(process.exitValue() == 0 ? "Succeeded" : "Failed"));
+          int code = process.exitValue();
+          status(name, s -> {
+            s.setPhase(code == 0 ? "Succeeded" : "Failed");
+            s.setContainerStatuses(List.of(new ContainerStatusBuilder().withName(container.getName())
+                .withImage(container.getImage()).withImageID("").withReady(false)
+                .withRestartCount(0).withNewState().withNewTerminated().withExitCode(code)
+                .withReason(code == 0 ? "Completed" : "Error")
+                .withFinishedAt(Instant.now().toString()).endTerminated().endState().build()));
+          });
         }
       } catch (RuntimeException podGone) {
         // Deleted meanwhile.
@@ -238,6 +266,7 @@ final class FakeKubelet implements AutoCloseable {
   @Override
   public void close() {
     informer.stop();
+    FakeKubeletNode.close(namespace);
     starter.shutdownNow();
     processes.values().forEach(Process::destroyForcibly);
   }

@@ -44,7 +44,7 @@ public final class KubeSimulation {
     Path logs = args.length > 0 ? Files.createDirectories(Path.of(args[0])) : dir;
     KubeTestCluster cluster = KubeTestCluster.get();
     String ns = cluster.namespace(KubeTestCluster.ROLE);
-    FakeKubelet kubelet = new FakeKubelet(cluster.admin, ns, logs);
+    FakeKubelet kubelet = new FakeKubelet(cluster, ns, logs);
     // Registered after KubeTestCluster's: hooks run concurrently, so the Pods' processes are
     // asked to stop while the API server stops; nothing waits on the other.
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {

@@ -54,6 +54,9 @@ final class KubeTestCluster {
 
   String url;
   Path ca;
+  /** The simulated node's kubelet key and certificate (the test CA's, IP 127.0.0.1), PKCS12. */
+  Path kubeletKeys;
+  static final String KUBELET_PASSWORD = "kubelet";
   private final List<Process> processes = new ArrayList<>();
   KubernetesClient admin;
   Duration startedIn;
@@ -179,10 +182,17 @@ final class KubeTestCluster {
         "--service-account-issuer=https://kubernetes.default.svc",
         "--service-cluster-ip-range=10.96.0.0/24",
         "--endpoint-reconciler-type=none",
+        // pods/log is proxied to the node's kubelet (FakeKubeletNode): its certificate is
+        // checked against the test CA, and the API server shows one of that CA in turn.
+        "--kubelet-certificate-authority=" + dir.resolve("ca.crt"),
+        "--kubelet-client-certificate=" + dir.resolve("kubelet-client.crt"),
+        "--kubelet-client-key=" + dir.resolve("kubelet-client.key"),
+        "--kubelet-preferred-address-types=InternalIP",
         // No controller manager makes the namespaces' default service accounts.
         "--disable-admission-plugins=ServiceAccount"));
     url = "https://127.0.0.1:" + apiPort;
     ca = dir.resolve("ca.crt");
+    kubeletKeys = dir.resolve("kubelet.p12");
     admin = client(ADMIN_TOKEN, "default");
     long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
     while (true) {
@@ -214,6 +224,14 @@ final class KubeTestCluster {
         + "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=kube-apiserver 2>/dev/null\n"
         + "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > san.ext\n"
         + "openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 2 -extfile san.ext 2>/dev/null\n"
+        // The simulated node's kubelet serving certificate, and the API server's client one.
+        + "openssl req -newkey rsa:2048 -nodes -keyout kubelet.key -out kubelet.csr -subj /CN=" + FakeKubelet.NODE + " 2>/dev/null\n"
+        + "printf 'subjectAltName=IP:127.0.0.1\\nextendedKeyUsage=serverAuth\\n' > kubelet.ext\n"
+        + "openssl x509 -req -in kubelet.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out kubelet.crt -days 2 -extfile kubelet.ext 2>/dev/null\n"
+        + "openssl pkcs12 -export -in kubelet.crt -inkey kubelet.key -out kubelet.p12 -passout pass:" + KUBELET_PASSWORD + "\n"
+        + "openssl req -newkey rsa:2048 -nodes -keyout kubelet-client.key -out kubelet-client.csr -subj /CN=kube-apiserver-kubelet-client 2>/dev/null\n"
+        + "printf 'extendedKeyUsage=clientAuth\\n' > client.ext\n"
+        + "openssl x509 -req -in kubelet-client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out kubelet-client.crt -days 2 -extfile client.ext 2>/dev/null\n"
         + "openssl genrsa -out sa.key 2048 2>/dev/null\n"
         + "openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null\n";
     Commands.Result r = Commands.run(List.of("bash", "-c", script), Map.of(), Duration.ofSeconds(60));

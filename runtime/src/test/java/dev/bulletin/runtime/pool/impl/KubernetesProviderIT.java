@@ -71,7 +71,7 @@ class KubernetesProviderIT {
     context = new ProviderContext(clusterId, "10.1.2.3:8770", TOKEN, "/usr/bin/python3",
         dir.resolve("state"), WorkerCommand.bulletin(),
         (workerId, ttl) -> Optional.of("join-secret-of-" + workerId));
-    kubelet = new FakeKubelet(cluster.admin, ns, dir);
+    kubelet = new FakeKubelet(cluster, ns, dir);
   }
 
   @AfterEach
@@ -246,6 +246,77 @@ class KubernetesProviderIT {
       assertEquals(List.of(worker), h.onOwner(() -> List.copyOf(h.stopping)),
           "the runtime is told to forget the worker and requeue its calls");
       SlurmProviderIT.waitFor(() -> kubelet.pod(pod) == null, LONG, "the failed Pod to be deleted");
+    }
+  }
+
+  /** What a container whose image lacks the worker says before it exits 1. */
+  static final List<String> NO_MODULE = List.of("sh", "-c", "echo 'starting the worker';"
+      + " echo \"ModuleNotFoundError: No module named 'bulletin'\" >&2; exit 1");
+
+  @Test
+  void aPodThatFailsAtStartIsReportedWithTheLastLinesOfItsLog() throws Exception {
+    try (AutoscalerHarness h = harness(new PoolsConfig(List.of(pool("gpu", ns, Duration.ofMinutes(5)))),
+        List.of())) {
+      List<PendingDemand> call = List.of(PendingDemand.of(1, 2));
+      h.tick(List.of(), call);
+      String pod = podOf(h.await("launched", LONG));
+      // The simulated node runs it; the API server reads its log from the node (FakeKubeletNode).
+      kubelet.start(pod, Map.of(), NO_MODULE);
+
+      PoolEvent failed = h.await("launch-failed", e -> true, List.of(), call, LONG, LIST_STEP);
+      String said = "Pod " + ns + "/" + pod + " failed: Error (exit code 1); its last output:"
+          + " starting the worker | ModuleNotFoundError: No module named 'bulletin'";
+      assertTrue(failed.message().contains(said), failed.message());
+      assertTrue(status(h).problem().orElse("").contains(said), "the pool's status says it: "
+          + status(h).problem());
+      SlurmProviderIT.waitFor(() -> kubelet.pod(pod) == null, LONG, "the failed Pod to be deleted");
+    }
+  }
+
+  @Test
+  void aLogThatCannotBeReadNamesWhyInsteadOfTheOutput() throws Exception {
+    String limited = cluster.namespace(KubeTestCluster.ROLE.stream()
+        .filter(r -> !r.getResources().contains("pods/log")).toList());
+    try (KubernetesProvider provider = new KubernetesProvider(context, Set.of(limited),
+        cluster.client(KubeTestCluster.RUNTIME_TOKEN, limited), true);
+        FakeKubelet node = new FakeKubelet(cluster, limited, dir)) {
+      WorkerHandle handle = provider.launch(pool("gpu", limited, Duration.ofMinutes(5)), "gpu-w1")
+          .get(60, TimeUnit.SECONDS);
+      node.start(podName(handle), Map.of(), NO_MODULE);
+      SlurmProviderIT.waitFor(() -> node.pod(podName(handle)) == null, LONG,
+          "the failed Pod to be deleted");
+      assertEquals(Optional.of("Pod " + handle.providerId() + " failed: Error (exit code 1); its"
+          + " log could not be read: the runtime's Kubernetes account lacks the permission 'get'"
+          + " on 'pods/log' in namespace " + limited + " (the Role of docs/pools.md grants it)"),
+          provider.whyGone(handle));
+    }
+  }
+
+  @Test
+  void aPodOnANodeThatDoesNotAnswerIsReportedWithoutItsLog() throws Exception {
+    int closed;
+    try (java.net.ServerSocket socket = new java.net.ServerSocket(0)) {
+      closed = socket.getLocalPort();
+    }
+    String node = "gone-" + UUID.randomUUID().toString().substring(0, 6);
+    cluster.admin.nodes().resource(new io.fabric8.kubernetes.api.model.NodeBuilder()
+        .withNewMetadata().withName(node).endMetadata().withNewStatus().addNewAddress()
+        .withType("InternalIP").withAddress("127.0.0.1").endAddress().withNewDaemonEndpoints()
+        .withNewKubeletEndpoint().withPort(closed).endKubeletEndpoint().endDaemonEndpoints()
+        .endStatus().build()).create();
+    try (KubernetesProvider provider = provider(KubeTestCluster.RUNTIME_TOKEN)) {
+      WorkerHandle handle = provider.launch(pool("gpu", ns, Duration.ofMinutes(5)), "gpu-w1")
+          .get(60, TimeUnit.SECONDS);
+      kubelet.bind(podName(handle), node);
+      kubelet.failed(podName(handle), null, null);
+      SlurmProviderIT.waitFor(() -> kubelet.pod(podName(handle)) == null, LONG,
+          "the failed Pod to be deleted");
+      String why = provider.whyGone(handle).orElseThrow();
+      assertTrue(why.startsWith("Pod " + handle.providerId() + " failed; its log could not be"
+          + " read: HTTP 500: "), why);
+      assertTrue(why.contains("127.0.0.1:" + closed) && why.contains("connection refused"), why);
+    } finally {
+      cluster.admin.nodes().withName(node).delete();
     }
   }
 

@@ -55,7 +55,7 @@ class KubernetesRealWorkerIT {
           pool.slurm(), pool.local(), k);
       try (KubernetesProvider provider = new KubernetesProvider(context, Set.of(ns),
           cluster.client(KubeTestCluster.RUNTIME_TOKEN, ns), true);
-          FakeKubelet kubelet = new FakeKubelet(cluster.admin, ns, dir)) {
+          FakeKubelet kubelet = new FakeKubelet(cluster, ns, dir)) {
         long start = System.nanoTime();
         WorkerHandle handle = provider.launch(pool, "k8s-w1").get(60, TimeUnit.SECONDS);
         String pod = handle.providerId().substring(ns.length() + 1);
