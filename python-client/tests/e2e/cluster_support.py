@@ -253,14 +253,14 @@ def start_configured_cluster(home: Path, config_yaml: str, *extra: str, **kwargs
     return start_cluster(home, "--config", str(config), *extra, **kwargs)
 
 
-def start_two_user_cluster(home: Path, cpus: int = 1) -> Cluster:
+def start_two_user_cluster(home: Path, cpus: int = 1, gpus: int = 1) -> Cluster:
     """A cluster with two users of two groups, alice (vision) and bob (nlp), and one
-    (simulated) GPU: the tests of what one user can see or do to another's calls."""
+    (simulated) GPU unless told: the tests of what one user can see or do to another's calls."""
     return start_configured_cluster(home, f"""
 users:
   - {{name: alice, group: vision, token: "{ALICE}"}}
   - {{name: bob, group: nlp, token: "{BOB}"}}
-""", gpus=1, cpus=cpus)
+""", gpus=gpus, cpus=cpus)
 
 
 def staged_files(store_dir: Path) -> list[str]:

@@ -100,6 +100,37 @@ def test_a_kept_value_stays_spills_for_another_user_and_comes_back(cluster):
         assert alice.submit(bulletin.gpu(identity), handle).result()[0] == new_pid
 
 
+def gpu_and_pid():
+    return os.environ["CUDA_VISIBLE_DEVICES"], os.getpid()
+
+
+def test_other_calls_go_to_the_gpu_without_state_and_the_session_finds_its_own(tmp_path):
+    """Two GPUs, alice's value kept on one: bob's calls take the other while it is free (her
+    state is not spilled), and her next call gets her GPU back, the value still there."""
+    (tmp_path / "home").mkdir()
+    two = start_two_user_cluster(tmp_path / "home", cpus=2, gpus=2)
+    try:
+        with bulletin.Client(two.address, token=ALICE, set_as_default=False) as alice, \
+                bulletin.Client(two.address, token=BOB, set_as_default=False) as bob:
+            for _ in range(2):  # wherever her value is, bob's call goes to the other GPU
+                kept = alice.submit(bulletin.gpu(keep=True)(make), 1024)
+                handle = kept.result(timeout=120)
+                mine = kept.placement.gpu_ids[0]
+                pid, first_id = alice.submit(bulletin.gpu(identity), handle).result(timeout=60)
+                for _ in range(3):
+                    used = bob.submit(bulletin.gpu(gpu_and_pid))
+                    used.result(timeout=120)
+                    assert used.placement.gpu_ids[0] != mine, (mine, used.placement)
+                again = alice.submit(bulletin.gpu(identity), handle)
+                assert again.result(timeout=60) == (pid, first_id)  # not spilled, not moved
+                assert again.placement.gpu_ids[0] == mine
+                del handle
+                # The next round keeps hers on the GPU bob used: he moves over.
+                alice.submit(bulletin.gpu(lambda: None), gpus=1).result(timeout=60)
+    finally:
+        two.stop()
+
+
 def test_fetch_copies_the_value_here(cluster):
     with bulletin.Client(cluster.address, token=ALICE) as alice:
         handle = alice.submit(bulletin.gpu(keep=True)(make), 8).result()

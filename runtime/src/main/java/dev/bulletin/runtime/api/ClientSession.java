@@ -63,6 +63,11 @@ public final class ClientSession implements TaskEventSink {
   }
 
   /** The session's id: the client's bulletin-session metadata, and what Submit names. */
+  @Override
+  public String sessionId() {
+    return id;
+  }
+
   public String id() {
     return id;
   }

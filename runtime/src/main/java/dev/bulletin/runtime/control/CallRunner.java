@@ -2,7 +2,6 @@ package dev.bulletin.runtime.control;
 
 import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.protocol.FailureCode;
-import dev.bulletin.runtime.api.ClientSession;
 import dev.bulletin.runtime.api.TaskEvents;
 import dev.bulletin.runtime.objects.ObjectDirectory;
 import dev.bulletin.runtime.objects.TaskObjects;
@@ -12,7 +11,6 @@ import dev.bulletin.runtime.task.Task;
 import dev.bulletin.runtime.task.TaskState;
 import dev.bulletin.runtime.task.TaskTable;
 import dev.bulletin.runtime.workers.AttachedWorker;
-import dev.bulletin.runtime.workers.ResidentGpus;
 import dev.bulletin.worker.CallListener;
 import dev.bulletin.worker.CallOutcome;
 import dev.bulletin.worker.CallRequest;
@@ -95,7 +93,7 @@ final class CallRunner {
   void dispatch(Task task, Placement placed) {
     AttachedWorker worker = workers.apply(placed.workerId());
     worker.reserve(task.id(), task.demand(), placed.gpuIds());
-    worker.residentGpus().taken(placed.gpuIds(), residentSession(task));
+    worker.residentGpus().taken(placed.gpuIds(), task.args().namespace());
     placements.put(task.id(), worker);
     task.placedOn(placed.workerId(), placed.gpuIds(), System.nanoTime());
     task.usage().reserved(placed.workerId(), System.nanoTime());
@@ -146,12 +144,6 @@ final class CallRunner {
     });
   }
 
-  /** The client session whose resident values the call's executor keeps ("" for none). */
-  private static String residentSession(Task task) {
-    return task.sink() instanceof ClientSession session
-        ? ResidentGpus.session(session.namespace(), session.id()) : "";
-  }
-
   /** The objects the call reads: its refs, and the spills it restores from other workers. */
   private static List<ObjectKey> inputsOf(Task task) {
     List<ObjectKey> inputs = new ArrayList<>(task.refs());
@@ -165,7 +157,7 @@ final class CallRunner {
         inputsOf(task), placed.gpuIds(), Optional.ofNullable(runAs.get(task.owner().user())),
         task.executorSpec().withGpuFraction(task.demand().fractional()
             ? task.demand().gpuShare() : 0),
-        task.sink() instanceof ClientSession session ? session.id() : "", task.restoring(),
+        task.sink().sessionId(), task.restoring(),
         task.residentLost());
     whenEnded(task, worker.link().run(request, listener(task)));
   }
@@ -251,7 +243,8 @@ final class CallRunner {
       context.owner().cancelTimer(timer);
     }
     if (outcome instanceof CallOutcome.Returned returned && placements.get(task.id()) != null) {
-      placements.get(task.id()).residentGpus().callEnded(task.gpuIds(), residentSession(task),
+      placements.get(task.id()).residentGpus().callEnded(task.gpuIds(), task.args().namespace(),
+          task.sink().sessionId(),
           returned.residentBytes());
     }
     unplace(task);

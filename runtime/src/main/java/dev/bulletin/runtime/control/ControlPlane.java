@@ -5,7 +5,6 @@ import dev.bulletin.runtime.api.TaskEvents;
 import dev.bulletin.runtime.objects.ObjectDirectory;
 import dev.bulletin.runtime.objects.TaskObjects;
 import dev.bulletin.runtime.workers.AttachedWorker;
-import dev.bulletin.runtime.workers.ResidentGpus;
 import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.protocol.FailureCode;
@@ -324,9 +323,8 @@ public final class ControlPlane {
   public void releaseResident(ClientSession session, boolean ended) {
     objects.residents().sessionEnded(session.namespace(), session.id(), ended
         ? "the client session that kept it ended" : "its session released it");
-    String key = ResidentGpus.session(session.namespace(), session.id());
     for (AttachedWorker worker : workers.values()) {
-      worker.residentGpus().sessionEnded(key);
+      worker.residentGpus().sessionEnded(session.namespace(), session.id());
       worker.link().dropResident(session.namespace(), session.id(), ended);
     }
   }

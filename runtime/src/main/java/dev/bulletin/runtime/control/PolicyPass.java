@@ -2,6 +2,7 @@ package dev.bulletin.runtime.control;
 
 import dev.bulletin.runtime.objects.ObjectDirectory;
 import dev.bulletin.runtime.workers.AttachedWorker;
+import dev.bulletin.runtime.workers.ResidentGpus;
 import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.bridge.ObjectStoreException;
 import dev.bulletin.runtime.scheduler.ClusterCapacity;
@@ -105,7 +106,8 @@ public final class PolicyPass {
           slots.cpus(), slots.freeCpus(), slots.memoryBytes(), slots.freeMemory(),
           objects.heldBy(worker.id()),
           worker.drainReason() != null, worker.expiresAt() > 0
-              ? Instant.ofEpochMilli((long) (worker.expiresAt() * 1000)) : WorkerState.NEVER));
+              ? Instant.ofEpochMilli((long) (worker.expiresAt() * 1000)) : WorkerState.NEVER,
+          worker.residentGpus().snapshot()));
     }
     List<RunningCall> running = new ArrayList<>();
     for (Task task : placedOrRunning) {
@@ -134,7 +136,10 @@ public final class PolicyPass {
         .group(task.owner().group()).qos(task.qos()).demand(task.demand())
         .priority(task.priority()).creditsSpent((long) task.credits())
         .inputs(inputs(task, objects)).submittedAt(task.submittedAt())
-        .walltime(expectedRun(task)).preferredWorker(task.preferredWorker()).build();
+        .walltime(expectedRun(task)).preferredWorker(task.preferredWorker())
+        .residentSession(task.sink().sessionId().isEmpty() ? ""
+            : ResidentGpus.key(task.args().namespace(), task.sink().sessionId()))
+        .build();
   }
 
   /** The call's argument objects, id to size: what the locality score weighs. */

@@ -5,4 +5,9 @@ import dev.bulletin.protocol.TaskEvent;
 /** Where a task's events go: the client session that submitted it. */
 public interface TaskEventSink {
   void send(TaskEvent event);
+
+  /** The client session's id, which resident values belong to (issue 29); "" for none. */
+  default String sessionId() {
+    return "";
+  }
 }

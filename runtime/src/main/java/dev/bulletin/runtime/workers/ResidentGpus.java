@@ -7,10 +7,12 @@ import java.util.Map;
 /**
  * Which GPUs of one worker keep a client session's resident values between its calls (issue
  * 29), as the runtime last learnt: a call that returned while its executor kept bytes on its
- * GPUs marks them with its session; a call of another session placed there clears them (the
- * worker spills the values before that call runs), as do the session's end and a later call of
- * the session that left nothing kept. The scheduler reads it to give a session's call its own
- * GPU back and to steer other calls to GPUs without such state.
+ * GPUs marks them with its session; another user's call placed there clears them (the worker
+ * spills the values before that call runs: executors are a user's own, so a call of the same
+ * user, even of another session, runs beside them and clears nothing), as do the session's end
+ * and a later call of the session that left nothing kept. The scheduler reads it
+ * ({@code WorkerState.residentGpus}) to give a session's call its own GPU back and to steer other
+ * calls to GPUs without such state.
  *
  * <p>A spill the worker makes on its own (an idle timeout, the host's cap) is not reported
  * here: the mark stays until one of the above, and costs at most a preference among otherwise
@@ -18,42 +20,54 @@ import java.util.Map;
  */
 public final class ResidentGpus {
 
-  /** GPU id to the session that keeps values there ("namespace session"). */
-  private final Map<Integer, String> keptBy = new HashMap<>();
-
-  /** The key of a client session: its user's namespace and its id. */
-  public static String session(String namespace, String sessionId) {
-    return namespace + " " + sessionId;
+  /** A session's key, as the scheduler compares them: "namespace session". */
+  private record Keeper(String namespace, String session) {
+    String key() {
+      return ResidentGpus.key(namespace, session);
+    }
   }
 
-  /** A call of {@code session} on {@code gpus} ended, its executor keeping {@code bytes}. */
-  public void callEnded(Collection<Integer> gpus, String session, long bytes) {
+  private final Map<Integer, Keeper> keptBy = new HashMap<>();
+
+  /** The scheduler's key of a client session: its user's namespace and its id. */
+  public static String key(String namespace, String session) {
+    return namespace + " " + session;
+  }
+
+  /** A call of the session on {@code gpus} ended, its executor keeping {@code bytes}. */
+  public void callEnded(Collection<Integer> gpus, String namespace, String session, long bytes) {
+    Keeper keeper = new Keeper(namespace, session);
     for (int gpu : gpus) {
       if (bytes > 0) {
-        keptBy.put(gpu, session);
+        keptBy.put(gpu, keeper);
       } else {
-        keptBy.remove(gpu, session);
+        keptBy.remove(gpu, keeper);
       }
     }
   }
 
-  /** A call of {@code session} was placed on {@code gpus}: another session's values go. */
-  public void taken(Collection<Integer> gpus, String session) {
+  /** A call of {@code namespace}'s was placed on {@code gpus}: another user's values go. */
+  public void taken(Collection<Integer> gpus, String namespace) {
     for (int gpu : gpus) {
-      String keeper = keptBy.get(gpu);
-      if (keeper != null && !keeper.equals(session)) {
+      Keeper keeper = keptBy.get(gpu);
+      if (keeper != null && !keeper.namespace().equals(namespace)) {
         keptBy.remove(gpu);
       }
     }
   }
 
   /** The session ended or released its values. */
-  public void sessionEnded(String session) {
-    keptBy.values().removeIf(session::equals);
+  public void sessionEnded(String namespace, String session) {
+    keptBy.values().removeIf(new Keeper(namespace, session)::equals);
   }
 
-  /** GPU id to the session keeping values there; a copy. */
+  /** GPU id to the key of the session keeping values there. */
   public Map<Integer, String> snapshot() {
-    return Map.copyOf(keptBy);
+    if (keptBy.isEmpty()) {
+      return Map.of();
+    }
+    Map<Integer, String> keys = new HashMap<>();
+    keptBy.forEach((gpu, keeper) -> keys.put(gpu, keeper.key()));
+    return keys;
   }
 }

@@ -8,28 +8,30 @@ import org.junit.jupiter.api.Test;
 
 class ResidentGpusTest {
 
-  private static final String ALICE = ResidentGpus.session("alice", "s1");
-  private static final String BOB = ResidentGpus.session("bob", "s2");
+  private static final String ALICE = ResidentGpus.key("alice", "s1");
+  private static final String BOB = ResidentGpus.key("bob", "s2");
 
   @Test
   void aCallThatKeepsBytesMarksItsGpusAndOneThatKeepsNoneClearsItsOwnMarkOnly() {
     ResidentGpus gpus = new ResidentGpus();
-    gpus.callEnded(List.of(0, 1), ALICE, 1 << 20);
-    gpus.callEnded(List.of(2), BOB, 4096);
+    gpus.callEnded(List.of(0, 1), "alice", "s1", 1 << 20);
+    gpus.callEnded(List.of(2), "bob", "s2", 4096);
     assertEquals(Map.of(0, ALICE, 1, ALICE, 2, BOB), gpus.snapshot());
-    gpus.callEnded(List.of(1, 2), ALICE, 0); // alice deleted hers; bob's on 2 is not hers
+    gpus.callEnded(List.of(1, 2), "alice", "s1", 0); // alice deleted hers; bob's on 2 is not hers
     assertEquals(Map.of(0, ALICE, 2, BOB), gpus.snapshot());
   }
 
   @Test
-  void anotherSessionsCallTakesTheGpuAndTheSessionsOwnCallDoesNot() {
+  void anotherUsersCallTakesTheGpuAndTheSameUsersCallsDoNot() {
     ResidentGpus gpus = new ResidentGpus();
-    gpus.callEnded(List.of(0, 1), ALICE, 1 << 20);
-    gpus.taken(List.of(0), ALICE);
-    assertEquals(Map.of(0, ALICE, 1, ALICE), gpus.snapshot(), "her own next cell");
-    gpus.taken(List.of(1), BOB); // the worker spills hers before bob's call runs
+    gpus.callEnded(List.of(0, 1), "alice", "s1", 1 << 20);
+    gpus.taken(List.of(0), "alice"); // her next cell, or her other notebook: same executor
+    assertEquals(Map.of(0, ALICE, 1, ALICE), gpus.snapshot());
+    gpus.taken(List.of(1), "bob"); // the worker spills hers before bob's call runs
     assertEquals(Map.of(0, ALICE), gpus.snapshot());
-    gpus.sessionEnded(ALICE);
+    gpus.sessionEnded("alice", "s2");
+    assertEquals(Map.of(0, ALICE), gpus.snapshot(), "another session's end leaves hers");
+    gpus.sessionEnded("alice", "s1");
     assertEquals(Map.of(), gpus.snapshot());
   }
 }
