@@ -202,16 +202,25 @@ def test_executor_deaths_do_not_grow_the_executor_pool(client):
     # while its dead predecessor is counted (the count passed through `before` and left it
     # again once, under a full test run): the pool must settle back at its size and stay there.
     since: list[float] = []
+    seen: list[tuple[float, int, int]] = []  # (s, executors, idle) each time the count changed
+    start = time.monotonic()
 
     def settled() -> bool:
-        if client.status().workers[0].executors != before:
+        worker = client.status().workers[0]
+        if not seen or seen[-1][1:] != (worker.executors, worker.idle_executors):
+            seen.append((round(time.monotonic() - start, 1), worker.executors,
+                         worker.idle_executors))
+        if worker.executors != before:
             since.clear()
             return False
         since[:] = since or [time.monotonic()]
         return time.monotonic() - since[0] >= 2.0
 
-    wait_until(settled, timeout=30,
-               what=f"the executor pool to settle at {before} (for 2 s) after three deaths")
+    try:
+        wait_until(settled, timeout=30,
+                   what=f"the executor pool to settle at {before} (for 2 s) after three deaths")
+    except AssertionError as e:  # the counts as they went: a pool that grew, or one that churns
+        raise AssertionError(f"{e}; (seconds, executors, idle) as they changed: {seen}") from None
 
 
 def test_timeout_stops_the_call(client):
