@@ -10,7 +10,6 @@ import dev.bulletin.runtime.pool.PoolListener;
 import dev.bulletin.runtime.pool.PoolStatus;
 import dev.bulletin.runtime.pool.PoolsConfig;
 import dev.bulletin.runtime.pool.RegisteredWorker;
-import dev.bulletin.runtime.pool.WorkerShape;
 import dev.bulletin.runtime.scheduler.Demand;
 import dev.bulletin.runtime.scheduler.WorkerCapacity;
 import dev.bulletin.runtime.task.Task;
@@ -96,16 +95,16 @@ public final class PoolRunner implements PoolListener, PoolOutlook {
   public Optional<String> forDemand(Demand demand) {
     for (PoolConfig pool : pools.pools()) {
       PoolStatus status = statuses.get(pool.name());
-      if (status != null && fits(pool.worker(), demand)) {
+      if (status != null && pool.worker().fits(asked(demand, 1))) {
         return Optional.of(outlook(status));
       }
     }
     return Optional.empty();
   }
 
-  private static boolean fits(WorkerShape shape, Demand demand) {
-    return shape.gpus() >= demand.gpusTouched() && shape.cpus() >= demand.cpus()
-        && shape.memory().orElse(Long.MAX_VALUE) >= demand.memoryBytes();
+  /** What {@code count} calls of this size ask of the pools: a share of a GPU asks for a GPU. */
+  private static PendingDemand asked(Demand size, int count) {
+    return new PendingDemand(size.gpusTouched(), size.cpus(), size.memoryBytes(), count);
   }
 
   private static String outlook(PoolStatus status) {
@@ -140,9 +139,7 @@ public final class PoolRunner implements PoolListener, PoolOutlook {
       }
     }
     List<PendingDemand> demand = new ArrayList<>();
-    // A share of a GPU asks the autoscaler for a worker with a GPU: a GPU to share.
-    bySize.forEach((size, count) -> demand.add(new PendingDemand(size.gpusTouched(), size.cpus(),
-        size.memoryBytes(), count)));
+    bySize.forEach((size, count) -> demand.add(asked(size, count)));
     return demand;
   }
 

@@ -25,8 +25,7 @@ final class KubeErrors {
       return provider;
     }
     if (cause instanceof KubernetesClientException k) {
-      String said = k.getStatus() != null && k.getStatus().getMessage() != null
-          ? k.getStatus().getMessage() : String.valueOf(k.getMessage());
+      String said = said(k);
       if (k.getCode() == 403) {
         return new ProviderException("cannot " + doing + ": the runtime's Kubernetes account lacks"
             + " the permission " + missing(said) + " in namespace " + namespace + "; grant it in the"
@@ -39,6 +38,12 @@ final class KubeErrors {
       return new ProviderException("cannot " + doing + " (HTTP " + k.getCode() + "): " + said, cause);
     }
     return new ProviderException("cannot " + doing + ": " + cause, cause);
+  }
+
+  /** What the API said: its Status's message, else the client's. */
+  private static String said(KubernetesClientException k) {
+    return k.getStatus() != null && k.getStatus().getMessage() != null
+        ? k.getStatus().getMessage() : String.valueOf(k.getMessage());
   }
 
   /** The permission a 403's message names, as "'get' on 'pods/log'". */
@@ -59,8 +64,7 @@ final class KubeErrors {
         ? error.getCause() : error;
     String out;
     if (cause instanceof KubernetesClientException k) {
-      String said = k.getStatus() != null && k.getStatus().getMessage() != null
-          ? k.getStatus().getMessage() : String.valueOf(k.getMessage());
+      String said = said(k);
       out = switch (k.getCode()) {
         case 403 -> "the runtime's Kubernetes account lacks the permission " + missing(said)
             + " in namespace " + namespace + " (the Role of docs/pools.md grants it)";
