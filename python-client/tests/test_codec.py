@@ -607,6 +607,27 @@ def test_bad_input_gets_clear_errors():
         decode(encode(1))
 
 
+def test_objects_of_a_schema_seen_before_decode_the_same_and_fail_the_same():
+    # Small pickles share one schema message: the second of each is read with the cached
+    # schema, and must give its own value (not the first's), buffers included.
+    big = np.arange(4096, dtype=np.int64)
+    values = [1, "two", {"three": 3}, [big, big + 1], (big * 2,)]
+    for _ in range(2):
+        for value in values:
+            again = decode(encode(value).to_bytes())
+            if isinstance(value, (list, tuple)):
+                assert all(np.array_equal(a, b) for a, b in zip(again, value))
+            else:
+                assert again == value
+    # A stream whose schema is cached but whose batch is cut or missing is still refused.
+    whole = encode(12345).to_bytes()
+    decode(whole)
+    schema_end = 8 + int.from_bytes(whole[4:8], "little")
+    for broken in (whole[:schema_end] + _codec.EOS, whole[:schema_end + 20]):
+        with pytest.raises(CodecError, match="corrupt bulletin object"):
+            decode(broken)
+
+
 def test_format_version_is_public():
     assert _codec.FORMAT_VERSION == 1
     assert encode(np.arange(3)).metadata["bulletin.format"] == "1"

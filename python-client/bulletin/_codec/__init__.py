@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import struct
 from typing import Any
 
 import numpy as np
@@ -74,10 +75,36 @@ def _base_metadata(kind: str) -> dict[str, str]:
     return {"bulletin.kind": kind, "bulletin.format": str(FORMAT_VERSION)}
 
 
+# Serialized schema messages of pickles, by (buffer count, reason): a small call's pickle has the
+# same schema every time, and building and serializing it costs more than pickling the call.
+_PICKLE_SCHEMAS: dict[tuple, pa.Buffer] = {}
+# Parsed schemas of streams read, by the schema message's exact bytes: a reader that sees the
+# same small object kind again and again (results, arguments) parses it once.
+_READ_SCHEMAS: dict[bytes, tuple[pa.Schema, dict[str, str]]] = {}
+_SCHEMA_CACHE_ENTRIES = 256
+_CACHED_SCHEMA_MAX_BYTES = 4096
+
+
+def _remember(cache: dict, key, value) -> None:
+    if len(cache) >= _SCHEMA_CACHE_ENTRIES:
+        cache.clear()  # a bound, not an LRU: a few shapes repeat, a stream of new ones does not
+    cache[key] = value
+
+
+def _schema_message(kind: str, plan, metadata: dict[str, str]) -> pa.Buffer:
+    if kind != "pickle":  # tensors' fields carry dtype and shape: built each time
+        return pa.schema(plan.fields, metadata=metadata).serialize()
+    key = (len(plan.fields), metadata.get("bulletin.pickle.reason"))
+    message = _PICKLE_SCHEMAS.get(key)
+    if message is None:
+        message = pa.schema(plan.fields, metadata=metadata).serialize()
+        _remember(_PICKLE_SCHEMAS, key, message)
+    return message
+
+
 def _assemble(kind: str, plan) -> Encoded:
     metadata = {**_base_metadata(kind), **plan.metadata}
-    schema = pa.schema(plan.fields, metadata=metadata)
-    schema_message = schema.serialize()
+    schema_message = _schema_message(kind, plan, metadata)
     body_length = plan.body.finish()
     header = record_batch_header(schema_message.size, plan.length, plan.nodes,
                                  plan.body.buffers, body_length)
@@ -197,16 +224,46 @@ def _writable_regions(buffer: pa.Buffer):
     return region
 
 
+def _schema_bytes(buffer: pa.Buffer) -> bytes | None:
+    """The schema message (continuation, length, flatbuffer) at the start of a stream, when it
+    is small enough to key the cache of read schemas; None otherwise."""
+    if buffer.size < 8:
+        return None
+    continuation, length = struct.unpack_from("<Ii", buffer)
+    if continuation != 0xFFFFFFFF or not 0 < length <= _CACHED_SCHEMA_MAX_BYTES \
+            or 8 + length > buffer.size:
+        return None
+    return memoryview(buffer)[:8 + length].tobytes()
+
+
+def _first_batch(buffer: pa.Buffer) -> tuple[dict[str, str], Any]:
+    """The stream's bulletin metadata and its first record batch (or, for a table, its reader);
+    a schema seen before is not parsed again."""
+    key = _schema_bytes(buffer)
+    cached = _READ_SCHEMAS.get(key) if key is not None else None
+    if cached is not None:
+        schema, meta = cached
+        return meta, pa.ipc.read_record_batch(buffer.slice(len(key)), schema)
+    reader = _open(buffer)
+    meta = _bulletin_metadata(reader.schema)
+    if meta["bulletin.kind"] == "table":  # dictionaries and many batches: the reader's job
+        return meta, reader
+    if key is not None:
+        _remember(_READ_SCHEMAS, key, (reader.schema, meta))
+    return meta, reader.read_next_batch()
+
+
 def decode(buf: Any) -> Any:
     """Rebuilds the object from its stream (see the module doc for what is shared, not copied)."""
     buffer = _as_buffer(buf)
-    reader = _open(buffer)
-    meta = _bulletin_metadata(reader.schema)
+    try:
+        meta, batch = _first_batch(buffer)
+    except (pa.ArrowInvalid, OSError, EOFError, StopIteration) as exc:
+        raise CodecError(f"corrupt bulletin object: {type(exc).__name__}: {exc}") from exc
     kind = meta["bulletin.kind"]
     try:
         if kind == "table":
-            return _table.decode_table(reader, meta.get("bulletin.table.type", ""))
-        batch = reader.read_next_batch()
+            return _table.decode_table(batch, meta.get("bulletin.table.type", ""))
         region = _writable_regions(buffer) if buffer.is_mutable else _read_only
         if kind == "tensor":
             return _tensor.decode_tensor(batch, meta, region)
