@@ -160,8 +160,11 @@ public final class TaskTable {
       throw new IllegalStateException("task " + task.id() + " cannot go from " + task.state
           + " to " + to);
     }
-    if (CALLS.isLoggable(Level.INFO)) { // every state change, for the operator (LogSetup)
-      CALLS.info("call " + task.id() + " (" + task.name() + " of " + task.owner().user() + ") "
+    // For the operator (LogSetup): how each call ended, and each requeue, at INFO; the steps in
+    // between only at FINE, as three lines per call cost a busy runtime more than its scheduler.
+    Level level = to.isTerminal() || to == TaskState.QUEUED ? Level.INFO : Level.FINE;
+    if (CALLS.isLoggable(level)) {
+      CALLS.log(level, "call " + task.id() + " (" + task.name() + " of " + task.owner().user() + ") "
           + task.state + " -> " + to + (task.workerId() != null && to != TaskState.QUEUED
               ? " on " + task.workerId() : "")
           + (task.stopReason() != null && to.isTerminal() ? ": " + task.stopReason().describe()
