@@ -5,8 +5,9 @@
     python examples/overhead_benchmark.py --only bulletin --tls   # what TLS costs a call
 
 For each system, on the same machine and in the same run: p50/p99 round-trip latency of a
-synchronous no-op call, synchronous calls per second, and pipelined calls per second (submit
-all, then gather). Each peer gets the same number of worker processes (--workers). Ratios
+synchronous no-op call, synchronous calls per second, pipelined calls per second (submit
+all, then gather), and the wall time of one map over --map items (10,000: a researcher's map
+over small items). Each peer gets the same number of worker processes (--workers). Ratios
 compare bulletin with each peer. Systems run one after another, never at the same time.
 With --tls, bulletin also runs as `bulletin up --tls` (gRPC over TLS on loopback) and the
 figures of the two are compared.
@@ -27,7 +28,8 @@ def noop(x=None):
     return x
 
 
-def measure(call_sync, run_pipelined, calls: int, pipelined: int, warmup: int) -> dict:
+def measure(call_sync, run_pipelined, calls: int, pipelined: int, warmup: int,
+            mapped: int = 0) -> dict:
     # Steady state for every system alike: JIT-compiled paths, warm worker pools and connections
     # (all three). Bulletin's JVM compiles for minutes: with -XX:+LogCompilation, pipelined
     # no-op calls on 2 cores drove 1,100 compilations in the second 20 s, 200-700 per 20 s up
@@ -50,11 +52,17 @@ def measure(call_sync, run_pipelined, calls: int, pipelined: int, warmup: int) -
     t = time.perf_counter()
     run_pipelined(pipelined)
     pipe_elapsed = time.perf_counter() - t
+    map_elapsed = float("nan")
+    if mapped:  # a researcher's map over many small items: one burst, all gathered
+        t = time.perf_counter()
+        run_pipelined(mapped)
+        map_elapsed = time.perf_counter() - t
     return {
         "p50_ms": statistics.median(latencies) * 1e3,
         "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1e3,
         "sync_per_s": calls / sync_elapsed,
         "pipelined_per_s": pipelined / pipe_elapsed,
+        "map_s": map_elapsed,
     }
 
 
@@ -70,7 +78,7 @@ def bench_bulletin(args, up_args: tuple[str, ...] = (), noop=noop) -> dict:
         def pipelined(n):
             client.gather(client.map(noop, range(n)))
 
-        return measure(sync, pipelined, args.calls, args.pipelined, args.warmup)
+        return measure(sync, pipelined, args.calls, args.pipelined, args.warmup, args.map)
 
 
 def bench_dask(args) -> dict:
@@ -84,7 +92,7 @@ def bench_dask(args) -> dict:
         def pipelined(n):
             client.gather(client.map(noop, range(n), pure=False))
 
-        return measure(sync, pipelined, args.calls, args.pipelined, args.warmup)
+        return measure(sync, pipelined, args.calls, args.pipelined, args.warmup, args.map)
 
 
 def bench_ray(args) -> dict:
@@ -101,7 +109,7 @@ def bench_ray(args) -> dict:
         def pipelined(n):
             ray.get([remote_noop.remote(i) for i in range(n)])
 
-        return measure(sync, pipelined, args.calls, args.pipelined, args.warmup)
+        return measure(sync, pipelined, args.calls, args.pipelined, args.warmup, args.map)
     finally:
         ray.shutdown()
 
@@ -119,6 +127,10 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=1000, help="synchronous calls (default 1000)")
     parser.add_argument("--pipelined", type=int, default=3000,
                         help="calls submitted at once for the throughput figure (default 3000)")
+    parser.add_argument("--map", type=int, default=10000,
+                        help="items of the map whose wall time is timed: bulletin's client.map, "
+                             "Dask's client.map, Ray's remote calls, each gathered (default "
+                             "10000; 0 leaves it out)")
     parser.add_argument("--warmup", type=int, default=100000,
                         help="pipelined calls every system runs before timing (default 100000: "
                              "a runtime's JIT settles after about that many)")
@@ -151,10 +163,12 @@ def main() -> int:
     print(f"\nno-op offload overhead, {args.calls} sync calls, {args.pipelined} pipelined, "
           f"{args.workers} workers, {os.cpu_count()} cores"
           + (f", median of {args.rounds} rounds" if args.rounds > 1 else ""))
-    print(f"{'system':<13}{'p50 ms':>9}{'p99 ms':>9}{'sync/s':>10}{'pipelined/s':>13}")
+    map_label = f"map {args.map} s"
+    print(f"{'system':<13}{'p50 ms':>9}{'p99 ms':>9}{'sync/s':>10}{'pipelined/s':>13}"
+          f"{map_label:>14}")
     for name, r in results.items():
         print(f"{name:<13}{r['p50_ms']:>9.3f}{r['p99_ms']:>9.3f}{r['sync_per_s']:>10.0f}"
-              f"{r['pipelined_per_s']:>13.0f}")
+              f"{r['pipelined_per_s']:>13.0f}{r['map_s']:>14.2f}")
     ours = results.get("bulletin")
     if ours and "bulletin-tls" in results:
         tls = results["bulletin-tls"]
@@ -167,7 +181,8 @@ def main() -> int:
                 continue
             print(f"bulletin vs {name}: p50 {ours['p50_ms'] / r['p50_ms']:.2f}x, "
                   f"p99 {ours['p99_ms'] / r['p99_ms']:.2f}x, pipelined throughput "
-                  f"{ours['pipelined_per_s'] / r['pipelined_per_s']:.2f}x")
+                  f"{ours['pipelined_per_s'] / r['pipelined_per_s']:.2f}x, map of {args.map} "
+                  f"wall time {ours['map_s'] / r['map_s']:.2f}x")
     return 0
 
 
