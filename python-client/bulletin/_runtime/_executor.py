@@ -144,7 +144,7 @@ def to_wire(reply) -> str:
         # Every call's reply, so written directly: the id is hex, the rest are numbers.
         return (f'{{"kind": "finished", "result": "{reply.result}", "size": {reply.size:d}, '
                 f'"raised": {"true" if reply.raised else "false"}, '
-                f'"run_seconds": {float(reply.run_seconds)!r}}}')
+                f'"run_seconds": {float(reply.run_seconds):.9f}}}')
     if isinstance(reply, Finished):
         fields = {"kind": "finished", "result": reply.result, "size": reply.size,
                   "raised": reply.raised, "run_seconds": reply.run_seconds}

@@ -216,7 +216,7 @@ public final class LocalWorkerAgent implements WorkerAgent {
     used.addAll(new java.util.HashSet<>(spilled.values()));
     used.add(request.function());
     used.add(request.args());
-    CallOutcome outcome;
+    CallOutcome outcome = null;
     try (ObjectStore.Lease lease = store.lease(used)) {
       try {
         outcome = runOn(executor, request, lease, staged, spilled, listener);
@@ -241,7 +241,10 @@ public final class LocalWorkerAgent implements WorkerAgent {
       running.remove(taskId);
       pendingStops.remove(taskId); // a stop that raced the call's end must not linger
       // A result half-written by an executor that died; in the user's folder: by descriptor.
-      dev.bulletin.bridge.UserFolder.deleteTree(staged);
+      // A returned result was adopted, which took or deleted the file: nothing to look for.
+      if (!(outcome instanceof CallOutcome.Returned)) {
+        dev.bulletin.bridge.UserFolder.deleteTree(staged);
+      }
     }
     if (outcome instanceof CallOutcome.Stopped) {
       pool.retire(executor, "its call was stopped");
