@@ -1,5 +1,5 @@
-"""The submitter thread survives a failed upload of a function it carries (unit test with fakes:
-the e2e suites cover the real Submit path)."""
+"""The submitter thread survives a failed upload of a function it carries, and call ids stay
+unguessable (unit tests with fakes: the e2e suites cover the real Submit path)."""
 
 from __future__ import annotations
 
@@ -181,3 +181,23 @@ def test_a_result_that_arrives_before_its_submit_reply_is_kept(reply):
     assert stub.batches == [["t1"]], "the call is not sent again"
     assert calls.get("t1") is None
     queue.stop()
+
+
+def test_call_ids_are_random_128_bit_and_never_repeat_across_threads():
+    from bulletin._submitter import _RandomIds
+
+    ids, drawn = _RandomIds(), []
+
+    def draw():
+        drawn.extend(ids.next_hex() for _ in range(1000))
+
+    threads = [threading.Thread(target=draw) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(set(drawn)) == 4000  # across several refills of the pool, from four threads
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in drawn)
+    # Not a count: no two ids drawn one after another differ by a small step.
+    numbers = [int(i, 16) for i in drawn[:1000]]
+    assert all(abs(b - a) > 1 << 64 for a, b in zip(numbers, numbers[1:]))
