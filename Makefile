@@ -4,8 +4,8 @@
 #   make test   builds everything and runs the Java and Python test suites, and ends with both
 #               suites' counts whichever failed (adds the suites' packages to .venv: some 6 GB)
 # Also: make build, make dist (a wheel of the client with the runtime's jar inside), make bench
-# (a call's path against Ray and Dask: latency, throughput, CPU, 1 GiB; BENCH_ARGS="--rounds 3"), make bench-data (data plane: 1 GiB handoff,
-# cross-host, Dask, Ray), make bench-notebooks (the notebooks of examples/notebooks at real size,
+# (a call's path against Ray and Dask: latency, throughput, CPU, 1 GiB; BENCH_ARGS="--rounds 3"),
+# make bench-data (data plane: 1 GiB handoff, cross-host, Dask, Ray), make bench-notebooks (the notebooks of examples/notebooks at real size,
 # executed copies written back), make clean,
 #       make slurm-up / slurm-down (the one-node test Slurm of .ci/slurm; make test brings it up
 #       and leaves it running: slurm-down stops it), make kube (etcd and the kube-apiserver the
