@@ -18,6 +18,7 @@ from ._data._objects import Ref, StoreRef, encode
 from ._errors import SerializationError
 from ._future import Future
 from ._placeholders import inline_value, never_resolved, pickling_call, stored_object
+from ._resident import Resident
 from ._serialize import dumps_args, type_name
 
 if TYPE_CHECKING:
@@ -68,6 +69,11 @@ def _bulky(value, limit: int) -> bool:
     """Large enough to travel as an object of its own (uploaded once, shared by calls)."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         return len(value) > limit
+    if isinstance(value, Resident):
+        # Its nbytes is the value it names on the cluster; the handle is a few hundred bytes.
+        # It must be pickled with the call, where it names the worker the call prefers and the
+        # spill the runtime restores, and not stored (a round trip to the runtime per call).
+        return False
     nbytes = getattr(value, "nbytes", None)
     return isinstance(nbytes, int) and nbytes > limit and not isinstance(value, type)
 

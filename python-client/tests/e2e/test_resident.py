@@ -139,6 +139,24 @@ def test_fetch_copies_the_value_here(cluster):
         del alice
 
 
+def test_a_large_handle_passed_as_an_argument_travels_with_the_call_not_through_the_store(
+        cluster):
+    """A handle's nbytes is the size of the value it names (here 2 MiB, above the size at
+    which an argument becomes an object of its own); the handle itself goes with the call, so
+    the call still names its worker and its spill, and no call pays a store round trip."""
+    with bulletin.Client(cluster.address, token=ALICE) as alice:
+        handle = alice.submit(bulletin.gpu(keep=True)(make), 1 << 19).result(timeout=60)
+        assert handle.nbytes == 2 << 20
+        kept_where = alice.submit(identity, handle, gpus=1).result(timeout=60)
+        stored, acquire = [], alice._transfer.acquire
+        alice._transfer.acquire = lambda encoded: stored.append(encoded) or acquire(encoded)
+        for _ in range(3):
+            future = alice.submit(identity, handle, gpus=1)
+            assert future.result(timeout=60) == kept_where  # the very object, not a copy
+        assert stored == []  # nothing went through the store (each would be a HasObjects)
+        del alice
+
+
 def test_a_cells_gpu_values_stay_between_cells_and_come_back_as_handles(cluster):
     cells = [f"""
         import bulletin, os
