@@ -8,10 +8,11 @@ The argument changes before every call (one element), so neither side can find i
 client encodes, hashes and copies it into the store each time, as Ray's ``f.remote(a)`` puts
 it. Phases (bulletin, the median call): the client's ``Future.timings`` (serialize: encode and
 hash of the argument; upload: its copy into the store; queue, start; run: the function;
-download: the client's map and decode), and "result" for the rest: the executor encoding and
-writing the result into the store, its adopt and the notification to the client. The same
-steps are also timed one by one in this process (``local``), without a cluster: what each
-costs on this machine now.
+download: the client's map and decode), "store" (the runtime's ``held`` less start and run:
+the executor loading the argument and encoding and writing the result, and its adopt), and
+"result" for the rest (the notification reaching the client); they add up to the wall
+time. The same steps are also timed one by one in this process (``local``), without a
+cluster: what each costs on this machine now.
 """
 
 from __future__ import annotations
@@ -48,15 +49,27 @@ def bulletin_arm(client, a: np.ndarray) -> dict:
         assert out.shape == b.shape and out.reshape(-1)[0] == k
         del out
         if k:  # the first call pays the executor's first large mappings: a warm-up
-            t = dict(f.timings)
-            t["result"] = wall - sum(t.values())
             walls.append(wall)
-            phases.append(t)
+            phases.append(_phases(f.timings, wall))
         del f
         time.sleep(0.2)  # the release of the argument and result travels on the session stream
     median = sorted(range(len(walls)), key=walls.__getitem__)[len(walls) // 2]
     return {"calls_s": [round(w, 4) for w in walls], "median_s": walls[median],
             "phases_s": {k: round(v, 4) for k, v in phases[median].items()}}
+
+
+def _phases(timings: dict, wall: float) -> dict:
+    """The call's wall time in phases that add up to it. ``held`` (placement to the call's end,
+    as the usage ledger charges it) spans ``start`` and ``run``: it is not a phase of its own
+    but gives ``store``, the executor's time around the function (loading the arguments,
+    encoding and writing the result, the agent's adopt), and ``result``, the rest (the result's
+    notification reaching the client)."""
+    t = {k: timings.get(k, 0.0) for k in ("serialize", "upload", "queue", "start", "run")}
+    held = timings.get("held", 0.0)
+    t["store"] = held - t["start"] - t["run"]
+    t["download"] = timings.get("download", 0.0)
+    t["result"] = wall - sum(t.values())
+    return t
 
 
 def ray_arm(a: np.ndarray) -> dict:

@@ -79,8 +79,21 @@ public interface ObjectStore extends AutoCloseable {
    *     through an existing mapping skips even the page-table work
    * @return whether a file was staged; false when no unreferenced object fits
    */
+  default boolean stageRecycled(String namespace, long size, Collection<ObjectId> preferred,
+      String stagedName) {
+    return stageRecycled(namespace, size, preferred, false, stagedName);
+  }
+
+  /**
+   * As {@link #stageRecycled(String, long, Collection, String)}; with {@code onlyPreferred},
+   * only a file in {@code preferred} is staged. A writer with a pre-faulted spare of its own asks
+   * so: any other released file may be mapped by another writer of the namespace (a client keeps
+   * its uploads mapped, an executor its results), whose write lease then fails; the writer takes
+   * its spare anyway, and the file is lost to the writer that maps it (issue 30.5: a client and
+   * an executor each handed the other's file, and both spares made again, every call).
+   */
   boolean stageRecycled(String namespace, long size, Collection<ObjectId> preferred,
-      String stagedName);
+      boolean onlyPreferred, String stagedName);
 
   /**
    * Hands a pre-faulted file of the host's arena ({@link StoreArena}) to a same-host writer of

@@ -256,6 +256,9 @@ class FileObjectStoreTest {
         Path staged = store.stagingFolderOf("ada").resolve(".stage-a");
         assertEquals(1500, Files.size(staged)); // as it was: the writer truncates it
         assertEquals(5500 - 1500, store.stats().memoryBytes()); // a staged file is not counted
+        // A writer with a spare of its own takes only a file it maps: none of these.
+        assertFalse(store.stageRecycled("ada", 900, List.of(held.id()), true, ".stage-s"));
+        assertTrue(store.contains(loose));
         // Next: the closest fit of what is left, then nothing (bob's objects are bob's).
         assertTrue(store.stageRecycled("ada", 900, List.of(), ".stage-b"));
         assertFalse(store.contains(loose));

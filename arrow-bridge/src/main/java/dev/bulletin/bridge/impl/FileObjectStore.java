@@ -336,9 +336,12 @@ public final class FileObjectStore implements ObjectStore {
 
   @Override
   public synchronized boolean stageRecycled(String namespace, long size,
-      Collection<ObjectId> preferred, String stagedName) {
+      Collection<ObjectId> preferred, boolean onlyPreferred, String stagedName) {
     checkStagedName(stagedName, size);
     StoreTable.Entry victim = table.recyclable(namespace, size, new HashSet<>(preferred));
+    if (victim != null && onlyPreferred && !preferred.contains(victim.key.id())) {
+      return false;
+    }
     if (victim == null) {
       return false;
     }

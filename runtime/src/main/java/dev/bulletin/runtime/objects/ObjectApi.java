@@ -465,7 +465,7 @@ public final class ObjectApi {
       return "";
     }
     String name = SessionHolds.stagedPrefix(holds.sessionId()) + "r" + UUID.randomUUID();
-    return store().stageRecycled(caller.namespace(), size, mapped, name)
+    return store().stageRecycled(caller.namespace(), size, mapped, spareReady, name)
         || !spareReady && store().handOutSpare(caller.namespace(), size, name).size() > 0
         ? name : "";
   }

@@ -262,7 +262,8 @@ final class ExecutorProcess {
   private boolean stageResultFile(CallRequest request, ExecutorReply.Stage stage,
       Path resultPath) {
     String name = resultPath.getFileName().toString();
-    return store.stageRecycled(request.owner(), stage.size(), stage.mapped(), name)
+    return store.stageRecycled(request.owner(), stage.size(), stage.mapped(),
+        stage.spareReady(), name)
         || !stage.spareReady() && store.handOutSpare(request.owner(), stage.size(), name)
             .size() > 0;
   }
