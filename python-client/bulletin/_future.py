@@ -174,8 +174,8 @@ class Future(cf.Future):
     def _set_wait(self, info: WaitInfo, preempted: int) -> None:
         self._wait_info = info
         self._preempted = max(self._preempted, self._preempted_before + preempted)
-        sink = self._sink
-        self._note(str(info))  # a blocking call shows why it waits instead of hanging silently
+        if self._sink is not None:  # a blocking call shows why it waits instead of hanging
+            self._note(str(info))  # silently; the others' reasons are formatted when read
 
     @property
     def timings(self) -> dict[str, float]:
