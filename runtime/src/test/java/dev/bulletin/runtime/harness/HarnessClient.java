@@ -48,6 +48,11 @@ public final class HarnessClient implements AutoCloseable {
         GrpcMessageDecoder.decoder(response));
   }
 
+  /** The client's own Vert.x (benchmarks tell its threads from the runtime's). */
+  Vertx vertx() {
+    return vertx;
+  }
+
   public HelloReply hello() {
     return call(method("Hello", HelloReply.newBuilder()), HelloRequest.newBuilder()
         .setClientVersion("harness").build(), Map.of());

@@ -1,0 +1,41 @@
+package dev.bulletin.runtime.harness;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Locale;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@code make bench-scale}: one runtime and 10, 100 and 1,000 SIMULATED workers (8 simulated
+ * GPUs each, answering every call at once: {@link SimulatedWorkers}), 100,000 one-GPU calls
+ * submitted at once by one client. Prints the runtime's CPU per call, the calls one runtime core
+ * would sustain at that cost, wall-clock calls per second, and how soon a freed slot got its
+ * next call. Runs only with {@code -Dbulletin.bench=true}; asserts nothing about time.
+ * {@code -Dbulletin.bench.calls=N} and {@code -Dbulletin.bench.workers=10,100} resize it.
+ */
+class ScaleBench {
+
+  @Test
+  void oneRuntimeManyWorkers() throws Exception {
+    Assumptions.assumeTrue(Boolean.getBoolean("bulletin.bench"), "set -Dbulletin.bench=true");
+    int calls = Integer.getInteger("bulletin.bench.calls", 100_000);
+    String[] sizes = System.getProperty("bulletin.bench.workers", "10,100,1000").split(",");
+    // A short run first: the measured runs see compiled code, as a runtime after its first
+    // minutes does.
+    ScaleRun.run(Files.createTempDirectory("bulletin-scale-warm"), 10, 8, Math.min(calls, 20_000));
+    StringBuilder table = new StringBuilder(String.format(Locale.ROOT,
+        "%n== one runtime, simulated workers x 8 GPUs, %d calls queued at once ==%n"
+        + "%8s %14s %16s %12s %14s %14s%n", calls, "workers", "runtime us/call",
+        "calls/s per core", "calls/s wall", "refill p50 ms", "refill p99 ms"));
+    for (String size : sizes) {
+      Path home = Files.createTempDirectory("bulletin-scale");
+      ScaleRun.Result r = ScaleRun.run(home, Integer.parseInt(size.trim()), 8, calls);
+      table.append(String.format(Locale.ROOT, "%8d %14.1f %16.0f %12.0f %14.2f %14.2f%s%n",
+          r.workers(), r.runtimeCpuMicrosPerCall(), r.callsPerRuntimeCoreSecond(),
+          r.callsPerSecond(), r.refillP50Millis(), r.refillP99Millis(),
+          r.finished() == calls ? "" : "  (only " + r.finished() + " ended)"));
+    }
+    System.out.println(table);
+  }
+}

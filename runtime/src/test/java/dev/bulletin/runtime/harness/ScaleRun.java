@@ -1,0 +1,150 @@
+package dev.bulletin.runtime.harness;
+
+import dev.bulletin.protocol.TaskEvent;
+import dev.bulletin.protocol.TaskSpec;
+import dev.bulletin.protocol.TaskState;
+import dev.bulletin.runtime.BulletinRuntime;
+import dev.bulletin.runtime.RuntimeOptions;
+import dev.bulletin.runtime.harness.PythonCalls.Call;
+import dev.bulletin.runtime.harness.PythonCalls.EncodedCall;
+import dev.bulletin.worker.GpuInventory;
+import dev.bulletin.worker.WorkerOptions;
+import dev.bulletin.worker.tls.TlsOptions;
+import io.vertx.core.Vertx;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One runtime, {@code workers} {@link SimulatedWorkers} and one client session that submits
+ * {@code calls} one-GPU calls at once (so they queue) and waits for every end. Measures the
+ * runtime's CPU per call (its threads only: every visible JVM thread less the simulated
+ * workers', the client's and the caller's), wall-clock calls per second, and how soon a slot a
+ * worker freed gets its next call (CallEnded sent to the next RunCall received there: the
+ * runtime's reaction, pass and dispatch, with the queue deep).
+ */
+final class ScaleRun {
+
+  static final String WORKER_TOKEN = "scale-worker-token-0123456789";
+
+  record Result(int workers, int calls, long finished, Set<String> finishedIds,
+      double runtimeCpuMicrosPerCall, double callsPerSecond, double refillP50Millis,
+      double refillP99Millis) {
+
+    double callsPerRuntimeCoreSecond() {
+      return 1e6 / runtimeCpuMicrosPerCall;
+    }
+  }
+
+  private ScaleRun() {}
+
+  static Result run(Path home, int workers, int gpusPerWorker, int calls) throws Exception {
+    WorkerOptions embedded = new WorkerOptions("head", PythonCalls.python(),
+        GpuInventory.simulated(0), 1, 1L << 30, 0, 60_000, 0, 60_000, Map.of());
+    RuntimeOptions options = RuntimeOptions.builder(home, embedded)
+        .owner(RuntimeHarness.OWNER_TOKEN, RuntimeHarness.OWNER).workerToken(WORKER_TOKEN)
+        .storeFolder(home.resolve("store")).spillFolder(home.resolve("spill")).httpPort(-1)
+        .build();
+    EncodedCall call = PythonCalls.encode(home.resolve("calls"),
+        List.of(Call.of("add", "add", 2, 3).returning(5))).get("add");
+    try (BulletinRuntime runtime = BulletinRuntime.start(options, TlsOptions.plain(), () -> { });
+         SimulatedWorkers simulated = new SimulatedWorkers(runtime.address(), WORKER_TOKEN,
+             workers, gpusPerWorker, call.result().orElseThrow().inline());
+         HarnessClient client = connect(runtime.address());
+         HarnessSession session = client.openSession()) {
+      Set<Long> notRuntime = new HashSet<>(eventLoops(client.vertx()));
+      notRuntime.add(simulated.threadId());
+      notRuntime.add(Thread.currentThread().getId());
+      Map<Long, Long> before = threadCpu();
+      long start = System.nanoTime();
+      List<TaskSpec.Builder> batch = new ArrayList<>();
+      for (int i = 0; i < calls; i++) {
+        batch.add(call.spec("c" + i));
+        if (batch.size() == 1000 || i == calls - 1) { // the client's own Submit batch size
+          session.submit(batch.toArray(TaskSpec.Builder[]::new));
+          batch.clear();
+        }
+      }
+      long deadline = System.nanoTime() + RuntimeHarness.PATIENCE.toNanos() * 4;
+      while (simulated.calls() < calls && System.nanoTime() < deadline) {
+        Thread.sleep(20);
+      }
+      Set<String> finished = new HashSet<>();
+      long ends = 0;
+      while (System.nanoTime() < deadline) {
+        finished.clear();
+        ends = 0;
+        for (TaskEvent event : session.events().all()) {
+          if (event.getState() == TaskState.FINISHED) {
+            finished.add(event.getTaskId());
+            ends++;
+          }
+        }
+        if (ends >= calls) {
+          break;
+        }
+        Thread.sleep(50);
+      }
+      double seconds = (System.nanoTime() - start) / 1e9;
+      Map<Long, Long> after = threadCpu();
+      long runtimeNanos = 0;
+      for (Map.Entry<Long, Long> thread : after.entrySet()) {
+        if (!notRuntime.contains(thread.getKey())) {
+          runtimeNanos += thread.getValue() - before.getOrDefault(thread.getKey(), 0L);
+        }
+      }
+      List<Long> refills = simulated.refills();
+      Collections.sort(refills);
+      return new Result(workers, calls, ends, Set.copyOf(finished),
+          runtimeNanos / 1e3 / calls, calls / seconds, quantile(refills, 0.5) / 1e6,
+          quantile(refills, 0.99) / 1e6);
+    }
+  }
+
+  private static HarnessClient connect(String address) {
+    int colon = address.lastIndexOf(':');
+    return new HarnessClient(address.substring(0, colon),
+        Integer.parseInt(address.substring(colon + 1)), RuntimeHarness.OWNER_TOKEN);
+  }
+
+  /** The event loop threads of a Vert.x: contexts made from outside take them in turn. */
+  private static Set<Long> eventLoops(Vertx vertx) throws Exception {
+    Set<Long> ids = new HashSet<>();
+    for (int i = 0; i < 4 * Runtime.getRuntime().availableProcessors(); i++) {
+      CompletableFuture<Long> id = new CompletableFuture<>();
+      vertx.getOrCreateContext().runOnContext(ignored ->
+          id.complete(Thread.currentThread().getId()));
+      ids.add(id.get(30, TimeUnit.SECONDS));
+    }
+    return ids;
+  }
+
+  /** CPU nanoseconds of every live JVM thread the platform shows, by thread id. */
+  private static Map<Long, Long> threadCpu() {
+    ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+    Map<Long, Long> cpu = new HashMap<>();
+    for (long id : threads.getAllThreadIds()) {
+      long nanos = threads.getThreadCpuTime(id);
+      if (nanos >= 0) {
+        cpu.put(id, nanos);
+      }
+    }
+    return cpu;
+  }
+
+  private static double quantile(List<Long> sorted, double q) {
+    if (sorted.isEmpty()) {
+      return Double.NaN;
+    }
+    return sorted.get(Math.min(sorted.size() - 1, (int) (q * sorted.size())));
+  }
+}

@@ -1,0 +1,29 @@
+package dev.bulletin.runtime.harness;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The scale benchmark's simulation is itself tested (make bench-scale runs it at 1,000
+ * workers): simulated workers attach with the worker token, take calls from the real runtime
+ * and every call ends exactly once, spread over the workers.
+ */
+class SimulatedWorkersTest {
+
+  @TempDir Path home;
+
+  @Test
+  void everyCallOfABurstEndsOnceOnTheSimulatedWorkers() throws Exception {
+    ScaleRun.Result result = ScaleRun.run(home, 10, 2, 300);
+    assertEquals(300, result.finished(), "FINISHED events");
+    assertEquals(300, result.finishedIds().size(), "distinct calls finished");
+    for (int i = 0; i < 300; i++) {
+      assertTrue(result.finishedIds().contains("c" + i), "c" + i + " never finished");
+    }
+    assertTrue(result.runtimeCpuMicrosPerCall() > 0, "the runtime's threads were measured");
+  }
+}
