@@ -15,6 +15,8 @@ public final class WorkerSlots {
   private final String workerId;
   private final WorkerCapacity capacity;
   private final TreeSet<Integer> freeGpus = new TreeSet<>();
+  /** {@link #freeGpuIds}'s copy until the free GPUs change: every pass reads every worker's. */
+  private java.util.Set<Integer> freeView;
   /**
    * GPUs fractional calls share: GPU id to the eighths they hold (1..8). Such a GPU is not in
    * {@link #freeGpus}: a whole-GPU call never gets it, until its last share is freed.
@@ -94,7 +96,10 @@ public final class WorkerSlots {
 
   /** The free GPUs' ids, a copy. */
   public java.util.Set<Integer> freeGpuIds() {
-    return java.util.Set.copyOf(freeGpus);
+    if (freeView == null) {
+      freeView = java.util.Set.copyOf(freeGpus);
+    }
+    return freeView;
   }
 
   /** The lowest-numbered free GPUs, without taking them. */
@@ -113,6 +118,7 @@ public final class WorkerSlots {
           + gpuIds + " now");
     }
     freeGpus.removeAll(gpuIds);
+    freeView = null;
     if (demand.fractional()) {
       sharedEighths.merge(gpuIds.get(0), demand.gpuEighths(), Integer::sum);
     }
@@ -121,6 +127,7 @@ public final class WorkerSlots {
   }
 
   public void free(Demand demand, List<Integer> gpuIds) {
+    freeView = null;
     if (demand.fractional()) {
       int gpu = gpuIds.get(0);
       Integer left = sharedEighths.computeIfPresent(gpu, (id, held) ->

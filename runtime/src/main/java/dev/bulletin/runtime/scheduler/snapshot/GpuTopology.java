@@ -35,10 +35,13 @@ public final class GpuTopology {
 
   private final int gpus;
   private final byte[] distances;
+  /** Every pass groups a thousand workers by topology: hashed once, not per pass. */
+  private final int hash;
 
   private GpuTopology(int gpus, byte[] distances) {
     this.gpus = gpus;
     this.distances = distances;
+    this.hash = 31 * gpus + Arrays.hashCode(distances);
   }
 
   /** Every pair joined the same way: a worker that reports no topology gets {@code HOST}. */
@@ -108,7 +111,7 @@ public final class GpuTopology {
 
   @Override
   public int hashCode() {
-    return 31 * gpus + Arrays.hashCode(distances);
+    return hash;
   }
 
   @Override

@@ -3,7 +3,6 @@ package dev.bulletin.runtime.scheduler.snapshot;
 import java.time.Instant;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeSet;
 
 /**
  * One worker as the scheduler sees it at the start of a pass.
@@ -37,24 +36,24 @@ public record WorkerState(
   public static final Instant NEVER = Instant.MAX;
 
   public WorkerState {
-    require(id != null && !id.isBlank(), "worker.id is required");
-    require(topology != null, "worker " + id + ": topology is required");
-    freeGpus = Set.copyOf(new TreeSet<>(freeGpus));
+    require(id != null && !id.isBlank(), () -> "worker.id is required");
+    require(topology != null, () -> "worker " + id + ": topology is required");
+    freeGpus = Set.copyOf(freeGpus); // the same set when it is one already (WorkerSlots)
     for (int gpu : freeGpus) {
-      require(gpu >= 0 && gpu < topology.gpus(), "worker " + id + ": free GPU " + gpu
+      require(gpu >= 0 && gpu < topology.gpus(), () -> "worker " + id + ": free GPU " + gpu
           + " is outside 0.." + (topology.gpus() - 1));
     }
     require(cpus >= 0 && freeCpus >= 0 && freeCpus <= cpus + 1e-9,
-        "worker " + id + ": freeCpus must be within 0..cpus, got " + freeCpus + " of " + cpus);
+        () -> "worker " + id + ": freeCpus must be within 0..cpus, got " + freeCpus + " of " + cpus);
     require(memoryBytes >= 0 && freeMemoryBytes >= 0 && freeMemoryBytes <= memoryBytes,
-        "worker " + id + ": freeMemoryBytes must be within 0..memoryBytes");
+        () -> "worker " + id + ": freeMemoryBytes must be within 0..memoryBytes");
     heldObjects = heldObjects == null ? Map.of() : Map.copyOf(heldObjects);
     expiresAt = expiresAt == null ? NEVER : expiresAt;
     residentGpus = residentGpus == null ? Map.of() : Map.copyOf(residentGpus);
     for (Map.Entry<Integer, String> kept : residentGpus.entrySet()) {
-      require(kept.getKey() >= 0 && kept.getKey() < topology.gpus(), "worker " + id
+      require(kept.getKey() >= 0 && kept.getKey() < topology.gpus(), () -> "worker " + id
           + ": resident GPU " + kept.getKey() + " is outside 0.." + (topology.gpus() - 1));
-      require(!kept.getValue().isBlank(), "worker " + id + ": resident GPU " + kept.getKey()
+      require(!kept.getValue().isBlank(), () -> "worker " + id + ": resident GPU " + kept.getKey()
           + " needs the key of the session whose state it keeps");
     }
   }
@@ -86,9 +85,10 @@ public record WorkerState(
     return mask;
   }
 
-  private static void require(boolean condition, String message) {
+  /** The message is built only for a refusal: every pass checks every worker's state. */
+  private static void require(boolean condition, java.util.function.Supplier<String> message) {
     if (!condition) {
-      throw new IllegalArgumentException(message);
+      throw new IllegalArgumentException(message.get());
     }
   }
 }
