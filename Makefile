@@ -24,7 +24,7 @@ export BULLETIN_JAR := $(CURDIR)/$(JAR)
 # Java tests that start real Python executors use the project's interpreter.
 export BULLETIN_TEST_PYTHON := $(CURDIR)/$(PY)
 
-.PHONY: all build dist demo test test-java test-kube test-python test-paths bench bench-data bench-notebooks bench-scheduler bench-usage clean slurm-up slurm-down toolchain chromium kube
+.PHONY: all build dist demo test test-java test-kube test-python test-paths bench bench-data bench-notebooks bench-scheduler bench-scale bench-usage clean slurm-up slurm-down toolchain chromium kube
 
 all: build
 
@@ -181,6 +181,13 @@ bench-notebooks: build $(STAMPS)/bench $(STAMPS)/notebooks
 bench-scheduler:
 	$(MVN) -pl runtime -am test -Dtest=SchedulerBench -Dsurefire.failIfNoSpecifiedTests=false \
 	  -Dbulletin.bench=true
+
+# One runtime and 10, 100 and 1,000 simulated workers (no Python; each answers a call at once):
+# the runtime's CPU per call and calls/s per core (issue 30, docs/internals.md). Smaller:
+# make bench-scale SCALE_ARGS="-Dbulletin.bench.calls=20000 -Dbulletin.bench.workers=10,1000"
+bench-scale: $(STAMPS)/venv
+	$(MVN) -pl runtime -am test -Dtest=ScaleBench -Dsurefire.failIfNoSpecifiedTests=false \
+	  -Dbulletin.bench=true $(SCALE_ARGS)
 
 # What GPU utilisation sampling costs the runtime: 100 simulated workers (docs/usage.md).
 bench-usage: build
