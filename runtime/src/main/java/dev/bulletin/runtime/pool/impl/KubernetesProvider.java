@@ -183,9 +183,17 @@ public final class KubernetesProvider implements WorkerProvider {
     Map<String, String> labels = pod.getMetadata().getLabels();
     String phase = pod.getStatus() == null ? null : pod.getStatus().getPhase();
     if (labels == null || !context.clusterId().equals(labels.get(WorkerPods.CLUSTER))
-        || labels.get(WorkerPods.POOL) == null || labels.get(WorkerPods.WORKER) == null
-        || ("Failed".equals(phase) || "Succeeded".equals(phase)
-            || pod.getMetadata().getDeletionTimestamp() != null) && !readingLog.contains(key(pod))) {
+        || labels.get(WorkerPods.POOL) == null || labels.get(WorkerPods.WORKER) == null) {
+      return Optional.empty();
+    }
+    boolean ended = "Failed".equals(phase) || "Succeeded".equals(phase);
+    if (ended) {
+      // The informer's cache can show the end before its handler ran: the reason (and a failed
+      // Pod's log) is taken now, once, or the worker would be gone with no word of why.
+      seen(pod);
+    }
+    if ((ended || pod.getMetadata().getDeletionTimestamp() != null)
+        && !readingLog.contains(key(pod))) {
       return Optional.empty();
     }
     WorkerHandle handle = new WorkerHandle(ProviderKind.KUBERNETES, labels.get(WorkerPods.POOL),
