@@ -339,10 +339,7 @@ public final class FileObjectStore implements ObjectStore {
       Collection<ObjectId> preferred, boolean onlyPreferred, String stagedName) {
     checkStagedName(stagedName, size);
     StoreTable.Entry victim = table.recyclable(namespace, size, new HashSet<>(preferred));
-    if (victim != null && onlyPreferred && !preferred.contains(victim.key.id())) {
-      return false;
-    }
-    if (victim == null) {
+    if (victim == null || onlyPreferred && !preferred.contains(victim.key.id())) {
       return false;
     }
     Path temp = tempPath(namespace);

@@ -94,10 +94,6 @@ final class SimulatedWorkers implements AutoCloseable {
     return copy.join();
   }
 
-  void clearRefills() {
-    vertx.runOnContext(ignored -> refills.clear());
-  }
-
   @Override
   public void close() {
     vertx.close().toCompletionStage().toCompletableFuture().join();

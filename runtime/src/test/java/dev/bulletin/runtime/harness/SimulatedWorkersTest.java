@@ -10,7 +10,7 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The scale benchmark's simulation is itself tested (make bench-scale runs it at 1,000
  * workers): simulated workers attach with the worker token, take calls from the real runtime
- * and every call ends exactly once, spread over the workers.
+ * and every call ends exactly once.
  */
 class SimulatedWorkersTest {
 
