@@ -64,8 +64,17 @@ final class ExecutorPool {
   private final ExecutorEnds ends;
   private final ResidentSpills spills;
   private final AtomicInteger sequence = new AtomicInteger();
+  /**
+   * Executors started or starting: counted before their process starts, so that a status taken
+   * while a replacement starts does not read as a pool that later grew.
+   */
   private final AtomicInteger live = new AtomicInteger();
   private final AtomicInteger liveCpu = new AtomicInteger();
+  /**
+   * {@link #live}'s executors by their exact GPU set; guarded by {@code this}. A warm
+   * replacement is not started where a call already launched one (two CUDA contexts).
+   */
+  private final Map<List<Integer>, Integer> onGpus = new HashMap<>();
   private final AtomicLong launches = new AtomicLong();
   private volatile boolean closed;
   private final RunAsAccounts accounts = new RunAsAccounts();
@@ -399,14 +408,22 @@ final class ExecutorPool {
 
   private ExecutorProcess launch(List<Integer> gpuIds, UnixAccount account,
       ExecutorProfile profile) throws ExecutorStartException {
+    counted(gpuIds, 1);
+    return launchCounted(gpuIds, account, profile);
+  }
+
+  /** Launches an executor already counted in {@link #onGpus}; counts it out if it fails. */
+  private ExecutorProcess launchCounted(List<Integer> gpuIds, UnixAccount account,
+      ExecutorProfile profile) throws ExecutorStartException {
     String id = options.workerId() + "-e" + sequence.incrementAndGet();
-    ExecutorProcess executor = ExecutorLauncher.launch(id, gpuIds, account, profile, options,
-        store);
-    launches.incrementAndGet();
-    live.incrementAndGet();
-    if (gpuIds.isEmpty()) {
-      liveCpu.incrementAndGet();
+    ExecutorProcess executor;
+    try {
+      executor = ExecutorLauncher.launch(id, gpuIds, account, profile, options, store);
+    } catch (ExecutorStartException | RuntimeException e) {
+      counted(gpuIds, -1);
+      throw e;
     }
+    launches.incrementAndGet();
     return executor;
   }
 
@@ -417,8 +434,14 @@ final class ExecutorPool {
   /** Starts a warm executor on these GPUs once {@code after} (the end of the last) is done. */
   private CompletableFuture<Void> warmUp(List<Integer> gpuIds, CompletableFuture<Void> after) {
     CompletableFuture<Void> starting = after.exceptionally(error -> null).thenRunAsync(() -> {
+      synchronized (this) {
+        if (!gpuIds.isEmpty() && onGpus.getOrDefault(gpuIds, 0) > 0) {
+          return; // a call's own executor holds these GPUs; its end starts the warm one
+        }
+        counted(gpuIds, 1);
+      }
       try {
-        giveBack(launch(gpuIds, null, warmProfile));
+        giveBack(launchCounted(gpuIds, null, warmProfile));
       } catch (ExecutorStartException e) {
         LOG.log(Level.WARNING, e.getMessage());
         throw new IllegalStateException(e.getMessage(), e);
@@ -434,10 +457,7 @@ final class ExecutorPool {
    * {@code ended} (the end of its processes) is done.
    */
   private void forget(ExecutorProcess executor, boolean replace, CompletableFuture<Void> ended) {
-    live.decrementAndGet();
-    if (executor.gpuIds().isEmpty()) {
-      liveCpu.decrementAndGet();
-    }
+    counted(executor.gpuIds(), -1);
     if (closed || !replace) {
       return;
     }
@@ -446,5 +466,13 @@ final class ExecutorPool {
     } else if (executor.gpuIds().isEmpty()) {
       keepCpuSpare();
     }
+  }
+
+  private synchronized void counted(List<Integer> gpuIds, int change) {
+    live.addAndGet(change);
+    if (gpuIds.isEmpty()) {
+      liveCpu.addAndGet(change);
+    }
+    onGpus.merge(gpuIds, change, (was, delta) -> was + delta == 0 ? null : was + delta);
   }
 }

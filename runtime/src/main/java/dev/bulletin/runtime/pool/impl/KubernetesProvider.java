@@ -59,6 +59,12 @@ public final class KubernetesProvider implements WorkerProvider {
   private final Set<String> deleting = ConcurrentHashMap.newKeySet();
   /** Failed Pods whose log is being read: still listed, so their reason is ready when they go. */
   private final Set<String> readingLog = ConcurrentHashMap.newKeySet();
+  /**
+   * Held while an ended Pod is marked as being deleted and as having its log read, and while a
+   * listing decides on it: between the two marks the listing would drop the worker with no reason
+   * (the informer's thread and the listing's both see a Pod end).
+   */
+  private final Object ends = new Object();
   private final PendingPods pending;
   private final ExecutorService threads = Executors.newCachedThreadPool(r -> {
     Thread thread = new Thread(r, "bulletin-kubernetes");
@@ -187,14 +193,16 @@ public final class KubernetesProvider implements WorkerProvider {
       return Optional.empty();
     }
     boolean ended = "Failed".equals(phase) || "Succeeded".equals(phase);
-    if (ended) {
-      // The informer's cache can show the end before its handler ran: the reason (and a failed
-      // Pod's log) is taken now, once, or the worker would be gone with no word of why.
-      seen(pod);
-    }
-    if ((ended || pod.getMetadata().getDeletionTimestamp() != null)
-        && !readingLog.contains(key(pod))) {
-      return Optional.empty();
+    synchronized (ends) {
+      if (ended) {
+        // The informer's cache can show the end before its handler ran: the reason (and a failed
+        // Pod's log) is taken now, once, or the worker would be gone with no word of why.
+        seen(pod);
+      }
+      if ((ended || pod.getMetadata().getDeletionTimestamp() != null)
+          && !readingLog.contains(key(pod))) {
+        return Optional.empty();
+      }
     }
     WorkerHandle handle = new WorkerHandle(ProviderKind.KUBERNETES, labels.get(WorkerPods.POOL),
         labels.get(WorkerPods.WORKER), pod.getMetadata().getNamespace() + "/"
@@ -266,6 +274,13 @@ public final class KubernetesProvider implements WorkerProvider {
    * that the autoscaler finds the full reason once it sees the worker gone.
    */
   private void seen(Pod pod) {
+    synchronized (ends) {
+      taken(pod);
+    }
+  }
+
+  /** {@link #seen}'s bookkeeping, under {@link #ends}. */
+  private void taken(Pod pod) {
     String phase = pod.getStatus() == null ? null : pod.getStatus().getPhase();
     if (!"Failed".equals(phase) && !"Succeeded".equals(phase) || !deleting.add(key(pod))) {
       return;
@@ -369,6 +384,9 @@ public final class KubernetesProvider implements WorkerProvider {
       client.secrets().inNamespace(ns).withName(name).delete();
     } catch (KubernetesClientException e) {
       LOG.warning(KubeErrors.of("delete Pod " + ns + "/" + name, ns, e).getMessage());
+    } catch (IllegalStateException e) {
+      // The provider closed meanwhile; the next runtime's listing finds the ended Pod again.
+      LOG.fine(() -> "Pod " + ns + "/" + name + " not deleted: " + e.getMessage());
     }
   }
 
