@@ -26,14 +26,19 @@ final class SimulatedUtilisation implements UtilisationSource {
   private final Map<Long, Baseline> baselines = new HashMap<>();
 
   @Override
-  public void begin(Holder holder) {
+  public boolean samplesAtCallEnd() {
+    return true; // a call's executor's own counters, read at its end: exact, and no process
+  }
+
+  @Override
+  public synchronized void begin(Holder holder) {
     if (holder.pid() > 0) {
       baselines.put(holder.pid(), new Baseline(cpuNanos(holder.pid()), System.nanoTime()));
     }
   }
 
   @Override
-  public Map<Integer, Double> sample(Collection<Holder> holders) {
+  public synchronized Map<Integer, Double> sample(Collection<Holder> holders) {
     Map<Integer, Double> utilisation = new HashMap<>();
     for (Holder holder : holders) {
       if (holder.pid() <= 0 || holder.gpuIds().isEmpty()) {

@@ -14,8 +14,11 @@ import java.util.concurrent.TimeUnit;
 /**
  * Samples the worker's GPU utilisation every {@code period} while calls hold GPUs, and adds each
  * GPU's utilisation times the time since the call's previous sample to the call holding it:
- * GPU-seconds busy per call. A call's last stretch is sampled when it ends, so a short call is
- * measured too. Runs on its own daemon thread; a worker without GPUs samples nothing.
+ * GPU-seconds busy per call. A call's last stretch is sampled when it ends where the source is
+ * cheap ({@link UtilisationSource#samplesAtCallEnd}), so a short call is measured too; else it is
+ * charged at its GPUs' latest periodic sample, so that no call waits for nvidia-smi to end. Runs
+ * on its own daemon thread, sampling outside the lock that calls' starts and ends take; a worker
+ * without GPUs samples nothing.
  */
 public final class UtilisationSampler implements GpuUsage, AutoCloseable {
 
@@ -36,11 +39,16 @@ public final class UtilisationSampler implements GpuUsage, AutoCloseable {
     }
   };
   private volatile Map<Integer, Double> current = Map.of();
+  /** Each GPU's utilisation at the latest periodic sample, and when: a call's last stretch. */
+  private Map<Integer, Double> latest = Map.of();
+  private long latestNanos;
+  private final long periodNanos;
   private final ScheduledExecutorService thread;
 
   UtilisationSampler(UtilisationSource source, int gpuCount, long periodMillis) {
     this.source = source;
     this.gpuCount = gpuCount;
+    this.periodNanos = TimeUnit.MILLISECONDS.toNanos(periodMillis);
     this.thread = gpuCount == 0 ? null : Executors.newSingleThreadScheduledExecutor(runnable -> {
       Thread t = new Thread(runnable, "bulletin-gpu-sampler");
       t.setDaemon(true);
@@ -71,13 +79,24 @@ public final class UtilisationSampler implements GpuUsage, AutoCloseable {
   }
 
   /** The call ended: its last stretch is sampled and its total kept for {@link #takeBusyGpuSeconds}. */
-  public synchronized void end(String taskId) {
-    Running call = running.remove(taskId);
-    if (call == null) {
-      return;
+  public void end(String taskId) {
+    Running call;
+    Map<Integer, Double> lastStretch;
+    synchronized (this) {
+      call = running.remove(taskId);
+      if (call == null) {
+        return;
+      }
+      // Older than two periods: no call held these GPUs meanwhile, and the value says nothing.
+      lastStretch = System.nanoTime() - latestNanos <= 2 * periodNanos ? latest : Map.of();
     }
-    accumulate(call, source.sample(List.of(call.holder)), System.nanoTime());
-    ended.put(taskId, call.busyGpuSeconds);
+    if (source.samplesAtCallEnd()) {
+      lastStretch = source.sample(List.of(call.holder));
+    }
+    synchronized (this) {
+      accumulate(call, lastStretch, System.nanoTime());
+      ended.put(taskId, call.busyGpuSeconds);
+    }
   }
 
   @Override
@@ -96,21 +115,27 @@ public final class UtilisationSampler implements GpuUsage, AutoCloseable {
     return source.name();
   }
 
-  private synchronized void sampleAll() {
-    if (running.isEmpty()) {
-      current = Map.of();
-      return;
-    }
+  private void sampleAll() {
     List<UtilisationSource.Holder> holders = new ArrayList<>();
-    running.values().forEach(call -> holders.add(call.holder));
-    Map<Integer, Double> sample = source.sample(holders);
-    long now = System.nanoTime();
-    Map<Integer, Double> held = new HashMap<>();
-    for (Running call : running.values()) {
-      accumulate(call, sample, now);
-      call.holder.gpuIds().forEach(gpu -> held.put(gpu, sample.getOrDefault(gpu, 0.0)));
+    synchronized (this) {
+      if (running.isEmpty()) {
+        current = Map.of();
+        return;
+      }
+      running.values().forEach(call -> holders.add(call.holder));
     }
-    current = Map.copyOf(held); // GPUs no call holds are not attributed, and not shown busy
+    Map<Integer, Double> sample = source.sample(holders); // no call's start or end waits on it
+    synchronized (this) {
+      long now = System.nanoTime();
+      latest = Map.copyOf(sample);
+      latestNanos = now;
+      Map<Integer, Double> held = new HashMap<>();
+      for (Running call : running.values()) { // a call that ended meanwhile took its own share
+        accumulate(call, sample, now);
+        call.holder.gpuIds().forEach(gpu -> held.put(gpu, sample.getOrDefault(gpu, 0.0)));
+      }
+      current = Map.copyOf(held); // GPUs no call holds are not attributed, and not shown busy
+    }
   }
 
   private static void accumulate(Running call, Map<Integer, Double> sample, long now) {

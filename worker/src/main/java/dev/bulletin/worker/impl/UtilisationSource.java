@@ -15,5 +15,15 @@ interface UtilisationSource {
   /** A call starts on its executor: a source that measures rates takes its baseline here. */
   default void begin(Holder holder) {}
 
+  /**
+   * Whether a sample is cheap enough to take on a call's own path when it ends (a few reads of
+   * procfs), and exact for that call. A source that starts a process per sample (nvidia-smi:
+   * tens of milliseconds) is not: a call's last stretch is then charged at its GPUs' latest
+   * periodic sample.
+   */
+  default boolean samplesAtCallEnd() {
+    return false;
+  }
+
   String name();
 }

@@ -45,6 +45,51 @@ class UtilisationSamplerTest {
     }
   }
 
+  /** Stands in for an nvidia-smi that does not answer: every periodic sample blocks. */
+  private static final class StuckSource implements UtilisationSource {
+    final java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+    final java.util.concurrent.Semaphore entered = new java.util.concurrent.Semaphore(0);
+    final java.util.concurrent.atomic.AtomicInteger samples =
+        new java.util.concurrent.atomic.AtomicInteger();
+
+    @Override
+    public Map<Integer, Double> sample(java.util.Collection<Holder> holders) {
+      samples.incrementAndGet();
+      entered.release();
+      try {
+        release.await();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      return Map.of(0, 1.0);
+    }
+
+    @Override
+    public String name() {
+      return "stuck";
+    }
+  }
+
+  @Test
+  void aCallEndsWithoutWaitingForASampleThatTakesAProcess() throws Exception {
+    StuckSource stuck = new StuckSource();
+    try (UtilisationSampler sampler = new UtilisationSampler(stuck, 1, 20)) {
+      sampler.begin("short", List.of(0), 0);
+      assertTrue(stuck.entered.tryAcquire(30, java.util.concurrent.TimeUnit.SECONDS),
+          "the periodic sample started");
+      Thread ending = new Thread(() -> sampler.end("short"));
+      ending.start();
+      ending.join(30_000);
+      boolean endedWhileStuck = !ending.isAlive();
+      stuck.release.countDown();
+      ending.join();
+      assertTrue(endedWhileStuck, "the call's end waited for the periodic sample");
+      assertEquals(1, stuck.samples.get(), "the call's end started no sample of its own");
+      assertEquals(0, sampler.takeBusyGpuSeconds("short"),
+          "no sample finished while it ran: nothing to charge");
+    }
+  }
+
   @Test
   void aCpuCallIsNotSampled() {
     try (UtilisationSampler sampler = new UtilisationSampler(new SimulatedUtilisation(), 1, 50)) {
