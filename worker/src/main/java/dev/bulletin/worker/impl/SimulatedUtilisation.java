@@ -33,7 +33,11 @@ final class SimulatedUtilisation implements UtilisationSource {
   @Override
   public synchronized void begin(Holder holder) {
     if (holder.pid() > 0) {
-      baselines.put(holder.pid(), new Baseline(cpuNanos(holder.pid()), System.nanoTime()));
+      // A warm executor's counters were read at its previous call's end, and it has waited for
+      // this call since (blocked, not on a CPU): that reading spares a pass over procfs here.
+      Baseline known = baselines.get(holder.pid());
+      long cpu = known != null ? known.cpuNanos() : cpuNanos(holder.pid());
+      baselines.put(holder.pid(), new Baseline(cpu, System.nanoTime()));
     }
   }
 
