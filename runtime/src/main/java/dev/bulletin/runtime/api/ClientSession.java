@@ -37,6 +37,12 @@ public final class ClientSession implements TaskEventSink {
   private final SessionHolds objects;
   private final SessionEventLog log;
   private static final long BUSY_FLUSH_MILLIS = 1;
+  /**
+   * How long a lone call's progress (placed, running, why it waits) is held for its end to join
+   * it: a short call then costs its client one message, not three (each wakes the client's
+   * stream thread, and on a busy machine each wake-up costs more than the work).
+   */
+  private static final long PROGRESS_HOLD_MILLIS = 5;
   /** More calls than this not ended: the session streams a batch (a map, a loop of submits). */
   private static final int BUSY_CALLS = 4;
   /** A replay after a resume goes in messages of at most this many events and bytes. */
@@ -44,6 +50,8 @@ public final class ClientSession implements TaskEventSink {
   private static final long REPLAY_BYTES = 1 << 20;
   private List<TaskEvent> held = new ArrayList<>();
   private boolean flushQueued;
+  /** The timer of a flush of progress events only, or -1. */
+  private long progressTimer = -1;
   /** Calls accepted for this session and not ended: a call refused at submit is not one. */
   private final Set<String> callsGoing = new HashSet<>();
   /** The stream events go to; null while detached. */
@@ -171,13 +179,25 @@ public final class ClientSession implements TaskEventSink {
       return;
     }
     held.add(event);
-    if (!flushQueued) {
-      flushQueued = true;
-      if (callsGoing.size() > BUSY_CALLS) {
-        context.owner().setTimer(BUSY_FLUSH_MILLIS, ignored -> flushHeld());
-      } else {
-        context.runOnContext(ignored -> flushHeld());
-      }
+    boolean progress = !isEnd(event.getState())
+        && event.getDetailCase() != TaskEvent.DetailCase.OUTPUT;
+    if (flushQueued && (progress || progressTimer < 0)) {
+      return; // a flush is on its way that is not later than this event wants
+    }
+    if (progressTimer >= 0) {
+      context.owner().cancelTimer(progressTimer); // output or an end: it goes now, with the rest
+      progressTimer = -1;
+    }
+    flushQueued = true;
+    if (callsGoing.size() > BUSY_CALLS) {
+      context.owner().setTimer(BUSY_FLUSH_MILLIS, ignored -> flushHeld());
+    } else if (progress) {
+      progressTimer = context.owner().setTimer(PROGRESS_HOLD_MILLIS, ignored -> {
+        progressTimer = -1;
+        flushHeld();
+      });
+    } else {
+      context.runOnContext(ignored -> flushHeld());
     }
   }
 

@@ -17,15 +17,22 @@ import java.util.function.Predicate;
 public final class EventLog {
 
   private final List<TaskEvent> events = new ArrayList<>();
+  /** For each event, the number of the message it came in. */
+  private final List<Integer> messages = new ArrayList<>();
+  private int messageCount;
   private String sessionId;
   private String streamEnd;
 
   synchronized void record(ServerMessage message) {
+    messageCount++;
     switch (message.getKindCase()) {
       case OPENED -> sessionId = message.getOpened().getSessionId();
       case EVENT -> events.add(message.getEvent());
       case EVENTS -> events.addAll(message.getEvents().getEventsList());
       default -> { }
+    }
+    while (messages.size() < events.size()) {
+      messages.add(messageCount);
     }
     notifyAll();
   }
@@ -69,6 +76,12 @@ public final class EventLog {
       }
     }
     return states;
+  }
+
+  /** Whether the call's first events in these two states came in one message. */
+  public synchronized boolean oneMessage(String taskId, TaskState first, TaskState second) {
+    return messages.get(position(taskId, first)) == messages.get(position(taskId, second))
+        .intValue();
   }
 
   /** Where the call's first event in this state stands among all of the session's events. */

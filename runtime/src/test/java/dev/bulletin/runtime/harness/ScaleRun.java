@@ -47,16 +47,26 @@ final class ScaleRun {
 
   private ScaleRun() {}
 
-  static Result run(Path home, int workers, int gpusPerWorker, int calls) throws Exception {
+  /** A runtime whose own worker has no GPUs: simulated workers attach with WORKER_TOKEN. */
+  static BulletinRuntime startRuntime(Path home) throws Exception {
     WorkerOptions embedded = new WorkerOptions("head", PythonCalls.python(),
         GpuInventory.simulated(0), 1, 1L << 30, 0, 60_000, 0, 60_000, Map.of());
     RuntimeOptions options = RuntimeOptions.builder(home, embedded)
         .owner(RuntimeHarness.OWNER_TOKEN, RuntimeHarness.OWNER).workerToken(WORKER_TOKEN)
         .storeFolder(home.resolve("store")).spillFolder(home.resolve("spill")).httpPort(-1)
         .build();
-    EncodedCall call = PythonCalls.encode(home.resolve("calls"),
+    return BulletinRuntime.start(options, TlsOptions.plain(), () -> { });
+  }
+
+  /** The call the simulated workers answer: add(2, 3), returning 5. */
+  static EncodedCall addCall(Path home) throws Exception {
+    return PythonCalls.encode(home.resolve("calls"),
         List.of(Call.of("add", "add", 2, 3).returning(5))).get("add");
-    try (BulletinRuntime runtime = BulletinRuntime.start(options, TlsOptions.plain(), () -> { });
+  }
+
+  static Result run(Path home, int workers, int gpusPerWorker, int calls) throws Exception {
+    EncodedCall call = addCall(home);
+    try (BulletinRuntime runtime = startRuntime(home);
          SimulatedWorkers simulated = new SimulatedWorkers(runtime.address(), WORKER_TOKEN,
              workers, gpusPerWorker, call.result().orElseThrow().inline());
          HarnessClient client = connect(runtime.address());
@@ -110,7 +120,7 @@ final class ScaleRun {
     }
   }
 
-  private static HarnessClient connect(String address) {
+  static HarnessClient connect(String address) {
     int colon = address.lastIndexOf(':');
     return new HarnessClient(address.substring(0, colon),
         Integer.parseInt(address.substring(colon + 1)), RuntimeHarness.OWNER_TOKEN);

@@ -50,6 +50,7 @@ final class SimulatedWorkers implements AutoCloseable {
   /** Nanoseconds from a worker's CallEnded to its next RunCall, one per refilled slot. */
   private final List<Long> refills = new ArrayList<>();
   private final long threadId;
+  private final long runMillis;
 
   /**
    * Attaches {@code count} workers of {@code gpus} simulated GPUs each; returns once the
@@ -57,7 +58,14 @@ final class SimulatedWorkers implements AutoCloseable {
    */
   SimulatedWorkers(String address, String workerToken, int count, int gpus, ObjectRef result)
       throws Exception {
+    this(address, workerToken, count, gpus, result, 0);
+  }
+
+  /** As above; each call ends {@code runMillis} after it started (0: at once). */
+  SimulatedWorkers(String address, String workerToken, int count, int gpus, ObjectRef result,
+      long runMillis) throws Exception {
     this.result = result;
+    this.runMillis = runMillis;
     int colon = address.lastIndexOf(':');
     SocketAddress head = SocketAddress.inetSocketAddress(
         Integer.parseInt(address.substring(colon + 1)), address.substring(0, colon));
@@ -148,6 +156,14 @@ final class SimulatedWorkers implements AutoCloseable {
       }
       stream.write(WorkerMessage.newBuilder().setSeq(nextSeq++).setStarted(
           CallStarted.newBuilder().setTaskId(taskId).setExecutorId(id + "-e")).build());
+      if (runMillis > 0) {
+        vertx.setTimer(runMillis, timer -> end(taskId));
+      } else {
+        end(taskId);
+      }
+    }
+
+    private void end(String taskId) {
       stream.write(WorkerMessage.newBuilder().setSeq(nextSeq++).setEnded(CallEnded.newBuilder()
           .setTaskId(taskId).setReturned(CallReturned.newBuilder().setResult(result))).build());
       lastEndNanos = System.nanoTime();
