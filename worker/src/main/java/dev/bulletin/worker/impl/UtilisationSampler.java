@@ -39,16 +39,16 @@ public final class UtilisationSampler implements GpuUsage, AutoCloseable {
     }
   };
   private volatile Map<Integer, Double> current = Map.of();
-  /** Each GPU's utilisation at the latest periodic sample, and when: a call's last stretch. */
+  /**
+   * Each GPU's utilisation at the latest periodic sample, for a call's last stretch; emptied
+   * when a period finds no call holding GPUs (then it says nothing of the next call's).
+   */
   private Map<Integer, Double> latest = Map.of();
-  private long latestNanos;
-  private final long periodNanos;
   private final ScheduledExecutorService thread;
 
   UtilisationSampler(UtilisationSource source, int gpuCount, long periodMillis) {
     this.source = source;
     this.gpuCount = gpuCount;
-    this.periodNanos = TimeUnit.MILLISECONDS.toNanos(periodMillis);
     this.thread = gpuCount == 0 ? null : Executors.newSingleThreadScheduledExecutor(runnable -> {
       Thread t = new Thread(runnable, "bulletin-gpu-sampler");
       t.setDaemon(true);
@@ -87,8 +87,7 @@ public final class UtilisationSampler implements GpuUsage, AutoCloseable {
       if (call == null) {
         return;
       }
-      // Older than two periods: no call held these GPUs meanwhile, and the value says nothing.
-      lastStretch = System.nanoTime() - latestNanos <= 2 * periodNanos ? latest : Map.of();
+      lastStretch = latest;
     }
     if (source.samplesAtCallEnd()) {
       lastStretch = source.sample(List.of(call.holder));
@@ -120,6 +119,7 @@ public final class UtilisationSampler implements GpuUsage, AutoCloseable {
     synchronized (this) {
       if (running.isEmpty()) {
         current = Map.of();
+        latest = Map.of();
         return;
       }
       running.values().forEach(call -> holders.add(call.holder));
@@ -128,7 +128,6 @@ public final class UtilisationSampler implements GpuUsage, AutoCloseable {
     synchronized (this) {
       long now = System.nanoTime();
       latest = Map.copyOf(sample);
-      latestNanos = now;
       Map<Integer, Double> held = new HashMap<>();
       for (Running call : running.values()) { // a call that ended meanwhile took its own share
         accumulate(call, sample, now);
