@@ -6,8 +6,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -47,13 +52,13 @@ class UtilisationSamplerTest {
 
   /** Stands in for an nvidia-smi that does not answer: every periodic sample blocks. */
   private static final class StuckSource implements UtilisationSource {
-    final java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
-    final java.util.concurrent.Semaphore entered = new java.util.concurrent.Semaphore(0);
-    final java.util.concurrent.atomic.AtomicInteger samples =
-        new java.util.concurrent.atomic.AtomicInteger();
+    final CountDownLatch release = new CountDownLatch(1);
+    final Semaphore entered = new Semaphore(0);
+    final AtomicInteger samples =
+        new AtomicInteger();
 
     @Override
-    public Map<Integer, Double> sample(java.util.Collection<Holder> holders) {
+    public Map<Integer, Double> sample(Collection<Holder> holders) {
       samples.incrementAndGet();
       entered.release();
       try {
@@ -75,7 +80,7 @@ class UtilisationSamplerTest {
     StuckSource stuck = new StuckSource();
     try (UtilisationSampler sampler = new UtilisationSampler(stuck, 1, 20)) {
       sampler.begin("short", List.of(0), 0);
-      assertTrue(stuck.entered.tryAcquire(30, java.util.concurrent.TimeUnit.SECONDS),
+      assertTrue(stuck.entered.tryAcquire(30, TimeUnit.SECONDS),
           "the periodic sample started");
       Thread ending = new Thread(() -> sampler.end("short"));
       ending.start();

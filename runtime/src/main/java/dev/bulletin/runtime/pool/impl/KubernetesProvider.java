@@ -274,15 +274,8 @@ public final class KubernetesProvider implements WorkerProvider {
    * that the autoscaler finds the full reason once it sees the worker gone.
    */
   private void seen(Pod pod) {
-    synchronized (ends) {
-      taken(pod);
-    }
-  }
-
-  /** {@link #seen}'s bookkeeping, under {@link #ends}. */
-  private void taken(Pod pod) {
     String phase = pod.getStatus() == null ? null : pod.getStatus().getPhase();
-    if (!"Failed".equals(phase) && !"Succeeded".equals(phase) || !deleting.add(key(pod))) {
+    if (!"Failed".equals(phase) && !"Succeeded".equals(phase)) {
       return;
     }
     String ns = pod.getMetadata().getNamespace();
@@ -293,10 +286,15 @@ public final class KubernetesProvider implements WorkerProvider {
     // Not an eviction, nor a Pod being deleted on purpose (its end is no news).
     boolean readLog = "Failed".equals(phase) && !"Evicted".equals(pod.getStatus().getReason())
         && pod.getMetadata().getDeletionTimestamp() == null;
-    if (readLog) {
-      readingLog.add(key(pod));
-    } else if (worker != null) {
-      goneReasons.put(worker, reason);
+    synchronized (ends) {
+      if (!deleting.add(key(pod))) {
+        return;
+      }
+      if (readLog) {
+        readingLog.add(key(pod));
+      } else if (worker != null) {
+        goneReasons.put(worker, reason);
+      }
     }
     threads.execute(() -> {
       String full = reason;
