@@ -166,7 +166,14 @@ def _resident_rows(shell, client, mib: int) -> None:
 
 
 def _spill_restore_row(mib: int) -> None:
-    """``_runtime._resident.spill`` and its restore, in this process, on ``mib`` MiB."""
+    """``_runtime._resident.spill`` and its restore, in this process, on ``mib`` MiB, each
+    beside a single-thread copy of the same bytes into new memory made just before it.
+
+    Paired, because on a VM the cost of new memory depends on what was freed last: pages the
+    guest freed a moment ago come back at once, pages it gave back to the host (free page
+    reporting) fault there again, several times slower (on the 2-core VM, 1 GiB copied into new
+    memory took 0.42-0.53 s just after 1 GiB was freed and 1.5-3.0 s otherwise). A copy made
+    just before an operation meets the same memory as it."""
     import tempfile
 
     import torch
@@ -177,12 +184,11 @@ def _spill_restore_row(mib: int) -> None:
     source = torch.ones((mib << 20) // 4)
     shm = "/dev/shm" if os.path.isdir("/dev/shm") else None  # where the store keeps objects
     folder = tempfile.mkdtemp(dir=shm)
-    copy_seconds = min(_copy_seconds(source) for _ in range(3))
     touched = bytearray(source.nbytes)
     touched_seconds = min(_copy_seconds(source, into=touched) for _ in range(3))
     del touched
     shm_seconds = min(_copy_seconds(source, folder) for _ in range(3))
-    spill_seconds, staged_seconds, restore_seconds = [], [], []
+    rows: dict[str, list[tuple[float, float]]] = {"staged": [], "spill": [], "restore": []}
     try:
         for attempt in range(3):
             # Into a pre-faulted file, as the agent stages one from the store's arena (its
@@ -190,34 +196,42 @@ def _spill_restore_row(mib: int) -> None:
             _resident.keep(source, "w")
             path = os.path.join(folder, f".staged-{attempt}")
             _prefaulted(path, source.nbytes + (1 << 20))
+            copy = _copy_seconds(source)
             start = time.perf_counter()
             _resident.spill(path)
-            staged_seconds.append(time.perf_counter() - start)
+            rows["staged"].append((time.perf_counter() - start, copy))
             os.unlink(path)
             # Into new memory (a store without an arena), then restored from there.
             _resident.keep(source, "w")
             path = os.path.join(folder, f".spill-{attempt}")
+            copy = _copy_seconds(source)
             start = time.perf_counter()
             spilled = _resident.spill(path)
-            spill_seconds.append(time.perf_counter() - start)
+            rows["spill"].append((time.perf_counter() - start, copy))
+            copy = _copy_seconds(source)
             start = time.perf_counter()
             restored = _resident.resolve(spilled["handles"][0], {spilled["handles"][0]: path}, {})
-            restore_seconds.append(time.perf_counter() - start)
+            rows["restore"].append((time.perf_counter() - start, copy))
             assert restored.shape == source.shape
             _resident.forget_names(["w"])
             del restored
             os.unlink(path)
     finally:
         os.rmdir(folder)
-    spill, staged, restore = min(spill_seconds), min(staged_seconds), min(restore_seconds)
+
+    def row(name: str) -> str:
+        seconds = statistics.median(op for op, _ in rows[name])
+        ratio = statistics.median(copy / op for op, copy in rows[name])
+        copies = statistics.median(copy for _, copy in rows[name])
+        return (f"{seconds * 1e3:.0f} ms, {ratio:.2f}x the copy beside it "
+                f"({copies * 1e3:.0f} ms)")
+
     print(f"spill and restore of {mib} MiB (simulation: CPU tensors stand in for device memory; "
-          f"best of 3). A single-thread copy into new memory: {copy_seconds * 1e3:.0f} ms; into "
-          f"a new file of the store's shared memory: {shm_seconds * 1e3:.0f} ms; into memory "
-          f"already touched: {touched_seconds * 1e3:.0f} ms. Spill into a pre-faulted arena "
-          f"file: {staged * 1e3:.0f} ms ({copy_seconds / staged:.2f}x the first copy); into a "
-          f"new file: {spill * 1e3:.0f} ms ({copy_seconds / spill:.2f}x the first, "
-          f"{shm_seconds / spill:.2f}x the second); restore (into new memory) "
-          f"{restore * 1e3:.0f} ms ({copy_seconds / restore:.2f}x the first) (goal: >= 0.8x)")
+          f"medians of 3, each beside a single-thread copy into new memory made just before it). "
+          f"Spill into a pre-faulted arena file: {row('staged')}; into a new file: "
+          f"{row('spill')}; restore (into new memory): {row('restore')} (goal: >= 0.8x). For "
+          f"scale, best of 3: a copy into memory already touched {touched_seconds * 1e3:.0f} ms, "
+          f"into a new file of the store's shared memory {shm_seconds * 1e3:.0f} ms")
 
 
 def _copy_seconds(source, folder: str | None = None, into=None) -> float:

