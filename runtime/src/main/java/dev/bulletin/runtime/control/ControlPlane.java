@@ -9,7 +9,6 @@ import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.protocol.FailureCode;
 import dev.bulletin.protocol.TaskSpec;
-import dev.bulletin.runtime.scheduler.ClusterCapacity;
 import dev.bulletin.runtime.scheduler.Demand;
 import dev.bulletin.runtime.scheduler.Feasibility;
 import dev.bulletin.runtime.scheduler.WorkerCapacity;
@@ -45,8 +44,9 @@ public final class ControlPlane {
   private final TaskTable tasks;
   /** Attached workers in the order they joined (first fit prefers the earliest). */
   private final Map<String, AttachedWorker> workers = new LinkedHashMap<>();
-  /** Workers pools could start: feasibility counts them (a call only they fit waits for one). */
-  private List<WorkerCapacity> potential = List.of();
+  /** What feasibility compares against, pools' potential workers included (a call only they
+   *  fit waits for one). */
+  private final ClusterShapes shapes = new ClusterShapes(workers);
   /** Where objects live (results kept on remote workers), and the references to them. */
   private final ObjectDirectory objects;
   private java.util.function.BiConsumer<String, Double> creditsEarned = (group, credits) -> { };
@@ -143,7 +143,7 @@ public final class ControlPlane {
    * waits for one instead of failing as infeasible.
    */
   public void potentialWorkers(List<WorkerCapacity> shapes) {
-    potential = List.copyOf(shapes);
+    this.shapes.potential(shapes);
   }
 
   /** Where waiting calls learn what the pools do for them (a worker starting, or why none). */
@@ -165,23 +165,12 @@ public final class ControlPlane {
    * start? The scheduler's answer, with what the cluster has when it is "never".
    */
   public Feasibility feasibility(Demand demand) {
-    List<WorkerCapacity> all = new ArrayList<>(workers.size() + potential.size());
-    for (AttachedWorker worker : workers.values()) {
-      all.add(worker.slots().capacity());
-    }
-    all.addAll(potential);
-    return policy.feasible(demand, ClusterCapacity.of(all));
+    return policy.feasible(demand, shapes.all());
   }
 
   /** Could the call ever run on a worker that takes calls now (attached, not draining)? */
   Feasibility feasibilityOnOpenWorkers(Demand demand) {
-    List<WorkerCapacity> open = new ArrayList<>(workers.size());
-    for (AttachedWorker worker : workers.values()) {
-      if (worker.drainReason() == null) {
-        open.add(worker.slots().capacity());
-      }
-    }
-    return policy.feasible(demand, ClusterCapacity.of(open));
+    return policy.feasible(demand, shapes.open());
   }
 
   public Optional<AttachedWorker> worker(String workerId) {
@@ -195,6 +184,7 @@ public final class ControlPlane {
     if (workers.putIfAbsent(worker.id(), worker) != null) {
       return false;
     }
+    shapes.workersChanged();
     schedule();
     return true;
   }
@@ -221,6 +211,7 @@ public final class ControlPlane {
    */
   public void detach(AttachedWorker worker, String how) {
     if (workers.remove(worker.id(), worker)) {
+      shapes.workersChanged();
       objects.workerLost(worker.id(), how);
     }
     schedule();

