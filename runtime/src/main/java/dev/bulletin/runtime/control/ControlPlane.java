@@ -78,7 +78,7 @@ public final class ControlPlane {
     this.admission = new Admission(tasks, journaling, policy, objects);
     this.runner = new CallRunner(context, journaling, tasks, objects, policy,
         new CallEndings(tasks, objects, journaling, store, inlineLimit), runAs,
-        workers::get, this::stop, this::schedule);
+        workers::get, this::stop, passes::requestSoon);
     policy.ledger().onChange(() -> journaling.ledger(policy.ledger().image()));
     objects.residents().listen(journaling.residents());
   }

@@ -85,17 +85,34 @@ final class Passes {
    * pipelined map at about two calls per millisecond.)
    */
   void request() {
+    request(true);
+  }
+
+  /**
+   * Asks for a pass at the next turn of the loop, for a call's end: the ends that arrived with
+   * it (a worker's stream delivers several at once under load, and the local agent hands each
+   * over as a task) are handled first and share one pass, where each ran a pass of its own
+   * (make bench-scale: 10 workers 202 -> 183-192 µs of runtime CPU per call, 1,000 workers
+   * 254-278 -> 219-238). A submit's pass still runs at once: deferring it too put a loop turn,
+   * the Submit's reply written, between a lone sync call and its placement (+80 µs p50).
+   */
+  void requestSoon() {
+    request(false);
+  }
+
+  private void request(boolean mayRunNow) {
     passWanted = true;
     if (passRunning || passDeferred) {
       return;
     }
     long since = System.nanoTime() - lastPassEndNanos;
-    if (since >= lastPassNanos || plane.tasks().queuedView().size() <= SHORT_QUEUE) {
+    boolean cheap = since >= lastPassNanos || plane.tasks().queuedView().size() <= SHORT_QUEUE;
+    if (cheap && mayRunNow) {
       runPasses();
       return;
     }
     passDeferred = true;
-    long waitMillis = (lastPassNanos - since) / 1_000_000;
+    long waitMillis = cheap ? 0 : (lastPassNanos - since) / 1_000_000;
     if (waitMillis == 0) {
       context.runOnContext(ignored -> runDeferred());
     } else {
