@@ -131,6 +131,49 @@ def test_other_calls_go_to_the_gpu_without_state_and_the_session_finds_its_own(t
         two.stop()
 
 
+def nap(seconds: float):
+    time.sleep(seconds)
+    return gpu_and_pid()
+
+
+def test_a_call_whose_value_is_live_in_a_busy_executor_waits_for_it_instead_of_failing(
+        tmp_path):
+    """Two GPUs. alice's own call from another session holds one; her value is then kept live
+    on the other; a second call of that other session can only take the value's GPU, and runs
+    in the very executor that keeps it (a call of the same user runs beside the values). The
+    first GPU comes free. Her next call reading the value cannot run there: the value does not
+    move while its executor is busy (before, the call went there and failed with
+    ResidentLostError). It waits, saying why, and runs once that call ends, the value as it
+    was."""
+    (tmp_path / "home").mkdir()
+    two = start_two_user_cluster(tmp_path / "home", cpus=2, gpus=2)
+    try:
+        with bulletin.Client(two.address, token=ALICE, set_as_default=False) as cell, \
+                bulletin.Client(two.address, token=ALICE, set_as_default=False) as other:
+            # Started before the value exists: a call starting later would spill it (the
+            # agent spills what the user's other idle executors keep, for the call to restore).
+            short = other.submit(bulletin.gpu(nap), 8.0)
+            wait_until(lambda: short.status == "running", 60, what="the short call to start")
+            kept = cell.submit(bulletin.gpu(keep=True)(make), 1024)
+            handle = kept.result(timeout=120)
+            mine = kept.placement.gpu_ids[0]
+            assert mine != short.placement.gpu_ids[0]
+            keeper_pid, _ = cell.submit(bulletin.gpu(identity), handle).result(timeout=60)
+            long = other.submit(bulletin.gpu(nap), 20.0)  # only the value's GPU is free
+            wait_until(lambda: long.status == "running", 60, what="the long call to start")
+            assert long.placement.gpu_ids[0] == mine
+            short.result(timeout=60)
+            reading = cell.submit(bulletin.gpu(where_and_what), handle, 0.0)
+            wait_until(lambda: reading.wait_info is not None, 30, what="the call's wait reason")
+            assert reading.wait_info.code == "STATE_ON_GPU", reading.wait_info
+            assert f"GPU {mine} of worker" in reading.wait_info.reason, reading.wait_info
+            assert reading.status == "queued"
+            assert long.result(timeout=60)[1] == keeper_pid  # it ran in the value's executor
+            assert reading.result(timeout=60)[2] == 1024 * FILL  # found, as it was
+    finally:
+        two.stop()
+
+
 def test_fetch_copies_the_value_here(cluster):
     with bulletin.Client(cluster.address, token=ALICE) as alice:
         handle = alice.submit(bulletin.gpu(keep=True)(make), 8).result()

@@ -101,7 +101,7 @@ final class Admission {
     task.needsExecutor(executorSpec);
     // Looked up in the caller's namespace only: naming another user's id finds nothing. The
     // runtime's directory knows better than the handle where a value moved since.
-    task.readsResident(spec.getResidentHandlesList());
+    task.readsResident(spec.getResidentHandlesList(), spec.getPreferWorker());
     task.preferWorker(objects.residents().preferredFor(session.namespace(),
         spec.getResidentHandlesList(), spec.getPreferWorker()));
     // A call without a timeout may run for its QoS class's longest walltime, and is stopped then.

@@ -1,6 +1,7 @@
 package dev.bulletin.runtime.control;
 
 import dev.bulletin.runtime.objects.ObjectDirectory;
+import dev.bulletin.runtime.objects.ResidentDirectory;
 import dev.bulletin.runtime.workers.AttachedWorker;
 import dev.bulletin.runtime.workers.ResidentGpus;
 import dev.bulletin.bridge.ObjectKey;
@@ -124,22 +125,52 @@ public final class PolicyPass {
     }
     List<QueuedCall> queued = new ArrayList<>(queue.size());
     for (Task task : queue) {
-      queued.add(queuedCall(task, objects));
+      queued.add(queuedCall(task, objects, workers));
     }
     return scheduler.plan(new Snapshot(workerStates, running, queued, ledger.snapshot(now),
         policy));
   }
 
   /** The task as the scheduler sees it queued. */
-  private QueuedCall queuedCall(Task task, ObjectDirectory objects) {
+  private QueuedCall queuedCall(Task task, ObjectDirectory objects,
+      Collection<AttachedWorker> workers) {
+    String liveOn = liveOn(task, objects.residents(), workers);
     return QueuedCall.builder().id(task.id()).user(task.owner().user())
         .group(task.owner().group()).qos(task.qos()).demand(task.demand())
         .priority(task.priority()).creditsSpent((long) task.credits())
         .inputs(inputs(task, objects)).submittedAt(task.submittedAt())
-        .walltime(expectedRun(task)).preferredWorker(task.preferredWorker())
+        .walltime(expectedRun(task))
+        .preferredWorker(liveOn.isEmpty() ? task.preferredWorker() : liveOn)
+        .keptLive(!liveOn.isEmpty())
         .residentSession(task.sink().sessionId().isEmpty() ? ""
             : ResidentGpus.key(task.args().namespace(), task.sink().sessionId()))
         .build();
+  }
+
+  /**
+   * The worker where values the call reads are live now (on a GPU, not spilled), or "": where
+   * they were restored since their last spill, or, never spilled, the worker the client's
+   * handle names if a GPU there keeps values of the caller's. Asked at each pass: a spill
+   * reported since the submit frees the call to go anywhere. A handle of another user's, or a
+   * made-up one, holds the call nowhere.
+   */
+  private static String liveOn(Task task, ResidentDirectory residents,
+      Collection<AttachedWorker> workers) {
+    if (task.residentHandles().isEmpty()) {
+      return "";
+    }
+    String namespace = task.args().namespace();
+    String restored = residents.restoredLiveOn(namespace, task.residentHandles());
+    if (!restored.isEmpty() || task.residentMadeOn().isEmpty()
+        || !residents.neverSpilled(namespace, task.residentHandles())) {
+      return restored;
+    }
+    for (AttachedWorker worker : workers) {
+      if (worker.id().equals(task.residentMadeOn())) {
+        return worker.residentGpus().keepsFor(namespace) ? worker.id() : "";
+      }
+    }
+    return "";
   }
 
   /** The call's argument objects, id to size: what the locality score weighs. */

@@ -303,6 +303,39 @@ public final class ResidentDirectory {
     return preferred;
   }
 
+  /**
+   * The worker where one of these handles was restored since its last spill (live on a GPU
+   * there), or "". A call reading it can read it only there.
+   */
+  public String restoredLiveOn(String namespace, Collection<String> handles) {
+    Map<String, Live> restored = restoredOn.getOrDefault(namespace, Map.of());
+    for (String handle : handles) {
+      Live live = restored.get(handle);
+      if (live != null) {
+        return live.workerId();
+      }
+    }
+    return "";
+  }
+
+  /**
+   * Whether one of these handles is unknown here: never spilled, restored or seen to go. Such
+   * a value, if it is this namespace's at all, is still in the executor of the call that made
+   * it, on the worker the client's handle names.
+   */
+  public boolean neverSpilled(String namespace, Collection<String> handles) {
+    Map<String, Live> restored = restoredOn.getOrDefault(namespace, Map.of());
+    Map<String, ResidentSpill> spilled = byHandle.getOrDefault(namespace, Map.of());
+    Map<String, String> gone = lost.getOrDefault(namespace, new LinkedHashMap<>());
+    for (String handle : handles) {
+      if (!restored.containsKey(handle) && !spilled.containsKey(handle)
+          && !gone.containsKey(handle)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   private void forgetLive(String namespace, String handle) {
     Map<String, Live> live = restoredOn.get(namespace);
     if (live != null && live.remove(handle) != null && live.isEmpty()) {

@@ -24,6 +24,7 @@ public final class Task {
   private Map<String, Long> inputSizes;
   private volatile String preferredWorker = "";
   private List<String> residentHandles = List.of();
+  private String residentMadeOn = "";
   private Map<String, ObjectKey> restoring = Map.of();
   private Map<String, String> residentLost = Map.of();
   private final double timeoutSeconds;
@@ -182,9 +183,13 @@ public final class Task {
    */
   public List<String> residentHandles() { return residentHandles; }
 
-  public void readsResident(List<String> handles) {
+  public void readsResident(List<String> handles, String madeOn) {
     this.residentHandles = List.copyOf(handles);
+    this.residentMadeOn = madeOn == null ? "" : madeOn;
   }
+
+  /** The worker the client's handles say made the values (TaskSpec.prefer_worker), or "". */
+  public String residentMadeOn() { return residentMadeOn; }
 
   /**
    * For the attempt placed now: handle id to the spill object another worker made, which the

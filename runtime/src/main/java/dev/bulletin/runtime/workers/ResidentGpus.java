@@ -61,6 +61,16 @@ public final class ResidentGpus {
     keptBy.values().removeIf(new Keeper(namespace, session)::equals);
   }
 
+  /** Whether a GPU here keeps values of one of {@code namespace}'s sessions. */
+  public boolean keepsFor(String namespace) {
+    for (Keeper keeper : keptBy.values()) {
+      if (keeper.namespace().equals(namespace)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** GPU id to the key of the session keeping values there. */
   public Map<Integer, String> snapshot() {
     if (keptBy.isEmpty()) {

@@ -153,6 +153,24 @@ class ResidentDirectoryTest {
   }
 
   @Test
+  void aValueIsNeverSpilledUntilSpilledAndLiveWhereItWasRestoredSince() {
+    assertTrue(residents.neverSpilled(ALICE, List.of(H1)));
+    assertEquals("", residents.restoredLiveOn(ALICE, List.of(H1)));
+    residents.spilled("w1", true, SPILL, SIZE, "pickle", Map.of(H1, "s1"));
+    assertFalse(residents.neverSpilled(ALICE, List.of(H1)), "spilled: it can move");
+    assertTrue(residents.neverSpilled(BOB, List.of(H1)), "bob's namespace knows nothing of it");
+    assertTrue(residents.neverSpilled(ALICE, List.of(H1, H2)), "one of them unknown");
+    ResidentDirectory.ForCall call = residents.forCall(ALICE, List.of(H1), "w2", "w1");
+    residents.restoredOn(ALICE, call.restore().values(), "w2", "t1");
+    assertEquals("w2", residents.restoredLiveOn(ALICE, List.of(H1)), "restored on w2 since");
+    assertEquals("", residents.restoredLiveOn(BOB, List.of(H1)));
+    assertFalse(residents.neverSpilled(ALICE, List.of(H1)));
+    objects.workerLost("w2", "lost its connection: reset");
+    assertEquals("", residents.restoredLiveOn(ALICE, List.of(H1)), "gone with w2");
+    assertFalse(residents.neverSpilled(ALICE, List.of(H1)), "and known to be gone");
+  }
+
+  @Test
   void aSessionsEndDropsItsHandlesAndTheSpillNoneIsLeftOf() {
     residents.spilled("w1", true, SPILL, SIZE, "pickle", Map.of(H1, "s1", H2, "s2"));
     residents.sessionEnded(ALICE, "s1", "its session ended");

@@ -29,9 +29,12 @@ class ResidentGpusTest {
     assertEquals(Map.of(0, ALICE, 1, ALICE), gpus.snapshot());
     gpus.taken(List.of(1), "bob"); // the worker spills hers before bob's call runs
     assertEquals(Map.of(0, ALICE), gpus.snapshot());
+    assertEquals(true, gpus.keepsFor("alice"));
+    assertEquals(false, gpus.keepsFor("bob"), "bob keeps nothing here: his call took a GPU");
     gpus.sessionEnded("alice", "s2");
     assertEquals(Map.of(0, ALICE), gpus.snapshot(), "another session's end leaves hers");
     gpus.sessionEnded("alice", "s1");
     assertEquals(Map.of(), gpus.snapshot());
+    assertEquals(false, gpus.keepsFor("alice"));
   }
 }

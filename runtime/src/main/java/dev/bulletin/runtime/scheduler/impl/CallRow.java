@@ -55,6 +55,13 @@ final class CallRow {
   String reservedWorker;
   /** Decided ahead of the queue order (it holds a reservation): the order skips it. */
   boolean decidedEarly;
+  /**
+   * The index of the worker whose executor keeps values it reads, live on its GPUs
+   * ({@link dev.bulletin.runtime.scheduler.snapshot.QueuedCall#keptLive}): it runs there or
+   * waits. -1: it may run anywhere (none kept live, the worker is gone, or the call could never
+   * fit it).
+   */
+  int keeper = -1;
 
   CallRow(QueuedCall call, int index, int user, int group, int qosId, QosClass qos,
       GroupQuota quota, UserLimit limit) {

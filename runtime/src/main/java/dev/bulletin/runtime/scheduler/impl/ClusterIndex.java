@@ -194,6 +194,22 @@ final class ClusterIndex {
     return mine;
   }
 
+  /**
+   * The index of the worker that keeps the call's values live, or -1 where holding the call to
+   * it would hold it forever: the worker is not attached (its values went with it), or it could
+   * not run the call even idle (the call then runs elsewhere and is told where they are).
+   */
+  int keeper(CallRow row) {
+    Integer w = byId.get(row.call.preferredWorker());
+    if (w == null) {
+      return -1;
+    }
+    WorkerState worker = workers[w];
+    boolean fits = row.fractional() ? gpuCount[w] >= 1 : gpuCount[w] >= row.gpus;
+    return fits && worker.cpus() >= row.cpus - 1e-9 && worker.memoryBytes() >= row.memory ? w
+        : -1;
+  }
+
   /** Usable workers: the pass neither adds nor retires any. */
   int usableWorkers() {
     return capacity.workers();

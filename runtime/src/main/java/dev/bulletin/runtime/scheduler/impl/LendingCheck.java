@@ -1,6 +1,7 @@
 package dev.bulletin.runtime.scheduler.impl;
 
 import dev.bulletin.runtime.scheduler.plan.WaitCode;
+import dev.bulletin.runtime.scheduler.policy.PolicyConfig;
 
 /**
  * Preemptible work (borrowed over quota, or a preemptible QoS) runs only on lendable capacity:
@@ -26,5 +27,31 @@ final class LendingCheck implements CallCheck {
               + " calls)"));
     }
     return Verdict.PASS;
+  }
+
+  /**
+   * Capacity no quota covers, plus each group's idle quota up to its {@code lend}; computed once
+   * the in-quota calls of the pass are placed (preemptible placements do not change it).
+   */
+  static double lendableGpus(PolicyConfig policy, Counters counters, Names groups,
+      ClusterIndex index) {
+    long capacity = 0;
+    for (int w = 0; w < index.size; w++) {
+      if (index.usable[w]) {
+        capacity += index.gpuCount[w];
+      }
+    }
+    long quotas = 0;
+    double lendable = 0;
+    for (var quota : policy.groups().values()) {
+      if (!quota.limitsGpus()) {
+        return Integer.MAX_VALUE;
+      }
+      int id = groups.find(quota.name());
+      double held = id < 0 ? 0 : counters.groupQuotaGpus(id);
+      quotas += quota.maxGpus();
+      lendable += Math.min(quota.lend(), Math.max(0, quota.maxGpus() - held));
+    }
+    return Math.min(Integer.MAX_VALUE, Math.max(0, capacity - quotas) + lendable);
   }
 }

@@ -162,6 +162,9 @@ final class Pass implements PassView {
       resolved[i] = new CallRow(call, i, users.find(call.user()), groups.find(call.group()),
           qos == null ? -1 : qosNames.find(qos.name()), qos, policy.group(call.group()),
           policy.limitFor(call.user()));
+      if (call.keptLive()) {
+        resolved[i].keeper = index.keeper(resolved[i]);
+      }
     }
     return resolved;
   }
@@ -229,32 +232,6 @@ final class Pass implements PassView {
     return lendable;
   }
 
-  /**
-   * Capacity no quota covers, plus each group's idle quota up to its {@code lend}; computed once
-   * the in-quota calls of the pass are placed (preemptible placements do not change it).
-   */
-  private static double lendableGpus(PolicyConfig policy, Counters counters, Names groups,
-      ClusterIndex index) {
-    long capacity = 0;
-    for (int w = 0; w < index.size; w++) {
-      if (index.usable[w]) {
-        capacity += index.gpuCount[w];
-      }
-    }
-    long quotas = 0;
-    double lendable = 0;
-    for (var quota : policy.groups().values()) {
-      if (!quota.limitsGpus()) {
-        return Integer.MAX_VALUE;
-      }
-      int id = groups.find(quota.name());
-      double held = id < 0 ? 0 : counters.groupQuotaGpus(id);
-      quotas += quota.maxGpus();
-      lendable += Math.min(quota.lend(), Math.max(0, quota.maxGpus() - held));
-    }
-    return Math.min(Integer.MAX_VALUE, Math.max(0, capacity - quotas) + lendable);
-  }
-
   Plan run() {
     long start = ticker.getAsLong();
     reserveForBigCalls();
@@ -265,7 +242,7 @@ final class Pass implements PassView {
       }
     }
     lending = true;
-    lendable = lendableGpus(policy, counters, groups, index);
+    lendable = LendingCheck.lendableGpus(policy, counters, groups, index);
     for (CallRow row : deferred) {
       decide(row, true);
     }
@@ -332,7 +309,8 @@ final class Pass implements PassView {
       place(row, selector.chosenWorker, selector.chosenGpus);
       placed = true;
     } else {
-      if (!row.preemptible) {
+      // A call held to the worker that keeps its values does not stop calls elsewhere.
+      if (!row.preemptible && row.keeper < 0) {
         reclaim(row);
       }
       waiting.add(row);

@@ -77,6 +77,9 @@ final class Selector {
         return false;
       }
     }
+    if (row.keeper >= 0) {
+      return onKeeper(row, row.keeper);
+    }
     int found = 0;
     java.util.Arrays.fill(filteredNow, 0);
     stamp++;
@@ -153,6 +156,48 @@ final class Selector {
       }
     }
     return true;
+  }
+
+  /**
+   * A call whose values are live on worker {@code w}'s GPUs runs there or waits: a value on a
+   * GPU moves only once spilled, and the executor that keeps it spills only while idle. On that
+   * worker any free GPUs do (the agent spills the user's other idle executors first and the call
+   * restores what they kept); what it waits for is a GPU with its state to be free, as that one
+   * is taken by its owner's own call in the keeping executor. Its wait is not remembered as a
+   * failed shape: it says nothing about other workers.
+   */
+  private boolean onKeeper(CallRow row, int w) {
+    long mine = index.ownState(w, row.call.residentSession());
+    boolean stateFree = (mine & ~index.freeMask[w]) == 0;
+    if (index.usable[w] && stateFree && hasGpuRoom(row, w) && accepts(row, w)) {
+      long others = index.stateMask[w] & ~mine;
+      chosenWorker = w;
+      chosenGpus = row.fractional()
+          ? 1L << GpuPicker.pickShare(index.distances[w], index.gpuCount[w], index.freeMask[w],
+              index.shareFree[w], index.reclaiming[w], row.eighths, mine, others)
+          : GpuPicker.pick(index.distances[w], index.gpuCount[w], index.freeMask[w], row.gpus,
+              mine, others);
+      return true;
+    }
+    String where = "values it reads are kept on "
+        + (mine == 0 ? "worker " : (Long.bitCount(mine) == 1 ? "GPU " : "GPUs ") + gpuList(mine)
+            + " of worker ") + index.workers[w].id()
+        + " (live, not spilled: a value on a GPU moves only once it is spilled)";
+    String why = !index.usable[w] ? "; that worker is draining, and it waits until they are"
+        + " spilled there"
+        : !stateFree ? "; a GPU that keeps them is taken (by your own call, in the executor"
+            + " that keeps them), and it runs there once the GPU is free"
+        : "; it runs there once that worker has room";
+    row.waitWith(WaitCode.STATE_ON_GPU, where + why);
+    return false;
+  }
+
+  private static String gpuList(long mask) {
+    StringBuilder ids = new StringBuilder();
+    for (long m = mask; m != 0; m &= m - 1) {
+      ids.append(ids.length() == 0 ? "" : ", ").append(Long.numberOfTrailingZeros(m));
+    }
+    return ids.toString();
   }
 
   /** The worker has the GPUs free, or for a share, a GPU with that many eighths free. */

@@ -86,7 +86,7 @@ final class WaitExplainer {
       case QOS_LIMIT -> eta.qosSlot(row);
       case USER_LIMIT -> eta.userLimit(row);
       case PREEMPTING -> Optional.of(pass.now().plus(pass.policy().preemptionGrace()));
-      case NO_WORKERS, WORKER_EXPIRY -> Optional.empty();
+      case NO_WORKERS, WORKER_EXPIRY, STATE_ON_GPU -> Optional.empty();
     };
   }
 

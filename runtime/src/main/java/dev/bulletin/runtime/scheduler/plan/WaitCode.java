@@ -24,5 +24,11 @@ public enum WaitCode {
    * GPUs that are free are reserved for older big calls (backfill), and it would run past the
    * reservation's start; a shorter walltime would let it use them.
    */
-  RESERVED
+  RESERVED,
+  /**
+   * Values it reads are live on a GPU of one worker (not spilled), and that worker cannot take
+   * it now (the GPU is taken, by its owner's own call in the executor that keeps them): it runs
+   * there once it can. A worker the pools start would not help.
+   */
+  STATE_ON_GPU
 }

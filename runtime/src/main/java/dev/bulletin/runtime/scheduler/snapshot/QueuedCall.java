@@ -23,6 +23,9 @@ import java.util.Map;
  *     takes it first when free (no copy). A GPU keeping another key's state is someone
  *     else's: the call avoids it when another free GPU fits as well. A call with "" (a plain
  *     call, or a mapped cell's other calls, which keep nothing) avoids every GPU with state.
+ * @param keptLive values it reads are live (not spilled) in an executor of
+ *     {@code preferredWorker}: it can read them only there, so it runs there or waits (a value
+ *     on a GPU moves only once spilled, and an executor spills only when idle)
  */
 public record QueuedCall(
     String id,
@@ -36,7 +39,8 @@ public record QueuedCall(
     Instant submittedAt,
     Duration walltime,
     String preferredWorker,
-    String residentSession) {
+    String residentSession,
+    boolean keptLive) {
 
   public QueuedCall {
     if (id == null || id.isBlank()) {
@@ -55,9 +59,21 @@ public record QueuedCall(
     walltime = walltime == null ? Duration.ZERO : walltime;
     preferredWorker = preferredWorker == null ? "" : preferredWorker;
     residentSession = residentSession == null ? "" : residentSession;
+    if (keptLive && preferredWorker.isEmpty()) {
+      throw new IllegalArgumentException("queued call " + id
+          + ": keptLive needs the preferredWorker that keeps its values");
+    }
     if (walltime.isNegative()) {
       throw new IllegalArgumentException("queued call " + id + ": walltime must be >= 0");
     }
+  }
+
+  /** A call whose values, if any, can be read wherever it runs. */
+  public QueuedCall(String id, String user, String group, String qos, Demand demand,
+      int priority, long creditsSpent, Map<String, Long> inputs, Instant submittedAt,
+      Duration walltime, String preferredWorker, String residentSession) {
+    this(id, user, group, qos, demand, priority, creditsSpent, inputs, submittedAt, walltime,
+        preferredWorker, residentSession, false);
   }
 
   /** A call that reads no session's GPU state (as before issue 29's GPU preference). */
@@ -93,6 +109,7 @@ public record QueuedCall(
     private Duration walltime = Duration.ZERO;
     private String preferredWorker = "";
     private String residentSession = "";
+    private boolean keptLive;
 
     private Builder() {}
 
@@ -188,10 +205,17 @@ public record QueuedCall(
       return this;
     }
 
+    /** Values it reads are live on {@link #preferredWorker}'s GPUs ({@link QueuedCall#keptLive}). */
+    public Builder keptLive(boolean keptLive) {
+      this.keptLive = keptLive;
+      return this;
+    }
+
     public QueuedCall build() {
       return new QueuedCall(id, user, group, qos, new Demand(gpus, cpus, memoryBytes, gpuEighths),
           priority,
-          creditsSpent, inputs, submittedAt, walltime, preferredWorker, residentSession);
+          creditsSpent, inputs, submittedAt, walltime, preferredWorker, residentSession,
+          keptLive);
     }
   }
 }
