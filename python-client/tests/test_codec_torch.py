@@ -77,6 +77,22 @@ def test_tensor_zero_copy_where_the_buffer_allows(tmp_path):
     assert transposed.stride() == t.T.stride()
 
 
+def test_a_pickled_tensor_from_read_only_bytes_is_copied_on_several_threads(monkeypatch):
+    """Inside a container (the pickle kind: a resident value's spill, a state dict), a tensor
+    from a read-only buffer is copied into its own memory; a large one across the copy threads,
+    each piece landing where it belongs."""
+    from bulletin._codec import _encoded
+    monkeypatch.setattr(_encoded, "_PARALLEL_MIN", 4096)
+    monkeypatch.setenv("BULLETIN_COPY_THREADS", "3")
+    t = torch.arange(100_003, dtype=torch.float64)  # pieces that do not divide evenly
+    data = encode({"w": t, "tag": "x"}).to_bytes()
+    out = decode(data)["w"]
+    assert torch.equal(out, t) and out.dtype == t.dtype
+    assert not np.shares_memory(out.numpy(), np.frombuffer(data, np.uint8))
+    out.add_(1)  # its own memory, writable
+    assert torch.equal(decode(data)["w"], t)
+
+
 def test_requires_grad_and_parameters():
     w = torch.randn(3, 4, requires_grad=True)
     out = decode(encode(w).to_bytes())

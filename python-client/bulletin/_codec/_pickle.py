@@ -26,6 +26,7 @@ import cloudpickle
 import numpy as np
 import pyarrow as pa
 
+from ._encoded import copy_across_threads
 from ._ipc import BodyLayout, FieldNode
 from ._tensor import plain_torch_tensor
 
@@ -40,11 +41,13 @@ def _rebuild_torch(buffer, dtype_name: str, shape: tuple, requires_grad: bool, p
     view = memoryview(buffer)
     if view.nbytes == 0:
         t = torch.empty(shape, dtype=dtype)
-    else:
-        if view.readonly:
-            # torch has no read-only tensors (a write into a read-only mapping would crash the
-            # process), so a read-only buffer is copied once; a writable one is shared.
-            buffer = bytearray(view)
+    elif view.readonly:
+        # torch has no read-only tensors (a write into a read-only mapping would crash the
+        # process), so a read-only buffer is copied once, into the tensor's own memory.
+        raw = torch.empty(view.nbytes, dtype=torch.uint8)
+        copy_across_threads(raw.numpy(), np.frombuffer(view, dtype=np.uint8))
+        t = raw.view(dtype).reshape(shape)
+    else:  # a writable one is shared
         t = torch.frombuffer(buffer, dtype=torch.uint8).view(dtype).reshape(shape)
     if parameter:
         return torch.nn.Parameter(t, requires_grad=requires_grad)
