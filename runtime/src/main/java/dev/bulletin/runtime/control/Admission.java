@@ -99,11 +99,8 @@ final class Admission {
         accepted.args(), accepted.refs(), spec.getTimeoutSeconds(), session, System.nanoTime());
     task.allowRetries(spec.getRetries());
     task.needsExecutor(executorSpec);
-    // Looked up in the caller's namespace only: naming another user's id finds nothing. The
-    // runtime's directory knows better than the handle where a value moved since.
+    // Looked up in the caller's namespace only: naming another user's id finds nothing.
     task.readsResident(spec.getResidentHandlesList(), spec.getPreferWorker());
-    task.preferWorker(objects.residents().preferredFor(session.namespace(),
-        spec.getResidentHandlesList(), spec.getPreferWorker()));
     // A call without a timeout may run for its QoS class's longest walltime, and is stopped then.
     task.scheduling(qos.get().name(), spec.getPriority(), spec.getCredits(),
         spec.getTimeoutSeconds() > 0

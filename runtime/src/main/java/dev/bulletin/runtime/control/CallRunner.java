@@ -99,8 +99,10 @@ final class CallRunner {
     task.usage().reserved(placed.workerId(), System.nanoTime());
     tasks.transitionQuietly(task, TaskState.PLACED);
     // Resident values another worker spilled come with it, as inputs (issue 29).
-    var residents = objects.residents().forCall(task.args().namespace(),
-        task.residentHandles(), worker.id(), task.preferredWorker());
+    String namespace = task.args().namespace();
+    var residents = objects.residents().forCall(namespace, task.residentHandles(), worker.id(),
+        objects.residents().preferredFor(namespace, task.residentHandles(),
+            task.residentMadeOn()));
     task.restoring(residents.restore(), residents.lost());
     List<ObjectKey> moves = objects.toMoveFor(worker.remote() ? worker.id() : null,
         inputsOf(task));

@@ -135,12 +135,17 @@ public final class PolicyPass {
   private QueuedCall queuedCall(Task task, ObjectDirectory objects,
       Collection<AttachedWorker> workers) {
     String liveOn = liveOn(task, objects.residents(), workers);
+    // The runtime's directory knows better than the handle where a value moved since.
+    String preferred = liveOn.isEmpty() && !task.residentHandles().isEmpty()
+        ? objects.residents().preferredFor(task.args().namespace(), task.residentHandles(),
+            task.residentMadeOn())
+        : liveOn;
     return QueuedCall.builder().id(task.id()).user(task.owner().user())
         .group(task.owner().group()).qos(task.qos()).demand(task.demand())
         .priority(task.priority()).creditsSpent((long) task.credits())
         .inputs(inputs(task, objects)).submittedAt(task.submittedAt())
         .walltime(expectedRun(task))
-        .preferredWorker(liveOn.isEmpty() ? task.preferredWorker() : liveOn)
+        .preferredWorker(preferred)
         .keptLive(!liveOn.isEmpty())
         .residentSession(task.sink().sessionId().isEmpty() ? ""
             : ResidentGpus.key(task.args().namespace(), task.sink().sessionId()))

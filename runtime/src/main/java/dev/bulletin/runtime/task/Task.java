@@ -22,7 +22,6 @@ public final class Task {
   private final ObjectKey args;
   private final List<ObjectKey> refs;
   private Map<String, Long> inputSizes;
-  private volatile String preferredWorker = "";
   private List<String> residentHandles = List.of();
   private String residentMadeOn = "";
   private Map<String, ObjectKey> restoring = Map.of();
@@ -166,18 +165,6 @@ public final class Task {
   public Map<String, Long> inputSizes() { return inputSizes; }
 
   /**
-   * The worker that keeps the resident values the call's arguments name (issue 29), or "": a
-   * soft preference of the scheduler. Not journaled: a queued call restored after a restart
-   * has none, and runs where it is placed (its values are restored there when that is their
-   * worker, and said to be lost otherwise).
-   */
-  public String preferredWorker() { return preferredWorker; }
-
-  public void preferWorker(String workerId) {
-    this.preferredWorker = workerId == null ? "" : workerId;
-  }
-
-  /**
    * The ids of the resident values (bulletin.Resident) its arguments name, in its owner's
    * namespace. Not journaled, as {@link #preferredWorker}.
    */
@@ -188,7 +175,11 @@ public final class Task {
     this.residentMadeOn = madeOn == null ? "" : madeOn;
   }
 
-  /** The worker the client's handles say made the values (TaskSpec.prefer_worker), or "". */
+  /**
+   * The worker the client's handles say made the values (TaskSpec.prefer_worker), or "". Where
+   * they are now is the runtime's directory's to say ({@code ResidentDirectory#preferredFor}),
+   * asked when the call is scheduled and placed. Not journaled, as {@link #residentHandles}.
+   */
   public String residentMadeOn() { return residentMadeOn; }
 
   /**

@@ -136,15 +136,7 @@ final class Selector {
     double best = Double.NEGATIVE_INFINITY;
     for (int i = 0; i < found; i++) {
       int w = candidates[i];
-      // GPUs keeping a session's state (issue 29): the call's own, to take first, and others',
-      // to avoid; both 0 on a worker that keeps none.
-      long mine = index.ownState(w, row.call.residentSession());
-      long others = index.stateMask[w] & ~mine;
-      long gpus = row.fractional()
-          ? 1L << GpuPicker.pickShare(index.distances[w], index.gpuCount[w], index.freeMask[w],
-              index.shareFree[w], index.reclaiming[w], row.eighths, mine, others)
-          : GpuPicker.pick(index.distances[w], index.gpuCount[w], index.freeMask[w], row.gpus,
-              mine, others);
+      long gpus = pickGpus(row, w, index.ownState(w, row.call.residentSession()));
       double score = 0;
       for (int s = 0; s < scores.length; s++) {
         score += weights[s] * scores[s].score(row, w, gpus, index, policyWeights);
@@ -170,13 +162,8 @@ final class Selector {
     long mine = index.ownState(w, row.call.residentSession());
     boolean stateFree = (mine & ~index.freeMask[w]) == 0;
     if (index.usable[w] && stateFree && hasGpuRoom(row, w) && accepts(row, w)) {
-      long others = index.stateMask[w] & ~mine;
       chosenWorker = w;
-      chosenGpus = row.fractional()
-          ? 1L << GpuPicker.pickShare(index.distances[w], index.gpuCount[w], index.freeMask[w],
-              index.shareFree[w], index.reclaiming[w], row.eighths, mine, others)
-          : GpuPicker.pick(index.distances[w], index.gpuCount[w], index.freeMask[w], row.gpus,
-              mine, others);
+      chosenGpus = pickGpus(row, w, mine);
       return true;
     }
     String where = "values it reads are kept on "
@@ -190,6 +177,20 @@ final class Selector {
         : "; it runs there once that worker has room";
     row.waitWith(WaitCode.STATE_ON_GPU, where + why);
     return false;
+  }
+
+  /**
+   * The GPUs of worker {@code w} the call would take. GPUs keeping a session's state (issue
+   * 29): the call's own ({@code mine}), to take first, and others', to avoid; both 0 on a worker
+   * that keeps none.
+   */
+  private long pickGpus(CallRow row, int w, long mine) {
+    long others = index.stateMask[w] & ~mine;
+    return row.fractional()
+        ? 1L << GpuPicker.pickShare(index.distances[w], index.gpuCount[w], index.freeMask[w],
+            index.shareFree[w], index.reclaiming[w], row.eighths, mine, others)
+        : GpuPicker.pick(index.distances[w], index.gpuCount[w], index.freeMask[w], row.gpus,
+            mine, others);
   }
 
   private static String gpuList(long mask) {
