@@ -95,6 +95,17 @@ class CallTable:
             future._set_error(error)
 
 
+# A function larger than this goes to the runtime's store rather than down a lease's socket.
+_LEASED_FUNCTION_BYTES = 64 << 20
+
+
+def _leasable(spec, arguments) -> bool:
+    """Whether a lease can run the call: everything it needs travels with it (no store objects
+    or resident values in its arguments, its arguments inline)."""
+    return (not arguments.refs and not spec.resident_handles and not spec.prefer_worker
+            and bool(spec.args.inline_data) and spec.function.size <= _LEASED_FUNCTION_BYTES)
+
+
 def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")[:48] or "call"
 
@@ -104,11 +115,13 @@ class _Call:
     again (Future.retry, retries=): the objects it uploaded, its inputs kept alive."""
 
     __slots__ = ("spec", "_future", "arguments", "fn_encoded", "upload_fn", "waited", "sent",
-                 "uploads", "__weakref__")
+                 "uploads", "options", "direct", "__weakref__")
 
     def __init__(self, spec, future: Future, arguments: CallArguments, fn_encoded,
-                 upload_fn: bool):
+                 upload_fn: bool, options: Options, direct: bool):
         self.spec = spec
+        self.options = options
+        self.direct = direct  # a lease may take it (bulletin._leases)
         # Weak: the Future holds its call (for a retry), the call must not hold it back; the
         # call table holds the Future while it is pending.
         self._future = weakref.ref(future)
@@ -170,6 +183,7 @@ class Submitter:
         self._waiting: dict[str, _Call] = {}
         self._queue = SubmitQueue(conn, session, transfer, calls, inline_limit, batch_bytes,
                                   self.sent_functions)
+        self.leases = None  # bulletin._leases.Leases, where the client uses leases
         # Large arguments stay in the store while the caller's object lives: id(obj) -> ids.
         self._kept: dict[int, tuple[weakref.ref, dict[str, weakref.finalize]]] = {}
         # Whole lines, labelled while calls overlap, under the cell that submitted each call.
@@ -193,10 +207,11 @@ class Submitter:
         self._queue.end_batch()
 
     def submit(self, fn: Callable, args: tuple, kwargs: dict, options: Options,
-               blocking: bool = False, key: str | None = None, displays: bool = False) -> Future:
+               blocking: bool = False, key: str | None = None, displays: bool = False,
+               direct: bool = True) -> Future:
         """Queues one call; ``key`` (Dask's) starts its task id instead of the function's name
         (ids stay unique: two calls never share one); ``displays``: its display lines show as
-        displays (``_output.CallOutput``)."""
+        displays (``_output.CallOutput``); ``direct=False``: no lease takes it."""
         self._calls.check_open()
         if isinstance(fn, RemoteFunction):
             fn = fn.remote  # with keep=True, the wrapper that keeps its result (not .local)
@@ -226,7 +241,9 @@ class Submitter:
                                upload=arguments.upload_seconds)
         if blocking:
             future._sink = queue.SimpleQueue()
-        call = _Call(spec, future, arguments, fn_encoded, upload_fn)
+        call = _Call(spec, future, arguments, fn_encoded, upload_fn, options,
+                     direct and not displays and self.leases is not None
+                     and not options.timeout and not options.credits)
         future._resend = functools.partial(self.resend, call)
         future._retries = options.retries
         self.futures[future.key] = future
@@ -300,6 +317,8 @@ class Submitter:
         if waiting is not None:
             self._abandon(waiting)
             return
+        if self.leases is not None and self.leases.cancel(task_id):
+            return
         self._queue.send_cancel(task_id)
 
     def _abandon(self, call: _Call) -> None:
@@ -338,6 +357,7 @@ class Submitter:
             spec.prefer_worker = arguments.prefer_worker
         spec.resident_handles.extend(getattr(arguments, "resident_handles", None) or ())
         fn_id = spec.function.id
+        lease = None
         # Deciding "inline or id only" and queueing under one lock keeps the message that
         # carries a function's bytes ahead of every message that only names it; releases go
         # after the submit on the same queue, so the runtime has taken its own references.
@@ -346,19 +366,54 @@ class Submitter:
             self._calls.check_open()
             if call.waited and self._waiting.pop(spec.task_id, None) is not call:
                 return  # cancelled while it waited for its inputs; cancel() dropped its holds
-            first_use = None
-            if fn_id not in self.sent_functions:
-                if not call.upload_fn:
-                    spec.function.inline_data = call.fn_encoded.to_bytes()
-                    if future is not None:
-                        future._inline_bytes += call.fn_encoded.nbytes
-                self.sent_functions.add(fn_id)
-                first_use = (fn_id, call.fn_encoded)
-            self._queue.put_locked(spec, first_use)
-            call.sent = True
+            if call.direct and _leasable(spec, arguments):
+                call.sent, lease = self.leases.offer(call)
+            if not call.sent:
+                self._queue_locked(call)
         call.uploads.extend(arguments.uploads)
         arguments.sent()
         self._drop_holds(arguments)
+        if lease is not None:
+            self.leases.ask(lease)
+
+    def _queue_locked(self, call: _Call) -> None:
+        """Queues the call's spec for the runtime, with its function's bytes if they have not
+        gone before. The caller holds the call table's lock."""
+        spec, future, fn_id = call.spec, call.future, call.spec.function.id
+        first_use = None
+        if fn_id not in self.sent_functions:
+            if not call.upload_fn:
+                spec.function.inline_data = call.fn_encoded.to_bytes()
+                if future is not None:
+                    future._inline_bytes += call.fn_encoded.nbytes
+            self.sent_functions.add(fn_id)
+            first_use = (fn_id, call.fn_encoded)
+        self._queue.put_locked(spec, first_use)
+        call.sent = True
+
+    def to_runtime(self, call: _Call) -> None:
+        """A call a lease took and gives back unrun (it ended, or none connected in time):
+        it goes to the runtime like any other."""
+        spec = call.spec
+        hold = None
+        try:
+            if (spec.function.id not in self.sent_functions
+                    and call.fn_encoded.nbytes > self.inline_limit):
+                # Held in the store until the Submit is in (the release queues after it).
+                hold = self._transfer.acquire(call.fn_encoded)
+                call.upload_fn = True
+            with self._calls.lock:
+                if self._calls.get(spec.task_id) is None or not self._calls.is_open():
+                    return  # cancelled meanwhile, or the client is closed (its call failed)
+                self._queue_locked(call)
+        except BaseException as exc:  # noqa: BLE001 - the call's error, never this thread's
+            future = self._calls.pop(spec.task_id)
+            if future is not None:
+                future._set_error(exc if isinstance(exc, BulletinError) else BulletinError(
+                    f"call {future.key} could not be sent to the runtime: {exc!r}"))
+        finally:
+            if hold is not None:
+                self._transfer.release(hold)
 
     def _new_task_id(self, name: str) -> str:
         return f"{_slug(name)}-{self._ids.next_hex()}"
@@ -396,6 +451,10 @@ class Submitter:
         # What the call names must be in the store again: the runtime let its objects go
         # when the last run ended (acquire uploads only what is gone).
         holds = [self._transfer.acquire(encoded) for encoded in call.uploads]
+        fn_id, first_use = spec.function.id, None
+        large_fn = call.fn_encoded.nbytes > self.inline_limit
+        if fn_id not in self.sent_functions and large_fn:  # a lease ran it: never sent here
+            holds.append(self._transfer.acquire(call.fn_encoded))
         try:
             with self._calls.lock:
                 self._calls.check_open()
@@ -403,7 +462,12 @@ class Submitter:
                     return
                 future._task_id = task_id
                 self._calls.add_locked(future)
-                self._queue.put_locked(spec)
+                if fn_id not in self.sent_functions:
+                    if not large_fn:
+                        spec.function.inline_data = call.fn_encoded.to_bytes()
+                    self.sent_functions.add(fn_id)
+                    first_use = (fn_id, call.fn_encoded)
+                self._queue.put_locked(spec, first_use)
         finally:
             for oid in holds:
                 self._transfer.release(oid)

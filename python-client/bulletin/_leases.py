@@ -1,0 +1,490 @@
+"""Leases, the client's side: the calls of a burst go to an executor directly.
+
+A call's way through the runtime (Submit, scheduling pass, the agent's Py4J round trip, the
+end's event) costs the runtime some 300 µs of CPU and wakes ten threads in four processes. A
+burst of calls of one shape (``map``, a loop of ``submit`` or of sync calls) need not pay it per
+call: once a shape's calls come quickly, the client asks the runtime for a lease, a call of
+that shape whose function (``bulletin._runtime._lease.serve``) connects back to this client and
+runs the calls the client sends it, until its term (``TERM``) ends or it sits idle (``IDLE``).
+
+What the runtime promises holds because the lease is a call: it is queued, placed and charged
+like one (quotas, fair share, QoS and credits, the ledger's reserved time, preemption, the wait
+explanation), on an executor of this user. A term of a few seconds gives the slot back to the
+scheduler often, so a lease never holds a GPU from a colleague longer than a call would. What
+the lease does not carry goes the usual way: calls with a timeout, credits, store objects or
+resident values among their arguments, a cell's call, and every call of a client whose runtime
+is not on this host (the executor connects back over loopback).
+
+A call given to a lease is this client's until its result is back: if the lease's executor goes
+away (a preemption, the runtime's crash, the executor's), or no lease connects within
+``FALLBACK_SECONDS``, the call is sent to the runtime like any other and runs there. No call
+is lost, and none runs twice unless its executor died while it ran (as on the runtime's path).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import os
+import socket
+import threading
+import time
+from collections import deque
+from dataclasses import replace
+from typing import Callable
+
+from ._lease_wire import (LeaseProtocolError, FrameReader, client_greeting, client_prove,
+                          frame)
+from ._runtime._lease import serve
+
+log = logging.getLogger("bulletin.leases")
+
+# A shape whose calls come this many within TRIGGER_SECONDS gets a lease.
+TRIGGER_CALLS = 8
+TRIGGER_SECONDS = 0.1
+# The longest a lease takes calls, and how long it waits for one before it ends (the slot goes
+# back to the scheduler: a colleague's call waits at most about TERM for a lease to end).
+TERM = 2.0
+IDLE = 0.05
+# Calls sent to one lease and not yet answered; more wait here for whichever lease frees first.
+WINDOW = 32
+MAX_LEASES = 8  # per shape
+# A call waits at most this long for a lease to connect; then it goes to the runtime.
+FALLBACK_SECONDS = 0.5
+_HANDSHAKE_SECONDS = 2.0
+
+
+def enabled_for(address: str) -> bool:
+    """Leases connect back over loopback: only for a runtime on this host, and not where
+    $BULLETIN_LEASES=0."""
+    if os.environ.get("BULLETIN_LEASES", "1").strip().lower() in ("0", "false", "no", "off"):
+        return False
+    host = address.rsplit(":", 1)[0].strip("[]") if not address.startswith("unix:") else ""
+    if address.startswith("unix:") or host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class _Pool:
+    """The calls of one shape waiting for a lease, and the leases of that shape."""
+
+    def __init__(self, options):
+        self.options = options
+        self.pending: deque = deque()
+        self.leases: list[_Lease] = []
+        self.recent: deque = deque(maxlen=TRIGGER_CALLS)
+
+    def hot(self, now: float) -> bool:
+        return (len(self.recent) == TRIGGER_CALLS
+                and now - self.recent[0] <= TRIGGER_SECONDS)
+
+    def connected(self) -> bool:
+        return any(lease.channel is not None for lease in self.leases)
+
+    def live(self) -> int:
+        return sum(1 for lease in self.leases if not lease.ending)
+
+
+class _Lease:
+    __slots__ = ("id", "secret", "pool", "future", "channel", "ending", "ended")
+
+    def __init__(self, pool: _Pool):
+        self.id = os.urandom(16)
+        self.secret = os.urandom(32)
+        self.pool = pool
+        self.future = None
+        self.channel: _Channel | None = None
+        self.ending = False  # it takes no more calls (its executor said so, or went away)
+        self.ended = False  # its call ended
+
+
+class Leases:
+    """Decides which calls go to a lease, asks the runtime for leases, and serves them."""
+
+    def __init__(self, submitter, calls, resolve: Callable):
+        self._submitter = submitter
+        self._calls = calls
+        self._resolve = resolve  # Client._resolve(future, raised, data, t0)
+        self._cond = threading.Condition()
+        self._pools: dict = {}
+        self._leases: dict[bytes, _Lease] = {}
+        self._where: dict[str, _Pool] = {}  # task id -> the pool its call waits in
+        self._listener: socket.socket | None = None
+        self._closed = False
+
+    # -- the submitter's side ------------------------------------------------------------------
+
+    def offer(self, call) -> tuple[bool, _Lease | None]:
+        """Whether a lease takes ``call`` (then it is this module's), and a new lease to ask
+        the runtime for (``ask``, once the call table's lock is released), if one is needed."""
+        options = call.options
+        now = time.monotonic()
+        with self._cond:
+            if self._closed:
+                return False, None
+            pool = self._pools.get(options)
+            if pool is None:
+                pool = self._pools[options] = _Pool(options)
+            pool.recent.append(now)
+            live = pool.live()
+            if not live and not pool.hot(now):
+                return False, None
+            pool.pending.append((call, now))
+            self._where[call.task_id] = pool
+            lease = None
+            if not live or (len(pool.pending) > WINDOW * live and live < MAX_LEASES):
+                lease = _Lease(pool)
+                pool.leases.append(lease)
+                self._leases[lease.id] = lease
+            self._cond.notify_all()
+        return True, lease
+
+    def ask(self, lease: _Lease) -> None:
+        """Submits the lease call of ``lease``."""
+        listener = self._listen()
+        host, port = listener.getsockname()[:2]
+        options = replace(lease.pool.options, timeout=0.0, retries=0, credits=0.0)
+        try:
+            future = self._submitter.submit(
+                serve, (host, port, lease.id.hex(), lease.secret.hex(), TERM, IDLE), {},
+                options, direct=False, key="bulletin-lease")
+        except Exception as exc:  # noqa: BLE001 - the calls go the runtime's way instead
+            log.debug("could not ask for a lease: %r", exc)
+            self._lease_ended(lease)
+            return
+        self._submitter.futures.pop(future.key, None)  # not one of the user's calls
+        lease.future = future
+        future.add_done_callback(lambda _: self._lease_ended(lease))
+
+    def cancel(self, task_id: str) -> bool:
+        """True if the call was a lease's: it is dropped here, or its executor is told (it
+        skips the call unless it runs it already). The caller holds no lock."""
+        channels = []
+        with self._cond:
+            pool = self._where.pop(task_id, None)
+            if pool is None:
+                return False
+            for entry in pool.pending:
+                if entry[0].task_id == task_id:
+                    pool.pending.remove(entry)
+                    break
+            else:
+                channels = [lease.channel for lease in pool.leases if lease.channel is not None]
+        for channel in channels:
+            if channel.cancel(task_id):
+                break
+        self._calls.pop(task_id)
+        return True
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            listener, self._listener = self._listener, None
+            channels = [lease.channel for lease in self._leases.values() if lease.channel]
+            self._cond.notify_all()
+        if listener is not None:
+            listener.close()
+        for channel in channels:
+            channel.close()
+
+    # -- leases connecting ---------------------------------------------------------------------
+
+    def _listen(self) -> socket.socket:
+        with self._cond:
+            if self._listener is None:
+                listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                listener.bind(("127.0.0.1", 0))
+                listener.listen(16)
+                self._listener = listener
+                threading.Thread(target=self._accept_loop, args=(listener,), daemon=True,
+                                 name="bulletin-leases").start()
+            return self._listener
+
+    def _accept_loop(self, listener: socket.socket) -> None:
+        listener.settimeout(0.1)
+        while True:
+            try:
+                sock, _ = listener.accept()
+            except socket.timeout:
+                self._fall_back_late()
+                continue
+            except OSError:
+                return  # closed
+            try:
+                self._open(sock)
+            except (OSError, LeaseProtocolError) as exc:
+                log.debug("refused a lease connection: %r", exc)
+                sock.close()
+            self._fall_back_late()
+
+    def _open(self, sock: socket.socket) -> None:
+        """The handshake; a lease's executor that passes it gets a channel."""
+        if not _own_account(sock):
+            raise LeaseProtocolError("the connection is not from this account")
+        sock.settimeout(_HANDSHAKE_SECONDS)
+        lease_id, nonce = client_greeting(sock)
+        with self._cond:
+            lease = self._leases.get(lease_id)
+        if lease is None or lease.ended:
+            raise LeaseProtocolError("no such lease")
+        client_prove(sock, lease.secret, nonce)
+        sock.settimeout(None)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self._cond:
+            if lease.ended or self._closed:
+                raise LeaseProtocolError("the lease ended meanwhile")
+            lease.channel = _Channel(self, lease, sock)
+            lease.ending = False  # a lease the runtime ran again (after a preemption) is back
+        lease.channel.start()
+
+    # -- calls going back to the runtime -------------------------------------------------------
+
+    def _lease_ended(self, lease: _Lease) -> None:
+        """The lease call ended (or could not be made): its pool's waiting calls go to the
+        runtime if no other lease of the shape is left to take them."""
+        with self._cond:
+            lease.ended = True
+            self._leases.pop(lease.id, None)
+            pool = lease.pool
+            if lease in pool.leases:
+                pool.leases.remove(lease)
+            orphans = [] if pool.live() else self._drain_locked(pool)
+        self._to_runtime(orphans)
+
+    def lease_ending(self, lease: _Lease) -> None:
+        """The lease takes no more calls: another is asked for if calls of its shape wait."""
+        with self._cond:
+            lease.ending = True
+            pool, successor = lease.pool, None
+            if pool.pending and not pool.live() and not self._closed:
+                successor = _Lease(pool)
+                pool.leases.append(successor)
+                self._leases[successor.id] = successor
+            self._cond.notify_all()
+        if successor is not None:
+            self.ask(successor)
+
+    def _fall_back_late(self) -> None:
+        """Calls that waited FALLBACK_SECONDS for a lease that has not connected go to the
+        runtime; a lease still queued for a pool with nothing left is withdrawn."""
+        now = time.monotonic()
+        late, withdraw = [], []
+        with self._cond:
+            for pool in self._pools.values():
+                if pool.pending and not pool.connected() and \
+                        now - pool.pending[0][1] > FALLBACK_SECONDS:
+                    late.extend(self._drain_locked(pool))
+                if not pool.pending:
+                    withdraw.extend(lease.future for lease in pool.leases
+                                    if lease.channel is None and lease.future is not None
+                                    and lease.future.status == "queued")
+        self._to_runtime(late)
+        for future in withdraw:
+            future.cancel()
+
+    def _drain_locked(self, pool: _Pool) -> list:
+        calls = [call for call, _ in pool.pending]
+        pool.pending.clear()
+        for call in calls:
+            self._where.pop(call.task_id, None)
+        return calls
+
+    def _to_runtime(self, calls: list) -> None:
+        for call in calls:
+            self._submitter.to_runtime(call)
+
+    # -- a channel's side ----------------------------------------------------------------------
+
+    def take(self, channel: _Channel, room: int) -> list:
+        """Up to ``room`` waiting calls for ``channel``; blocks while there are none and the
+        channel goes on. [] when the channel should stop taking calls."""
+        pool = channel.lease.pool
+        with self._cond:
+            while not pool.pending and not channel.ending and not self._closed:
+                self._cond.wait()
+            if channel.ending or self._closed:
+                return []
+            taken = []
+            while pool.pending and len(taken) < room:
+                taken.append(pool.pending.popleft()[0])
+            return taken
+
+    def wake(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+
+    def answered(self, call) -> None:
+        with self._cond:
+            self._where.pop(call.task_id, None)
+        self._calls.pop(call.task_id)
+
+    def closed(self, channel: _Channel, unanswered: list) -> None:
+        """A channel closed; the calls it left unanswered run through the runtime."""
+        with self._cond:
+            if channel.lease.channel is channel:
+                channel.lease.channel = None
+            channel.lease.ending = True
+            for call in unanswered:
+                self._where.pop(call.task_id, None)
+            self._cond.notify_all()
+        self._to_runtime(unanswered)
+
+
+class _Channel:
+    """One connection of a lease's executor: a writer thread sends calls in batches (what is
+    waiting when it wakes, up to WINDOW unanswered), a reader thread resolves their Futures."""
+
+    def __init__(self, leases: Leases, lease: _Lease, sock: socket.socket):
+        self.leases = leases
+        self.lease = lease
+        self._sock = sock
+        self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)
+        self._sent: dict[int, object] = {}
+        self._numbers: dict[str, int] = {}
+        self._next = 0
+        self._functions: set[str] = set()
+        self._cancels: list[int] = []
+        self.ending = False
+        self._closed = False
+
+    def start(self) -> None:
+        threading.Thread(target=self._write_loop, daemon=True, name="bulletin-lease-out").start()
+        threading.Thread(target=self._read_loop, daemon=True, name="bulletin-lease-in").start()
+
+    def cancel(self, task_id: str) -> bool:
+        with self._lock:
+            number = self._numbers.get(task_id)
+            if number is None:
+                return False
+            self._cancels.append(number)
+        self.leases.wake()
+        return True
+
+    def close(self) -> None:
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _write_loop(self) -> None:
+        try:
+            while True:
+                with self._room:
+                    while len(self._sent) >= WINDOW and not self.ending and not self._closed:
+                        self._room.wait()
+                    room = WINDOW - len(self._sent)
+                if self.ending or self._closed:
+                    break
+                calls = self.leases.take(self, room)
+                messages = self._messages(calls)
+                if messages:
+                    self._sock.sendall(frame(messages))
+            self._send_rest()
+        except OSError:
+            pass
+
+    def _messages(self, calls: list) -> list:
+        placement = self.lease.future.placement if self.lease.future is not None else None
+        messages, gone = [], []
+        with self._lock:
+            for number in self._cancels:
+                messages.append(("cancel", number))
+            self._cancels.clear()
+            for call in calls:
+                future = call.future
+                if future is None or future.done():
+                    gone.append(call)  # cancelled while it waited
+                    continue
+                number, self._next = self._next, self._next + 1
+                self._sent[number] = call
+                self._numbers[call.task_id] = number
+                fn_id = call.spec.function.id
+                fn_bytes = None
+                if fn_id not in self._functions:
+                    fn_bytes = call.fn_encoded.to_bytes()
+                    self._functions.add(fn_id)
+                messages.append(("call", number, fn_id, fn_bytes, call.spec.args.inline_data))
+                future.placement = placement
+                future._attempts += 1
+                future._set_status("running")
+        for call in gone:
+            self.leases.answered(call)
+        return messages
+
+    def _send_rest(self) -> None:
+        """The lease is ending: cancels still to tell, then the last word."""
+        with self._lock:
+            messages = [("cancel", number) for number in self._cancels]
+            self._cancels.clear()
+        if not self._closed:
+            self._sock.sendall(frame(messages + [("bye",)]))
+
+    def _read_loop(self) -> None:
+        reader = FrameReader(self._sock)
+        try:
+            while True:
+                for message in reader.read():
+                    self._on_message(message)
+        except (OSError, LeaseProtocolError, EOFError, ValueError):
+            pass
+        finally:
+            with self._room:
+                self._closed = True
+                unanswered = list(self._sent.values())
+                self._sent.clear()
+                self._room.notify_all()
+            self.leases.wake()
+            try:
+                self._sock.close()
+            except OSError:
+                pass
+            self.leases.closed(self, unanswered)
+
+    def _on_message(self, message) -> None:
+        kind = message[0]
+        if kind == "done":
+            _, number, raised, data, out, err, run_seconds = message
+            call = self._answer(number)
+            future = call.future if call is not None else None
+            if future is None:
+                return
+            if out:
+                future._add_output("stdout", out)
+            if err:
+                future._add_output("stderr", err)
+            future._timings["run"] = run_seconds
+            self.leases._resolve(future, raised, data, time.perf_counter())
+        elif kind == "cancelled":
+            call = self._answer(message[1])
+            if call is not None and call.future is not None:
+                call.future._set_cancelled()
+        elif kind == "ending":
+            with self._room:
+                self.ending = True
+                self._room.notify_all()
+            self.leases.lease_ending(self.lease)
+
+    def _answer(self, number: int):
+        with self._room:
+            call = self._sent.pop(number, None)
+            if call is not None:
+                self._numbers.pop(call.task_id, None)
+                self._room.notify_all()
+        if call is not None:
+            self.leases.answered(call)
+        return call
+
+
+def _own_account(sock: socket.socket) -> bool:
+    """Whether the peer's socket belongs to this process's account (a first filter, before the
+    handshake: another user's process is closed without a word)."""
+    from ._runtime._callback_server import socket_owner
+    try:
+        owner = socket_owner(sock.getpeername()[:2], sock.getsockname()[:2])
+    except OSError:
+        return False
+    return owner is not None and owner[0] == os.getuid()
