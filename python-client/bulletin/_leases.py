@@ -47,7 +47,12 @@ TRIGGER_SECONDS = 0.1
 TERM = 2.0
 IDLE = 0.05
 # Calls sent to one lease and not yet answered; more wait here for whichever lease frees first.
+# A lease starts with one and doubles it with each call that ran under FAST_SECONDS, up to
+# WINDOW; a call that ran longer than SLOW_SECONDS halves it: a burst of long calls must not
+# queue behind one executor while other slots are free.
 WINDOW = 32
+FAST_SECONDS = 0.002
+SLOW_SECONDS = 0.02
 MAX_LEASES = 8  # per shape
 # A call waits at most this long for a lease to connect; then it goes to the runtime.
 FALLBACK_SECONDS = 0.5
@@ -76,6 +81,8 @@ class _Pool:
         self.pending: deque = deque()
         self.leases: list[_Lease] = []
         self.recent: deque = deque(maxlen=TRIGGER_CALLS)
+        # Since when calls wait here with no lease connected (None: they do not).
+        self.unserved_since: float | None = None
 
     def hot(self, now: float) -> bool:
         return (len(self.recent) == TRIGGER_CALLS
@@ -132,7 +139,7 @@ class Leases:
             live = pool.live()
             if not live and not pool.hot(now):
                 return False, None
-            pool.pending.append((call, now))
+            pool.pending.append(call)
             self._where[call.task_id] = pool
             lease = None
             if not live or (len(pool.pending) > WINDOW * live and live < MAX_LEASES):
@@ -167,9 +174,9 @@ class Leases:
             pool = self._where.pop(task_id, None)
             if pool is None:
                 return False
-            for entry in pool.pending:
-                if entry[0].task_id == task_id:
-                    pool.pending.remove(entry)
+            for waiting in pool.pending:
+                if waiting.task_id == task_id:
+                    pool.pending.remove(waiting)
                     break
             else:
                 channels = [lease.channel for lease in pool.leases if lease.channel is not None]
@@ -274,8 +281,11 @@ class Leases:
         late, withdraw = [], []
         with self._cond:
             for pool in self._pools.values():
-                if pool.pending and not pool.connected() and \
-                        now - pool.pending[0][1] > FALLBACK_SECONDS:
+                if not pool.pending or pool.connected():
+                    pool.unserved_since = None
+                elif pool.unserved_since is None:
+                    pool.unserved_since = now
+                elif now - pool.unserved_since > FALLBACK_SECONDS:
                     late.extend(self._drain_locked(pool))
                 if not pool.pending:
                     withdraw.extend(lease.future for lease in pool.leases
@@ -286,8 +296,9 @@ class Leases:
             future.cancel()
 
     def _drain_locked(self, pool: _Pool) -> list:
-        calls = [call for call, _ in pool.pending]
+        calls = list(pool.pending)
         pool.pending.clear()
+        pool.unserved_since = None
         for call in calls:
             self._where.pop(call.task_id, None)
         return calls
@@ -309,7 +320,7 @@ class Leases:
                 return []
             taken = []
             while pool.pending and len(taken) < room:
-                taken.append(pool.pending.popleft()[0])
+                taken.append(pool.pending.popleft())
             return taken
 
     def wake(self) -> None:
@@ -348,6 +359,7 @@ class _Channel:
         self._next = 0
         self._functions: set[str] = set()
         self._cancels: list[int] = []
+        self._window = 1
         self.ending = False
         self._closed = False
 
@@ -374,9 +386,10 @@ class _Channel:
         try:
             while True:
                 with self._room:
-                    while len(self._sent) >= WINDOW and not self.ending and not self._closed:
+                    while (len(self._sent) >= self._window and not self.ending
+                           and not self._closed):
                         self._room.wait()
-                    room = WINDOW - len(self._sent)
+                    room = self._window - len(self._sent)
                 if self.ending or self._closed:
                     break
                 calls = self.leases.take(self, room)
@@ -448,7 +461,7 @@ class _Channel:
         kind = message[0]
         if kind == "done":
             _, number, raised, data, out, err, run_seconds = message
-            call = self._answer(number)
+            call = self._answer(number, run_seconds)
             future = call.future if call is not None else None
             if future is None:
                 return
@@ -459,7 +472,7 @@ class _Channel:
             future._timings["run"] = run_seconds
             self.leases._resolve(future, raised, data, time.perf_counter())
         elif kind == "cancelled":
-            call = self._answer(message[1])
+            call = self._answer(message[1], None)
             if call is not None and call.future is not None:
                 call.future._set_cancelled()
         elif kind == "ending":
@@ -468,8 +481,14 @@ class _Channel:
                 self._room.notify_all()
             self.leases.lease_ending(self.lease)
 
-    def _answer(self, number: int):
+    def _answer(self, number: int, run_seconds: float | None):
         with self._room:
+            if run_seconds is None:
+                pass  # cancelled: it never ran
+            elif run_seconds < FAST_SECONDS:
+                self._window = min(WINDOW, self._window * 2)
+            elif run_seconds > SLOW_SECONDS:
+                self._window = max(1, self._window // 2)
             call = self._sent.pop(number, None)
             if call is not None:
                 self._numbers.pop(call.task_id, None)
