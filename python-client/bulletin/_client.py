@@ -358,7 +358,7 @@ class Client:
             return
         state = event.state
         if event.attempt:
-            future._attempt = event.attempt
+            future._attempt = future._attempt_base + event.attempt
         if state == pb.RUNNING:
             if detail == "placement":
                 future.placement = event.placement

@@ -98,6 +98,7 @@ class Future(cf.Future):
         self._preempted_before = 0  # preemptions of the runs before the current task id
         self._attempts = 0  # runs started (RUNNING events), over every retry
         self._attempt = 0  # the runtime's number of the latest run (TaskEvent.attempt)
+        self._attempt_base = 0  # runs on a lease before the runtime got the call: first
         self._raised = 0  # runs whose function raised
         self._retries = 0  # how many runs may follow a failed one (the call's retries=)
         # A result left in the cluster's store: (id, size), fetched on first result().

@@ -423,6 +423,7 @@ class _Channel:
                 messages.append(("call", number, fn_id, fn_bytes, call.spec.args.inline_data))
                 future.placement = placement
                 future._attempts += 1
+                future._attempt += 1
                 future._set_status("running")
         for call in gone:
             self.leases.answered(call)

@@ -403,8 +403,10 @@ class Submitter:
                 hold = self._transfer.acquire(call.fn_encoded)
                 call.upload_fn = True
             with self._calls.lock:
-                if self._calls.get(spec.task_id) is None or not self._calls.is_open():
+                future = self._calls.get(spec.task_id)
+                if future is None or not self._calls.is_open():
                     return  # cancelled meanwhile, or the client is closed (its call failed)
+                future._attempt_base = future._attempt  # a lease may have started it
                 self._queue_locked(call)
         except BaseException as exc:  # noqa: BLE001 - the call's error, never this thread's
             future = self._calls.pop(spec.task_id)

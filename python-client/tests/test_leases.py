@@ -118,6 +118,7 @@ def test_a_burst_goes_through_one_lease_with_each_calls_result_output_and_error(
         assert future.output == f"value {i}\n"
     assert runtime.to_runtime_calls == []
     assert not calls.has_pending()
+    assert {(f.attempts, f.attempt) for f in futures} == {(1, 1)}
     more = [_submit(leases, calls, double, i)[0] for i in range(100)]
     assert [f.result(timeout=10) for f in more] == [2 * i for i in range(100)]
     assert runtime.lease_calls <= _leases.MAX_LEASES + 1  # a few leases carried 140 calls

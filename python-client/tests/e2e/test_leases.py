@@ -104,6 +104,9 @@ def test_a_runtime_crash_during_a_leased_burst_loses_no_call(tmp_path):
             assert [f.result(timeout=CALL_SECONDS) for f in futures] == [
                 2 * i for i in range(300)]
             assert all(f.status == "finished" for f in futures)
+            # A call cut short on the lease's executor ran again through the runtime: its
+            # second attempt; every other call ran once.
+            assert {f.attempt for f in futures} <= {1, 2}, {f.attempt for f in futures}
     finally:
         cluster.stop()
 
