@@ -26,6 +26,8 @@ import select
 import socket
 import struct
 
+from ._data._bulk import recv_exact
+
 MAGIC = b"BLS1"
 ID_BYTES = 16
 NONCE_BYTES = 16
@@ -45,13 +47,7 @@ def _mac(secret: bytes, role: bytes, first: bytes, second: bytes) -> bytes:
 
 
 def recv_exactly(sock: socket.socket, size: int) -> bytes:
-    data = bytearray()
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            raise LeaseProtocolError("the peer closed the lease connection")
-        data += chunk
-    return bytes(data)
+    return recv_exact(sock, size, LeaseProtocolError, "the peer closed the lease connection")
 
 
 def executor_hello(sock: socket.socket, lease_id: bytes, secret: bytes) -> None:

@@ -283,10 +283,13 @@ class Leases:
             for pool in self._pools.values():
                 if not pool.pending or pool.connected():
                     pool.unserved_since = None
-                elif pool.unserved_since is None:
+                    continue
+                if pool.unserved_since is None:
                     pool.unserved_since = now
                 elif now - pool.unserved_since > FALLBACK_SECONDS:
                     late.extend(self._drain_locked(pool))
+                    continue
+                self._explain_wait_locked(pool)
                 if not pool.pending:
                     withdraw.extend(lease.future for lease in pool.leases
                                     if lease.channel is None and lease.future is not None
@@ -294,6 +297,18 @@ class Leases:
         self._to_runtime(late)
         for future in withdraw:
             future.cancel()
+
+    @staticmethod
+    def _explain_wait_locked(pool: _Pool) -> None:
+        """Calls waiting for a lease say why its call waits (the runtime's explanation)."""
+        info = next((lease.future.wait_info for lease in pool.leases
+                     if lease.future is not None and lease.future.wait_info), None)
+        if info is None:
+            return
+        for call in pool.pending:
+            future = call.future
+            if future is not None and future._wait_info is not info:
+                future._set_wait(info, 0)
 
     def _drain_locked(self, pool: _Pool) -> list:
         calls = list(pool.pending)

@@ -20,7 +20,7 @@ from bulletin import _leases
 from bulletin._config import Options
 from bulletin._data._objects import decode, encode
 from bulletin._envelope import exception_from_envelope
-from bulletin._future import Future
+from bulletin._future import Future, WaitInfo
 from bulletin._lease_wire import (FrameReader, LeaseProtocolError, client_greeting, client_prove,
                                   executor_hello, frame, recv_exactly)
 from bulletin._proto import bulletin_pb2 as pb
@@ -267,3 +267,15 @@ def test_a_cancelled_call_waiting_for_a_lease_never_runs(harness):
     executor = _Executor(leases, _first_lease(leases))
     assert executor.calls(timeout=0.3) == []
     executor.sock.close()
+
+
+def test_a_call_waiting_for_a_lease_says_why_the_lease_waits(harness):
+    runtime, calls, leases = harness
+    runtime.start_leases = False
+    future, _ = _submit(leases, calls, double, 1)
+    why = WaitInfo(2, "both GPUs are taken", "QUEUED_BEHIND", None, ())
+    _first_lease(leases).future._set_wait(why, 0)  # what the runtime says of the lease call
+    deadline = time.monotonic() + 5
+    while future.wait_info is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert future.wait_info is why

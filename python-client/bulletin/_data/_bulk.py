@@ -110,7 +110,7 @@ def put(sock: socket.socket, ticket: bytes, encoded, corrupt: bool = False,
             if on_sent is not None:
                 on_sent(len(piece))
         sock.sendall(struct.pack(">I", crc.result()))
-        status = _recv_exact(sock, 1)[0]
+        status = recv_exact(sock, 1)[0]
         message = _message(sock)
         if status != OK:
             raise BulkError(status, message)
@@ -179,7 +179,7 @@ def get(sock: socket.socket, ticket: bytes, size: int, buffers: ReceiveBuffers |
     """
     with sock:
         _hello(sock, ticket, direct)
-        (sent_size,) = struct.unpack(">Q", _recv_exact(sock, 8))
+        (sent_size,) = struct.unpack(">Q", recv_exact(sock, 8))
         if sent_size != size:
             raise BulkError(FAILED, f"the runtime sends {sent_size} bytes, {size} were announced")
         out, warm = buffers.take(size) if buffers is not None else (_buffer(size), False)
@@ -200,7 +200,7 @@ def get(sock: socket.socket, ticket: bytes, size: int, buffers: ReceiveBuffers |
                 if got - checked >= PIECE or got == size:
                     arrived.put((checked, got))
                     checked = got
-            (expected,) = struct.unpack(">I", _recv_exact(sock, 4))
+            (expected,) = struct.unpack(">I", recv_exact(sock, 4))
         finally:
             arrived.put(None)
             crc = crc.result()
@@ -291,21 +291,23 @@ def _hello(sock: socket.socket, ticket: bytes, direct: bool = False) -> None:
         sock.sendall(struct.pack(">III", MAGIC, VERSION_DIRECT, len(ticket)) + ticket)
     else:
         sock.sendall(struct.pack(">II", MAGIC, VERSION) + ticket)
-    status = _recv_exact(sock, 1)[0]
+    status = recv_exact(sock, 1)[0]
     if status != OK:
         raise BulkError(status, _message(sock))
 
 
 def _message(sock: socket.socket) -> str:
-    (length,) = struct.unpack(">I", _recv_exact(sock, 4))
-    return _recv_exact(sock, length).decode("utf-8", "replace") if length else ""
+    (length,) = struct.unpack(">I", recv_exact(sock, 4))
+    return recv_exact(sock, length).decode("utf-8", "replace") if length else ""
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
+def recv_exact(sock: socket.socket, n: int, error: type[Exception] = ConnectionError,
+               closed: str = "the runtime closed the data connection") -> bytes:
+    """``n`` bytes from ``sock``; ``error(closed)`` if the peer closes first."""
     data = bytearray()
     while len(data) < n:
         chunk = sock.recv(n - len(data))
         if not chunk:
-            raise ConnectionError("the runtime closed the data connection")
+            raise error(closed)
         data += chunk
     return bytes(data)
