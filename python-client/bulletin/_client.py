@@ -29,7 +29,7 @@ from ._errors import (BulletinError, InvalidArgumentError, RuntimeFailure,
                       RuntimeUnreachableError)
 from ._future import Future, WaitInfo, undecodable_result
 from ._gather import gather, gather_async
-from ._leases import Leases, enabled_for
+from ._leases import Leases, lease_host
 from ._nested import futures_in
 from ._output import checked_prefix
 from ._proto import bulletin_pb2 as pb
@@ -94,8 +94,9 @@ class Client:
                                     inline_limit=hello.inline_limit_bytes,
                                     batch_bytes=max(1, max_message // 2),
                                     pip=parse_pip(pip) if pip else ())
-        if enabled_for(self.address):
-            self._submitter.leases = Leases(self._submitter, self._calls, self._resolve)
+        host = lease_host(self.address)
+        if host is not None:
+            self._submitter.leases = Leases(self._submitter, self._calls, self._resolve, host)
         self.output_prefix = output_prefix
         self._submitter.start()
         wait = max(connect_timeout, 1.0)

@@ -93,19 +93,22 @@ class FrameReader:
 
     def ready(self) -> bool:
         """Whether a whole frame is buffered, or bytes wait on the socket (without blocking)."""
-        if self._whole():
+        return self._whole() or self._readable(0)
+
+    def _readable(self, timeout: float | None) -> bool:
+        # A TLS socket may hold decrypted bytes that select() cannot see.
+        pending = getattr(self._sock, "pending", None)
+        if pending is not None and pending():
             return True
-        readable, _, _ = select.select([self._sock], [], [], 0)
+        readable, _, _ = select.select([self._sock], [], [], timeout)
         return bool(readable)
 
     def read(self, timeout: float | None = None) -> list | None:
         """The next frame's messages; None if none came within ``timeout`` seconds (None:
         wait for good). Raises LeaseProtocolError when the peer closed the connection."""
         while not self._whole():
-            if timeout is not None:
-                readable, _, _ = select.select([self._sock], [], [], timeout)
-                if not readable:
-                    return None
+            if timeout is not None and not self._readable(timeout):
+                return None
             chunk = self._sock.recv(1 << 20)
             if not chunk:
                 raise LeaseProtocolError("the peer closed the lease connection")

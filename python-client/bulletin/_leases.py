@@ -23,7 +23,6 @@ is lost, and none runs twice unless its executor died while it ran (as on the ru
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import os
 import socket
@@ -36,6 +35,7 @@ from typing import Callable
 from ._lease_wire import (LeaseProtocolError, FrameReader, client_greeting, client_prove,
                           frame)
 from ._runtime._lease import serve
+from ._tls import ephemeral_server_context, is_loopback
 
 log = logging.getLogger("bulletin.leases")
 
@@ -57,20 +57,28 @@ MAX_LEASES = 8  # per shape
 # A call waits at most this long for a lease to connect; then it goes to the runtime.
 FALLBACK_SECONDS = 0.5
 _HANDSHAKE_SECONDS = 2.0
+_HANDSHAKES = 16  # at once; a peer that stalls its handshake holds one for _HANDSHAKE_SECONDS
 
 
-def enabled_for(address: str) -> bool:
-    """Leases connect back over loopback: only for a runtime on this host, and not where
-    $BULLETIN_LEASES=0."""
+def lease_host(address: str) -> str | None:
+    """Where this client's lease port listens for a runtime at ``address``: loopback for a
+    runtime on this host; else this host's address on the route to the runtime (its workers'
+    executors connect to it, over TLS). None where $BULLETIN_LEASES=0 (or no route is found)."""
     if os.environ.get("BULLETIN_LEASES", "1").strip().lower() in ("0", "false", "no", "off"):
-        return False
-    host = address.rsplit(":", 1)[0].strip("[]") if not address.startswith("unix:") else ""
-    if address.startswith("unix:") or host == "localhost":
-        return True
+        return None
+    if address.startswith("unix:"):
+        return "127.0.0.1"
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]")
+    if is_loopback(host):
+        return "127.0.0.1"
     try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+        family, _, _, _, where = socket.getaddrinfo(host, int(port), type=socket.SOCK_DGRAM)[0]
+        with socket.socket(family, socket.SOCK_DGRAM) as probe:
+            probe.connect(where)  # no packet leaves: the kernel picks the route's address
+            return probe.getsockname()[0]
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 class _Pool:
@@ -111,8 +119,14 @@ class _Lease:
 class Leases:
     """Decides which calls go to a lease, asks the runtime for leases, and serves them."""
 
-    def __init__(self, submitter, calls, resolve: Callable):
+    def __init__(self, submitter, calls, resolve: Callable, host: str = "127.0.0.1"):
+        """``host``: where the lease port listens (``lease_host``); off loopback it serves
+        TLS with a certificate made for it, whose SHA-256 each lease call carries."""
         self._submitter = submitter
+        self._host = host
+        self._tls, self._pin = (None, b"") if is_loopback(host) else ephemeral_server_context()
+        self._handshakes = threading.BoundedSemaphore(_HANDSHAKES)
+        self.connections = 0  # leases' executors that passed the handshake (for `repr`, tests)
         self._calls = calls
         self._resolve = resolve  # Client._resolve(future, raised, data, t0)
         self._cond = threading.Condition()
@@ -156,8 +170,8 @@ class Leases:
         options = replace(lease.pool.options, timeout=0.0, retries=0, credits=0.0)
         try:
             future = self._submitter.submit(
-                serve, (host, port, lease.id.hex(), lease.secret.hex(), TERM, IDLE), {},
-                options, direct=False, key="bulletin-lease")
+                serve, (host, port, lease.id.hex(), lease.secret.hex(), self._pin.hex(), TERM,
+                        IDLE), {}, options, direct=False, key="bulletin-lease")
         except Exception as exc:  # noqa: BLE001 - the calls go the runtime's way instead
             log.debug("could not ask for a lease: %r", exc)
             self._lease_ended(lease)
@@ -202,8 +216,9 @@ class Leases:
     def _listen(self) -> socket.socket:
         with self._cond:
             if self._listener is None:
-                listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-                listener.bind(("127.0.0.1", 0))
+                listener = socket.socket(
+                    socket.AF_INET6 if ":" in self._host else socket.AF_INET, socket.SOCK_STREAM)
+                listener.bind((self._host, 0))
                 listener.listen(16)
                 self._listener = listener
                 threading.Thread(target=self._accept_loop, args=(listener,), daemon=True,
@@ -220,18 +235,32 @@ class Leases:
                 continue
             except OSError:
                 return  # closed
-            try:
-                self._open(sock)
-            except (OSError, LeaseProtocolError) as exc:
-                log.debug("refused a lease connection: %r", exc)
-                sock.close()
+            if self._handshakes.acquire(blocking=False):
+                threading.Thread(target=self._open, args=(sock,), daemon=True,
+                                 name="bulletin-lease-handshake").start()
+            else:
+                sock.close()  # as many handshakes under way as allowed: a flood, not a lease
             self._fall_back_late()
 
     def _open(self, sock: socket.socket) -> None:
-        """The handshake; a lease's executor that passes it gets a channel."""
-        if not _own_account(sock):
-            raise LeaseProtocolError("the connection is not from this account")
-        sock.settimeout(_HANDSHAKE_SECONDS)
+        """The handshake, on a thread of its own; a lease's executor that passes it gets a
+        channel, anything else is closed."""
+        try:
+            sock.settimeout(_HANDSHAKE_SECONDS)
+            if self._tls is None:
+                if not _own_account(sock):
+                    raise LeaseProtocolError("the connection is not from this account")
+            else:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                sock = self._tls.wrap_socket(sock, server_side=True)
+            self._handshake(sock)
+        except (OSError, LeaseProtocolError) as exc:
+            log.debug("refused a lease connection: %r", exc)
+            sock.close()
+        finally:
+            self._handshakes.release()
+
+    def _handshake(self, sock: socket.socket) -> None:
         lease_id, nonce = client_greeting(sock)
         with self._cond:
             lease = self._leases.get(lease_id)
@@ -245,6 +274,7 @@ class Leases:
                 raise LeaseProtocolError("the lease ended meanwhile")
             lease.channel = _Channel(self, lease, sock)
             lease.ending = False  # a lease the runtime ran again (after a preemption) is back
+            self.connections += 1
         lease.channel.start()
 
     # -- calls going back to the runtime -------------------------------------------------------

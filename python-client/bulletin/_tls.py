@@ -11,6 +11,7 @@ docs/security.md ("TLS") describes the whole.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import ipaddress
 import os
 import socket
@@ -369,6 +370,39 @@ def pinned_context() -> ssl.SSLContext:
     context.verify_mode = ssl.CERT_NONE
     context.minimum_version = ssl.TLSVersion.TLSv1_3
     return context
+
+
+def ephemeral_server_context() -> tuple[ssl.SSLContext, bytes]:
+    """A server context with a self-signed certificate made now, and that certificate's
+    SHA-256: whoever is given the pin checks it (``_bulk.connect``), so no CA is needed. A
+    client's lease port serves it (``bulletin._leases``); the key never touches a disk but for
+    the moment ``load_cert_chain`` reads it from a 0700 folder of this process's own."""
+    import tempfile
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "bulletin lease port")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=30))
+            .sign(key, hashes.SHA256()))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_3
+    with tempfile.TemporaryDirectory(prefix="bulletin-lease-") as folder:
+        cert_path, key_path = Path(folder) / "cert.pem", Path(folder) / "key.pem"
+        _write(cert_path, cert.public_bytes(serialization.Encoding.PEM), 0o600)
+        _write(key_path, key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()), 0o600)
+        context.load_cert_chain(cert_path, key_path)
+    pin = hashlib.sha256(cert.public_bytes(serialization.Encoding.DER)).digest()
+    return context, pin
 
 
 def diagnose(address: str, choice: CaChoice, timeout: float,

@@ -24,10 +24,12 @@ import sys
 import time
 from collections import OrderedDict, deque
 
+from .._data._bulk import connect
 from .._data._objects import decode, encode
 from .._envelope import make_envelope as envelope
 from .._errors import BulletinError, MemoryLimitError, ResultSerializationError
 from .._lease_wire import FrameReader, LeaseProtocolError, executor_hello, frame
+from .._tls import pinned_context
 from . import _limits, _preempt, _resident
 from ._gpu_share import release_cached_gpu_memory
 from ._limits import Limits, over_limit
@@ -38,13 +40,18 @@ _FLUSH_SECONDS = 0.002
 # How long the executor waits for the client's "bye" once it said "ending".
 _BYE_SECONDS = 10.0
 _FUNCTIONS_KEPT = 128
+# A client that cannot be reached in this time is not there for this lease: its calls fall back.
+_CONNECT_SECONDS = 5.0
 
 
-def serve(host: str, port: int, lease_id: str, secret: str, term: float, idle: float) -> dict:
-    """Connects to the client at (host, port), runs its calls; returns what it served."""
-    sock = socket.create_connection((host, port), timeout=10)
+def serve(host: str, port: int, lease_id: str, secret: str, pin: str, term: float,
+          idle: float) -> dict:
+    """Connects to the client at (host, port), over TLS when ``pin`` names the SHA-256 of its
+    port's certificate (a client on another host), and runs its calls; returns what it
+    served."""
+    tls = pinned_context() if pin else None
+    sock = connect(host, port, _CONNECT_SECONDS, tls=tls, pin=bytes.fromhex(pin) if pin else None)
     sock.settimeout(None)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         executor_hello(sock, bytes.fromhex(lease_id), bytes.fromhex(secret))
         return _Server(sock, term, idle).run()

@@ -52,6 +52,27 @@ CLIENT = textwrap.dedent("""
 """)
 
 
+BURST = textwrap.dedent("""
+    import json, os
+    import bulletin
+
+    client = bulletin.Client(os.environ["TARGET"], token=os.environ["TARGET_TOKEN"],
+                             connect_timeout=10)
+
+    def shout(x):
+        print("value", x)
+        return 2 * x
+
+    futures = client.map(shout, range(300))
+    leases = client._submitter.leases
+    out = {"results": [f.result(timeout=60) for f in futures] == [2 * i for i in range(300)],
+           "outputs": all(f.output == f"value {i}\\n" for i, f in enumerate(futures)),
+           "tls": leases._tls is not None, "leased": leases.connections > 0}
+    client.close()
+    print(json.dumps(out))
+""")
+
+
 @pytest.fixture(scope="module")
 def two_hosts():
     why = _netns.available()
@@ -84,6 +105,30 @@ def test_objects_cross_between_namespaces_through_the_data_port(two_hosts, tmp_p
         # (what stays referenced before close is the session's four functions)
         store = json.loads((tmp_path / "runtime.json").read_text())["store_dir"]
         assert staged_files(Path(store)) == []
+    finally:
+        subprocess.run(_netns.in_ns(server_ns, [sys.executable, "-m", "bulletin._cli", "down"]),
+                       env=env, capture_output=True, timeout=60)
+
+
+def test_a_burst_from_another_host_runs_on_a_lease_over_tls(two_hosts, tmp_path):
+    # The lease's executor, on the runtime's host, connects back to the client's address on
+    # the route between them, over TLS pinned to the client's own certificate.
+    server_ns, client_ns = two_hosts
+    env = cli_env(tmp_path)
+    up = subprocess.run(_netns.in_ns(server_ns, [
+        sys.executable, "-m", "bulletin._cli", "up", "--host", "0.0.0.0", "--port", "18773",
+        "--simulate-gpus", "1", "--cpus", "2"]), env=env, capture_output=True, text=True,
+        timeout=120)
+    assert up.returncode == 0, up.stdout + up.stderr
+    try:
+        token = (tmp_path / "token").read_text().strip()
+        run = subprocess.run(_netns.in_ns(client_ns, [sys.executable, "-c", BURST]),
+                             env=dict(env, TARGET=f"{_netns.SERVER_IP}:18773",
+                                      TARGET_TOKEN=token),
+                             capture_output=True, text=True, timeout=150)
+        assert run.returncode == 0, run.stderr
+        out = json.loads(run.stdout.strip().splitlines()[-1])
+        assert out == {"results": True, "outputs": True, "tls": True, "leased": True}, out
     finally:
         subprocess.run(_netns.in_ns(server_ns, [sys.executable, "-m", "bulletin._cli", "down"]),
                        env=env, capture_output=True, timeout=60)

@@ -147,7 +147,7 @@ def test_a_peer_without_the_secret_gets_no_call(harness):
     assert not future.done() and lease.channel is None
     # The real executor still gets the call.
     threading.Thread(target=_leases.serve, daemon=True, args=(
-        *_lease_address(leases), lease.id.hex(), lease.secret.hex(), 5.0, 0.5)).start()
+        *_lease_address(leases), lease.id.hex(), lease.secret.hex(), "", 5.0, 0.5)).start()
     assert future.result(timeout=10) == 42
 
 
@@ -279,3 +279,28 @@ def test_a_call_waiting_for_a_lease_says_why_the_lease_waits(harness):
     while future.wait_info is None and time.monotonic() < deadline:
         time.sleep(0.01)
     assert future.wait_info is why
+
+
+def test_a_lease_off_loopback_speaks_tls_pinned_to_the_clients_own_certificate(monkeypatch):
+    host = _leases.lease_host("192.0.2.1:8770")  # this host's address on a route off it
+    if host is None or host == "127.0.0.1":
+        pytest.skip("this host has no address besides loopback")
+    monkeypatch.setattr(_leases, "TRIGGER_CALLS", 1)
+    runtime, calls = _Runtime(), CallTable()
+    leases = _leases.Leases(runtime, calls, _resolve, host)
+    try:
+        futures = [_submit(leases, calls, double, i)[0] for i in range(20)]
+        assert [f.result(timeout=10) for f in futures] == [2 * i for i in range(20)]
+        assert leases.connections >= 1
+        address = _lease_address(leases)
+        # An executor that speaks plaintext gets nothing: the port speaks TLS first.
+        with socket.create_connection(address, timeout=5) as sock:
+            with pytest.raises((LeaseProtocolError, OSError)):
+                executor_hello(sock, b"\0" * 16, b"s" * 32)
+        # One given another certificate's pin refuses this port before it says a word.
+        from bulletin._data._bulk import PinMismatch, connect
+        from bulletin._tls import pinned_context
+        with pytest.raises(PinMismatch):
+            connect(*address, 5, tls=pinned_context(), pin=b"\1" * 32)
+    finally:
+        leases.close()
