@@ -124,7 +124,7 @@ class Leases:
         TLS with a certificate made for it, whose SHA-256 each lease call carries."""
         self._submitter = submitter
         self._host = host
-        self._tls, self._pin = (None, b"") if is_loopback(host) else ephemeral_server_context()
+        self._tls, self._pin = None, b""  # made with the listener, off loopback
         self._handshakes = threading.BoundedSemaphore(_HANDSHAKES)
         self.connections = 0  # leases' executors that passed the handshake (for `repr`, tests)
         self._calls = calls
@@ -216,6 +216,8 @@ class Leases:
     def _listen(self) -> socket.socket:
         with self._cond:
             if self._listener is None:
+                if not is_loopback(self._host):
+                    self._tls, self._pin = ephemeral_server_context()
                 listener = socket.socket(
                     socket.AF_INET6 if ":" in self._host else socket.AF_INET, socket.SOCK_STREAM)
                 listener.bind((self._host, 0))
@@ -282,6 +284,8 @@ class Leases:
     def _lease_ended(self, lease: _Lease) -> None:
         """The lease call ended (or could not be made): its pool's waiting calls go to the
         runtime if no other lease of the shape is left to take them."""
+        if lease.future is not None and not lease.future.cancelled() and lease.future.exception():
+            log.debug("lease %s ended with %r", lease.future.key, lease.future.exception())
         with self._cond:
             lease.ended = True
             self._leases.pop(lease.id, None)
@@ -311,19 +315,20 @@ class Leases:
         late, withdraw = [], []
         with self._cond:
             for pool in self._pools.values():
-                if not pool.pending or pool.connected():
-                    pool.unserved_since = None
-                    continue
-                if pool.unserved_since is None:
-                    pool.unserved_since = now
-                elif now - pool.unserved_since > FALLBACK_SECONDS:
-                    late.extend(self._drain_locked(pool))
-                    continue
-                self._explain_wait_locked(pool)
                 if not pool.pending:
+                    pool.unserved_since = None
                     withdraw.extend(lease.future for lease in pool.leases
                                     if lease.channel is None and lease.future is not None
                                     and lease.future.status == "queued")
+                elif pool.connected():
+                    pool.unserved_since = None
+                elif pool.unserved_since is None:
+                    pool.unserved_since = now
+                    self._explain_wait_locked(pool)
+                elif now - pool.unserved_since > FALLBACK_SECONDS:
+                    late.extend(self._drain_locked(pool))
+                else:
+                    self._explain_wait_locked(pool)
         self._to_runtime(late)
         for future in withdraw:
             future.cancel()

@@ -262,10 +262,12 @@ def test_a_lease_takes_one_call_at_a_time_while_they_run_long(harness):
 def test_a_cancelled_call_waiting_for_a_lease_never_runs(harness):
     runtime, calls, leases = harness
     runtime.start_leases = False
-    future, call = _submit(leases, calls, double, 1)
-    assert leases.cancel(call.task_id)
+    _, cancelled = _submit(leases, calls, double, 1)
+    _, kept = _submit(leases, calls, double, 2)
+    assert leases.cancel(cancelled.task_id)
     executor = _Executor(leases, _first_lease(leases))
-    assert executor.calls(timeout=0.3) == []
+    sent = executor.calls()
+    assert [args for _, _, _, _, args in sent] == [kept.spec.args.inline_data]
     executor.sock.close()
 
 
@@ -304,3 +306,15 @@ def test_a_lease_off_loopback_speaks_tls_pinned_to_the_clients_own_certificate(m
             connect(*address, 5, tls=pinned_context(), pin=b"\1" * 32)
     finally:
         leases.close()
+
+
+def test_a_lease_still_queued_when_no_call_waits_for_it_is_withdrawn(harness):
+    runtime, calls, leases = harness
+    runtime.start_leases = False
+    _, call = _submit(leases, calls, double, 1)
+    lease = _first_lease(leases)
+    assert leases.cancel(call.task_id)  # nothing waits for the lease any more
+    deadline = time.monotonic() + 5
+    while not lease.future.cancelled() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert lease.future.cancelled()
