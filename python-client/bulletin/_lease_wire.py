@@ -10,8 +10,11 @@ directly. This module is what both ends say on that connection:
   the runtime gives to an executor of the caller's own account: each end has proven it holds it
   before any call or result crosses. A process that reaches the client's port learns nothing
   and can send nothing; an executor that reached the wrong listener sends nothing either.
-- Frames: an 8-byte little-endian length, then a pickle (protocol 5) of a list of messages. A
-  list so that what one side has ready leaves in one write (a burst's calls, a batch of results).
+- Frames: an 8-byte little-endian length, then a pickle (protocol 5) of a list of messages and
+  the sizes of the frame's tails, then the tails' bytes. A list so that what one side has ready
+  leaves in one write (a burst's calls, a batch of results). A tail is a large encoded value
+  (a result over ``TAIL_MIN``), sent from its own buffers and received into one buffer that
+  decoding maps: two copies (into the kernel and out of it) instead of a pickle's three more.
   Both ends are processes of the same user, authenticated above: a frame is trusted as a call's
   own bytes are.
 """
@@ -25,6 +28,8 @@ import pickle
 import select
 import socket
 import struct
+
+import numpy as np
 
 from ._data._bulk import recv_exact
 
@@ -79,9 +84,27 @@ def client_prove(sock: socket.socket, secret: bytes, executor_nonce: bytes) -> N
         raise LeaseProtocolError("the lease's executor failed the handshake")
 
 
+# Encoded values at least this large travel as a frame's tail, not inside its pickle.
+TAIL_MIN = 1 << 20
+_TAIL_CHUNK = 8 << 20
+
+
 def frame(messages: list) -> bytes:
-    data = pickle.dumps(messages, protocol=5)
+    """A frame without tails, as bytes (one write)."""
+    data = pickle.dumps((messages, ()), protocol=5)
     return _LENGTH.pack(len(data)) + data
+
+
+def send_frame(sock: socket.socket, messages: list, tails: list = ()) -> None:
+    """Sends a frame whose tails are ``Encoded`` values, each from its own buffers."""
+    if not tails:
+        sock.sendall(frame(messages))
+        return
+    data = pickle.dumps((messages, [tail.nbytes for tail in tails]), protocol=5)
+    sock.sendall(_LENGTH.pack(len(data)) + data)
+    for tail in tails:
+        for chunk in tail.iter_chunks(_TAIL_CHUNK):
+            sock.sendall(chunk)
 
 
 class FrameReader:
@@ -104,8 +127,19 @@ class FrameReader:
         return bool(readable)
 
     def read(self, timeout: float | None = None) -> list | None:
-        """The next frame's messages; None if none came within ``timeout`` seconds (None:
-        wait for good). Raises LeaseProtocolError when the peer closed the connection."""
+        """The next frame's messages, for a frame without tails (see ``read_with_tails``)."""
+        read = self.read_with_tails(timeout)
+        if read is None:
+            return None
+        messages, tails = read
+        if tails:
+            raise LeaseProtocolError("a frame with tails where none may come")
+        return messages
+
+    def read_with_tails(self, timeout: float | None = None) -> tuple[list, list] | None:
+        """The next frame's messages and tails (each a buffer of its own); None if no frame
+        came within ``timeout`` seconds (None: wait for good). Raises LeaseProtocolError when
+        the peer closed the connection."""
         while not self._whole():
             if timeout is not None and not self._readable(timeout):
                 return None
@@ -116,7 +150,22 @@ class FrameReader:
         size = _LENGTH.unpack_from(self._buffer)[0]
         data = bytes(self._buffer[_LENGTH.size:_LENGTH.size + size])
         del self._buffer[:_LENGTH.size + size]
-        return pickle.loads(data)
+        messages, sizes = pickle.loads(data)
+        return messages, [self._tail(n) for n in sizes]
+
+    def _tail(self, size: int) -> memoryview:
+        if size > MAX_FRAME:
+            raise LeaseProtocolError(f"a lease frame's tail of {size} bytes is over the limit")
+        tail = memoryview(np.empty(size, dtype=np.uint8))
+        have = min(size, len(self._buffer))
+        tail[:have] = self._buffer[:have]
+        del self._buffer[:have]
+        while have < size:
+            got = self._sock.recv_into(tail[have:], min(size - have, _TAIL_CHUNK))
+            if not got:
+                raise LeaseProtocolError("the peer closed the lease connection")
+            have += got
+        return tail
 
     def _whole(self) -> bool:
         if len(self._buffer) < _LENGTH.size:

@@ -318,3 +318,20 @@ def test_a_lease_still_queued_when_no_call_waits_for_it_is_withdrawn(harness):
     while not lease.future.cancelled() and time.monotonic() < deadline:
         time.sleep(0.02)
     assert lease.future.cancelled()
+
+
+def ones(n):
+    import numpy as np
+    return np.ones(n, dtype=np.uint8)
+
+
+def test_a_large_result_comes_whole_and_sends_its_shape_the_runtimes_way(harness):
+    runtime, calls, leases = harness
+    future, call = _submit(leases, calls, ones, _leases.LARGE_RESULT + 1)
+    value = future.result(timeout=30)
+    assert value.nbytes == _leases.LARGE_RESULT + 1 and value.all()
+    small = Future("next", "next", lambda f: None)
+    spec = pb.TaskSpec(task_id="next", name="ones")
+    spec.args.inline_data = call.spec.args.inline_data
+    taken, _ = leases.offer(_Call(spec, small, None, call.fn_encoded, False, OPTIONS, True))
+    assert not taken  # the store moves such results without a copy: the runtime's path

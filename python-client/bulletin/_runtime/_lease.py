@@ -10,7 +10,7 @@ protocol and what each end promises.
 
 Messages, client to executor: ``("call", n, fn_id, fn_bytes | None, args_bytes)``,
 ``("cancel", n)``, ``("bye",)``. Executor to client: ``("done", n, raised, result_bytes,
-stdout, stderr, run_seconds)``, ``("cancelled", n)``, ``("ending", why)``. The executor says
+stdout, stderr, run_seconds)`` (``result_bytes`` None: the result is the frame's next tail), ``("cancelled", n)``, ``("ending", why)``. The executor says
 ``ending`` once and runs what arrives until ``bye`` (the client's last word after its last
 call): no call crosses the end unanswered. A preemption is the exception: the agent stops the
 executor, and the client runs what went unanswered through the runtime.
@@ -28,7 +28,8 @@ from .._data._bulk import connect
 from .._data._objects import decode, encode
 from .._envelope import make_envelope as envelope
 from .._errors import BulletinError, MemoryLimitError, ResultSerializationError
-from .._lease_wire import FrameReader, LeaseProtocolError, executor_hello, frame
+from .._lease_wire import (TAIL_MIN, FrameReader, LeaseProtocolError, executor_hello, frame,
+                           send_frame)
 from .._tls import pinned_context
 from . import _limits, _preempt, _resident
 from ._gpu_share import release_cached_gpu_memory
@@ -144,17 +145,20 @@ class _Server:
 
     def _run_queued(self, hooks: list) -> None:
         """Runs the queued calls; their results leave together while more calls are ready."""
-        results, first = [], 0.0
+        results, tails, first = [], [], 0.0
         while self._queue and not self._stopped:
-            results.append(self._run_one(self._queue.popleft(), hooks))
+            result, tail = self._run_one(self._queue.popleft(), hooks)
+            results.append(result)
+            if tail is not None:
+                tails.append(tail)
             first = first or time.monotonic()
             if self._reader.ready():
                 self._take(self._reader.read(0) or [])
-            if not self._queue or time.monotonic() - first >= _FLUSH_SECONDS:
-                self._sock.sendall(frame(results))
-                results, first = [], 0.0
+            if not self._queue or tails or time.monotonic() - first >= _FLUSH_SECONDS:
+                send_frame(self._sock, results, tails)
+                results, tails, first = [], [], 0.0
         if results:
-            self._sock.sendall(frame(results))
+            send_frame(self._sock, results, tails)
 
     def _run_one(self, message, hooks: list):
         _, number, fn_id, fn_bytes, args_bytes = message
@@ -180,8 +184,10 @@ class _Server:
         release_cached_gpu_memory()
         self.calls += 1
         self.run_seconds += run_seconds
-        return ("done", number, raised, encoded.to_bytes(), self._stdout.take(),
-                self._stderr.take(), run_seconds)
+        large = encoded.nbytes >= TAIL_MIN  # a tail: the frame's pickle holds no copy of it
+        return ("done", number, raised, None if large else encoded.to_bytes(),
+                self._stdout.take(), self._stderr.take(), run_seconds), (
+                    encoded if large else None)
 
     def _invoke(self, fn_id: str, fn_bytes, args_bytes: bytes):
         """(value or exception, raised, run seconds), the call's output captured."""
