@@ -3,14 +3,12 @@ package dev.bulletin.runtime.scheduler.impl;
 import dev.bulletin.runtime.scheduler.ClusterCapacity;
 import dev.bulletin.runtime.scheduler.Demand;
 import dev.bulletin.runtime.scheduler.WorkerCapacity;
-import dev.bulletin.runtime.scheduler.snapshot.GpuTopology;
 import dev.bulletin.runtime.scheduler.snapshot.RunningCall;
 import dev.bulletin.runtime.scheduler.snapshot.WorkerState;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.SplittableRandom;
 
 /**
  * The pass's working copy of the workers' free capacity, indexed so a decision touches few
@@ -60,22 +58,17 @@ final class ClusterIndex {
   /** GPUs promised to older big calls from a later time (backfill); the pass adds them. */
   final Reservations reservations;
 
-  ClusterIndex(List<WorkerState> snapshotWorkers, long seed) {
-    this(snapshotWorkers, List.of(), seed);
-  }
-
-  /** {@code running}'s fractional calls say how much of their shared GPUs is taken. */
-  ClusterIndex(List<WorkerState> snapshotWorkers, List<RunningCall> running, long seed) {
-    List<WorkerState> shuffled = new ArrayList<>(snapshotWorkers);
-    SplittableRandom random = new SplittableRandom(seed);
-    for (int i = shuffled.size() - 1; i > 0; i--) {
-      int j = random.nextInt(i + 1);
-      WorkerState swap = shuffled.get(i);
-      shuffled.set(i, shuffled.get(j));
-      shuffled.set(j, swap);
+  /**
+   * {@code running}'s fractional calls say how much of their shared GPUs is taken;
+   * {@code layout} is {@code snapshotWorkers}' ({@link WorkerLayout#of}).
+   */
+  ClusterIndex(List<WorkerState> snapshotWorkers, List<RunningCall> running,
+      WorkerLayout layout) {
+    size = snapshotWorkers.size();
+    workers = new WorkerState[size];
+    for (int w = 0; w < size; w++) {
+      workers[w] = snapshotWorkers.get(layout.fromSnapshot[w]);
     }
-    size = shuffled.size();
-    workers = shuffled.toArray(new WorkerState[0]);
     freeMask = new long[size];
     freeCount = new int[size];
     gpuCount = new int[size];
@@ -83,20 +76,16 @@ final class ClusterIndex {
     freeMemory = new long[size];
     expiresMillis = new long[size];
     usable = new boolean[size];
-    distances = new byte[size][];
+    distances = layout.distances;
     shareFree = new byte[size][];
     reclaiming = new long[size];
     stateMask = new long[size];
     bucketSlot = new int[size];
     reservations = new Reservations(size);
-    byId = new HashMap<>(size * 4 / 3 + 1);  // sized once: a pass at 1,000 workers rehashed it 8 times
-    Map<GpuTopology, byte[]> shared = new HashMap<>();
+    byId = layout.byId;
     int largest = 0;
     for (int w = 0; w < size; w++) {
       WorkerState worker = workers[w];
-      if (byId.put(worker.id(), w) != null) {
-        throw new IllegalArgumentException("snapshot: worker id '" + worker.id() + "' appears twice");
-      }
       freeMask[w] = worker.freeGpuMask();
       freeCount[w] = Long.bitCount(freeMask[w]);
       gpuCount[w] = worker.gpus();
@@ -110,7 +99,6 @@ final class ClusterIndex {
           stateMask[w] |= 1L << gpu;
         }
       }
-      distances[w] = shared.computeIfAbsent(worker.topology(), ClusterIndex::matrix);
       largest = Math.max(largest, worker.gpus());
     }
     shareRoom(running);
@@ -143,6 +131,9 @@ final class ClusterIndex {
     }
     int[][] shared = new int[size][];
     for (RunningCall call : running) {
+      if (!call.beingPreempted() && !call.fractional()) {
+        continue;  // most calls: skip the id lookup, 8,000 a pass at 1,000 workers
+      }
       Integer w = byId.get(call.workerId());
       if (w != null && call.beingPreempted()) {
         for (int id : call.gpuIds()) {
@@ -213,17 +204,6 @@ final class ClusterIndex {
   /** Usable workers: the pass neither adds nor retires any. */
   int usableWorkers() {
     return capacity.workers();
-  }
-
-  private static byte[] matrix(GpuTopology topology) {
-    int n = topology.gpus();
-    byte[] matrix = new byte[n * n];
-    for (int a = 0; a < n; a++) {
-      for (int b = 0; b < n; b++) {
-        matrix[a * n + b] = (byte) topology.distance(a, b);
-      }
-    }
-    return matrix;
   }
 
   /** Usable workers with exactly {@code free} GPUs free. */
