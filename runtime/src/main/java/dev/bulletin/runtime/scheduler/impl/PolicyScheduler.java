@@ -14,9 +14,10 @@ import java.util.function.LongSupplier;
 /**
  * The policy scheduler. The stage chain is assembled here, and only here, in the order a call
  * meets it (like Nomad's feasibility stack). Each pass is a fresh {@link Pass} over the snapshot;
- * of the cluster only the last {@link WorkerLayout} (which workers there are, not what they have
- * free) survives between passes, and only while the next snapshot has the same workers. Stages
- * read the pass through {@link PassView} (call checks) or the worker index alone (filters, scores).
+ * of the cluster only the last pass's {@link WorkerRows} (each worker's row as its state gave
+ * it, and the {@link WorkerLayout} of which workers there are) survive between passes, read by
+ * the next only for workers whose state is the same object. Stages read the pass through
+ * {@link PassView} (call checks) or the worker index alone (filters, scores).
  */
 public final class PolicyScheduler implements ClusterScheduler {
 
@@ -29,7 +30,7 @@ public final class PolicyScheduler implements ClusterScheduler {
   private final LongSupplier ticker;
   private final Stages stages;
   /** The last pass's; immutable, so passes on several threads at once only race to replace it. */
-  private final AtomicReference<WorkerLayout> layout = new AtomicReference<>();
+  private final AtomicReference<WorkerRows> rows = new AtomicReference<>();
 
   public PolicyScheduler(Clock clock, long seed, LongSupplier ticker) {
     this.clock = java.util.Objects.requireNonNull(clock, "clock");
@@ -93,9 +94,12 @@ public final class PolicyScheduler implements ClusterScheduler {
 
   /** A pass over the snapshot, not yet run (stage tests drive single stages through it). */
   Pass pass(Snapshot snapshot) {
-    WorkerLayout reused = WorkerLayout.of(snapshot.workers(), seed, layout.get());
-    layout.set(reused);
-    return new Pass(snapshot, clock.instant(), reused, ticker, stages);
+    WorkerRows last = rows.get();
+    WorkerLayout layout = WorkerLayout.of(snapshot.workers(), seed,
+        last == null ? null : last.layout);
+    WorkerRows now = WorkerRows.of(snapshot.workers(), layout, last);
+    rows.set(now);
+    return new Pass(snapshot, clock.instant(), now, ticker, stages);
   }
 
   @Override
