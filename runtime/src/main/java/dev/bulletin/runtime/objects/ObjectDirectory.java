@@ -453,7 +453,8 @@ public final class ObjectDirectory {
 
   /** Moves whenever {@link #heldBy} of the worker changes (0: it never reported any). */
   public long heldVersion(String workerId) {
-    return hintStamps.getOrDefault(workerId, 0L);
+    // Asked for every worker every pass; most runtimes have no hints, so skip hashing the id.
+    return hintStamps.isEmpty() ? 0 : hintStamps.getOrDefault(workerId, 0L);
   }
 
   // ---- counters ------------------------------------------------------------------------------
