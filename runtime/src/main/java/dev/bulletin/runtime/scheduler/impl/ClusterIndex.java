@@ -81,7 +81,7 @@ final class ClusterIndex {
     bucketSlot = new int[size];
     reservations = new Reservations(size);
     byId = rows.layout.byId;
-    maxGpus = rows.maxGpus;
+    maxGpus = rows.layout.maxGpus;
     capacity = rows.capacity;
     shareRoom(running);
     buckets = new IntBag[maxGpus + 1];

@@ -21,6 +21,8 @@ final class WorkerLayout {
   final Map<String, Integer> byId;
   /** Per index position; workers of one topology share one matrix. */
   final byte[][] distances;
+  /** The largest GPU count of any worker. */
+  final int maxGpus;
   /** The snapshot's ids and topologies, in its order: what {@link #fits} compares. */
   private final String[] ids;
   private final GpuTopology[] topologies;
@@ -43,13 +45,16 @@ final class WorkerLayout {
     byId = new HashMap<>(size * 4 / 3 + 1);  // sized once: a pass at 1,000 workers rehashed it 8 times
     distances = new byte[size][];
     Map<GpuTopology, byte[]> shared = new HashMap<>();
+    int largest = 0;
     for (int w = 0; w < size; w++) {
       WorkerState worker = workers.get(fromSnapshot[w]);
       if (byId.put(worker.id(), w) != null) {
         throw new IllegalArgumentException("snapshot: worker id '" + worker.id() + "' appears twice");
       }
       distances[w] = shared.computeIfAbsent(worker.topology(), WorkerLayout::matrix);
+      largest = Math.max(largest, worker.gpus());
     }
+    maxGpus = largest;
     for (int i = 0; i < size; i++) {
       ids[i] = workers.get(i).id();
       topologies[i] = workers.get(i).topology();

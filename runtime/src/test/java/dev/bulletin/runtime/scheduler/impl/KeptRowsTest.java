@@ -57,4 +57,20 @@ class KeptRowsTest {
         List.of(aCall().id("y").build()), before.usage(), before.policy()));
     assertEquals(List.of(1), one.placements().get(0).gpuIds());
   }
+
+  @Test
+  void aWorkerThatStartsDrainingOrDropsItsSessionStateIsReadAnew() {
+    Snapshot kept = aSnapshot().workers(aWorker().id("a").gpus(2).keeps("s1", 0))
+        .queue(aCall().id("x")).build();
+    assertEquals(List.of(1), scheduler.plan(kept).placements().get(0).gpuIds());
+
+    Snapshot dropped = aSnapshot().workers(aWorker().id("a").gpus(2)).queue(aCall().id("x"))
+        .build();
+    assertEquals(List.of(0), scheduler.plan(dropped).placements().get(0).gpuIds());
+
+    Snapshot draining = aSnapshot().workers(aWorker().id("a").gpus(2).draining())
+        .queue(aCall().id("x")).build();
+    Plan plan = scheduler.plan(draining);
+    assertTrue(plan.placements().isEmpty(), plan.toString());
+  }
 }
