@@ -44,6 +44,8 @@ public final class ControlPlane {
   private final TaskTable tasks;
   /** Attached workers in the order they joined (first fit prefers the earliest). */
   private final Map<String, AttachedWorker> workers = new LinkedHashMap<>();
+  /** {@link #workers()}' copy until a worker attaches or leaves: every pass reads it. */
+  private List<AttachedWorker> workerList;
   /** What feasibility compares against, pools' potential workers included (a call only they
    *  fit waits for one). */
   private final ClusterShapes shapes = new ClusterShapes(workers);
@@ -111,7 +113,10 @@ public final class ControlPlane {
   }
 
   public Collection<AttachedWorker> workers() {
-    return List.copyOf(workers.values());
+    if (workerList == null) {
+      workerList = List.copyOf(workers.values());
+    }
+    return workerList;
   }
 
   public double drainMarginSeconds() {
@@ -181,6 +186,7 @@ public final class ControlPlane {
 
   /** @return false if a worker with this id is already attached */
   public boolean attach(AttachedWorker worker) {
+    workerList = null;
     if (workers.putIfAbsent(worker.id(), worker) != null) {
       return false;
     }
@@ -210,6 +216,7 @@ public final class ControlPlane {
    * @param how what happened to it, read after "worker W, which": "lost its connection: ..."
    */
   public void detach(AttachedWorker worker, String how) {
+    workerList = null;
     if (workers.remove(worker.id(), worker)) {
       shapes.workersChanged();
       objects.workerLost(worker.id(), how);

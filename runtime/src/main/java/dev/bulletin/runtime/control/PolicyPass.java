@@ -10,7 +10,6 @@ import dev.bulletin.runtime.scheduler.ClusterCapacity;
 import dev.bulletin.runtime.scheduler.ClusterScheduler;
 import dev.bulletin.runtime.scheduler.Demand;
 import dev.bulletin.runtime.scheduler.Feasibility;
-import dev.bulletin.runtime.scheduler.WorkerSlots;
 import dev.bulletin.runtime.scheduler.plan.Plan;
 import dev.bulletin.runtime.scheduler.policy.PolicyConfig;
 import dev.bulletin.runtime.scheduler.policy.QosClass;
@@ -40,6 +39,7 @@ public final class PolicyPass {
   private final UsageLedger ledger;
   private final Clock clock;
   private final Duration assumedRun;
+  private final WorkerStates workerStates = new WorkerStates();
 
   /**
    * @param assumedRun how long a call without a timeout is taken to run when matching it to a
@@ -100,16 +100,7 @@ public final class PolicyPass {
   Plan plan(Collection<AttachedWorker> workers, Collection<Task> placedOrRunning,
       Collection<Task> queue, ObjectDirectory objects) {
     Instant now = clock.instant();
-    List<WorkerState> workerStates = new ArrayList<>(workers.size());
-    for (AttachedWorker worker : workers) {
-      WorkerSlots slots = worker.slots();
-      workerStates.add(new WorkerState(worker.id(), worker.topology(), slots.freeGpuIds(),
-          slots.cpus(), slots.freeCpus(), slots.memoryBytes(), slots.freeMemory(),
-          objects.heldBy(worker.id()),
-          worker.drainReason() != null, worker.expiresAt() > 0
-              ? Instant.ofEpochMilli((long) (worker.expiresAt() * 1000)) : WorkerState.NEVER,
-          worker.residentGpus().snapshot()));
-    }
+    List<WorkerState> workerStates = this.workerStates.of(workers, objects);
     List<RunningCall> running = new ArrayList<>();
     for (Task task : placedOrRunning) {
       if (task.workerId() == null) {

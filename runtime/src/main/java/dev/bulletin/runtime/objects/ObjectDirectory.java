@@ -53,6 +53,12 @@ public final class ObjectDirectory {
   private final Map<ObjectKey, Entry> entries = new HashMap<>();
   /** Per worker: objects it reported holding, id to size (the scheduler's locality hints). */
   private final Map<String, Map<String, Long>> hints = new HashMap<>();
+  /**
+   * Per worker, the stamp of its hints' last change ({@link #heldVersion}); stamps are never
+   * reused, so a worker's hints dropped and reported again do not match a stale stamp.
+   */
+  private final Map<String, Long> hintStamps = new HashMap<>();
+  private long lastHintStamp;
   /** Workers' own data ports: a kept object goes from its keeper to a reader directly. */
   private final DirectPorts direct = new DirectPorts();
   /** Where users' spilled resident values are; its spill objects are objects of this one. */
@@ -329,6 +335,7 @@ public final class ObjectDirectory {
   public void workerLost(String workerId, String how) {
     residents.workerLost(workerId, how);
     hints.remove(workerId);
+    hintStamps.remove(workerId);
     direct.detach(workerId);
     for (Map.Entry<ObjectKey, Entry> each : List.copyOf(entries.entrySet())) {
       Entry entry = each.getValue();
@@ -415,7 +422,11 @@ public final class ObjectDirectory {
 
   /** A worker reported holding an object in its store. */
   public void held(String workerId, ObjectKey key, long size) {
-    hints.computeIfAbsent(workerId, id -> new HashMap<>()).put(key.id().hex(), size);
+    Long before = hints.computeIfAbsent(workerId, id -> new HashMap<>())
+        .put(key.id().hex(), size);
+    if (before == null || before != size) {
+      hintStamps.put(workerId, ++lastHintStamp);
+    }
   }
 
   /** A worker reported it no longer holds an object (evicted from its store). */
@@ -427,8 +438,8 @@ public final class ObjectDirectory {
 
   private void forget(String workerId, String id) {
     Map<String, Long> held = hints.get(workerId);
-    if (held != null) {
-      held.remove(id);
+    if (held != null && held.remove(id) != null) {
+      hintStamps.put(workerId, ++lastHintStamp);
     }
   }
 
@@ -438,6 +449,12 @@ public final class ObjectDirectory {
    */
   public Map<String, Long> heldBy(String workerId) {
     return hints.getOrDefault(workerId, Map.of());
+  }
+
+  /** Moves whenever {@link #heldBy} of the worker changes (0: it never reported any). */
+  public long heldVersion(String workerId) {
+    // Asked for every worker every pass; most runtimes have no hints, so skip hashing the id.
+    return hintStamps.isEmpty() ? 0 : hintStamps.getOrDefault(workerId, 0L);
   }
 
   // ---- counters ------------------------------------------------------------------------------

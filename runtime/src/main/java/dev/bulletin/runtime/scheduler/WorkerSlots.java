@@ -24,6 +24,7 @@ public final class WorkerSlots {
   private final java.util.TreeMap<Integer, Integer> sharedEighths = new java.util.TreeMap<>();
   private double freeCpus;
   private long freeMemory;
+  private long version;
 
   public WorkerSlots(String workerId, int gpus, boolean simulatedGpus, double cpus, long memoryBytes) {
     this.workerId = workerId;
@@ -70,6 +71,11 @@ public final class WorkerSlots {
 
   public long freeMemory() {
     return freeMemory;
+  }
+
+  /** Moves whenever anything free here changes: snapshots kept between passes compare it. */
+  public long version() {
+    return version;
   }
 
   public boolean fitsNow(Demand demand) {
@@ -119,6 +125,7 @@ public final class WorkerSlots {
     }
     freeGpus.removeAll(gpuIds);
     freeView = null;
+    version++;
     if (demand.fractional()) {
       sharedEighths.merge(gpuIds.get(0), demand.gpuEighths(), Integer::sum);
     }
@@ -128,6 +135,7 @@ public final class WorkerSlots {
 
   public void free(Demand demand, List<Integer> gpuIds) {
     freeView = null;
+    version++;
     if (demand.fractional()) {
       int gpu = gpuIds.get(0);
       Integer left = sharedEighths.computeIfPresent(gpu, (id, held) ->

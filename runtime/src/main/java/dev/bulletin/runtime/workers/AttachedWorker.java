@@ -30,6 +30,7 @@ public final class AttachedWorker {
   private final ResidentGpus residentGpus = new ResidentGpus();
   private Instant idleSince = Instant.now();
   private String drainReason;
+  private long drains;
 
   public AttachedWorker(String id, String host, String pool, List<String> gpuNames, boolean remote,
       double expiresAtEpochSeconds, String providerHandle, WorkerSlots slots, WorkerLink link,
@@ -118,6 +119,16 @@ public final class AttachedWorker {
   /** Takes no new call from now on (its pool is replacing or stopping it). */
   void drain(String reason) {
     drainReason = reason;
+    drains++;
+  }
+
+  /**
+   * Moves whenever what a scheduling pass reads of this worker changes (its free slots, its
+   * drain, its resident GPUs; the rest is fixed at attach), so the pass may keep its view of
+   * the worker until then. A sum of counters that only grow: it moves when any of them does.
+   */
+  public long generation() {
+    return slots.version() + residentGpus.version() + drains;
   }
 
   /** Why it takes no new call, or null while it does. */

@@ -28,6 +28,7 @@ public final class ResidentGpus {
   }
 
   private final Map<Integer, Keeper> keptBy = new HashMap<>();
+  private long version;
 
   /** The scheduler's key of a client session: its user's namespace and its id. */
   public static String key(String namespace, String session) {
@@ -38,10 +39,8 @@ public final class ResidentGpus {
   public void callEnded(Collection<Integer> gpus, String namespace, String session, long bytes) {
     Keeper keeper = new Keeper(namespace, session);
     for (int gpu : gpus) {
-      if (bytes > 0) {
-        keptBy.put(gpu, keeper);
-      } else {
-        keptBy.remove(gpu, keeper);
+      if (bytes > 0 ? !keeper.equals(keptBy.put(gpu, keeper)) : keptBy.remove(gpu, keeper)) {
+        version++;
       }
     }
   }
@@ -52,13 +51,21 @@ public final class ResidentGpus {
       Keeper keeper = keptBy.get(gpu);
       if (keeper != null && !keeper.namespace().equals(namespace)) {
         keptBy.remove(gpu);
+        version++;
       }
     }
   }
 
   /** The session ended or released its values. */
   public void sessionEnded(String namespace, String session) {
-    keptBy.values().removeIf(new Keeper(namespace, session)::equals);
+    if (keptBy.values().removeIf(new Keeper(namespace, session)::equals)) {
+      version++;
+    }
+  }
+
+  /** Moves whenever {@link #snapshot} would change: snapshots kept between passes compare it. */
+  public long version() {
+    return version;
   }
 
   /** Whether a GPU here keeps values of one of {@code namespace}'s sessions. */

@@ -49,6 +49,35 @@ class AttachedWorkerTest {
   final AttachedWorker worker = new AttachedWorker("w", "host", "", List.of("gpu0", "gpu1"),
       false, 0, "", slots, NO_LINK, "");
 
+  /**
+   * A pass keeps its view of a worker until its generation moves (control.WorkerStates): every
+   * change a pass reads must move it, and a change that is none must not rebuild the view.
+   */
+  @Test
+  void everyChangeAPassReadsMovesTheGeneration() {
+    List<Runnable> changes = List.of(
+        () -> worker.reserve("a", ONE_GPU, List.of(0)),
+        () -> worker.release("a"),
+        () -> worker.residentGpus().callEnded(List.of(1), "ada", "s1", 1024),
+        () -> worker.residentGpus().taken(List.of(1), "bob"),
+        () -> worker.residentGpus().callEnded(List.of(0), "ada", "s1", 1024),
+        () -> worker.residentGpus().callEnded(List.of(0), "ada", "s1", 0),
+        () -> worker.residentGpus().callEnded(List.of(0), "ada", "s2", 1024),
+        () -> worker.residentGpus().sessionEnded("ada", "s2"),
+        () -> worker.drain("replaced"),
+        () -> worker.drain(null));
+    for (int i = 0; i < changes.size(); i++) {
+      long before = worker.generation();
+      changes.get(i).run();
+      assertTrue(worker.generation() != before, "change " + i + " left the generation as it was");
+    }
+    long settled = worker.generation();
+    worker.release("a");
+    worker.residentGpus().sessionEnded("ada", "s2");
+    worker.residentGpus().taken(List.of(0), "ada");
+    assertEquals(settled, worker.generation(), "nothing changed");
+  }
+
   @Test
   void aReleaseGivesBackExactlyWhatTheCallReserved() {
     worker.reserve("a", ONE_GPU, List.of(1));

@@ -2,15 +2,11 @@ package dev.bulletin.runtime.scheduler.impl;
 
 import dev.bulletin.runtime.scheduler.ClusterCapacity;
 import dev.bulletin.runtime.scheduler.Demand;
-import dev.bulletin.runtime.scheduler.WorkerCapacity;
-import dev.bulletin.runtime.scheduler.snapshot.GpuTopology;
 import dev.bulletin.runtime.scheduler.snapshot.RunningCall;
 import dev.bulletin.runtime.scheduler.snapshot.WorkerState;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.SplittableRandom;
 
 /**
  * The pass's working copy of the workers' free capacity, indexed so a decision touches few
@@ -55,94 +51,62 @@ final class ClusterIndex {
   /** The usable workers' whole capacities: what "could this ever fit" compares against. */
   final ClusterCapacity capacity;
   private final IntBag[] buckets;
+  /** What the index was copied from: {@link #shareFree}'s rows are shared with it until written. */
+  private final WorkerRows base;
   private final int[] bucketSlot;
   private final Map<String, int[]> holders = new HashMap<>();
   /** GPUs promised to older big calls from a later time (backfill); the pass adds them. */
   final Reservations reservations;
 
-  ClusterIndex(List<WorkerState> snapshotWorkers, long seed) {
-    this(snapshotWorkers, List.of(), seed);
-  }
-
-  /** {@code running}'s fractional calls say how much of their shared GPUs is taken. */
-  ClusterIndex(List<WorkerState> snapshotWorkers, List<RunningCall> running, long seed) {
-    List<WorkerState> shuffled = new ArrayList<>(snapshotWorkers);
-    SplittableRandom random = new SplittableRandom(seed);
-    for (int i = shuffled.size() - 1; i > 0; i--) {
-      int j = random.nextInt(i + 1);
-      WorkerState swap = shuffled.get(i);
-      shuffled.set(i, shuffled.get(j));
-      shuffled.set(j, swap);
-    }
-    size = shuffled.size();
-    workers = shuffled.toArray(new WorkerState[0]);
-    freeMask = new long[size];
+  /**
+   * {@code running}'s fractional calls say how much of their shared GPUs is taken;
+   * {@code rows} are the snapshot's workers' ({@link WorkerRows#of}): the index copies what it
+   * changes of them, never writes them.
+   */
+  ClusterIndex(WorkerRows rows, List<RunningCall> running) {
+    size = rows.states.length;
+    workers = rows.states;
+    base = rows;
+    freeMask = rows.freeMask.clone();
     freeCount = new int[size];
-    gpuCount = new int[size];
-    freeCpus = new double[size];
-    freeMemory = new long[size];
-    expiresMillis = new long[size];
-    usable = new boolean[size];
-    distances = new byte[size][];
-    shareFree = new byte[size][];
+    gpuCount = rows.gpuCount;
+    freeCpus = rows.freeCpus.clone();
+    freeMemory = rows.freeMemory.clone();
+    expiresMillis = rows.expiresMillis;
+    usable = rows.usable;
+    distances = rows.layout.distances;
+    shareFree = rows.shareFree.clone();
     reclaiming = new long[size];
-    stateMask = new long[size];
+    stateMask = rows.stateMask;
     bucketSlot = new int[size];
     reservations = new Reservations(size);
-    byId = new HashMap<>(size * 4 / 3 + 1);  // sized once: a pass at 1,000 workers rehashed it 8 times
-    Map<GpuTopology, byte[]> shared = new HashMap<>();
-    int largest = 0;
-    for (int w = 0; w < size; w++) {
-      WorkerState worker = workers[w];
-      if (byId.put(worker.id(), w) != null) {
-        throw new IllegalArgumentException("snapshot: worker id '" + worker.id() + "' appears twice");
-      }
-      freeMask[w] = worker.freeGpuMask();
-      freeCount[w] = Long.bitCount(freeMask[w]);
-      gpuCount[w] = worker.gpus();
-      freeCpus[w] = worker.freeCpus();
-      freeMemory[w] = worker.freeMemoryBytes();
-      expiresMillis[w] = worker.expiresAt().equals(WorkerState.NEVER) ? Long.MAX_VALUE
-          : worker.expiresAt().toEpochMilli();
-      usable[w] = !worker.draining();
-      if (!worker.residentGpus().isEmpty()) {  // almost never: skip the iterator
-        for (int gpu : worker.residentGpus().keySet()) {
-          stateMask[w] |= 1L << gpu;
-        }
-      }
-      distances[w] = shared.computeIfAbsent(worker.topology(), ClusterIndex::matrix);
-      largest = Math.max(largest, worker.gpus());
-    }
+    byId = rows.layout.byId;
+    maxGpus = rows.layout.maxGpus;
+    capacity = rows.capacity;
     shareRoom(running);
-    maxGpus = largest;
-    buckets = new IntBag[largest + 1];
-    for (int f = 0; f <= largest; f++) {
+    buckets = new IntBag[maxGpus + 1];
+    for (int f = 0; f <= maxGpus; f++) {
       buckets[f] = new IntBag();
     }
-    List<WorkerCapacity> capacities = new ArrayList<>(size);
     for (int w = 0; w < size; w++) {
+      freeCount[w] = Long.bitCount(freeMask[w]);
       if (usable[w]) {
         bucketSlot[w] = buckets[freeCount[w]].add(w);
-        capacities.add(new WorkerCapacity(gpuCount[w], false, workers[w].cpus(),
-            workers[w].memoryBytes()));
       }
     }
-    capacity = ClusterCapacity.of(capacities);
   }
 
   /**
-   * Fills {@link #shareFree}. A GPU a fractional call holds is taken out of the free mask even
-   * if the snapshot listed it as free: sharing and whole use of one GPU never mix.
+   * Updates {@link #shareFree} and {@link #reclaiming} from the running calls. A GPU a
+   * fractional call holds is taken out of the free mask even if the snapshot listed it as free:
+   * sharing and whole use of one GPU never mix.
    */
   private void shareRoom(List<RunningCall> running) {
-    for (int w = 0; w < size; w++) {
-      shareFree[w] = new byte[gpuCount[w]];
-      for (int g = 0; g < gpuCount[w]; g++) {
-        shareFree[w][g] = (byte) ((freeMask[w] & (1L << g)) != 0 ? Demand.EIGHTHS : 0);
-      }
-    }
-    int[][] shared = new int[size][];
+    int[][] shared = null;
     for (RunningCall call : running) {
+      if (!call.beingPreempted() && !call.fractional()) {
+        continue;  // most calls: skip the id lookup, 8,000 a pass at 1,000 workers
+      }
       Integer w = byId.get(call.workerId());
       if (w != null && call.beingPreempted()) {
         for (int id : call.gpuIds()) {
@@ -153,20 +117,30 @@ final class ClusterIndex {
       if (w == null || gpu < 0 || gpu >= gpuCount[w]) {
         continue;
       }
+      if (shared == null) {
+        shared = new int[size][];
+      }
       if (shared[w] == null) {
         shared[w] = new int[gpuCount[w]];
       }
       shared[w][gpu] += call.gpuEighths();
     }
-    for (int w = 0; w < size; w++) {
+    for (int w = 0; shared != null && w < size; w++) {
       for (int g = 0; shared[w] != null && g < gpuCount[w]; g++) {
         if (shared[w][g] > 0) {
-          shareFree[w][g] = (byte) Math.max(0, Demand.EIGHTHS - shared[w][g]);
+          ownShareRow(w)[g] = (byte) Math.max(0, Demand.EIGHTHS - shared[w][g]);
           freeMask[w] &= ~(1L << g);
         }
       }
-      freeCount[w] = Long.bitCount(freeMask[w]);
     }
+  }
+
+  /** Worker {@code w}'s row of {@link #shareFree}, this index's own to write. */
+  private byte[] ownShareRow(int w) {
+    if (shareFree[w] == base.shareFree[w]) {
+      shareFree[w] = shareFree[w].clone();
+    }
+    return shareFree[w];
   }
 
   /** The most eighths a new fractional call could take on one GPU of worker {@code w}. */
@@ -215,17 +189,6 @@ final class ClusterIndex {
     return capacity.workers();
   }
 
-  private static byte[] matrix(GpuTopology topology) {
-    int n = topology.gpus();
-    byte[] matrix = new byte[n * n];
-    for (int a = 0; a < n; a++) {
-      for (int b = 0; b < n; b++) {
-        matrix[a * n + b] = (byte) topology.distance(a, b);
-      }
-    }
-    return matrix;
-  }
-
   /** Usable workers with exactly {@code free} GPUs free. */
   IntBag bucket(int free) {
     return buckets[free];
@@ -248,7 +211,7 @@ final class ClusterIndex {
     }
     freeMask[w] &= ~gpus;
     for (long m = gpus; m != 0; m &= m - 1) {
-      shareFree[w][Long.numberOfTrailingZeros(m)] = 0;
+      ownShareRow(w)[Long.numberOfTrailingZeros(m)] = 0;
     }
     freeCount[w] = Long.bitCount(freeMask[w]);
     freeCpus[w] -= cpus;
@@ -264,7 +227,7 @@ final class ClusterIndex {
       buckets[freeCount[w]].remove(bucketSlot[w], this);
     }
     freeMask[w] &= ~(1L << gpu);
-    shareFree[w][gpu] = (byte) (shareFree[w][gpu] - eighths);
+    ownShareRow(w)[gpu] = (byte) (shareFree[w][gpu] - eighths);
     freeCount[w] = Long.bitCount(freeMask[w]);
     freeCpus[w] -= cpus;
     freeMemory[w] -= memory;

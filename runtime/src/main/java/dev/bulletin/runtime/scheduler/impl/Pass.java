@@ -65,7 +65,8 @@ final class Pass implements PassView {
   /** What a wait reason depends on; equal keys give the same words. */
   private record ReasonKey(String kind, long a, long b, long c, Object extra) {}
 
-  Pass(Snapshot snapshot, Instant now, long seed, LongSupplier ticker,
+  /** {@code rows} are the snapshot's workers' ({@link WorkerRows#of}). */
+  Pass(Snapshot snapshot, Instant now, WorkerRows rows, LongSupplier ticker,
       PolicyScheduler.Stages stages) {
     this.policy = snapshot.policy();
     this.usage = snapshot.usage();
@@ -73,7 +74,7 @@ final class Pass implements PassView {
     this.nowMillis = now.toEpochMilli();
     this.ticker = ticker;
     this.stages = stages;
-    this.index = new ClusterIndex(snapshot.workers(), snapshot.running(), seed);
+    this.index = new ClusterIndex(rows, snapshot.running());
     for (String name : policy.qos().keySet()) {
       qosNames.id(name);
     }

@@ -8,13 +8,16 @@ import dev.bulletin.runtime.scheduler.plan.Plan;
 import dev.bulletin.runtime.scheduler.snapshot.Snapshot;
 import java.time.Clock;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.LongSupplier;
 
 /**
  * The policy scheduler. The stage chain is assembled here, and only here, in the order a call
  * meets it (like Nomad's feasibility stack). Each pass is a fresh {@link Pass} over the snapshot;
- * nothing survives between passes, so the scheduler itself holds no cluster state. Stages read
- * the pass through {@link PassView} (call checks) or the worker index alone (filters, scores).
+ * of the cluster only the last pass's {@link WorkerRows} (each worker's row as its state gave
+ * it, and the {@link WorkerLayout} of which workers there are) survive between passes, read by
+ * the next only for workers whose state is the same object. Stages read the pass through
+ * {@link PassView} (call checks) or the worker index alone (filters, scores).
  */
 public final class PolicyScheduler implements ClusterScheduler {
 
@@ -26,6 +29,8 @@ public final class PolicyScheduler implements ClusterScheduler {
   private final long seed;
   private final LongSupplier ticker;
   private final Stages stages;
+  /** The last pass's; immutable, so passes on several threads at once only race to replace it. */
+  private final AtomicReference<WorkerRows> rows = new AtomicReference<>();
 
   public PolicyScheduler(Clock clock, long seed, LongSupplier ticker) {
     this.clock = java.util.Objects.requireNonNull(clock, "clock");
@@ -89,12 +94,17 @@ public final class PolicyScheduler implements ClusterScheduler {
 
   /** A pass over the snapshot, not yet run (stage tests drive single stages through it). */
   Pass pass(Snapshot snapshot) {
-    return new Pass(snapshot, clock.instant(), seed, ticker, stages);
+    WorkerRows last = rows.get();
+    WorkerLayout layout = WorkerLayout.of(snapshot.workers(), seed,
+        last == null ? null : last.layout);
+    WorkerRows now = WorkerRows.of(snapshot.workers(), layout, last);
+    rows.set(now);
+    return new Pass(snapshot, clock.instant(), now, ticker, stages);
   }
 
   @Override
   public Plan plan(Snapshot snapshot) {
-    return new Pass(snapshot, clock.instant(), seed, ticker, stages).run();
+    return pass(snapshot).run();
   }
 
   @Override
