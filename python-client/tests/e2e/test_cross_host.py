@@ -4,6 +4,7 @@ crosses the link through the runtime's bulk data port (raw TCP, CRC32C-checked).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -82,22 +83,36 @@ def two_hosts():
         yield hosts
 
 
-def test_objects_cross_between_namespaces_through_the_data_port(two_hosts, tmp_path):
-    server_ns, client_ns = two_hosts
-    env = cli_env(tmp_path)
+@contextlib.contextmanager
+def runtime_on_server(server_ns, home: Path, port: int):
+    """`bulletin up` in the server's namespace, listening on every address; yields its env."""
+    env = cli_env(home)
     up = subprocess.run(_netns.in_ns(server_ns, [
-        sys.executable, "-m", "bulletin._cli", "up", "--host", "0.0.0.0", "--port", "18772",
+        sys.executable, "-m", "bulletin._cli", "up", "--host", "0.0.0.0", "--port", str(port),
         "--simulate-gpus", "1", "--cpus", "2"]), env=env, capture_output=True, text=True,
         timeout=120)
     assert up.returncode == 0, up.stdout + up.stderr
     try:
-        token = (tmp_path / "token").read_text().strip()
-        run = subprocess.run(_netns.in_ns(client_ns, [sys.executable, "-c", CLIENT]),
-                             env=dict(env, TARGET=f"{_netns.SERVER_IP}:18772",
-                                      TARGET_TOKEN=token),
-                             capture_output=True, text=True, timeout=150)
-        assert run.returncode == 0, run.stderr
-        out = json.loads(run.stdout.strip().splitlines()[-1])
+        yield env
+    finally:
+        subprocess.run(_netns.in_ns(server_ns, [sys.executable, "-m", "bulletin._cli", "down"]),
+                       env=env, capture_output=True, timeout=60)
+
+
+def run_client(client_ns, env, home: Path, port: int, script: str) -> dict:
+    """Runs ``script`` in the client's namespace against the runtime; its last line's JSON."""
+    token = (home / "token").read_text().strip()
+    run = subprocess.run(_netns.in_ns(client_ns, [sys.executable, "-c", script]),
+                         env=dict(env, TARGET=f"{_netns.SERVER_IP}:{port}", TARGET_TOKEN=token),
+                         capture_output=True, text=True, timeout=150)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def test_objects_cross_between_namespaces_through_the_data_port(two_hosts, tmp_path):
+    server_ns, client_ns = two_hosts
+    with runtime_on_server(server_ns, tmp_path, 18772) as env:
+        out = run_client(client_ns, env, tmp_path, 18772, CLIENT)
         assert out == {"same_host": False, "round_trip_ok": True, "path": "bulk",
                        "corruption_sent": True, "resends": 1,
                        "scatter_uploaded": 0, "sums": True, "future_arg": float(1 << 20),
@@ -105,30 +120,12 @@ def test_objects_cross_between_namespaces_through_the_data_port(two_hosts, tmp_p
         # (what stays referenced before close is the session's four functions)
         store = json.loads((tmp_path / "runtime.json").read_text())["store_dir"]
         assert staged_files(Path(store)) == []
-    finally:
-        subprocess.run(_netns.in_ns(server_ns, [sys.executable, "-m", "bulletin._cli", "down"]),
-                       env=env, capture_output=True, timeout=60)
 
 
 def test_a_burst_from_another_host_runs_on_a_lease_over_tls(two_hosts, tmp_path):
     # The lease's executor, on the runtime's host, connects back to the client's address on
     # the route between them, over TLS pinned to the client's own certificate.
     server_ns, client_ns = two_hosts
-    env = cli_env(tmp_path)
-    up = subprocess.run(_netns.in_ns(server_ns, [
-        sys.executable, "-m", "bulletin._cli", "up", "--host", "0.0.0.0", "--port", "18773",
-        "--simulate-gpus", "1", "--cpus", "2"]), env=env, capture_output=True, text=True,
-        timeout=120)
-    assert up.returncode == 0, up.stdout + up.stderr
-    try:
-        token = (tmp_path / "token").read_text().strip()
-        run = subprocess.run(_netns.in_ns(client_ns, [sys.executable, "-c", BURST]),
-                             env=dict(env, TARGET=f"{_netns.SERVER_IP}:18773",
-                                      TARGET_TOKEN=token),
-                             capture_output=True, text=True, timeout=150)
-        assert run.returncode == 0, run.stderr
-        out = json.loads(run.stdout.strip().splitlines()[-1])
+    with runtime_on_server(server_ns, tmp_path, 18773) as env:
+        out = run_client(client_ns, env, tmp_path, 18773, BURST)
         assert out == {"results": True, "outputs": True, "tls": True, "leased": True}, out
-    finally:
-        subprocess.run(_netns.in_ns(server_ns, [sys.executable, "-m", "bulletin._cli", "down"]),
-                       env=env, capture_output=True, timeout=60)
