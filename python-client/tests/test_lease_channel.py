@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from bulletin import _leases
+from bulletin import _lease_channel, _leases
 from bulletin._config import Options
 from bulletin._data._objects import decode, encode
 from bulletin._envelope import exception_from_envelope
@@ -327,9 +327,9 @@ def ones(n):
 
 def test_a_large_result_comes_whole_and_sends_its_shape_the_runtimes_way(harness):
     runtime, calls, leases = harness
-    future, call = _submit(leases, calls, ones, _leases.LARGE_RESULT + 1)
+    future, call = _submit(leases, calls, ones, _lease_channel.LARGE_RESULT + 1)
     value = future.result(timeout=30)
-    assert value.nbytes == _leases.LARGE_RESULT + 1 and value.all()
+    assert value.nbytes == _lease_channel.LARGE_RESULT + 1 and value.all()
     small = Future("next", "next", lambda f: None)
     spec = pb.TaskSpec(task_id="next", name="ones")
     spec.args.inline_data = call.spec.args.inline_data
