@@ -356,7 +356,6 @@ class Submitter:
         if getattr(arguments, "prefer_worker", ""):
             spec.prefer_worker = arguments.prefer_worker
         spec.resident_handles.extend(getattr(arguments, "resident_handles", None) or ())
-        fn_id = spec.function.id
         lease = None
         # Deciding "inline or id only" and queueing under one lock keeps the message that
         # carries a function's bytes ahead of every message that only names it; releases go

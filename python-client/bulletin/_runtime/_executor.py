@@ -33,8 +33,9 @@ from .._resident import ResidentLostError
 from ._gpu_share import apply_gpu_fraction, release_cached_gpu_memory
 from ._argument_maps import ArgumentMaps
 from ._limits import Limits, apply_memory_limit, over_limit
+from ._outcome import encode_outcome, kept_on_device
 from ._arguments import load_arguments
-from .._errors import BulletinError, ResultSerializationError, StoreFullError
+from .._errors import BulletinError, StoreFullError
 from .._status import format_bytes
 
 _LOG_PREFIX = "[bulletin executor]"
@@ -49,11 +50,6 @@ def log(message: str) -> None:
         sys.stderr.flush()
     except Exception:
         pass
-
-
-def _type_name(obj) -> str:
-    cls = type(obj)
-    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
 
 
 # ---- The wire format: one call in (ExecutorCall.java), one reply out (ExecutorReply.java) -------
@@ -222,23 +218,13 @@ class Executor:
             return ran
         returned()
         value, raised, run_seconds, stored = ran
-        if raised:
-            # Skip this module's frame: the remote traceback starts in the user's function.
-            tb = value.__traceback__.tb_next if value.__traceback__ is not None else None
-            encoded = encode(envelope(value, tb))
-        else:
+        if not raised:
             passed = _passed_through(value, stored)
             if passed is not None:
                 # The function returned an argument object itself: the store holds its bytes
                 # under its id; encoding (and hashing) them again would read every page.
                 return Finished(passed[0], passed[1], False, run_seconds, retire)
-            try:
-                encoded = encode(value)
-            except BaseException as exc:  # a __reduce__ that calls sys.exit() too: never stuck
-                error = ResultSerializationError(
-                    f"the function returned a {_type_name(value)}, which cannot be pickled: "
-                    f"{exc}. Return plain data (arrays, tensors moved to the CPU, dicts) instead.")
-                encoded, raised = encode(envelope(error)), True
+        encoded, raised = encode_outcome(value, raised)
         del value, ran  # a result or traceback holding GPU tensors frees them here
         release_cached_gpu_memory()
         return self._store(_Pending(call.result_path, encoded, raised, run_seconds, retire))
@@ -261,10 +247,7 @@ class Executor:
                 ) from exc
             start = time.perf_counter()
             try:
-                value = fn(*args, **kwargs)
-                if _resident.is_device_value(value) and not _resident.SIMULATED:
-                    # A result on the GPU stays there (issue 29, part 4): its handle goes back.
-                    value = _resident.keep(value, getattr(fn, "__name__", "result"))
+                value = kept_on_device(fn, fn(*args, **kwargs))
                 return value, False, time.perf_counter() - start, stored
             except MemoryError as exc:
                 if not self._memory_limit:

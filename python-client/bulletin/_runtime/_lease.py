@@ -25,15 +25,15 @@ import time
 from collections import OrderedDict, deque
 
 from .._data._bulk import connect
-from .._data._objects import decode, encode
-from .._envelope import make_envelope as envelope
-from .._errors import BulletinError, MemoryLimitError, ResultSerializationError
+from .._data._objects import decode
+from .._errors import BulletinError, MemoryLimitError
 from .._lease_wire import (TAIL_MIN, FrameReader, LeaseProtocolError, executor_hello, frame,
                            send_frame)
 from .._tls import pinned_context
-from . import _limits, _preempt, _resident
+from . import _limits, _preempt
 from ._gpu_share import release_cached_gpu_memory
 from ._limits import Limits, over_limit
+from ._outcome import encode_outcome, kept_on_device
 
 # Results of calls that ran one after the other leave together, but none waits longer than this
 # for the calls after it (a burst of slow calls still returns each result promptly).
@@ -168,18 +168,7 @@ class _Server:
         retire = self._limits.restore()
         if retire:
             self._stopped = retire
-        if raised:
-            tb = value.__traceback__.tb_next if value.__traceback__ is not None else None
-            encoded = encode(envelope(value, tb))
-        else:
-            try:
-                encoded = encode(value)
-            except BaseException as exc:  # noqa: BLE001 - as Executor.run: never stuck
-                error = ResultSerializationError(
-                    f"the function returned a {type(value).__name__}, which cannot be pickled: "
-                    f"{exc}. Return plain data (arrays, tensors moved to the CPU, dicts) "
-                    "instead.")
-                encoded, raised = encode(envelope(error)), True
+        encoded, raised = encode_outcome(value, raised)
         del value
         release_cached_gpu_memory()
         self.calls += 1
@@ -203,10 +192,7 @@ class _Server:
         sys.stdout, sys.stderr = self._stdout.stream, self._stderr.stream
         start = time.perf_counter()
         try:
-            value = fn(*args, **kwargs)
-            if _resident.is_device_value(value) and not _resident.SIMULATED:
-                value = _resident.keep(value, getattr(fn, "__name__", "result"))
-            return value, False, time.perf_counter() - start
+            return kept_on_device(fn, fn(*args, **kwargs)), False, time.perf_counter() - start
         except MemoryError as exc:
             limit = _limits.memory_limit
             if not limit:
