@@ -499,6 +499,14 @@ class Submitter:
         kept = self._kept.get(key)
         if kept is not None and kept[0]() is value and oid in kept[1]:
             return oid, True
+        if kept is not None and kept[0]() is value:
+            # The earlier content goes before the new one is written, so that the runtime can
+            # hand its file back for this write (a loop refilling one buffer) instead of the
+            # write taking fresh memory and the old content's staying cached.
+            for stale, finalizer in kept[1].items():
+                if finalizer.detach() is not None:
+                    self._transfer.release(stale)
+            kept[1].clear()
         oid = self._transfer.acquire(encoded)
         try:
             ref = weakref.ref(value)
@@ -506,10 +514,6 @@ class Submitter:
             return oid, False  # cannot tell when it dies: held for this call only
         if kept is None or kept[0]() is not value:
             kept = self._kept[key] = (ref, {})
-        for stale, finalizer in kept[1].items():
-            if finalizer.detach() is not None:
-                self._transfer.release(stale)
-        kept[1].clear()
         kept[1][oid] = weakref.finalize(value, self._forget_kept, key, oid)
         return oid, True
 

@@ -334,6 +334,56 @@ def test_an_executor_grows_a_spare_after_its_first_large_result_and_writes_the_n
     assert os.path.getsize(store.staging / ".result-t-2") == second.size
 
 
+def test_a_large_result_equal_to_a_stored_object_is_linked_and_its_spare_stays_a_spare(store):
+    """``v + 0`` of a stored argument: the copy into the spare names the bytes, the store has
+    them, so the result is a link to the stored file and the spare goes back to the spares,
+    its memory not made again (on /dev/shm, 1 GiB of zeroed pages per call)."""
+    import numpy as np
+    from bulletin._data import _arena
+    if not _arena.supported(store.path):
+        pytest.skip("no O_TMPFILE in this file system")
+    executor = Executor(store.path, keep_mapped_bytes=64 << 20)
+    big = np.ones(1 << 20, dtype=np.float32)
+    executor.run(call(store, store.put(lambda: big), store.put(((), {}))))
+    os.replace(store.staging / ".result-t-1", store.path / executor.commit(False).result)
+    spares = executor._maps.spares
+    assert spares.wait_filled(10)
+    spare_bytes = spares.spare_bytes()
+    held = store.put(big * 2)
+    executor.run(call(store, store.put(lambda: big * 2), store.put(((), {})), task="t-2"))
+    done = executor.commit(False)
+    result = store.staging / ".result-t-2"
+    assert done.result == held and os.path.samefile(result, store.path / held)
+    assert np.array_equal(open_object(result), big * 2)
+    assert (spares.taken, executor._maps.spare_writes) == (1, 0)
+    assert spares.spare_bytes() == spare_bytes  # the same spare, ready for the next result
+    # A new value goes into it.
+    executor.run(call(store, store.put(lambda: big * 3), store.put(((), {})), task="t-3"))
+    done = executor.commit(False)
+    assert executor._maps.spare_writes == 1
+    assert np.array_equal(open_object(store.staging / ".result-t-3"), big * 3)
+
+
+def test_the_ids_a_writer_says_it_maps_leave_out_files_the_store_deleted(store):
+    """Under a deleted file's id the store may hold another process's file (the store kept the
+    first of two equal copies): staged for this writer, it could only be refused."""
+    import numpy as np
+    from bulletin._runtime._executor import Stage
+    executor = Executor(store.path, keep_mapped_bytes=64 << 20)
+    big = np.full(1 << 20, 7, dtype=np.float32)
+    executor.run(call(store, store.put(lambda: big), store.put(((), {}))))
+    first = executor.commit(False)
+    os.replace(store.staging / ".result-t-1", store.path / first.result)
+    reply = executor.run(call(store, store.put(lambda: big + 1), store.put(((), {})),
+                              task="t-2"))
+    assert isinstance(reply, Stage) and reply.mapped == (first.result,)
+    executor.commit(False)
+    os.unlink(store.path / first.result)  # deleted (evicted, or the adopt kept an equal file)
+    reply = executor.run(call(store, store.put(lambda: big + 2), store.put(((), {})),
+                              task="t-3"))
+    assert isinstance(reply, Stage) and first.result not in reply.mapped
+
+
 def test_a_call_an_earlier_call_may_have_broken_is_not_run_and_the_executor_asks_to_go(store):
     from bulletin._runtime._executor import Unfit
     executor = Executor(store.path)

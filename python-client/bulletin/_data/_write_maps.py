@@ -63,24 +63,26 @@ class WriteMappings:
         return self._limit
 
     def ids(self) -> list[str]:
-        """Objects whose files are still mapped here: the runtime gives these back first."""
+        """Objects whose files are still mapped here: the runtime gives these back first. Not
+        those of files it deleted: under the same id it may hold another process's file (the
+        store dropped this writer's equal copy), which this writer could only refuse."""
         with self._lock:
+            self._sweep()
             return [m.oid for m in self._maps.values()]
 
-    def write_new(self, path: Path, encoded, oid: str | None) -> None:
+    def write_new(self, path: Path, encoded, oid: str | None, stored=None) -> None:
         """Writes a new file, keeping its mapping when it is large. ``oid`` None: the id is not
-        known yet, and is computed in the same pass as the copy (``Encoded.write_digesting``)."""
+        known yet, and is computed in the same pass as the copy (``Encoded.write_digesting``).
+        ``stored(id)``, when given, is asked once the id is known and before a spare written
+        into is named: True when the caller put an equal stored object at ``path`` instead; the
+        spare then stays a spare, its memory not made again."""
         size = encoded.nbytes
         if size < RECYCLE_MIN or size > self._limit:
             write_file(path, encoded)
             return
         spare = self._take_spare(path, size)
         if spare is not None:
-            try:
-                self._write_and_keep(_Mapping(spare.fd, spare.map, oid), encoded)
-            finally:
-                self.spares.written()
-            self.spare_writes += 1
+            self._write_spare(spare, path, encoded, oid, stored)
             return
         self._map_and_write(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600), path,
                             encoded, oid)
@@ -156,21 +158,28 @@ class WriteMappings:
         return self.spares is not None and self.spares.serves(size)
 
     def _take_spare(self, path: Path, size: int) -> Spare | None:
-        """A pre-faulted spare named ``path`` and cut to ``size``, or None."""
+        """A pre-faulted spare for a write to ``path`` (not named yet), or None."""
         if self.spares is None or Path(path).parent != self.spares.folder:
             return None
-        spare = self.spares.take(size)
-        if spare is None:
-            return None
+        return self.spares.take(size)
+
+    def _write_spare(self, spare: Spare, path: Path, encoded, oid: str | None, stored) -> None:
+        """Copies ``encoded`` into ``spare``, then names it ``path`` (``write_new``)."""
+        view = memoryview(spare.map)[:encoded.nbytes]
         try:
-            spare.name(path)
-            # Nobody else maps an anonymous file: cutting its tail cannot fault a reader.
-            os.ftruncate(spare.fd, size)
+            if oid is None:
+                oid = encoded.write_digesting(view)
+            else:
+                encoded.write_into(view)
         except BaseException:
-            spare.close()
-            self.spares.written()
+            view.release()
+            self.put_back_spare(spare, encoded.nbytes)
             raise
-        return spare
+        view.release()
+        if stored is not None and stored(oid):
+            self.put_back_spare(spare, encoded.nbytes)  # it holds only this writer's bytes
+            return
+        self.keep_spare(spare, path, encoded.nbytes, oid)
 
     def close(self) -> None:
         if self.spares is not None:

@@ -6,6 +6,13 @@ again: together 0.1-0.2 s per GiB on the development VM, paid by every call that
 argument. A training loop passes the same dataset to call after call, so the executor keeps a
 large argument's mapping while consecutive calls name its object.
 
+A loop that passes a new batch each call is the other common case, and there a kept mapping
+costs more than it saves: the writer's next batch cannot go into the released batch's file
+while this executor still maps it (the kernel refuses the write lease), so every batch took
+fresh memory of the store, zeroed page by page. So a mapping outlives its call only once two
+consecutive calls named the object: the first call's mapping goes when that call ends, and a
+loop over one dataset pays one more mapping (its second call) before the rest reuse it.
+
 Only the mapping is kept. Every call decodes its own values from it, so no call sees what an
 earlier one did to a decoded list or dict, and the mapping itself is read-only. Content
 addressing makes the reuse safe: an id names the same bytes for as long as its file exists.
@@ -14,6 +21,7 @@ A kept mapping must not hold memory the store believes it freed, nor a file it w
 (an open file refuses the write lease that recycling takes). So a background thread unmaps, off
 the calls' path:
 - at once, the mappings that the call just started does not name;
+- when a call ends, the mappings of objects the call before it did not name;
 - within ``sweep_seconds``, the mapping of a file the store deleted.
 """
 
@@ -57,14 +65,28 @@ class ArgumentMaps:
         self._wake = threading.Event()
         self._sweeping = False  # the thread runs only while something is kept or dropped
         self._sweep_seconds = sweep_seconds
+        self._named: set[str] = set()  # the objects the running (or last) call names
+        self._named_before: set[str] = set()  # and those the call before it named
         self.reused = 0  # mappings a call found kept: for tests and benchmarks
 
     def begin(self, oids) -> None:
         """A call naming the objects ``oids`` starts: the other mappings are let go."""
         names = set(oids)
         with self._lock:
-            for oid in [oid for oid in self._kept if oid not in names]:
-                self._dropped.append(self._kept.pop(oid))
+            self._named_before, self._named = self._named, names
+            self._drop_locked(lambda oid: oid not in names)
+
+    def end(self) -> None:
+        """The call ended: the mappings of objects the call before it did not name go too (see
+        the module's doc). Call it once the call's own values are gone, so that the unmapping
+        happens on the background thread, not on whichever thread drops the last value."""
+        with self._lock:
+            before = self._named_before
+            self._drop_locked(lambda oid: oid not in before)
+
+    def _drop_locked(self, which) -> None:
+        for oid in [oid for oid in self._kept if which(oid)]:
+            self._dropped.append(self._kept.pop(oid))
         if self._dropped:
             self._wake.set()
 

@@ -202,6 +202,16 @@ class Executor:
         id). Never raises for what the function does: whatever goes wrong (even SystemExit from
         the function) is reported as a raised envelope, so the executor stays warm.
         """
+        try:
+            reply = self._run(call, returned)
+        except BaseException:
+            self._argument_maps.end()
+            raise
+        if not isinstance(reply, Stage):
+            self._argument_maps.end()  # here, where the call's values are gone
+        return reply
+
+    def _run(self, call: Call, returned):
         fresh = self._calls == 0
         self._calls += 1
         self._pending = None
@@ -263,6 +273,12 @@ class Executor:
     def commit(self, staged: bool) -> Finished:
         """Writes the result ``run`` answered ``Stage`` for; ``staged``: whether the agent put a
         recycled file at the result path."""
+        try:
+            return self._commit(staged)
+        finally:
+            self._argument_maps.end()
+
+    def _commit(self, staged: bool) -> Finished:
         pending, self._pending = self._pending, None
         if pending is None:
             raise BulletinError("commit without a staged result (the agent's protocol is broken)")
@@ -274,7 +290,10 @@ class Executor:
             if not (staged and self._maps.write_recycled(path, pending.encoded, None)):
                 if staged:
                     _unlink_later(path)  # another process may still map it: theirs to keep
-                self._maps.write_new(path, pending.encoded, None)
+                # Equal bytes stored already (``v + 0`` of an argument) are linked, not kept:
+                # the spare the copy went into stays a spare instead of being made again.
+                self._maps.write_new(path, pending.encoded, None,
+                                     stored=lambda oid: self._link_stored(pending.path, oid))
         return _written(pending, write)
 
     def _spares_for(self, folder: Path) -> None:
@@ -284,7 +303,7 @@ class Executor:
             self._maps.spares = _arena.SpareFiles(folder, 0, self._maps.limit)
 
     @staticmethod
-    def _link_stored(result_path: str, encoded) -> bool:
+    def _link_stored(result_path: str, oid: str) -> bool:
         """Content addressing: when the store already holds these bytes (the function returned
         its argument, or a value computed before), the result is a hard link to them, not a
         copy. A link, not nothing: the stored object may be released and deleted before the
@@ -292,7 +311,7 @@ class Executor:
         memory of a file with another link). Where no link can be made, the bytes are written."""
         objects = os.path.dirname(os.path.dirname(result_path))  # the staging folder's parent
         try:
-            os.link(os.path.join(objects, encoded.digest()), result_path)
+            os.link(os.path.join(objects, oid), result_path)
             return True
         except OSError:
             return False
@@ -323,7 +342,7 @@ class Executor:
             pass
         encoded = pending.encoded
         if self._maps is None or encoded.nbytes < RECYCLE_MIN:
-            if self._link_stored(pending.path, encoded):
+            if self._link_stored(pending.path, encoded.digest()):
                 return _finished(pending)
             return _written(pending, lambda: write_file(Path(pending.path), encoded))
         # A large result is not looked up first: its id would cost a pass over every byte

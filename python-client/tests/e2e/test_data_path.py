@@ -264,6 +264,31 @@ def test_an_array_changed_in_place_holds_only_its_current_content(client):
                     f"{held} expected)")
 
 
+def test_a_buffer_refilled_in_place_is_written_into_its_earlier_contents_file(client):
+    """A loop refilling one buffer and passing it to call after call: once a call has ended,
+    its executor lets go of the argument's file, and the client lets go of the old content
+    before it writes the new one, so the new content goes into the old content's file (memory
+    the store has already) instead of a spare made again, or fresh memory."""
+    from bulletin._data._write_maps import _exclusive
+    maps = client._transfer._maps
+
+    def nobody_else_maps_what_we_wrote() -> bool:
+        with maps._lock:
+            fds = [m.fd for m in maps._maps.values()]
+        return all(_exclusive(fd) for fd in fds)
+
+    a = np.zeros(1 << 21, dtype=np.float32)
+    recycled = maps.recycled_writes
+    for i in range(1, 6):
+        a[0] = i  # a training loop's next batch, in the same buffer
+        assert client.submit(pick, a, 0).result(timeout=CALL_SECONDS) == float(i)
+        wait_until(nobody_else_maps_what_we_wrote, timeout=10,
+                   what="the executor to let go of the argument's file after its call")
+    # Not every write: the first has nothing to recycle, and a release travels on the session
+    # stream, beside the "has it?" of the next write.
+    assert maps.recycled_writes >= recycled + 2, "the loop's writes did not reuse their files"
+
+
 def test_results_reuse_released_memory_and_never_a_result_still_held(client):
     """The executor writes a large result into a released result's file when nobody maps it:
     here the caller keeps the first result's array, so only later ones are reused."""
