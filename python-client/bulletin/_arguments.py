@@ -100,7 +100,7 @@ class CallArguments:
         if _bulky(value, max(self._submitter.inline_limit, 1 << 16)):
             encoded = encode_value(value, "an argument")
             start = perf_counter()
-            oid, kept = self._submitter.keep_while_alive(value, encoded)
+            oid, kept = self._submitter.kept.keep(value, encoded)
             self.upload_seconds += perf_counter() - start
             if not kept:
                 self.releases.append(oid)

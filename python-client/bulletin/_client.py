@@ -38,7 +38,8 @@ from ._status import ClusterStatus
 from ._usage import UsageReport
 from ._arguments import encode_value
 from ._reconnect import resolve_reconnect_timeout
-from ._submitter import CallTable, Submitter
+from ._call_table import CallTable
+from ._submitter import Submitter
 
 _CHUNK_BYTES = 1 << 20
 _CHUNK_HEADROOM = 64 << 10

@@ -24,75 +24,14 @@ from ._config import Options, gpu_eighths
 from ._connection import Connection, SessionStream
 from ._data._transfer import Transfer
 from ._decorators import RemoteFunction
-from ._errors import BulletinError, RuntimeUnreachableError
+from ._errors import BulletinError
 from ._future import Future
 from ._output import OutputPolicy
 from ._proto import bulletin_pb2 as pb
 from ._serialize import FunctionPickles, callable_name
+from ._call_table import CallTable
+from ._kept_arguments import KeptArguments
 from ._submit_queue import SubmitQueue
-
-
-class CallTable:
-    """A client's calls in flight by task id, and whether the client takes new ones.
-
-    Its lock also orders the submitter's queue (see Submitter._send) against close().
-    """
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.closed = False
-        self.broken: BulletinError | None = None  # why the session ended, if it did
-        self._futures: dict[str, Future] = {}
-
-    def is_open(self) -> bool:
-        return not self.closed and self.broken is None
-
-    def check_open(self) -> None:
-        if self.closed:
-            raise BulletinError("this bulletin.Client is closed; create a new one")
-        if self.broken is not None:
-            raise RuntimeUnreachableError(
-                f"this client's session ended: {self.broken} Create a new bulletin.Client() "
-                "once the runtime is back.")
-
-    def add(self, future: Future) -> None:
-        with self.lock:
-            self._futures[future._task_id] = future
-
-    def add_locked(self, future: Future) -> None:
-        """add() for a caller that holds the lock."""
-        self._futures[future._task_id] = future
-
-    def has_pending(self) -> bool:
-        return bool(self._futures)
-
-    def in_flight(self) -> int:
-        return len(self._futures)
-
-    def get(self, key: str) -> Future | None:
-        return self._futures.get(key)
-
-    def pop(self, key: str) -> Future | None:
-        with self.lock:
-            return self._futures.pop(key, None)
-
-    def close(self) -> bool:
-        """Marks the client closed; False if it already was."""
-        with self.lock:
-            if self.closed:
-                return False
-            self.closed = True
-            return True
-
-    def fail_all(self, error: BulletinError) -> None:
-        """The session ended: every call in flight fails with ``error``."""
-        with self.lock:
-            if self.broken is None and not self.closed:
-                self.broken = error
-            pending = list(self._futures.values())
-            self._futures.clear()
-        for future in pending:
-            future._set_error(error)
 
 
 # A function larger than this goes to the runtime's store rather than down a lease's socket.
@@ -184,8 +123,8 @@ class Submitter:
         self._queue = SubmitQueue(conn, session, transfer, calls, inline_limit, batch_bytes,
                                   self.sent_functions)
         self.leases = None  # bulletin._leases.Leases, where the client uses leases
-        # Large arguments stay in the store while the caller's object lives: id(obj) -> ids.
-        self._kept: dict[int, tuple[weakref.ref, dict[str, weakref.finalize]]] = {}
+        # Large arguments stay in the store while the caller's object lives.
+        self.kept = KeptArguments(transfer)
         # Whole lines, labelled while calls overlap, under the cell that submitted each call.
         self.output = OutputPolicy()
 
@@ -487,38 +426,3 @@ class Submitter:
                      f"{future.attempts + 1} of at most {future._retries + 1 + future.preempted})")
         future._resend(future, retries_left=future._retries - failed_runs)
         return True
-
-    def keep_while_alive(self, value, encoded) -> tuple[str, bool]:
-        """Holds a large argument in the store while ``value`` lives; (id, held for good).
-
-        Only the object's current content is held: an array changed in place and sent again
-        lets its earlier content go (calls already submitted hold their own references).
-        """
-        oid = encoded.digest()
-        key = id(value)
-        kept = self._kept.get(key)
-        if kept is not None and kept[0]() is value and oid in kept[1]:
-            return oid, True
-        if kept is not None and kept[0]() is value:
-            # The earlier content goes before the new one is written, so that the runtime can
-            # hand its file back for this write (a loop refilling one buffer) instead of the
-            # write taking fresh memory and the old content's staying cached.
-            for stale, finalizer in kept[1].items():
-                if finalizer.detach() is not None:
-                    self._transfer.release(stale)
-            kept[1].clear()
-        oid = self._transfer.acquire(encoded)
-        try:
-            ref = weakref.ref(value)
-        except TypeError:
-            return oid, False  # cannot tell when it dies: held for this call only
-        if kept is None or kept[0]() is not value:
-            kept = self._kept[key] = (ref, {})
-        kept[1][oid] = weakref.finalize(value, self._forget_kept, key, oid)
-        return oid, True
-
-    def _forget_kept(self, key: int, oid: str) -> None:
-        kept = self._kept.get(key)
-        if kept is not None and kept[0]() is None:
-            del self._kept[key]
-        self._transfer.release(oid)

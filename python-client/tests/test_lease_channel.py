@@ -24,7 +24,8 @@ from bulletin._future import Future, WaitInfo
 from bulletin._lease_wire import (FrameReader, LeaseProtocolError, client_greeting, client_prove,
                                   executor_hello, frame, recv_exactly)
 from bulletin._proto import bulletin_pb2 as pb
-from bulletin._submitter import CallTable, _Call
+from bulletin._call_table import CallTable
+from bulletin._submitter import _Call
 
 OPTIONS = Options()
 

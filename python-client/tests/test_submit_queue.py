@@ -142,7 +142,7 @@ class _Exhausted(grpc.RpcError):
 
 def _held_queue(stub):
     from bulletin._future import Future
-    from bulletin._submitter import CallTable
+    from bulletin._call_table import CallTable
 
     calls, conn = CallTable(), _Conn()
     conn.stub = stub
