@@ -165,7 +165,7 @@ class Leases:
         try:
             future = self._submitter.submit(
                 serve, (host, port, lease.id.hex(), lease.secret.hex(), self._pin.hex(), TERM,
-                        IDLE), {}, options, direct=False, key="bulletin-lease")
+                        IDLE), {}, options, direct=False, key="bulletin-lease", lease=True)
         except Exception as exc:  # noqa: BLE001 - the calls go the runtime's way instead
             log.debug("could not ask for a lease: %r", exc)
             self._lease_ended(lease)

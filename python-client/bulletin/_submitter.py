@@ -147,10 +147,11 @@ class Submitter:
 
     def submit(self, fn: Callable, args: tuple, kwargs: dict, options: Options,
                blocking: bool = False, key: str | None = None, displays: bool = False,
-               direct: bool = True) -> Future:
+               direct: bool = True, lease: bool = False) -> Future:
         """Queues one call; ``key`` (Dask's) starts its task id instead of the function's name
         (ids stay unique: two calls never share one); ``displays``: its display lines show as
-        displays (``_output.CallOutput``); ``direct=False``: no lease takes it."""
+        displays (``_output.CallOutput``); ``direct=False``: no lease takes it; ``lease``: it
+        is a lease's call (``_leases``), which the usage ledger does not count as a call."""
         self._calls.check_open()
         if isinstance(fn, RemoteFunction):
             fn = fn.remote  # with keep=True, the wrapper that keeps its result (not .local)
@@ -163,7 +164,8 @@ class Submitter:
             arguments.releases.append(self._transfer.acquire(fn_encoded))
         spec = pb.TaskSpec(name=callable_name(fn), qos=options.qos, priority=options.priority,
                            credits=options.credits,
-                           timeout_seconds=options.timeout, retries=options.retries)
+                           timeout_seconds=options.timeout, retries=options.retries,
+                           lease=lease)
         spec.resources.gpu_eighths = gpu_eighths(options.gpus)
         spec.resources.gpus = 0 if spec.resources.gpu_eighths else options.gpus
         spec.resources.cpus = options.cpu_demand

@@ -105,6 +105,7 @@ class Finished:
     run_seconds: float
     retire: str = ""
     keeps: int = 0  # bytes of values kept in this executor (_resident): spilled before it ends
+    calls: int | None = None  # a lease's: the calls it ran (the ledger counts each of them)
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,7 @@ def _for_py4j(exc: BaseException) -> Exception:
 
 def to_wire(reply) -> str:
     """The one place a reply is written (parsed in one place too: ExecutorReply.parse)."""
-    if type(reply) is Finished and not reply.retire and not reply.keeps:
+    if type(reply) is Finished and not reply.retire and not reply.keeps and reply.calls is None:
         # Every call's reply, so written directly: the id is hex, the rest are numbers.
         return (f'{{"kind": "finished", "result": "{reply.result}", "size": {reply.size:d}, '
                 f'"raised": {"true" if reply.raised else "false"}, '
@@ -148,6 +149,8 @@ def to_wire(reply) -> str:
             fields["retire"] = reply.retire
         if reply.keeps:
             fields["keeps"] = reply.keeps
+        if reply.calls is not None:
+            fields["calls"] = reply.calls
     elif isinstance(reply, Stage):
         fields = {"kind": "stage", "size": reply.size, "mapped": list(reply.mapped),
                   "spare_ready": reply.spare_ready}
@@ -192,6 +195,7 @@ class Executor:
         self._over_limit = False
         self._calls = 0
         self._pending: _Pending | None = None
+        self._leased_calls: int | None = None  # the calls of the lease this call was, if one
 
     def run(self, call: Call, returned=lambda: None):
         """Runs one call; returns ``Finished``, ``Stage`` (then ``commit``) or ``Unfit``.
@@ -209,6 +213,12 @@ class Executor:
             raise
         if not isinstance(reply, Stage):
             self._argument_maps.end()  # here, where the call's values are gone
+        return self._with_leased_calls(reply)
+
+    def _with_leased_calls(self, reply):
+        """A lease call's end says how many calls it ran (``_lease.take_calls_run``)."""
+        if isinstance(reply, Finished) and self._leased_calls is not None:
+            reply = replace(reply, calls=self._leased_calls)
         return reply
 
     def _run(self, call: Call, returned):
@@ -220,6 +230,7 @@ class Executor:
             ran = self._invoke(call, fresh)
         finally:
             retire = self._limits.restore()  # before encoding: the result needs the memory
+            self._leased_calls = _leased_calls()
         if self._over_limit:
             # Its heap may be left fragmented or half-freed: a fresh process for the next call.
             retire = "; ".join(filter(None, [retire, "its call went over its memory limit of "
@@ -274,7 +285,7 @@ class Executor:
         """Writes the result ``run`` answered ``Stage`` for; ``staged``: whether the agent put a
         recycled file at the result path."""
         try:
-            return self._commit(staged)
+            return self._with_leased_calls(self._commit(staged))
         finally:
             self._argument_maps.end()
 
@@ -352,6 +363,13 @@ class Executor:
         self._pending = pending
         return Stage(encoded.nbytes, tuple(self._maps.ids()),
                      self._maps.has_spare(encoded.nbytes))
+
+
+def _leased_calls() -> int | None:
+    """The calls of the lease the call just run was (None: it was no lease). Only a lease call
+    imports ``_lease``, which an executor does not load at start (it brings in TLS)."""
+    lease = sys.modules.get(f"{__package__}._lease")
+    return lease.take_calls_run() if lease is not None else None
 
 
 def _unlink_later(path: Path) -> None:

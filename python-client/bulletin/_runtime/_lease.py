@@ -45,11 +45,25 @@ _FUNCTIONS_KEPT = 128
 _CONNECT_SECONDS = 5.0
 
 
+# The calls the lease call running in this executor has run so far: the executor reports them
+# with the lease call's end (``take_calls_run``), so that the usage ledger counts each of them.
+_calls_run: int | None = None
+
+
+def take_calls_run() -> int | None:
+    """How many calls the lease that just ended here ran; None when the call was no lease."""
+    global _calls_run
+    calls, _calls_run = _calls_run, None
+    return calls
+
+
 def serve(host: str, port: int, lease_id: str, secret: str, pin: str, term: float,
           idle: float) -> dict:
     """Connects to the client at (host, port), over TLS when ``pin`` names the SHA-256 of its
     port's certificate (a client on another host), and runs its calls; returns what it
     served."""
+    global _calls_run
+    _calls_run = 0
     tls = pinned_context() if pin else None
     sock = connect(host, port, _CONNECT_SECONDS, tls=tls, pin=bytes.fromhex(pin) if pin else None)
     sock.settimeout(None)
@@ -172,6 +186,8 @@ class _Server:
         del value
         release_cached_gpu_memory()
         self.calls += 1
+        global _calls_run
+        _calls_run = self.calls
         self.run_seconds += run_seconds
         large = encoded.nbytes >= TAIL_MIN  # a tail: the frame's pickle holds no copy of it
         return ("done", number, raised, None if large else encoded.to_bytes(),

@@ -10,12 +10,14 @@ public sealed interface CallOutcome {
    *
    * @param residentBytes what the call's executor keeps on its GPUs after it (issue 29): the
    *     scheduler steers other sessions' calls off those GPUs
+   * @param leasedCalls when the call was a lease (issue 30), the calls it ran; else -1. The
+   *     usage ledger counts those calls, not the lease
    */
   record Returned(ObjectKey result, long size, boolean raised, double runSeconds,
-      long residentBytes) implements CallOutcome {
+      long residentBytes, long leasedCalls) implements CallOutcome {
 
     public Returned(ObjectKey result, long size, boolean raised, double runSeconds) {
-      this(result, size, raised, runSeconds, 0);
+      this(result, size, raised, runSeconds, 0, -1);
     }
   }
 

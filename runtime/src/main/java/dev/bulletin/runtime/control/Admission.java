@@ -101,6 +101,9 @@ final class Admission {
     task.needsExecutor(executorSpec);
     // Looked up in the caller's namespace only: naming another user's id finds nothing.
     task.readsResident(spec.getResidentHandlesList(), spec.getPreferWorker());
+    if (spec.getLease()) {
+      task.usage().leased(0); // until its executor says how many calls it ran
+    }
     // A call without a timeout may run for its QoS class's longest walltime, and is stopped then.
     task.scheduling(qos.get().name(), spec.getPriority(), spec.getCredits(),
         spec.getTimeoutSeconds() > 0

@@ -249,6 +249,9 @@ final class CallRunner {
           task.sink().sessionId(),
           returned.residentBytes());
     }
+    if (outcome instanceof CallOutcome.Returned returned && returned.leasedCalls() >= 0) {
+      task.usage().leased(returned.leasedCalls());
+    }
     unplace(task);
     if (task.startedAt() != null) {
       java.time.Instant now = policy.now();

@@ -14,6 +14,7 @@ public final class CallUsage {
   private double creditsSpent;
   private String worker = "";
   private int attempts;
+  private long leasedCalls = -1;
 
   /** Slots reserved for it on a worker (placed). */
   public void reserved(String workerId, long nanos) {
@@ -43,6 +44,11 @@ public final class CallUsage {
     runningSinceNanos = 0;
   }
 
+  /** It was a lease (issue 30) and ran {@code calls} calls for its client. */
+  public void leased(long calls) {
+    leasedCalls = Math.max(0, calls);
+  }
+
   /** Its group paid credits for its place in the queue. */
   public void spent(double credits) {
     creditsSpent += credits;
@@ -57,4 +63,8 @@ public final class CallUsage {
   public String worker() { return worker; }
   /** How many times it was placed. */
   public int attempts() { return attempts; }
+  /** The user's calls it stands for: 1, or the calls it ran as a lease. */
+  public long calls() { return leasedCalls >= 0 ? leasedCalls : 1; }
+  /** Whether it was a lease that said how many calls it ran. */
+  public boolean wasLease() { return leasedCalls >= 0; }
 }

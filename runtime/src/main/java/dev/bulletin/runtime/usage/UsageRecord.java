@@ -13,8 +13,21 @@ import java.time.Instant;
  * @param gpuSecondsBusy of those, what the GPUs really computed (utilisation samples)
  * @param creditsSpent credits its group paid for its place in the queue
  * @param outcome "finished", "error", "cancelled", or "error:TIMED_OUT" and the like
+ * @param calls the user's calls it stands for: 1, or the calls a lease ran (issue 30), whose
+ *     reserved and running time are the lease's
  */
 public record UsageRecord(String taskId, String name, String user, String group, String qos,
     String worker, double gpus, Instant submittedAt, Instant endedAt, double queuedSeconds,
     double reservedSeconds, double runningSeconds, double gpuSecondsReserved,
-    double gpuSecondsBusy, double creditsSpent, int attempts, String outcome) {}
+    double gpuSecondsBusy, double creditsSpent, int attempts, String outcome, long calls) {
+
+  /** A record of one call. */
+  public UsageRecord(String taskId, String name, String user, String group, String qos,
+      String worker, double gpus, Instant submittedAt, Instant endedAt, double queuedSeconds,
+      double reservedSeconds, double runningSeconds, double gpuSecondsReserved,
+      double gpuSecondsBusy, double creditsSpent, int attempts, String outcome) {
+    this(taskId, name, user, group, qos, worker, gpus, submittedAt, endedAt, queuedSeconds,
+        reservedSeconds, runningSeconds, gpuSecondsReserved, gpuSecondsBusy, creditsSpent,
+        attempts, outcome, 1);
+  }
+}

@@ -55,7 +55,11 @@ public final class UsageRecorder implements TaskTable.Listener {
         task.owner().group(), task.qos(), usage.worker(), task.demand().gpuShare(),
         task.submittedAt(), Instant.now(), task.queueSeconds(System.nanoTime()),
         usage.reservedSeconds(), usage.runningSeconds(), usage.gpuSecondsReserved(),
-        usage.gpuSecondsBusy(), usage.creditsSpent(), usage.attempts(), outcome));
+        usage.gpuSecondsBusy(), usage.creditsSpent(), usage.attempts(), outcome,
+        usage.calls()));
+    if (usage.wasLease()) {
+      counter("bulletin.calls.leased", task).increment(usage.calls());
+    }
     if (usage.gpuSecondsReserved() > 0) {
       counter("bulletin.gpu.seconds.reserved", task).increment(usage.gpuSecondsReserved());
       counter("bulletin.gpu.seconds.busy", task).increment(usage.gpuSecondsBusy());

@@ -337,7 +337,8 @@ public final class RemoteWorkerLink implements WorkerLink {
             + " without keeping it; are the worker and runtime versions the same?");
       }
       return new CallOutcome.Returned(id, ref.getSize(), returned.getRaised(),
-          returned.getRunSeconds(), returned.getResidentBytes());
+          returned.getRunSeconds(), returned.getResidentBytes(),
+          returned.hasLeasedCalls() ? returned.getLeasedCalls() : -1);
     } catch (IllegalArgumentException | ObjectStoreException e) {
       return new CallOutcome.WorkerLost("its result could not be stored: " + e.getMessage());
     }

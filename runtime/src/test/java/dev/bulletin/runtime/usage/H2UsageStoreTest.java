@@ -4,10 +4,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -53,6 +56,42 @@ class H2UsageStoreTest {
 
       assertEquals(3, store.totals(Instant.EPOCH, later, UsageStore.By.USER, "alice").get()
           .get(0).calls(), "the nine-day-old call counts in a longer period");
+    }
+  }
+
+  @Test
+  void aLeaseCountsTheCallsItRanAndRowsWrittenBeforeLeasesCountOnce(@TempDir Path home)
+      throws Exception {
+    Instant now = Instant.now();
+    // A ledger as a runtime before leases wrote it: no calls column.
+    try (Connection old = new org.h2.Driver().connect("jdbc:h2:file:"
+        + home.resolve(UsageStore.FILE_NAME).toAbsolutePath(), new Properties());
+        Statement create = old.createStatement()) {
+      create.execute("CREATE TABLE calls (task_id VARCHAR(200) NOT NULL, name VARCHAR(400),"
+          + " user_name VARCHAR(200) NOT NULL, group_name VARCHAR(200) NOT NULL,"
+          + " qos VARCHAR(100), worker VARCHAR(200), gpus INT,"
+          + " submitted_at TIMESTAMP WITH TIME ZONE, ended_at TIMESTAMP WITH TIME ZONE NOT NULL,"
+          + " queued_seconds DOUBLE PRECISION, reserved_seconds DOUBLE PRECISION,"
+          + " running_seconds DOUBLE PRECISION, gpu_seconds_reserved DOUBLE PRECISION,"
+          + " gpu_seconds_busy DOUBLE PRECISION, credits_spent DOUBLE PRECISION, attempts INT,"
+          + " outcome VARCHAR(100), gpu_share DOUBLE PRECISION)");
+      create.execute("INSERT INTO calls VALUES ('before', 'train', 'alice', 'vision', 'batch',"
+          + " 'w0', 1, NULL, TIMESTAMP WITH TIME ZONE '" + now.minusSeconds(30) + "', 0, 1, 1,"
+          + " 1, 0, 0, 1, 'finished', 1)");
+    }
+    try (UsageStore store = UsageStore.open(home, Duration.ZERO)) {
+      store.append(call("one", "alice", "vision", now.minusSeconds(20), 1, 1, 0));
+      store.append(new UsageRecord("lease", "bulletin-lease", "alice", "vision", "batch", "w0",
+          1, now.minusSeconds(12), now.minusSeconds(10), 0, 2, 2, 2, 1, 0, 1, "finished", 250));
+      store.append(new UsageRecord("withdrawn", "bulletin-lease", "alice", "vision", "batch",
+          "", 1, now.minusSeconds(12), now.minusSeconds(10), 1, 0, 0, 0, 0, 0, 0, "cancelled",
+          0));
+    }
+    try (UsageStore store = UsageStore.open(home, Duration.ZERO)) {
+      UsageTotals alice = store.totals(Instant.EPOCH, now.plusSeconds(1), UsageStore.By.USER,
+          "alice").get().get(0);
+      assertEquals(1 + 1 + 250, alice.calls());
+      assertEquals(1 + 1 + 2, alice.gpuSecondsReserved(), 1e-9); // the lease's time, as any call's
     }
   }
 

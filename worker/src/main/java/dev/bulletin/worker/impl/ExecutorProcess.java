@@ -190,7 +190,8 @@ final class ExecutorProcess {
       finished.retire().ifPresent(reason -> retireReason = reason);
       keeps = finished.keeps();
       return new CallOutcome.Returned(new ObjectKey(request.owner(), finished.result()),
-          finished.size(), finished.raised(), finished.runSeconds(), keeps);
+          finished.size(), finished.raised(), finished.runSeconds(), keeps,
+          finished.leasedCalls());
     } catch (ExecutorReply.MalformedReplyException e) {
       // User code runs in the executor and may have garbled it: it is not trusted again.
       retireReason = "it sent a malformed reply: " + e.getMessage();

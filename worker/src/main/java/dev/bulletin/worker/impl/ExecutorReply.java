@@ -23,14 +23,15 @@ sealed interface ExecutorReply {
    *     cannot be set back), if so
    * @param keeps the bytes of the values the executor keeps between calls (issue 29; 0: none):
    *     it is asked to spill them before it ends ({@link ResidentSpills})
+   * @param leasedCalls the calls a lease ran, when this call was one (issue 30), else -1
    */
   record Finished(ObjectId result, long size, boolean raised, double runSeconds,
-      Optional<String> retire, long keeps) implements ExecutorReply {
+      Optional<String> retire, long keeps, long leasedCalls) implements ExecutorReply {
 
     /** An executor that keeps no values between calls. */
     Finished(ObjectId result, long size, boolean raised, double runSeconds,
         Optional<String> retire) {
-      this(result, size, raised, runSeconds, retire, 0);
+      this(result, size, raised, runSeconds, retire, 0, -1);
     }
   }
 
@@ -75,7 +76,8 @@ sealed interface ExecutorReply {
     return switch (kind) {
       case "finished" -> new Finished(id(fields, "result"), size(fields), flag(fields, "raised"),
           seconds(fields), Optional.ofNullable(optionalText(fields, "retire")),
-          fields.containsKey("keeps") ? count(fields, "keeps") : 0);
+          fields.containsKey("keeps") ? count(fields, "keeps") : 0,
+          fields.containsKey("calls") ? count(fields, "calls") : -1);
       case "stage" -> new Stage(size(fields), ids(fields, "mapped"),
           fields.containsKey("spare_ready") && flag(fields, "spare_ready"));
       case "unfit" -> new Unfit(text(fields, "reason"));

@@ -477,6 +477,9 @@ public final class WorkerNode implements AutoCloseable {
       List<HeldObject> inputs) {
     CallReturned.Builder message = CallReturned.newBuilder().setRaised(returned.raised())
         .setRunSeconds(returned.runSeconds()).setResidentBytes(returned.residentBytes());
+    if (returned.leasedCalls() >= 0) {
+      message.setLeasedCalls(returned.leasedCalls());
+    }
     ObjectKey result = returned.result();
     if (returned.size() <= inlineLimit) {
       byte[] bytes = store.readSmall(result);

@@ -22,8 +22,11 @@ class ExecutorReplyTest {
         ExecutorReply.parse("{\"kind\": \"finished\", \"result\": \"" + ID + "\", \"size\": 0,"
             + " \"raised\": false, \"run_seconds\": 0, \"retire\": \"why\"}"));
     assertEquals(new ExecutorReply.Finished(ObjectId.parse(ID), 0, false, 0, Optional.empty(),
-        4096), ExecutorReply.parse("{\"kind\": \"finished\", \"result\": \"" + ID
+        4096, -1), ExecutorReply.parse("{\"kind\": \"finished\", \"result\": \"" + ID
             + "\", \"size\": 0, \"raised\": false, \"run_seconds\": 0, \"keeps\": 4096}"));
+    assertEquals(new ExecutorReply.Finished(ObjectId.parse(ID), 0, false, 2, Optional.empty(),
+        0, 250), ExecutorReply.parse("{\"kind\": \"finished\", \"result\": \"" + ID
+            + "\", \"size\": 0, \"raised\": false, \"run_seconds\": 2, \"calls\": 250}"));
     assertEquals(new ExecutorReply.Stage(1 << 20, List.of(ObjectId.parse(ID))),
         ExecutorReply.parse("{\"kind\": \"stage\", \"size\": 1048576, \"mapped\": [\"" + ID
             + "\"]}"));
@@ -53,6 +56,8 @@ class ExecutorReplyTest {
     assertMalformed("{\"kind\": \"stage\", \"size\": 1, \"mapped\": [\"x\"]}",
         "'mapped' entry that is not an object id: 'x'");
     assertMalformed("{\"kind\": \"unfit\", \"reason\": 3}", "'reason' that is not text");
+    assertMalformed("{\"kind\": \"finished\", \"result\": \"" + ID + "\", \"size\": 1,"
+        + " \"raised\": false, \"run_seconds\": 0, \"calls\": -3}", "'calls'");
     assertMalformed(null, "empty");
   }
 

@@ -88,10 +88,13 @@ public final class H2UsageStore implements UsageStore {
             + " reserved_seconds DOUBLE PRECISION, running_seconds DOUBLE PRECISION,"
             + " gpu_seconds_reserved DOUBLE PRECISION, gpu_seconds_busy DOUBLE PRECISION,"
             + " credits_spent DOUBLE PRECISION, attempts INT, outcome VARCHAR(100),"
-            + " gpu_share DOUBLE PRECISION)");
+            + " gpu_share DOUBLE PRECISION, calls BIGINT)");
         // gpus counts the GPUs a call ran on (1 for a share of one); gpu_share what it asked
         // (0.5). A ledger written before fractional GPUs gets the column here.
         create.execute("ALTER TABLE calls ADD COLUMN IF NOT EXISTS gpu_share DOUBLE PRECISION");
+        // The user's calls a row stands for: 1, or a lease's calls (issue 30). Rows written
+        // before leases get the column here, empty: each is one call.
+        create.execute("ALTER TABLE calls ADD COLUMN IF NOT EXISTS calls BIGINT");
         create.execute("CREATE INDEX IF NOT EXISTS calls_ended_at ON calls(ended_at)");
         create.execute("CREATE TABLE IF NOT EXISTS credits_earned ("
             + " group_name VARCHAR(200) NOT NULL, at TIMESTAMP WITH TIME ZONE NOT NULL,"
@@ -178,7 +181,7 @@ public final class H2UsageStore implements UsageStore {
           b.at()));
     }
     try (PreparedStatement insert = connection.prepareStatement("INSERT INTO calls VALUES"
-        + " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        + " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
         PreparedStatement credits = connection.prepareStatement(
             "INSERT INTO credits_earned VALUES (?, ?, ?)")) {
       for (UsageRecord r : batch) {
@@ -200,6 +203,7 @@ public final class H2UsageStore implements UsageStore {
         insert.setInt(16, r.attempts());
         insert.setString(17, r.outcome());
         insert.setDouble(18, r.gpus());
+        insert.setLong(19, r.calls());
         insert.addBatch();
       }
       for (Earned e : byGroup.values()) {
@@ -231,7 +235,7 @@ public final class H2UsageStore implements UsageStore {
       throws SQLException {
     boolean byUser = by == By.USER;
     String keys = byUser ? "user_name, group_name" : "group_name";
-    String sql = "SELECT " + keys + ", COUNT(*), SUM(gpu_seconds_reserved),"
+    String sql = "SELECT " + keys + ", SUM(COALESCE(calls, 1)), SUM(gpu_seconds_reserved),"
         + " SUM(gpu_seconds_busy), SUM(credits_spent), SUM(queued_seconds),"
         + " SUM(running_seconds) FROM calls WHERE ended_at >= ? AND ended_at < ?"
         + (onlyUser != null ? " AND user_name = ?" : "") + " GROUP BY " + keys
