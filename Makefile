@@ -134,7 +134,7 @@ test-kube: build kube
 
 test-python: build $(STAMPS)/venv-test chromium
 	@rm -f $(PYTHON_REPORT)
-	cd python-client && ../$(PY) -m pytest -q -p no:cacheprovider --junitxml=../$(PYTHON_REPORT) tests \
+	(cd python-client && ../$(PY) -m pytest -q -p no:cacheprovider --junitxml=../$(PYTHON_REPORT) tests) \
 	  $(if $(SUITE_COUNTS),,|| { $(PYTHON_COUNTS); exit 1; })
 	$(if $(SUITE_COUNTS),,@$(PYTHON_COUNTS))
 

@@ -57,7 +57,8 @@ class _Runtime:
         self.to_runtime_calls: list = []
         self.lease_calls = 0
 
-    def submit(self, fn, args, kwargs, options, direct=True, key=None):
+    def submit(self, fn, args, kwargs, options, direct=True, key=None, lease=False):
+        assert lease and not direct  # a lease call: never leased itself, never a user's call
         future = Future(f"{key}-{self.lease_calls}", key, lambda f: None)
         self.lease_calls += 1
         if self.start_leases:
