@@ -78,7 +78,7 @@ final class ScaleRun {
       long start = System.nanoTime();
       List<TaskSpec.Builder> batch = new ArrayList<>();
       for (int i = 0; i < calls; i++) {
-        batch.add(call.spec("c" + i));
+        batch.add(call.spec("c" + i).setQos(System.getProperty("bulletin.bench.qos", "")));
         if (batch.size() == 1000 || i == calls - 1) { // the client's own Submit batch size
           session.submit(batch.toArray(TaskSpec.Builder[]::new));
           batch.clear();
