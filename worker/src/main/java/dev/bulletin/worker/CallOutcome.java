@@ -10,9 +10,17 @@ public sealed interface CallOutcome {
    *
    * @param residentBytes what the call's executor keeps on its GPUs after it (issue 29): the
    *     scheduler steers other sessions' calls off those GPUs
+   * @param bytes the result's bytes where they came with the end (a remote worker's small
+   *     result, just stored), else empty: the caller gets them without the store being read
+   *     back (issue 30)
    */
   record Returned(ObjectKey result, long size, boolean raised, double runSeconds,
-      long residentBytes) implements CallOutcome {
+      long residentBytes, com.google.protobuf.ByteString bytes) implements CallOutcome {
+
+    public Returned(ObjectKey result, long size, boolean raised, double runSeconds,
+        long residentBytes) {
+      this(result, size, raised, runSeconds, residentBytes, com.google.protobuf.ByteString.EMPTY);
+    }
 
     public Returned(ObjectKey result, long size, boolean raised, double runSeconds) {
       this(result, size, raised, runSeconds, 0);

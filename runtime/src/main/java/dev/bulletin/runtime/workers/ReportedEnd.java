@@ -61,8 +61,13 @@ final class ReportedEnd {
     ObjectRef ref = returned.getResult();
     try {
       ObjectKey id = new ObjectKey(namespace, ObjectId.parse(ref.getId()));
+      com.google.protobuf.ByteString bytes = com.google.protobuf.ByteString.EMPTY;
       if (!ref.getInlineData().isEmpty() || ref.getSize() == 0) {
+        // Carried on only when these bytes are what the store now holds under the id (an
+        // object already there keeps its own).
+        boolean stored = !objects.store().contains(id);
         objects.store().put(id, ref.getInlineData().asReadOnlyByteBuffer());
+        bytes = stored ? ref.getInlineData() : bytes;
       } else if (returned.getKept()) {
         String kind = ended.getHeldList().stream().filter(h -> h.getId().equals(ref.getId()))
             .map(HeldObject::getKind).findFirst().orElse("");
@@ -72,7 +77,7 @@ final class ReportedEnd {
             + " without keeping it; are the worker and runtime versions the same?");
       }
       return new CallOutcome.Returned(id, ref.getSize(), returned.getRaised(),
-          returned.getRunSeconds(), returned.getResidentBytes());
+          returned.getRunSeconds(), returned.getResidentBytes(), bytes);
     } catch (IllegalArgumentException | ObjectStoreException e) {
       return new CallOutcome.WorkerLost("its result could not be stored: " + e.getMessage());
     }

@@ -38,7 +38,8 @@ final class ScaleRun {
 
   record Result(int workers, int calls, long finished, Set<String> finishedIds,
       double runtimeCpuMicrosPerCall, double callsPerSecond, double refillP50Millis,
-      double refillP99Millis, int largestRunBatch) {
+      double refillP99Millis, int largestRunBatch,
+      Set<com.google.protobuf.ByteString> resultBytes) {
 
     double callsPerRuntimeCoreSecond() {
       return 1e6 / runtimeCpuMicrosPerCall;
@@ -95,6 +96,7 @@ final class ScaleRun {
         Thread.sleep(20);
       }
       Set<String> finished = new HashSet<>();
+      Set<com.google.protobuf.ByteString> resultBytes = new HashSet<>();
       long ends = 0;
       while (System.nanoTime() < deadline) {
         finished.clear();
@@ -102,6 +104,7 @@ final class ScaleRun {
         for (TaskEvent event : session.events().all()) {
           if (event.getState() == TaskState.FINISHED) {
             finished.add(event.getTaskId());
+            resultBytes.add(event.getResult().getValue().getInlineData());
             ends++;
           }
         }
@@ -122,7 +125,7 @@ final class ScaleRun {
       Collections.sort(refills);
       return new Result(workers, calls, ends, Set.copyOf(finished),
           runtimeNanos / 1e3 / calls, calls / seconds, quantile(refills, 0.5) / 1e6,
-          quantile(refills, 0.99) / 1e6, simulated.largestRunBatch());
+          quantile(refills, 0.99) / 1e6, simulated.largestRunBatch(), Set.copyOf(resultBytes));
     }
   }
 

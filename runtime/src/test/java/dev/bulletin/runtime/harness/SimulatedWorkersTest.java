@@ -39,5 +39,8 @@ class SimulatedWorkersTest {
     assertEquals(8, result.finished(), "FINISHED events");
     assertEquals(8, result.finishedIds().size(), "distinct calls finished");
     assertEquals(8, result.largestRunBatch(), "one pass's 8 calls for the worker, one message");
+    // Each caller gets the bytes the worker sent with the end (passed on, not read back).
+    assertEquals(java.util.Set.of(ScaleRun.addCall(home).result().orElseThrow().inline()
+        .getInlineData()), result.resultBytes());
   }
 }
