@@ -68,6 +68,16 @@ public final class LogSetup {
     }
   }
 
+  /**
+   * The handler {@link #configure} gives the root logger, writing to {@code stream}: for a
+   * harness that runs a runtime inside a JVM whose logging is set up otherwise (a test JVM's
+   * file handler formats and writes each record on the logging thread) and must log as a
+   * runtime does (make bench-scale).
+   */
+  public static Handler runtimeHandler(PrintStream stream) {
+    return new AsyncHandler(stream);
+  }
+
   /** Writes records on a thread of its own; drops records (and says how many) when flooded. */
   private static final class AsyncHandler extends Handler {
     private final BlockingQueue<LogRecord> queue = new ArrayBlockingQueue<>(QUEUED_RECORDS);

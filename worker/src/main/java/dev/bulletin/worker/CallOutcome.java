@@ -12,9 +12,19 @@ public sealed interface CallOutcome {
    *     scheduler steers other sessions' calls off those GPUs
    * @param leasedCalls when the call was a lease (issue 30), the calls it ran; else -1. The
    *     usage ledger counts those calls, not the lease
+   * @param bytes the result's bytes where they came with the end (a remote worker's small
+   *     result, just stored), else empty: the caller gets them without the store being read
+   *     back (issue 30)
    */
   record Returned(ObjectKey result, long size, boolean raised, double runSeconds,
-      long residentBytes, long leasedCalls) implements CallOutcome {
+      long residentBytes, long leasedCalls, com.google.protobuf.ByteString bytes)
+      implements CallOutcome {
+
+    public Returned(ObjectKey result, long size, boolean raised, double runSeconds,
+        long residentBytes, long leasedCalls) {
+      this(result, size, raised, runSeconds, residentBytes, leasedCalls,
+          com.google.protobuf.ByteString.EMPTY);
+    }
 
     public Returned(ObjectKey result, long size, boolean raised, double runSeconds) {
       this(result, size, raised, runSeconds, 0, -1);

@@ -222,7 +222,7 @@ public final class GrpcApi {
       }
       // The batch's events leave as one message when this turn ends (see ClientSession).
       long mark = plane.journaling().mark();
-      message.getTasksList().forEach(spec -> plane.submit(session, spec));
+      plane.submit(session, message.getTasksList());
       plane.journaling().seqUsed(session);
       // Acknowledged once the journal has the accepted calls (docs/durability.md).
       io.vertx.core.Future.fromCompletionStage(plane.journaling().durable(mark),

@@ -53,7 +53,8 @@ public final class StatusReport {
       return WorkerSlots.whyNoneFitsNow(task.demand(), slots);
     }
     double now = System.currentTimeMillis() / 1000.0;
-    if (plane.candidatesFor(task, List.copyOf(plane.workers()), now).stream()
+    if (AttachedWorker.whereItCanFinish(task, plane.workers(), now, plane.drainMarginSeconds())
+        .stream()
         .noneMatch(worker -> worker.capacity().fits(task.demand()))) {
       return "every worker that could run it is draining: its allocation ends before the call"
           + " could finish (a replacement is on its way if the worker belongs to a pool)";

@@ -23,12 +23,18 @@ final class SmallWindow {
 
   private SmallWindow() {}
 
-  /**
-   * The first {@link #PER_USER} calls of {@code window} when it is one user's, uniform, and
-   * nothing preemptible runs; otherwise {@code window} itself.
-   */
+  /** As {@link #of(List, List, int)} with {@link #PER_USER} calls. */
   static List<Task> of(List<Task> window, List<Task> active) {
-    if (window.size() <= PER_USER) {
+    return of(window, active, PER_USER);
+  }
+
+  /**
+   * The first {@code size} calls of {@code window} when it is one user's, uniform, and nothing
+   * preemptible runs; otherwise {@code window} itself. {@code size} is more than
+   * {@link #PER_USER} while passes place all they look at ({@link Passes}).
+   */
+  static List<Task> of(List<Task> window, List<Task> active, int size) {
+    if (window.size() <= size) {
       return window;
     }
     for (Task task : active) {
@@ -42,7 +48,7 @@ final class SmallWindow {
         return window;
       }
     }
-    return new ArrayList<>(window.subList(0, PER_USER));
+    return new ArrayList<>(window.subList(0, size));
   }
 
   /** Calls the scheduler cannot tell apart when deciding whether one of them fits now. */

@@ -96,7 +96,8 @@ public final class UsageRecorder implements TaskTable.Listener {
       busyByWorker.remove(id);
       return true;
     });
-    plane.credits().forEach((group, credits) -> {
+    plane.usage().groups().forEach((group, used) -> {
+      double credits = used.credits();
       if (creditsByGroup.put(group, credits) == null) {
         Gauge.builder("bulletin.credits", creditsByGroup, map -> map.getOrDefault(group, 0.0))
             .tag("group", group).description("credits each group holds").register(registry);

@@ -147,6 +147,23 @@ public final class AttachedWorker {
     return expiresAtEpochSeconds <= 0 || nowEpochSeconds + runSeconds < expiresAtEpochSeconds;
   }
 
+  /**
+   * The slots of the workers where {@code task} can finish before their allocation ends: its
+   * timeout, or else {@code drainMarginSeconds}, before it (see {@link #canFinish}).
+   */
+  public static List<WorkerSlots> whereItCanFinish(dev.bulletin.runtime.task.Task task,
+      java.util.Collection<AttachedWorker> workers, double nowEpochSeconds,
+      double drainMarginSeconds) {
+    double mayRun = task.timeoutSeconds() > 0 ? task.timeoutSeconds() : drainMarginSeconds;
+    List<WorkerSlots> candidates = new java.util.ArrayList<>(workers.size());
+    for (AttachedWorker worker : workers) {
+      if (worker.canFinish(nowEpochSeconds, mayRun)) {
+        candidates.add(worker.slots());
+      }
+    }
+    return candidates;
+  }
+
   /** Draining: its allocation ends within {@code marginSeconds}, so it takes no call without a timeout. */
   public boolean draining(double nowEpochSeconds, double marginSeconds) {
     return !canFinish(nowEpochSeconds, marginSeconds);

@@ -129,10 +129,10 @@ public final class PoolRunner implements PoolListener, PoolOutlook {
   /** Queued calls that no attached worker could take now, by size. */
   private List<PendingDemand> unservable() {
     double now = System.currentTimeMillis() / 1000.0;
-    List<AttachedWorker> workers = List.copyOf(plane.workers());
     Map<Demand, Integer> bySize = new LinkedHashMap<>();
     for (Task task : plane.tasks().queuedView()) {
-      boolean fitsSomewhere = plane.candidatesFor(task, workers, now).stream()
+      boolean fitsSomewhere = AttachedWorker.whereItCanFinish(task, plane.workers(), now,
+          plane.drainMarginSeconds()).stream()
           .anyMatch(slots -> slots.fitsNow(task.demand()));
       if (!fitsSomewhere) {
         bySize.merge(task.demand(), 1, Integer::sum);

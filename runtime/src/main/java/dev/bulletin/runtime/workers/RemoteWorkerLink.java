@@ -1,19 +1,15 @@
 package dev.bulletin.runtime.workers;
 
 import dev.bulletin.runtime.objects.ObjectDirectory;
-import com.google.protobuf.ByteString;
-import dev.bulletin.bridge.ObjectId;
 import dev.bulletin.bridge.ObjectKey;
-import dev.bulletin.bridge.ObjectStore;
-import dev.bulletin.bridge.ObjectStoreException;
 import dev.bulletin.protocol.CallEnded;
-import dev.bulletin.protocol.CallReturned;
 import dev.bulletin.protocol.DropObjects;
 import dev.bulletin.protocol.DropResident;
+import dev.bulletin.protocol.HeadBatch;
 import dev.bulletin.protocol.HeadMessage;
 import dev.bulletin.protocol.HeldObject;
-import dev.bulletin.protocol.ObjectRef;
 import dev.bulletin.protocol.OutputStream;
+import dev.bulletin.protocol.ReadyBatch;
 import dev.bulletin.protocol.ReportsReceived;
 import dev.bulletin.protocol.RunCall;
 import dev.bulletin.protocol.SendObject;
@@ -25,11 +21,11 @@ import dev.bulletin.worker.CallRequest;
 import dev.bulletin.worker.WorkerStatusView;
 import io.vertx.grpc.server.GrpcServerResponse;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 import java.util.function.Consumer;
 
 /**
@@ -49,12 +45,12 @@ public final class RemoteWorkerLink implements WorkerLink {
 
   private final String workerId;
   private GrpcServerResponse<WorkerMessage, HeadMessage> stream;
+  /** What leaves for the worker in this turn of the loop: one message, or one batch. */
+  private final ReadyBatch<HeadMessage> outbox;
   private final ObjectDirectory objects;
-  private final ObjectStore store;
-  private final long inlineLimit;
   private final Map<String, Pending> pending = new HashMap<>();
-  /** Functions this worker already holds: later calls send their id only. */
-  private final Set<ObjectKey> functionsSent = new HashSet<>();
+  /** The calls as this worker gets them (each function's bytes once). */
+  private final RunCalls runCalls;
   /** Told (once, later on the loop) when a write finds the stream broken. */
   private Consumer<String> broken;
   private int storeReferenced;
@@ -74,15 +70,28 @@ public final class RemoteWorkerLink implements WorkerLink {
   private java.util.function.Consumer<java.util.function.Consumer<Boolean>> whenJournaled =
       then -> then.accept(true);
 
-  /** @param broken detaches the worker when a write finds its stream broken */
+  /** As below, each message written at once (no later turn to wait for). */
   RemoteWorkerLink(String workerId, GrpcServerResponse<WorkerMessage, HeadMessage> stream,
       ObjectDirectory objects, long inlineLimit, Consumer<String> broken) {
+    this(workerId, stream, objects, inlineLimit, broken, Runnable::run);
+  }
+
+  /**
+   * @param broken detaches the worker when a write finds its stream broken
+   * @param afterTurn runs a task on the loop once the work queued there now is done: the
+   *     messages made until then leave as one
+   */
+  RemoteWorkerLink(String workerId, GrpcServerResponse<WorkerMessage, HeadMessage> stream,
+      ObjectDirectory objects, long inlineLimit, Consumer<String> broken, Executor afterTurn) {
     this.workerId = workerId;
+    this.outbox = new ReadyBatch<>(afterTurn,
+        messages -> HeadMessage.newBuilder().setBatch(HeadBatch.newBuilder()
+            .addAllMessages(messages)).build(),
+        message -> stream().write(message), this::unwritten);
     this.stream = stream;
     this.broken = broken;
     this.objects = objects;
-    this.store = objects.store();
-    this.inlineLimit = inlineLimit;
+    this.runCalls = new RunCalls(workerId, objects, inlineLimit);
   }
 
   @Override
@@ -103,26 +112,10 @@ public final class RemoteWorkerLink implements WorkerLink {
           : "the worker's link is broken"));
       return outcome;
     }
-    boolean functionKnown = !functionsSent.add(request.function());
-    RunCall.Builder run = RunCall.newBuilder().setTaskId(request.taskId())
-        .setFunction(ref(request.function(), !functionKnown))
-        .setArgs(ref(request.args(), true)).addAllGpuIds(request.gpuIds())
-        .setNamespace(request.args().namespace()).setRunAs(request.runAs().orElse(""))
-        .setMemoryBytes(request.executor().memoryBytes())
-        .setGpuFraction(request.executor().gpuFraction())
-        .setEnvironment(request.executor().toProto()).setSession(request.session())
-        .putAllResidentLost(request.residentLost());
-    request.restore().forEach((handle, spill) -> run.putRestore(handle, spill.id().hex()));
-    // An input another worker keeps comes from there directly when both serve data ports.
-    request.refs().forEach(key -> run.addRefs(objects.directSource(key, workerId)
-        .map(direct -> ref(key, false).toBuilder().setDirect(direct).build())
-        .orElseGet(() -> ref(key, false))));
-    if (!write(HeadMessage.newBuilder().setRun(run).build())) {
-      outcome.complete(new CallOutcome.Undelivered("its connection broke before the call"
-          + " reached it"));
-      return outcome;
-    }
+    RunCall run = runCalls.of(request);
+    // Pending first: a write that finds the stream broken hands the call back as undelivered.
     pending.put(request.taskId(), new Pending(outcome, listener, request.args().namespace()));
+    outbox.add(HeadMessage.newBuilder().setRun(run).build());
     return outcome;
   }
 
@@ -136,19 +129,6 @@ public final class RemoteWorkerLink implements WorkerLink {
       pending.put(taskId, new Pending(outcome, listener, namespace));
     }
     return outcome;
-  }
-
-  /**
-   * The object's id and size, and its bytes when small enough and {@code withBytes} (the
-   * function and arguments, always in the runtime's store; a ref may be kept on a worker).
-   */
-  private ObjectRef ref(ObjectKey id, boolean withBytes) {
-    long size = objects.size(id);
-    ObjectRef.Builder ref = ObjectRef.newBuilder().setId(id.id().hex()).setSize(size);
-    if (withBytes && size <= inlineLimit) {
-      ref.setInlineData(ByteString.copyFrom(store.readSmall(id)));
-    }
-    return ref.build();
   }
 
   @Override
@@ -216,6 +196,14 @@ public final class RemoteWorkerLink implements WorkerLink {
   }
 
   void onMessage(WorkerMessage message) {
+    if (message.hasBatch()) {
+      for (WorkerMessage one : message.getBatch().getMessagesList()) {
+        if (!one.hasBatch()) { // never nested: a batch inside is malformed, and skipped
+          onMessage(one);
+        }
+      }
+      return;
+    }
     long seq = message.getSeq();
     if (seq != 0) {
       if (seq <= receivedSeq) {
@@ -250,16 +238,16 @@ public final class RemoteWorkerLink implements WorkerLink {
       storeReferenced = message.getHeartbeat().getStoreReferenced();
       usage.heartbeat(message.getHeartbeat());
       for (HeldObject gone : message.getHeartbeat().getDroppedList()) {
-        keyOf(gone).ifPresent(key -> objects.dropped(workerId, key));
+        ReportedEnd.keyOf(gone).ifPresent(key -> objects.dropped(workerId, key));
       }
     } else if (message.hasResidentSpilled()) {
       // Kept here for the runtime as a kept result is: another worker may fetch it.
       HeldObject spill = message.getResidentSpilled().getObject();
-      keyOf(spill).ifPresent(key -> objects.residents().spilled(workerId, true, key,
+      ReportedEnd.keyOf(spill).ifPresent(key -> objects.residents().spilled(workerId, true, key,
           spill.getSize(), spill.getKind(), message.getResidentSpilled().getHandlesMap()));
     } else if (message.hasResidentSpillGone()) {
       var gone = message.getResidentSpillGone();
-      keyOf(HeldObject.newBuilder().setNamespace(gone.getNamespace()).setId(gone.getId())
+      ReportedEnd.keyOf(HeldObject.newBuilder().setNamespace(gone.getNamespace()).setId(gone.getId())
           .build()).ifPresent(key -> objects.residents().gone(workerId, key));
     } else if (message.hasUnavailable()) {
       var unavailable = message.getUnavailable();
@@ -274,73 +262,20 @@ public final class RemoteWorkerLink implements WorkerLink {
 
   private void ended(CallEnded ended) {
     for (HeldObject held : ended.getHeldList()) {
-      keyOf(held).ifPresent(key -> objects.held(workerId, key, held.getSize()));
+      ReportedEnd.keyOf(held).ifPresent(key -> objects.held(workerId, key, held.getSize()));
     }
     Pending call = givenUp.refusesEnd(ended.getTaskId()) ? null
         : pending.remove(ended.getTaskId());
     if (call != null) {
       usage.ended(ended);
-      call.outcome().complete(outcome(ended, call.namespace()));
+      call.outcome().complete(ReportedEnd.outcome(ended, call.namespace(), workerId, objects));
     } else if (ended.hasReturned() && ended.getReturned().getKept()) {
       // No call waits for it (it was given up here): the worker need not keep it, unless
       // this is an end sent again whose result the runtime already keeps there.
-      keyOf(ended.getHeldList().stream().filter(h -> h.getId().equals(
+      ReportedEnd.keyOf(ended.getHeldList().stream().filter(h -> h.getId().equals(
           ended.getReturned().getResult().getId())).findFirst().orElse(null))
           .filter(key -> !objects.keptOn(workerId, key))
           .ifPresent(key -> dropObjects(key.namespace(), List.of(key)));
-    }
-  }
-
-  private static java.util.Optional<ObjectKey> keyOf(HeldObject held) {
-    try {
-      return held == null ? java.util.Optional.empty()
-          : java.util.Optional.of(ObjectKey.of(held.getNamespace(), held.getId()));
-    } catch (IllegalArgumentException malformed) {
-      return java.util.Optional.empty();
-    }
-  }
-
-  private CallOutcome outcome(CallEnded ended, String namespace) {
-    switch (ended.getOutcomeCase()) {
-      case RETURNED -> {
-        return returned(ended, namespace);
-      }
-      case EXECUTOR_DIED -> {
-        return new CallOutcome.ExecutorDied(ended.getExecutorDied());
-      }
-      case STOPPED -> {
-        return new CallOutcome.Stopped(ended.getStopped());
-      }
-      case FAILED -> {
-        return new CallOutcome.WorkerLost(ended.getFailed());
-      }
-      default -> {
-        return new CallOutcome.WorkerLost("the worker sent an ending this runtime does not know;"
-            + " are the worker and runtime versions the same?");
-      }
-    }
-  }
-
-  private CallOutcome returned(CallEnded ended, String namespace) {
-    CallReturned returned = ended.getReturned();
-    ObjectRef ref = returned.getResult();
-    try {
-      ObjectKey id = new ObjectKey(namespace, ObjectId.parse(ref.getId()));
-      if (!ref.getInlineData().isEmpty() || ref.getSize() == 0) {
-        store.put(id, ref.getInlineData().asReadOnlyByteBuffer());
-      } else if (returned.getKept()) {
-        String kind = ended.getHeldList().stream().filter(h -> h.getId().equals(ref.getId()))
-            .map(HeldObject::getKind).findFirst().orElse("");
-        objects.kept(workerId, id, ref.getSize(), kind);
-      } else {
-        return new CallOutcome.WorkerLost("the worker reported a large result (" + id + ")"
-            + " without keeping it; are the worker and runtime versions the same?");
-      }
-      return new CallOutcome.Returned(id, ref.getSize(), returned.getRaised(),
-          returned.getRunSeconds(), returned.getResidentBytes(),
-          returned.hasLeasedCalls() ? returned.getLeasedCalls() : -1);
-    } catch (IllegalArgumentException | ObjectStoreException e) {
-      return new CallOutcome.WorkerLost("its result could not be stored: " + e.getMessage());
     }
   }
 
@@ -356,26 +291,54 @@ public final class RemoteWorkerLink implements WorkerLink {
     }
     closed = true;
     owed.clear();
+    outbox.drain();
     Map<String, Pending> lost = new HashMap<>(pending);
     pending.clear();
     lost.values().forEach(call -> call.outcome().complete(new CallOutcome.WorkerLost(cause)));
   }
 
   /**
-   * Writes to the worker; false if its stream is broken (then the attachment hears of it, later
-   * on the loop, and parks the worker for its grace period or detaches it).
+   * Queues a message for the worker (it leaves with the others of this turn); false if its
+   * stream is known broken. A write that finds it broken later hands the messages to
+   * {@link #unwritten}.
    */
   private boolean write(HeadMessage message) {
     if (suspended || closed) {
       return false;
     }
-    try {
-      stream.write(message);
-      return true;
-    } catch (IllegalStateException streamGone) {
+    outbox.add(message);
+    return true;
+  }
+
+  private GrpcServerResponse<WorkerMessage, HeadMessage> stream() {
+    if (suspended || closed) {
+      throw new IllegalStateException("the link is " + (closed ? "closed" : "suspended"));
+    }
+    return stream;
+  }
+
+  /**
+   * A write found the stream broken (then the attachment hears of it, later on the loop, and
+   * parks the worker for its grace period or detaches it): its calls never reached the worker
+   * and go back as undelivered; its other messages wait for a reattach, in their order, ahead
+   * of those that waited since.
+   */
+  private void unwritten(List<HeadMessage> messages, RuntimeException why) {
+    if (!suspended && !closed) {
       suspended = true;
-      broken.accept("lost its connection: " + streamGone.getMessage());
-      return false;
+      broken.accept("lost its connection: " + why.getMessage());
+    }
+    for (int i = messages.size() - 1; i >= 0; i--) {
+      HeadMessage message = messages.get(i);
+      if (message.hasRun()) {
+        Pending call = pending.remove(message.getRun().getTaskId());
+        if (call != null) {
+          call.outcome().complete(new CallOutcome.Undelivered("its connection broke before the"
+              + " call reached it"));
+        }
+      } else if (!closed && owed.size() < OWED_LIMIT) {
+        owed.addFirst(message);
+      }
     }
   }
 
@@ -396,6 +359,7 @@ public final class RemoteWorkerLink implements WorkerLink {
   /** The link broke: calls stay pending (their worker may still run them), messages wait. */
   void suspend() {
     suspended = true;
+    outbox.flush(); // finds the link suspended: calls undelivered, the rest owed
   }
 
   int pendingCalls() {
@@ -425,5 +389,6 @@ public final class RemoteWorkerLink implements WorkerLink {
     while (!owed.isEmpty() && write(owed.peekFirst())) {
       owed.removeFirst();
     }
+    outbox.flush(); // now: what waited goes before anything of the next turn
   }
 }

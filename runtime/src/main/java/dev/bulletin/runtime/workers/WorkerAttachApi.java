@@ -161,7 +161,8 @@ public final class WorkerAttachApi {
       // A write that finds the stream broken parks or detaches the worker on the next loop
       // turn: never in the middle of the scheduling pass that was placing a call on it.
       link = new RemoteWorkerLink(registration.getWorkerId(), response, plane.objects(),
-          inlineLimit, cause -> vertx.runOnContext(ignored -> lost(cause)));
+          inlineLimit, cause -> vertx.runOnContext(ignored -> lost(cause)),
+          task -> vertx.runOnContext(ignored -> task.run()));
       link.acknowledgeWhen(WorkerAttachApi.this::whenJournaled);
       WorkerSlots slots = new WorkerSlots(registration.getWorkerId(),
           registration.getGpuNamesCount(), registration.getSimulatedGpus(),

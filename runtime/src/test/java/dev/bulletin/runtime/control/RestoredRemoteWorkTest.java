@@ -396,14 +396,14 @@ class RestoredRemoteWorkTest {
         "", new WorkerSlots("embedded", 0, true, 4, 0), new Link(), "")));
     // Its client is back before the GPU worker: at submit, no attached worker could run it.
     onLoop(() -> {
-      plane.submit(sessions.find("session-1").orElseThrow(), dev.bulletin.protocol.TaskSpec
+      plane.submit(sessions.find("session-1").orElseThrow(), List.of(dev.bulletin.protocol.TaskSpec
           .newBuilder().setTaskId("t3").setName("train")
           .setFunction(dev.bulletin.protocol.ObjectRef.newBuilder()
               .setId(FUNCTION.id().toString()).setSize(1))
           .setArgs(dev.bulletin.protocol.ObjectRef.newBuilder().setId(ARGS.id().toString())
               .setSize(1))
           .setResources(dev.bulletin.protocol.Resources.newBuilder().setGpus(1).setCpus(1))
-          .build());
+          .build()));
       return null;
     });
     assertEquals(TaskState.QUEUED,

@@ -1,5 +1,6 @@
 package dev.bulletin.runtime.harness;
 
+import dev.bulletin.protocol.LogSetup;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Locale;
@@ -12,13 +13,40 @@ import org.junit.jupiter.api.Test;
  * submitted at once by one client. Prints the runtime's CPU per call, the calls one runtime core
  * would sustain at that cost, wall-clock calls per second, and how soon a freed slot got its
  * next call. Runs only with {@code -Dbulletin.bench=true}; asserts nothing about time.
- * {@code -Dbulletin.bench.calls=N} and {@code -Dbulletin.bench.workers=10,100} resize it.
+ * {@code -Dbulletin.bench.calls=N} and {@code -Dbulletin.bench.workers=10,100} resize it;
+ * {@code -Dbulletin.bench.qos=batch} submits them in that class (the default class,
+ * interactive, runs at most 4 calls per user at once, so most workers then sit idle).
  */
 class ScaleBench {
 
   @Test
   void oneRuntimeManyWorkers() throws Exception {
     Assumptions.assumeTrue(Boolean.getBoolean("bulletin.bench"), "set -Dbulletin.bench=true");
+    // The runtime logs as a real one does (LogSetup: a line per call, queued for a thread of
+    // its own, which counts as the runtime's), not through the test JVM's file handler, which
+    // formats each record with SimpleFormatter on the event loop: about 30 µs a call, 10 % of
+    // the loop at 10 workers, that no runtime spends.
+    java.util.logging.Logger root = java.util.logging.Logger.getLogger("");
+    java.util.logging.Handler[] testHandlers = root.getHandlers();
+    for (java.util.logging.Handler handler : testHandlers) {
+      root.removeHandler(handler);
+    }
+    java.util.logging.Handler runtimeLog = LogSetup.runtimeHandler(new java.io.PrintStream(
+        Files.newOutputStream(Path.of("target", "scale-bench.log")), false,
+        java.nio.charset.StandardCharsets.UTF_8));
+    root.addHandler(runtimeLog);
+    try {
+      run();
+    } finally {
+      root.removeHandler(runtimeLog);
+      runtimeLog.close();
+      for (java.util.logging.Handler handler : testHandlers) {
+        root.addHandler(handler);
+      }
+    }
+  }
+
+  private static void run() throws Exception {
     int calls = Integer.getInteger("bulletin.bench.calls", 100_000);
     String[] sizes = System.getProperty("bulletin.bench.workers", "10,100,1000").split(",");
     // A short run first: the measured runs see compiled code, as a runtime after its first

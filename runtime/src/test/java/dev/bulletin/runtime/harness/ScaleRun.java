@@ -38,7 +38,8 @@ final class ScaleRun {
 
   record Result(int workers, int calls, long finished, Set<String> finishedIds,
       double runtimeCpuMicrosPerCall, double callsPerSecond, double refillP50Millis,
-      double refillP99Millis) {
+      double refillP99Millis, int largestRunBatch,
+      Set<com.google.protobuf.ByteString> resultBytes) {
 
     double callsPerRuntimeCoreSecond() {
       return 1e6 / runtimeCpuMicrosPerCall;
@@ -64,7 +65,13 @@ final class ScaleRun {
         List.of(Call.of("add", "add", 2, 3).returning(5))).get("add");
   }
 
+  /** In the QoS class {@code -Dbulletin.bench.qos} names (the default class if none). */
   static Result run(Path home, int workers, int gpusPerWorker, int calls) throws Exception {
+    return run(home, workers, gpusPerWorker, calls, System.getProperty("bulletin.bench.qos", ""));
+  }
+
+  static Result run(Path home, int workers, int gpusPerWorker, int calls, String qos)
+      throws Exception {
     EncodedCall call = addCall(home);
     try (BulletinRuntime runtime = startRuntime(home);
          SimulatedWorkers simulated = new SimulatedWorkers(runtime.address(), WORKER_TOKEN,
@@ -78,7 +85,7 @@ final class ScaleRun {
       long start = System.nanoTime();
       List<TaskSpec.Builder> batch = new ArrayList<>();
       for (int i = 0; i < calls; i++) {
-        batch.add(call.spec("c" + i));
+        batch.add(call.spec("c" + i).setQos(qos));
         if (batch.size() == 1000 || i == calls - 1) { // the client's own Submit batch size
           session.submit(batch.toArray(TaskSpec.Builder[]::new));
           batch.clear();
@@ -89,6 +96,7 @@ final class ScaleRun {
         Thread.sleep(20);
       }
       Set<String> finished = new HashSet<>();
+      Set<com.google.protobuf.ByteString> resultBytes = new HashSet<>();
       long ends = 0;
       while (System.nanoTime() < deadline) {
         finished.clear();
@@ -96,6 +104,7 @@ final class ScaleRun {
         for (TaskEvent event : session.events().all()) {
           if (event.getState() == TaskState.FINISHED) {
             finished.add(event.getTaskId());
+            resultBytes.add(event.getResult().getValue().getInlineData());
             ends++;
           }
         }
@@ -116,7 +125,7 @@ final class ScaleRun {
       Collections.sort(refills);
       return new Result(workers, calls, ends, Set.copyOf(finished),
           runtimeNanos / 1e3 / calls, calls / seconds, quantile(refills, 0.5) / 1e6,
-          quantile(refills, 0.99) / 1e6);
+          quantile(refills, 0.99) / 1e6, simulated.largestRunBatch(), Set.copyOf(resultBytes));
     }
   }
 

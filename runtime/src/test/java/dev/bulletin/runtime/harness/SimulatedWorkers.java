@@ -6,7 +6,9 @@ import dev.bulletin.protocol.CallReturned;
 import dev.bulletin.protocol.CallStarted;
 import dev.bulletin.protocol.HeadMessage;
 import dev.bulletin.protocol.ObjectRef;
+import dev.bulletin.protocol.ReadyBatch;
 import dev.bulletin.protocol.RegisterWorker;
+import dev.bulletin.protocol.WorkerBatch;
 import dev.bulletin.protocol.WorkerHeartbeat;
 import dev.bulletin.protocol.WorkerMessage;
 import io.vertx.core.Vertx;
@@ -28,7 +30,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * A SIMULATION of many remote workers for benchmarks of the runtime (issue 30: "1,000 simulated
  * workers"): each is one Attach stream speaking the real worker protocol with the cluster's
  * worker token (registration, numbered reports, heartbeats), whose simulated GPUs run nothing:
- * every RunCall is answered at once with CallStarted and a CallEnded returning {@code result}.
+ * every RunCall is answered at once with CallStarted and a CallEnded returning {@code result},
+ * what one turn of its loop made leaving as one message as a worker agent's does.
  * No Python, no store, no executor: what is left is the runtime's own cost per call.
  *
  * <p>They run on a Vert.x of one event loop of their own, so their CPU can be told apart from
@@ -50,6 +53,8 @@ final class SimulatedWorkers implements AutoCloseable {
   /** Nanoseconds from a worker's CallEnded to its next RunCall, one per refilled slot. */
   private final List<Long> refills = new ArrayList<>();
   private final long threadId;
+  /** The most RunCalls one message from the runtime carried. */
+  private int largestRunBatch;
   private final long runMillis;
 
   /**
@@ -95,6 +100,13 @@ final class SimulatedWorkers implements AutoCloseable {
     return calls.get();
   }
 
+  /** The most calls the runtime sent a worker in one message (a HeadBatch, or 1). */
+  int largestRunBatch() {
+    CompletableFuture<Integer> largest = new CompletableFuture<>();
+    vertx.runOnContext(ignored -> largest.complete(largestRunBatch));
+    return largest.join();
+  }
+
   /** The refill times recorded so far (a copy), in nanoseconds. */
   List<Long> refills() {
     CompletableFuture<List<Long>> copy = new CompletableFuture<>();
@@ -112,6 +124,11 @@ final class SimulatedWorkers implements AutoCloseable {
     private final String id;
     private final int gpus;
     private GrpcClientRequest<WorkerMessage, HeadMessage> stream;
+    private final ReadyBatch<WorkerMessage> outbox = new ReadyBatch<>(
+        task -> vertx.runOnContext(ignored -> task.run()),
+        messages -> WorkerMessage.newBuilder().setBatch(WorkerBatch.newBuilder()
+            .addAllMessages(messages)).build(),
+        message -> stream.write(message), (messages, broken) -> { });
     private long nextSeq = 1;
     private long lastEndNanos;
 
@@ -142,7 +159,13 @@ final class SimulatedWorkers implements AutoCloseable {
                         .setHeartbeat(WorkerHeartbeat.getDefaultInstance()).build()));
                     accepted.complete(null);
                   } else if (message.hasRun()) {
+                    largestRunBatch = Math.max(largestRunBatch, 1);
                     answer(message.getRun().getTaskId());
+                  } else if (message.hasBatch()) {
+                    List<HeadMessage> runs = message.getBatch().getMessagesList().stream()
+                        .filter(HeadMessage::hasRun).toList();
+                    largestRunBatch = Math.max(largestRunBatch, runs.size());
+                    runs.forEach(one -> answer(one.getRun().getTaskId()));
                   }
                 }));
           }));
@@ -154,7 +177,7 @@ final class SimulatedWorkers implements AutoCloseable {
       if (lastEndNanos != 0) {
         refills.add(now - lastEndNanos);
       }
-      stream.write(WorkerMessage.newBuilder().setSeq(nextSeq++).setStarted(
+      outbox.add(WorkerMessage.newBuilder().setSeq(nextSeq++).setStarted(
           CallStarted.newBuilder().setTaskId(taskId).setExecutorId(id + "-e")).build());
       if (runMillis > 0) {
         vertx.setTimer(runMillis, timer -> end(taskId));
@@ -164,7 +187,7 @@ final class SimulatedWorkers implements AutoCloseable {
     }
 
     private void end(String taskId) {
-      stream.write(WorkerMessage.newBuilder().setSeq(nextSeq++).setEnded(CallEnded.newBuilder()
+      outbox.add(WorkerMessage.newBuilder().setSeq(nextSeq++).setEnded(CallEnded.newBuilder()
           .setTaskId(taskId).setReturned(CallReturned.newBuilder().setResult(result))).build());
       lastEndNanos = System.nanoTime();
       calls.incrementAndGet();

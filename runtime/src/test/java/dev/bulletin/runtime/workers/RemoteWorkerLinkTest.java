@@ -109,6 +109,70 @@ class RemoteWorkerLinkTest {
   }
 
   @Test
+  void callsOfOneTurnLeaveAsOneBatchAndABrokenBatchHandsItsCallsBackAsUndelivered() {
+    List<Runnable> afterTurn = new ArrayList<>();
+    RemoteWorkerLink link = new RemoteWorkerLink("w1", stream(), objects, 1024, detached::add,
+        afterTurn::add);
+    CompletableFuture<CallOutcome> first = run(link, "t1");
+    CompletableFuture<CallOutcome> second = run(link, "t2");
+    assertEquals(0, written.size(), "nothing leaves before the turn's work is done");
+    assertEquals(1, afterTurn.size(), "one write per turn, not one per call");
+    afterTurn.remove(0).run();
+    assertEquals(1, written.size());
+    assertEquals(List.of("t1", "t2"), written.get(0).getBatch().getMessagesList().stream()
+        .map(message -> message.getRun().getTaskId()).toList());
+
+    // A lone call leaves alone, not wrapped in a batch.
+    run(link, "t3");
+    afterTurn.remove(0).run();
+    assertEquals("t3", written.get(1).getRun().getTaskId());
+
+    // The stream breaks under a batch of two calls and a stop: the calls never reached the
+    // worker (undelivered: requeued without using a retry), the stop waits for a reattach,
+    // and the break is reported once.
+    CompletableFuture<CallOutcome> fourth = run(link, "t4");
+    link.stop("t1", "cancelled by its caller");
+    CompletableFuture<CallOutcome> fifth = run(link, "t5");
+    streamBroken.set(true);
+    afterTurn.remove(0).run();
+    assertInstanceOf(CallOutcome.Undelivered.class, fourth.join());
+    assertInstanceOf(CallOutcome.Undelivered.class, fifth.join());
+    assertEquals(1, detached.size());
+    assertTrue(!first.isDone() && !second.isDone(), "delivered calls wait for the worker");
+    streamBroken.set(false);
+    link.resume(stream(), java.util.Set.of("t1", "t2", "t3"));
+    link.flushOwed();
+    HeadMessage owed = written.get(written.size() - 1);
+    assertEquals("t1", owed.getStop().getTaskId(), "the stop went out after the reattach");
+  }
+
+  @Test
+  void aWorkersBatchIsReadAsItsMessagesInOrderEachTakenOnce() {
+    RemoteWorkerLink link = new RemoteWorkerLink("w1", stream(), objects, 1024, detached::add);
+    List<String> lines = new ArrayList<>();
+    CompletableFuture<CallOutcome> call = link.run(new CallRequest("t1", FUNCTION, ARGS,
+        List.of()), new CallListener() {
+          @Override
+          public void started(String executorId) {}
+
+          @Override
+          public void output(boolean stderr, byte[] data) {
+            lines.add(new String(data, java.nio.charset.StandardCharsets.UTF_8));
+          }
+        });
+    ObjectKey result = ObjectKey.of("ada", "c".repeat(32));
+    WorkerMessage batch = WorkerMessage.newBuilder().setBatch(
+        dev.bulletin.protocol.WorkerBatch.newBuilder()
+            .addMessages(output("t1", "one\n", 1)).addMessages(output("t1", "two\n", 2))
+            .addMessages(keptEnd("t1", result, 3))).build();
+    link.onMessage(batch);
+    link.onMessage(batch); // sent again after a reattach: every report in it arrived before
+    assertEquals(List.of("one\n", "two\n"), lines);
+    assertInstanceOf(CallOutcome.Returned.class, call.join());
+    assertEquals(3, link.receivedSeq());
+  }
+
+  @Test
   void aReattachKeepsTheCallsTheWorkerReportsAndSendsWhatWaited() {
     RemoteWorkerLink link = new RemoteWorkerLink("w1", stream(), objects, 1024, detached::add);
     CompletableFuture<CallOutcome> kept = run(link, "t1");

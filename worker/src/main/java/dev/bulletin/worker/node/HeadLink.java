@@ -1,8 +1,10 @@
 package dev.bulletin.worker.node;
 
 import dev.bulletin.protocol.HeadMessage;
+import dev.bulletin.protocol.ReadyBatch;
 import dev.bulletin.protocol.RegisterWorker;
 import dev.bulletin.protocol.WorkerAccepted;
+import dev.bulletin.protocol.WorkerBatch;
 import dev.bulletin.protocol.WorkerMessage;
 import dev.bulletin.worker.tls.TlsOptions;
 import io.vertx.core.Vertx;
@@ -55,6 +57,12 @@ final class HeadLink {
    * link that is breaking succeeds here and is lost there, so only the runtime's word counts.
    */
   private final ArrayDeque<WorkerMessage> unreceived = new ArrayDeque<>();
+  /**
+   * What leaves for the runtime in this turn of the node's loop: one message, or one batch
+   * (calls that end together report together). A write that fails loses nothing: every report
+   * waits in {@link #unreceived} until the runtime says it got it.
+   */
+  private final ReadyBatch<WorkerMessage> outbox;
   private long nextSeq = 1;
   private long keptOutputBytes;
   private long droppedOutputBytes;
@@ -76,6 +84,14 @@ final class HeadLink {
     this.registration = registration;
     this.onHead = onHead;
     this.onEnd = onEnd;
+    this.outbox = new ReadyBatch<>(task -> vertx.runOnContext(ignored -> task.run()),
+        messages -> WorkerMessage.newBuilder().setBatch(WorkerBatch.newBuilder()
+            .addAllMessages(messages)).build(),
+        message -> {
+          if (stream != null && !reconnecting) { // else a reattach sends the reports again
+            stream.write(message);
+          }
+        }, (messages, streamGone) -> lost("lost the runtime"));
   }
 
   /** Completes when the runtime first accepted the worker; fails if it refused or is away. */
@@ -134,6 +150,12 @@ final class HeadLink {
       return; // a stream the link left already
     } else if (message.hasReceived()) {
       received(message.getReceived().getSeq());
+    } else if (message.hasBatch()) {
+      for (HeadMessage one : message.getBatch().getMessagesList()) {
+        if (!one.hasBatch() && !one.hasAccepted()) { // neither comes inside a batch
+          onMessage(request, one);
+        }
+      }
     } else {
       onHead.accept(message);
     }
@@ -188,6 +210,7 @@ final class HeadLink {
       }
       reconnecting = true;
       stream = null;
+      outbox.drain(); // kept in unreceived: the reattach sends them again
       reconnectDeadline = System.nanoTime() + options.reconnectTimeout().toNanos();
       LOG.warning("worker " + options.worker().workerId() + " " + why + "; its calls run on,"
           + " and it tries to reattach for " + options.reconnectTimeout().toSeconds() + " s");
@@ -227,11 +250,7 @@ final class HeadLink {
       keep(message);
     }
     if (stream != null && !reconnecting) {
-      try {
-        stream.write(message);
-      } catch (IllegalStateException streamGone) {
-        lost("lost the runtime");
-      }
+      outbox.add(message);
     }
   }
 
