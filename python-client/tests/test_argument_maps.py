@@ -138,3 +138,32 @@ def test_small_objects_are_not_kept(store):
     assert run(executor, store, len, ref, refs=refs) == ("ok", 100)
     assert executor._argument_maps.kept_bytes() == 0
     assert not open_on(store.path / oid)
+
+
+def resident_bytes_at(address: int) -> int:
+    """Rss of this process's mapping that holds ``address`` (``/proc/self/smaps``)."""
+    mine = False
+    for line in open("/proc/self/smaps"):
+        head = line.split()
+        if head and "-" in head[0] and ":" not in head[0]:
+            low, high = (int(x, 16) for x in head[0].split("-"))
+            mine = low <= address < high
+        elif mine and head[0] == "Rss:":
+            return int(head[1]) << 10
+    return 0
+
+
+def waits_for_its_pages(a):
+    """Touches nothing of ``a``; says how much of it the kernel mapped meanwhile."""
+    deadline = time.monotonic() + 10
+    while resident_bytes_at(a.ctypes.data) < a.nbytes and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return resident_bytes_at(a.ctypes.data) >= a.nbytes
+
+
+def test_a_large_argument_is_populated_ahead_of_the_functions_reads(store):
+    from bulletin._runtime._argument_maps import POPULATE_MIN
+    executor = Executor(store.path)
+    oid = store.put(np.ones(POPULATE_MIN, dtype=np.uint8))
+    ref, refs = named(store, oid)
+    assert run(executor, store, waits_for_its_pages, ref, refs=refs) == ("ok", True)

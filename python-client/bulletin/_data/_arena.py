@@ -357,7 +357,7 @@ def _prefault_for_writing(mapped: mmap.mmap) -> None:
 
     pages = np.frombuffer(mapped, dtype=np.uint8)
     try:
-        if _libc_madvise(pages.ctypes.data, len(pages), _MADV_POPULATE_WRITE) == 0:
+        if libc_madvise(pages.ctypes.data, len(pages), _MADV_POPULATE_WRITE) == 0:
             return
         # An older kernel: touch one byte of every page (numpy lets go of the GIL too).
         pages[::mmap.PAGESIZE] = 0
@@ -365,7 +365,9 @@ def _prefault_for_writing(mapped: mmap.mmap) -> None:
         del pages
 
 
-def _libc_madvise(address: int, length: int, advice: int) -> int:
+def libc_madvise(address: int, length: int, advice: int) -> int:
+    """madvise(2) through ctypes, which lets go of the GIL for the call (``mmap.madvise`` keeps
+    it); 0, or -1 with errno set."""
     import ctypes
 
     global _MADVISE

@@ -23,18 +23,29 @@ the calls' path:
 - at once, the mappings that the call just started does not name;
 - when a call ends, the mappings of objects the call before it did not name;
 - within ``sweep_seconds``, the mapping of a file the store deleted.
+
+A large object freshly mapped is also *populated ahead of the call*: a thread asks the kernel
+for its page-table entries (``MADV_POPULATE_READ``), 64 MiB at a time from the start, while the
+function reads it from the start on the call's own thread. The faults the function would take
+one per 16 pages are then taken on another core, ahead of it (``v + 0`` over 1 GiB freshly
+mapped on the 2-core VM: 0.106-0.114 s against 0.174-0.177 s, in one process, four runs).
 """
 
 from __future__ import annotations
 
+import mmap
 import os
 import threading
 
 import pyarrow as pa
 
+from .._data._arena import libc_madvise
 from .._data._objects import map_read_only
 
 KEEP_MIN = 1 << 20  # smaller objects are cheap to map and read again: not kept
+POPULATE_MIN = 64 << 20  # a mapping this large is populated ahead of the call's reads
+_POPULATE_STEP = 64 << 20
+_MADV_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22)  # Linux 5.14
 
 
 class _Kept:
@@ -104,6 +115,9 @@ class ArgumentMaps:
             os.close(fd)
             raise
         size = len(buffer)
+        if size >= POPULATE_MIN:
+            threading.Thread(target=_populate, args=(buffer,), name="bulletin-populate",
+                             daemon=True).start()
         if size < KEEP_MIN:
             os.close(fd)
             return buffer
@@ -139,3 +153,15 @@ class ArgumentMaps:
                 kept.close()
             if done:
                 return
+
+
+def _populate(buffer: pa.Buffer) -> None:
+    """Makes the page-table entries of a read-only mapping, from its start, a step at a time
+    (the call reads it from the start too, and takes over any page not reached yet). Holding
+    ``buffer`` keeps the mapping for as long as this runs. An older kernel refuses the advice:
+    the call then faults its pages in itself, as before."""
+    for offset in range(0, buffer.size, _POPULATE_STEP):
+        if libc_madvise(buffer.address + offset, min(_POPULATE_STEP, buffer.size - offset),
+                        _MADV_POPULATE_READ) != 0:
+            return
+
