@@ -129,14 +129,7 @@ class Transfer:
         has the object the spare is put back (it held only this user's own bytes); else it
         becomes the object. One read of the bytes instead of two (digest, then copy)."""
         start = perf_counter()
-        view = memoryview(spare.map)[:encoded.nbytes]
-        try:
-            oid = encoded.write_digesting(view)
-        except BaseException:
-            view.release()
-            self._maps.put_back_spare(spare, encoded.nbytes)
-            raise
-        view.release()
+        oid = self._maps.fill_spare(spare, encoded)
         copied = perf_counter() - start
         with self._lock:
             held = self._held.get(oid, 0) > 0

@@ -163,19 +163,24 @@ class WriteMappings:
             return None
         return self.spares.take(size)
 
-    def _write_spare(self, spare: Spare, path: Path, encoded, oid: str | None, stored) -> None:
-        """Copies ``encoded`` into ``spare``, then names it ``path`` (``write_new``)."""
+    def fill_spare(self, spare: Spare, encoded, oid: str | None = None) -> str:
+        """Copies ``encoded`` into ``spare`` (hashing it in the same pass when ``oid`` is None)
+        and returns its id; the spare goes back to the spares if the copy fails."""
         view = memoryview(spare.map)[:encoded.nbytes]
         try:
             if oid is None:
-                oid = encoded.write_digesting(view)
-            else:
-                encoded.write_into(view)
+                return encoded.write_digesting(view)
+            encoded.write_into(view)
+            return oid
         except BaseException:
-            view.release()
             self.put_back_spare(spare, encoded.nbytes)
             raise
-        view.release()
+        finally:
+            view.release()
+
+    def _write_spare(self, spare: Spare, path: Path, encoded, oid: str | None, stored) -> None:
+        """Copies ``encoded`` into ``spare``, then names it ``path`` (``write_new``)."""
+        oid = self.fill_spare(spare, encoded, oid)
         if stored is not None and stored(oid):
             self.put_back_spare(spare, encoded.nbytes)  # it holds only this writer's bytes
             return
