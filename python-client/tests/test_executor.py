@@ -279,7 +279,7 @@ def test_replies_are_written_in_one_json_form():
 def test_a_large_result_waits_for_the_agent_to_stage_its_file_then_commit_writes_it(store):
     import numpy as np
     from bulletin._runtime._executor import Stage
-    executor = Executor(store.path, keep_mapped_bytes=64 << 20)
+    executor = Executor(store.path, keep_mapped_bytes=64 << 20, lend_results=False)
     big = np.ones(1 << 20, dtype=np.float32)
     reply = executor.run(call(store, store.put(lambda: big), store.put(((), {}))))
     assert isinstance(reply, Stage) and reply.size > 1 << 20 and reply.mapped == ()
@@ -302,7 +302,7 @@ def test_a_large_result_waits_for_the_agent_to_stage_its_file_then_commit_writes
 def test_a_large_result_is_named_as_it_is_copied_even_when_the_store_holds_it_already(store):
     import numpy as np
     from bulletin._runtime._executor import Stage
-    executor = Executor(store.path, keep_mapped_bytes=64 << 20)
+    executor = Executor(store.path, keep_mapped_bytes=64 << 20, lend_results=False)
     big = np.arange(1 << 20, dtype=np.float32)
     held = store.put(big)  # the same bytes, stored before (not the call's argument)
     reply = executor.run(call(store, store.put(lambda: big.copy()), store.put(((), {}))))
@@ -319,7 +319,7 @@ def test_an_executor_grows_a_spare_after_its_first_large_result_and_writes_the_n
     from bulletin._data import _arena
     if not _arena.supported(store.path):
         pytest.skip("no O_TMPFILE in this file system")
-    executor = Executor(store.path, keep_mapped_bytes=64 << 20)
+    executor = Executor(store.path, keep_mapped_bytes=64 << 20, lend_results=False)
     big = np.ones(1 << 20, dtype=np.float32)
     executor.run(call(store, store.put(lambda: big), store.put(((), {}))))
     first = executor.commit(False)
@@ -342,7 +342,7 @@ def test_a_large_result_equal_to_a_stored_object_is_linked_and_its_spare_stays_a
     from bulletin._data import _arena
     if not _arena.supported(store.path):
         pytest.skip("no O_TMPFILE in this file system")
-    executor = Executor(store.path, keep_mapped_bytes=64 << 20)
+    executor = Executor(store.path, keep_mapped_bytes=64 << 20, lend_results=False)
     big = np.ones(1 << 20, dtype=np.float32)
     executor.run(call(store, store.put(lambda: big), store.put(((), {}))))
     os.replace(store.staging / ".result-t-1", store.path / executor.commit(False).result)
@@ -369,7 +369,7 @@ def test_the_ids_a_writer_says_it_maps_leave_out_files_the_store_deleted(store):
     first of two equal copies): staged for this writer, it could only be refused."""
     import numpy as np
     from bulletin._runtime._executor import Stage
-    executor = Executor(store.path, keep_mapped_bytes=64 << 20)
+    executor = Executor(store.path, keep_mapped_bytes=64 << 20, lend_results=False)
     big = np.full(1 << 20, 7, dtype=np.float32)
     executor.run(call(store, store.put(lambda: big), store.put(((), {}))))
     first = executor.commit(False)

@@ -58,7 +58,7 @@ import pyarrow as pa
 from .._errors import BulletinError, SerializationError
 from . import _pickle, _table, _tensor
 from ._encoded import Encoded
-from ._ipc import EOS, record_batch_header
+from ._ipc import ALIGNMENT, EOS, PAGE, PAGE_ALIGNED_BODY, record_batch_header
 
 __all__ = ["FORMAT_VERSION", "CodecError", "Encoded", "decode", "encode", "map_file",
            "peek_kind"]
@@ -106,8 +106,9 @@ def _assemble(kind: str, plan) -> Encoded:
     metadata = {**_base_metadata(kind), **plan.metadata}
     schema_message = _schema_message(kind, plan, metadata)
     body_length = plan.body.finish()
-    header = record_batch_header(schema_message.size, plan.length, plan.nodes,
-                                 plan.body.buffers, body_length)
+    header = record_batch_header(
+        schema_message.size, plan.length, plan.nodes, plan.body.buffers, body_length,
+        PAGE if kind == "tensor" and body_length >= PAGE_ALIGNED_BODY else ALIGNMENT)
     segments: list = [schema_message, header]
     for piece in plan.body.pieces:
         segments.append(bytes(piece[1]) if piece[0] == "pad" else piece[1])

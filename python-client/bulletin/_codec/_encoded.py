@@ -190,6 +190,33 @@ class Encoded:
         for job in jobs:
             job.result()
 
+    def payload_offset(self, address: int) -> int | None:
+        """Where in the stream the payload whose memory starts at ``address`` lies, or None
+        when no dense payload segment starts there."""
+        offset = 0
+        for seg in self._segments:
+            n = _nbytes(seg)
+            if (n >= _COALESCE_BELOW and not isinstance(seg, StridedSegment)
+                    and np.frombuffer(seg, dtype=np.uint8).ctypes.data == address):
+                return offset
+            offset += n
+        return None
+
+    def write_around(self, dest, payload_offset: int) -> None:
+        """Writes every segment but the payload at ``payload_offset`` into ``dest`` (exactly
+        ``nbytes`` long), which holds that payload already: the function computed it there
+        (``payload_offset``); copying it onto itself would read and write every byte again."""
+        mv = self._destination(dest, "write_around")
+        offset = 0
+        for seg in self._segments:
+            n = _nbytes(seg)
+            if offset != payload_offset:
+                if isinstance(seg, StridedSegment):
+                    seg.copy_into(np.frombuffer(mv, dtype=np.uint8)[offset:offset + n])
+                else:
+                    mv[offset:offset + n] = seg
+            offset += n
+
     def _destination(self, dest, what: str) -> memoryview:
         """``dest`` as writable bytes of exactly this stream's size, or a ValueError that says
         what is wrong with it."""

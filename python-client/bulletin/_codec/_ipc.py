@@ -16,6 +16,11 @@ import struct
 from typing import NamedTuple, Sequence
 
 ALIGNMENT = 64
+# A tensor this large starts on a page of the stream: a store file's array is then page-aligned
+# in every mapping of it, and an executor can lend a region a page into a spare file to the
+# function for its result, and write the header in front of it afterwards (bulletin/_native).
+PAGE = 4096
+PAGE_ALIGNED_BODY = 1 << 20
 CONTINUATION = b"\xff\xff\xff\xff"
 EOS = CONTINUATION + b"\x00\x00\x00\x00"  # end-of-stream marker: continuation, length 0
 
@@ -73,15 +78,17 @@ def _record_batch_flatbuffer(length: int, nodes: Sequence[FieldNode],
 
 
 def record_batch_header(stream_offset: int, length: int, nodes: Sequence[FieldNode],
-                        buffers: Sequence[BufferSpec], body_length: int) -> bytes:
+                        buffers: Sequence[BufferSpec], body_length: int,
+                        body_alignment: int = ALIGNMENT) -> bytes:
     """The encapsulated RecordBatch message up to its body: continuation, metadata length, the
-    flatbuffer, then zero padding so that the body starts on a 64-byte boundary of the stream
-    (``stream_offset`` is where this message starts; it must be a multiple of 8)."""
+    flatbuffer, then zero padding so that the body starts on a ``body_alignment`` boundary of
+    the stream (the metadata length counts the padding, as the format allows).
+    ``stream_offset`` is where this message starts; it must be a multiple of 8."""
     if stream_offset % 8:
         raise ValueError(f"an IPC message must start on an 8-byte boundary, not at {stream_offset}")
     flatbuffer = _record_batch_flatbuffer(length, nodes, buffers, body_length)
     used = stream_offset + 8 + len(flatbuffer)
-    flatbuffer += bytes(pad_to(used))
+    flatbuffer += bytes(pad_to(used, body_alignment))
     return CONTINUATION + struct.pack("<i", len(flatbuffer)) + bytes(flatbuffer)
 
 

@@ -171,16 +171,29 @@ class SpareFiles:
                 # it stands.
                 self._plan_if_room(_round_up(size))
                 return None
-            self._spares.remove(spare)
-            self._refused.clear()  # the writer holds less now: the source may say yes
-            self.taken += 1
-            # Made again in the background, the size of what was taken (a loop writing
-            # same-sized objects finds one ready each time), once the write is done: filling
-            # while the writer copies would take the memory bandwidth (and, on a small
-            # machine, the core) the copy needs.
-            self._plan.append(_round_up(size))
-            self._writing += 1
-            return spare
+            return self._hand_out(spare, size)
+
+    def take_largest(self) -> Spare | None:
+        """The largest spare ready now, without waiting, for a write whose size is not known
+        yet: an executor lends it to its function's first large array (``bulletin._native``).
+        Then ``written`` once it holds an object, or ``put_back(spare, spare.size)``."""
+        with self._cond:
+            if not self._spares:
+                return None
+            spare = max(self._spares, key=lambda s: s.size)
+            return self._hand_out(spare, spare.size)
+
+    def _hand_out(self, spare: Spare, size: int) -> Spare:
+        self._spares.remove(spare)
+        self._refused.clear()  # the writer holds less now: the source may say yes
+        self.taken += 1
+        # Made again in the background, the size of what was taken (a loop writing
+        # same-sized objects finds one ready each time), once the write is done: filling
+        # while the writer copies would take the memory bandwidth (and, on a small
+        # machine, the core) the copy needs.
+        self._plan.append(_round_up(size))
+        self._writing += 1
+        return spare
 
     def put_back(self, spare: Spare, size: int) -> None:
         """A spare taken for a write of ``size`` bytes that was not needed after all (the store
@@ -193,6 +206,33 @@ class SpareFiles:
                 pass
             self._writing -= 1
             self._cond.notify_all()
+
+    def want(self, size: int) -> None:
+        """The writer expects writes of ``size`` bytes before they come (an executor lends a
+        spare to its function, bulletin/_runtime/_result_memory.py): one that size is made if
+        none serves it, is planned or is being made."""
+        with self._cond:
+            size = _round_up(size)
+            if (self._closed or size in self._plan or _serves(self._filling, size)
+                    or any(_serves(s.size, size) for s in self._spares)):
+                return
+            self._grow_for(size)
+
+    def give(self, spare: Spare) -> None:
+        """A spare made elsewhere (a released object's file the writer maps already): it takes
+        the place of one the background thread would make, or is closed when the spares hold
+        the budget already."""
+        with self._cond:
+            kept = not self._closed and (sum(s.size for s in self._spares) + spare.size
+                                         <= self._limit)
+            if kept:
+                self._spares.append(spare)
+                served = [p for p in self._plan if p <= spare.size]
+                if served:
+                    self._plan.remove(max(served))
+                self._cond.notify_all()
+        if not kept:
+            spare.close()
 
     def written(self) -> None:
         """The write into a taken spare is done: the background thread may fill again."""

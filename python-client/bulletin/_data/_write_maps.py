@@ -151,6 +151,25 @@ class WriteMappings:
             self._trim()
         self.spare_writes += 1
 
+    def recycle_as_spare(self, path: Path, spare_path: Path) -> bool:
+        """Makes the released object's file the runtime staged at ``path`` a spare named
+        ``spare_path``, if this process maps it and no other does: its pages, and the mapping's
+        page-table entries, exist already (a spare made instead takes fresh zeroed memory). False
+        when it cannot be (the caller removes it)."""
+        st = os.stat(path)
+        with self._lock:
+            self._sweep()
+            kept = self._maps.pop((st.st_dev, st.st_ino), None)
+        if kept is None or self.spares is None:
+            return False
+        if not _exclusive(kept.fd):
+            close_later(kept)
+            return False
+        os.rename(path, spare_path)  # one folder: the staging folder
+        os.ftruncate(kept.fd, len(kept.map))  # a spare's file is as long as its mapping
+        self.spares.give(Spare(kept.fd, kept.map, Path(spare_path)))
+        return True
+
     def put_back_spare(self, spare: Spare, size: int) -> None:
         self.spares.put_back(spare, size)
 

@@ -12,6 +12,7 @@ credential of any Java gateway, so the user code it runs cannot call into the ag
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -26,7 +27,7 @@ from typing import NamedTuple
 from .._envelope import make_envelope as envelope
 from .._data._objects import encode, open_object, write_file
 from .._data import _arena
-from .._data._later import close_fd_later
+from .._data._later import unlink_later
 from .._data._write_maps import RECYCLE_MIN, WriteMappings
 from . import _preempt, _resident
 from .._resident import ResidentLostError
@@ -34,6 +35,7 @@ from ._gpu_share import apply_gpu_fraction, release_cached_gpu_memory
 from ._argument_maps import ArgumentMaps
 from ._limits import Limits, apply_memory_limit, over_limit
 from ._outcome import encode_outcome, kept_on_device
+from ._result_memory import ResultMemory
 from ._arguments import load_arguments
 from .._errors import BulletinError, StoreFullError
 from .._status import format_bytes
@@ -173,6 +175,15 @@ class _Pending:
     retire: str
 
 
+@dataclass
+class _InPlace:
+    """A large result ``run`` made in the memory it lent the function, named by ``commit``."""
+    path: str
+    made: object  # _result_memory.Prepared
+    run_seconds: float
+    retire: str
+
+
 class Executor:
     """Runs calls whose function, arguments and referenced objects are files in the store.
 
@@ -181,14 +192,20 @@ class Executor:
     """
 
     def __init__(self, store_dir: str | os.PathLike, cache_size: int = 128,
-                 keep_mapped_bytes: int = 0, memory_limit: int = 0):
+                 keep_mapped_bytes: int = 0, memory_limit: int = 0, lend_results: bool = True,
+                 name: str = ""):
         """With ``keep_mapped_bytes``, large results are written through mappings this executor
         kept, up to that many bytes, into files the agent recycles: ``run`` then answers
-        ``Stage`` and ``commit`` writes."""
+        ``Stage`` and ``commit`` writes. ``lend_results``: the function's first large array may
+        live in a spare file, and if it is the result it is named there, not copied
+        (``_result_memory``). ``name``: the agent's id for it, in the names of files it leaves
+        in the staging folder (the agent deletes them when it ends)."""
         self.store = Path(store_dir)
         self._functions: OrderedDict[str, object] = OrderedDict()
         self._cache_size = cache_size
         self._maps = WriteMappings(keep_mapped_bytes) if keep_mapped_bytes else None
+        self._result_memory = (ResultMemory(self._maps, name or f"pid{os.getpid()}")
+                               if self._maps is not None and lend_results else None)
         self._argument_maps = ArgumentMaps()
         self._limits = Limits()
         self._memory_limit = memory_limit  # applied by main() before: what calls report
@@ -209,11 +226,17 @@ class Executor:
         try:
             reply = self._run(call, returned)
         except BaseException:
-            self._argument_maps.end()
+            self._end()
             raise
         if not isinstance(reply, Stage):
-            self._argument_maps.end()  # here, where the call's values are gone
+            self._end()  # here, where the call's values are gone
         return self._with_leased_calls(reply)
+
+    def _end(self) -> None:
+        """The call's values are gone: what they held is let go."""
+        self._argument_maps.end()
+        if self._result_memory is not None:
+            self._result_memory.end()
 
     def _with_leased_calls(self, reply):
         """A lease call's end says how many calls it ran (``_lease.take_calls_run``)."""
@@ -245,6 +268,20 @@ class Executor:
                 # The function returned an argument object itself: the store holds its bytes
                 # under its id; encoding (and hashing) them again would read every page.
                 return Finished(passed[0], passed[1], False, run_seconds, retire)
+            if self._result_memory is not None and self._result_memory.holds(value):
+                box = [value]
+                value = ran = None  # ``prepare`` needs to know whether anything else refers to it
+                _clear(call.result_path)
+                made = self._result_memory.prepare(
+                    box, lambda oid: self._link_stored(call.result_path, oid))
+                if made is not None:
+                    if made.named:
+                        return Finished(made.oid, made.size, False, run_seconds, retire)
+                    # Named at commit: the agent may stage a released object's file first,
+                    # which then replaces the spare the result takes.
+                    self._pending = _InPlace(call.result_path, made, run_seconds, retire)
+                    return Stage(made.size, tuple(self._maps.ids()), True)
+                value = box.pop()
         encoded, raised = encode_outcome(value, raised)
         del value, ran  # a result or traceback holding GPU tensors frees them here
         release_cached_gpu_memory()
@@ -268,7 +305,8 @@ class Executor:
                 ) from exc
             start = time.perf_counter()
             try:
-                value = kept_on_device(fn, fn(*args, **kwargs))
+                with self._lending():
+                    value = kept_on_device(fn, fn(*args, **kwargs))
                 return value, False, time.perf_counter() - start, stored
             except MemoryError as exc:
                 if not self._memory_limit:
@@ -287,25 +325,37 @@ class Executor:
         try:
             return self._with_leased_calls(self._commit(staged))
         finally:
-            self._argument_maps.end()
+            self._end()
 
     def _commit(self, staged: bool) -> Finished:
         pending, self._pending = self._pending, None
         if pending is None:
             raise BulletinError("commit without a staged result (the agent's protocol is broken)")
+        if isinstance(pending, _InPlace):
+            self._result_memory.name(pending.made, pending.path, staged)
+            return Finished(pending.made.oid, pending.made.size, False, pending.run_seconds,
+                            pending.retire)
         path = Path(pending.path)
         self._spares_for(path.parent)
+        if self._result_memory is not None:
+            self._result_memory.expect(pending.encoded.nbytes)
 
         def write() -> None:
             # The id is computed as the bytes are copied (see _store): the copy reads them.
             if not (staged and self._maps.write_recycled(path, pending.encoded, None)):
                 if staged:
-                    _unlink_later(path)  # another process may still map it: theirs to keep
+                    unlink_later(path)  # another process may still map it: theirs to keep
                 # Equal bytes stored already (``v + 0`` of an argument) are linked, not kept:
                 # the spare the copy went into stays a spare instead of being made again.
                 self._maps.write_new(path, pending.encoded, None,
                                      stored=lambda oid: self._link_stored(pending.path, oid))
         return _written(pending, write)
+
+    def _lending(self):
+        """Lends a spare to the function's first large array (``_result_memory``)."""
+        if self._result_memory is None:
+            return contextlib.nullcontext()
+        return self._result_memory.lending()
 
     def _spares_for(self, folder: Path) -> None:
         """Spare files for this executor's large results, grown on demand from the first one
@@ -347,10 +397,7 @@ class Executor:
     def _store(self, pending: _Pending):
         """Writes the result where the agent expects it (the agent publishes it atomically), or
         asks the agent for a recycled file first when it is large."""
-        try:
-            os.unlink(pending.path)  # left by an earlier attempt of the same task
-        except FileNotFoundError:
-            pass
+        _clear(pending.path)
         encoded = pending.encoded
         if self._maps is None or encoded.nbytes < RECYCLE_MIN:
             if self._link_stored(pending.path, encoded.digest()):
@@ -372,16 +419,18 @@ def _leased_calls() -> int | None:
     return lease.take_calls_run() if lease is not None else None
 
 
-def _unlink_later(path: Path) -> None:
-    """Removes a staged file the result does not go into, its pages freed off the call's path
-    (1 GiB: tens to hundreds of milliseconds): the name goes now, the last descriptor later."""
+def _file_name_part(text: str) -> str:
+    """``text`` as part of a file name: what is not an ASCII letter, digit, '-', '_' or '.'
+    becomes '_' (as dev.bulletin.worker.impl.ExecutorProcess#sparePrefix writes it)."""
+    return "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in text)
+
+
+def _clear(result_path: str) -> None:
+    """Removes a result file left by an earlier attempt of the same task."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # no FIFO waits
-    except OSError:
-        fd = -1
-    os.unlink(path)
-    if fd >= 0:
-        close_fd_later(fd)
+        os.unlink(result_path)
+    except FileNotFoundError:
+        pass
 
 
 def _written(pending: _Pending, write) -> Finished:
@@ -606,7 +655,11 @@ def main() -> None:
     share = apply_gpu_fraction()  # before any call, so the first one is capped too
     if share:
         log(share)
-    executor = Executor(store, keep_mapped_bytes=_keep_mapped_bytes(), memory_limit=memory_limit)
+    # BULLETIN_LEND_RESULTS=0 turns off computing large results in store memory (a suspected
+    # clash with an extension's own NumPy allocator): they are copied into the store instead.
+    executor = Executor(store, keep_mapped_bytes=_keep_mapped_bytes(), memory_limit=memory_limit,
+                        lend_results=os.environ.get("BULLETIN_LEND_RESULTS", "1") != "0",
+                        name=_file_name_part(os.environ.get("BULLETIN_EXECUTOR_ID", "")))
     object_id = pool.put(_PythonExecutor(executor))
     os.write(1, f"\x1e{_READY_WORD} {server.get_listening_port()} {object_id}\n".encode())
     try:

@@ -170,6 +170,12 @@ public interface ObjectStore extends AutoCloseable {
   void dropUnreferenced(String namespace, String stagedPrefix);
 
   /**
+   * Deletes the entries of a namespace's staging folder whose names start with {@code prefix}
+   * (what a writer that ended left there), by descriptors that never follow a link.
+   */
+  void deleteStaged(String namespace, String prefix);
+
+  /**
    * Deletes every object nobody references, in every namespace: after a restart has retained
    * what its journal names, what is left is what nothing will ask for.
    *

@@ -529,6 +529,14 @@ public final class FileObjectStore implements ObjectStore {
   }
 
   @Override
+  public void deleteStaged(String namespace, String prefix) {
+    if (prefix == null || prefix.isEmpty()) {
+      throw new IllegalArgumentException("deleteStaged needs a prefix: it would empty the folder");
+    }
+    folders.staging(namespace).deleteEntries(prefix);
+  }
+
+  @Override
   public synchronized int dropUnreferencedObjects() {
     List<StoreTable.Entry> unused = table.all().stream()
         .filter(entry -> entry.references == 0 && entry.leases == 0).toList();

@@ -357,6 +357,26 @@ final class ExecutorProcess {
     confinement.end();
     closeQuietly(process);
     gateway.shutdown();
+    String user = owner;
+    if (user != null) {
+      // Spares it made of released objects' files (bulletin/_runtime/_result_memory.py) are
+      // named in the staging folder: an executor that was killed did not delete them.
+      store.deleteStaged(user, sparePrefix(id));
+    }
+  }
+
+  /**
+   * The names of the spares an executor keeps in its user's staging folder start with this: its
+   * id, where every character but an ASCII letter, digit, '-', '_' or '.' is '_' (as the
+   * executor's {@code _file_name_part} writes it).
+   */
+  static String sparePrefix(String executorId) {
+    StringBuilder name = new StringBuilder(".exec-");
+    for (char c : executorId.toCharArray()) {
+      boolean plain = c < 128 && (Character.isLetterOrDigit(c) || c == '-' || c == '_' || c == '.');
+      name.append(plain ? c : '_');
+    }
+    return name.append("-spare-").toString();
   }
 
   private String deathCause(RuntimeException callError) {
