@@ -216,3 +216,11 @@ def test_an_executor_that_closes_leaves_no_named_spare(store, lending):
     assert [n for n in os.listdir(store.staging) if "-spare-" in n]
     lending._maps.close()
     assert not [n for n in os.listdir(store.staging) if "-spare-" in n]
+
+
+def test_spare_names_spell_the_executor_id_as_the_agent_does():
+    """worker/src/test/.../ExecutorSparePrefixTest checks the agent's side with these ids."""
+    from bulletin._runtime._executor import _file_name_part
+    assert _file_name_part("local-e2") == "local-e2"
+    assert _file_name_part("node_7.lab-e31") == "node_7.lab-e31"
+    assert _file_name_part("héad/x:1-e3") == "h_ad_x_1-e3"
