@@ -224,3 +224,20 @@ def test_spare_names_spell_the_executor_id_as_the_agent_does():
     assert _file_name_part("local-e2") == "local-e2"
     assert _file_name_part("node_7.lab-e31") == "node_7.lab-e31"
     assert _file_name_part("héad/x:1-e3") == "h_ad_x_1-e3"
+
+
+def written_by_a_forked_child():
+    """The lent array, then a child (multiprocessing's fork) that writes into what it inherited."""
+    x = BIG * 2
+    pid = os.fork()
+    if pid == 0:
+        x[:] = 0  # the child's own copy, as with memory of its own
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return x
+
+
+def test_a_forked_child_writes_its_own_copy_of_a_lent_array(store, lending):
+    assert isinstance(run_call(lending, store, written_by_a_forked_child, "t-3"), Stage)
+    assert np.array_equal(publish(store, lending.commit(False), "t-3"), BIG * 2)
+    assert lending._result_memory.adopted == 1

@@ -33,7 +33,8 @@ class Lender:
 
     def __init__(self, lib: ctypes.CDLL):
         self._lib = lib
-        lib.bl_offer.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t)
+        lib.bl_offer.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t,
+                                 ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
         lib.bl_offer.restype = ctypes.c_int
         for name in ("bl_withdraw", "bl_lent"):
             getattr(lib, name).restype = ctypes.c_int
@@ -63,10 +64,13 @@ class Lender:
     def uninstall(self, before) -> None:
         self._set_handler(before)
 
-    def offer(self, address: int, size: int, minimum: int) -> bool:
+    def offer(self, address: int, size: int, minimum: int, mapping: int, mapping_size: int,
+              fd: int) -> bool:
         """Lends ``size`` bytes at ``address`` to the next allocation of ``minimum`` bytes or
-        more; False while the region offered before is still lent."""
-        return bool(self._lib.bl_offer(address, size, minimum))
+        more; they lie in the mapping (``mapping``, ``mapping_size``) of the file ``fd``, which
+        a forked child gets as a private mapping. False while the region offered before is
+        still lent."""
+        return bool(self._lib.bl_offer(address, size, minimum, mapping, mapping_size, fd))
 
     def withdraw(self) -> bool:
         """Stops lending; True when an array still holds the region."""

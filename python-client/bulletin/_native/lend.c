@@ -5,9 +5,11 @@
  *
  * No Python or NumPy headers: the structs below mirror numpy/ndarraytypes.h (PyDataMem_Handler,
  * version 1), and the executor builds the capsule and sets the handler through ctypes. */
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 
 typedef struct {
     void *ctx;
@@ -31,6 +33,9 @@ static int offered;          /* the region may be lent now */
 static int lent;             /* an array holds the region */
 static size_t lent_size;
 static uint64_t lends;       /* how many times the region was lent: for tests and benchmarks */
+static char *file_map;       /* the spare file's whole mapping, which the region lies in */
+static size_t file_map_size;
+static int file_fd = -1;
 
 static void *bl_malloc(void *ctx, size_t size) {
     (void)ctx;
@@ -82,14 +87,25 @@ bl_handler_t bl_handler = {"bulletin_store_lender", 1,
                            {NULL, bl_malloc, bl_calloc, bl_realloc, bl_free}};
 const char bl_capsule_name[] = "mem_handler";
 
+/* A child forked while an array holds the region (multiprocessing in the function) gets the
+ * spare file's mapping as a private one: its writes to arrays it inherited stay its own, as they
+ * would in memory of its own, instead of reaching the parent's array through the shared file. */
+static void private_in_child(void) {
+    if (__atomic_load_n(&lent, __ATOMIC_ACQUIRE) && file_map != NULL) {
+        mmap(file_map, file_map_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, file_fd, 0);
+    }
+}
+
 /* The handler to fall back on (the one set before ours); once, before ours is set. */
 void bl_init(const bl_handler_t *before) {
     previous = before->allocator;
+    pthread_atfork(NULL, NULL, private_in_child);
 }
 
-/* Offers [base, base + size) to the next allocation of at least `min` bytes; 0 when the
- * region offered before is still lent (its address must not change until it is freed). */
-int bl_offer(char *base, size_t size, size_t min) {
+/* Offers [base, base + size) to the next allocation of at least `min` bytes; the region lies in
+ * the mapping [map, map + map_size) of the file `fd`. 0 when the region offered before is
+ * still lent (its address must not change until it is freed). */
+int bl_offer(char *base, size_t size, size_t min, char *map, size_t map_size, int fd) {
     if (__atomic_load_n(&lent, __ATOMIC_ACQUIRE)) {
         return 0;
     }
@@ -97,6 +113,9 @@ int bl_offer(char *base, size_t size, size_t min) {
     region = base;
     region_size = size;
     lend_min = min;
+    file_map = map;
+    file_map_size = map_size;
+    file_fd = fd;
     __atomic_store_n(&offered, 1, __ATOMIC_RELEASE);
     return 1;
 }

@@ -181,7 +181,8 @@ class ResultMemory:
         lent = _Lent(spare)
         usable = spare.size - PAGE  # the object's end after the array must fit too: ``prepare``
         if usable < RECYCLE_MIN or not self._lender.offer(
-                lent.address, usable, max(RECYCLE_MIN, usable // _SHARE)):
+                lent.address, usable, max(RECYCLE_MIN, usable // _SHARE), lent.address - PAGE,
+                spare.size, spare.fd):
             lent.unpin()
             self._maps.put_back_spare(spare, spare.size)
             return None
