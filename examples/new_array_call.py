@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import sys
 import tempfile
 import time
 
@@ -46,6 +47,11 @@ def _changed(b: np.ndarray, k: int) -> np.ndarray:
 
 def bulletin_arm(client, a: np.ndarray, name: str = "plus_zero") -> dict:
     fn = globals()[name]  # looked up now: call_path_benchmark puts ones of __main__ here
+    if fn.__module__ == __name__ != "__main__":
+        # Imported (data_plane_benchmark): the executors cannot import this file, so its
+        # functions travel by value, as a notebook's do.
+        import cloudpickle
+        cloudpickle.register_pickle_by_value(sys.modules[__name__])
     b = a.copy()
     client.submit(fn, a[:1024]).result()  # warm the function and executor
     walls, phases = [], []

@@ -78,15 +78,21 @@ def keep():
     return KEPT[-1]
 
 
+def keep_base_return_view():
+    KEPT.append(BIG * 5)
+    return KEPT[-1].reshape(2, -1)  # starts where the lent memory does; its base is kept
+
+
+@pytest.mark.parametrize("function", [keep, keep_base_return_view])
 def test_a_result_the_function_keeps_is_copied_and_the_object_does_not_change_with_it(
-        store, lending):
+        store, lending, function):
     spare_bytes = lending._maps.spares.spare_bytes()
-    reply = run_call(lending, store, keep, "t-3")
+    reply = run_call(lending, store, function, "t-3")
     assert isinstance(reply, Stage)  # not adopted: something else refers to the array
     done = lending.commit(False)
     assert lending._result_memory.adopted == 0
     KEPT[0][:] = 0  # the function's array changes; the stored object must not
-    assert np.array_equal(publish(store, done, "t-3"), BIG * 5)
+    assert np.array_equal(publish(store, done, "t-3").reshape(-1), BIG * 5)
     # The kept array still holds the lent spare; once it goes, the spare is a spare again.
     assert lending._maps.spares.spare_bytes() < spare_bytes
     KEPT.clear()

@@ -97,10 +97,12 @@ class ResultMemory:
                 self._give_back()  # no array took it
 
     def holds(self, value) -> bool:
-        """Whether ``value`` is the array the call's spare was lent to, whole and dense."""
+        """Whether ``value`` is the array the call's spare was lent to, dense, and its owner: a
+        view's base could be held elsewhere (its references are not the view's)."""
         lent = self._lent
-        return (lent is not None and type(value) is np.ndarray and value.flags.c_contiguous
-                and value.nbytes >= RECYCLE_MIN and value.ctypes.data == lent.address)
+        return (lent is not None and type(value) is np.ndarray and value.flags.owndata
+                and value.flags.c_contiguous and value.nbytes >= RECYCLE_MIN
+                and value.ctypes.data == lent.address)
 
     def prepare(self, box: list, link_stored) -> Prepared | None:
         """Makes the spare holding the array in ``box`` (``holds``) the whole object: its header
