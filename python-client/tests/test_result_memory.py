@@ -160,6 +160,21 @@ def test_without_a_compiler_results_are_copied_and_say_why(tmp_path):
     assert out.stdout.startswith("True") and "no-such-cc" in out.stdout
 
 
+def test_under_a_memory_limit_only_a_library_compiled_before_is_used(tmp_path):
+    """The compiler's memory would count against the calls of an executor under a limit."""
+    code = ("from bulletin import _native; print(_native.lender(False) is None, "
+            "_native.why_not()); _native._WHY_NOT = None; print(_native.lender() is None); "
+            "_native._LENDER = _native._WHY_NOT = None; print(_native.lender(False) is None)")
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    first, compiled, cached = out.stdout.splitlines()
+    assert first.startswith("True") and "memory limit" in first
+    if compiled == "False":  # a compiler here: what it built is used without compiling
+        assert cached == "False"
+
+
 def test_a_cache_folder_others_can_write_is_not_used(tmp_path, monkeypatch):
     """A library another user could replace would run as this one: compiled privately."""
     (tmp_path / "bulletin").mkdir(mode=0o777)

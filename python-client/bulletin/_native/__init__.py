@@ -88,14 +88,19 @@ _LENDER: Lender | None = None
 _WHY_NOT: str | None = None
 
 
-def lender() -> Lender | None:
-    """The process's lender, compiled and loaded on first use; None where it cannot be (the
-    reason is in ``why_not``)."""
+def lender(may_compile: bool = True) -> Lender | None:
+    """The process's lender, compiled (unless ``may_compile`` is False: only a cached library
+    then) and loaded on first use; None where it cannot be (the reason is in ``why_not``)."""
     global _LENDER, _WHY_NOT
     with _LOCK:
         if _LENDER is None and _WHY_NOT is None:
             try:
-                _LENDER = Lender(ctypes.CDLL(str(_library())))
+                path, scratch = _library(may_compile)
+                try:
+                    _LENDER = Lender(ctypes.CDLL(str(path)))
+                finally:
+                    if scratch is not None:  # loaded: the mapping outlives the file
+                        shutil.rmtree(scratch, ignore_errors=True)
             except Exception as exc:  # no compiler, a read-only home, an older NumPy
                 _WHY_NOT = f"{type(exc).__name__}: {exc}"
         return _LENDER
@@ -121,18 +126,22 @@ def _numpy_api():
     return table
 
 
-def _library() -> Path:
-    """The compiled library: from this user's cache, else compiled into it (or, where the cache
-    is not this user's own, into a private temporary folder)."""
+def _library(may_compile: bool) -> tuple[Path, Path | None]:
+    """The compiled library, and the private temporary folder it was compiled into if not this
+    user's cache (where the cache is not this user's own): from the cache if there, else
+    compiled now."""
     source = _SOURCE.read_bytes()
-    tag = hashlib.sha256(source + os.uname().machine.encode()).hexdigest()[:16]
+    name = f"lend-{hashlib.sha256(source + os.uname().machine.encode()).hexdigest()[:16]}.so"
     cache = _private_cache()
+    if cache is not None and _own_file(cache / name):
+        return cache / name, None
+    if not may_compile:
+        raise RuntimeError("not compiled yet, and not compiled here (an executor under a memory "
+                           "limit: the compiler's memory would count against its calls)")
     if cache is not None:
-        built = cache / f"lend-{tag}.so"
-        if _own_file(built):
-            return built
-        return _compile(cache, built.name)
-    return _compile(Path(tempfile.mkdtemp(prefix="bulletin-native-")), f"lend-{tag}.so")
+        return _compile(cache, name), None
+    scratch = Path(tempfile.mkdtemp(prefix="bulletin-native-"))
+    return _compile(scratch, name), scratch
 
 
 def _compile(folder: Path, name: str) -> Path:
@@ -181,5 +190,5 @@ def _own_file(path: Path) -> bool:
 
 __all__ = ["Lender", "lender", "why_not"]
 if sys.platform != "linux":  # the store, and so this, is Linux only
-    def lender() -> Lender | None:  # noqa: F811
+    def lender(may_compile: bool = True) -> Lender | None:  # noqa: F811
         return None

@@ -95,8 +95,9 @@ class Executor:
         self._functions: OrderedDict[str, object] = OrderedDict()
         self._cache_size = cache_size
         self._maps = WriteMappings(keep_mapped_bytes) if keep_mapped_bytes else None
-        self._result_memory = (ResultMemory(self._maps, name or f"pid{os.getpid()}")
-                               if self._maps is not None and lend_results else None)
+        self._result_memory = (
+            ResultMemory(self._maps, name or f"pid{os.getpid()}", may_compile=not memory_limit)
+            if self._maps is not None and lend_results else None)
         self._argument_maps = ArgumentMaps()
         self._limits = Limits()
         self._memory_limit = memory_limit  # applied by main() before: what calls report

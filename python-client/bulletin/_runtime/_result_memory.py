@@ -71,10 +71,12 @@ class _Lent:
 class ResultMemory:
     """An executor's lending of spare memory to its calls (one call at a time)."""
 
-    def __init__(self, maps: WriteMappings, tag: str):
-        """``tag``: the executor's id (``BULLETIN_EXECUTOR_ID``) in the names of its spares."""
+    def __init__(self, maps: WriteMappings, tag: str, may_compile: bool = True):
+        """``tag``: the executor's id (``BULLETIN_EXECUTOR_ID``) in the names of its spares;
+        ``may_compile``: False under a memory limit (only a library compiled before is used)."""
         self._maps = maps
         self._tag = tag
+        self._may_compile = may_compile
         self._named_spares = 0
         self._lender: _native.Lender | None = None
         self._loading: threading.Thread | None = None
@@ -164,7 +166,12 @@ class ResultMemory:
 
     def end(self) -> None:
         """After a call: a spare whose array is gone is a spare again (an array a raised
-        exception's frame held, say); one still held waits for a later call's end."""
+        exception's frame held, say); one still held waits for a later call's end. Once there
+        are spares, the lender is loaded, between calls."""
+        if self._lender is None:
+            if self._maps.spares is not None:
+                self._load()
+            return
         if self._lent is not None and not self._lender.lent():
             self._give_back()
 
@@ -172,7 +179,6 @@ class ResultMemory:
         if self._maps is None or self._maps.spares is None:
             return None
         if self._lender is None:
-            self._load()
             return None
         self.end()
         if self._lent is not None:
@@ -202,7 +208,7 @@ class ResultMemory:
             return
 
         def load() -> None:
-            lender = _native.lender()
+            lender = _native.lender(self._may_compile)
             if lender is None:
                 print(f"[bulletin executor] large results are copied into the store: "
                       f"{_native.why_not()}", file=sys.stderr, flush=True)
