@@ -220,11 +220,11 @@ class SpareFiles:
 
     def give(self, spare: Spare) -> None:
         """A spare made elsewhere (a released object's file the writer maps already): it takes
-        the place of one the background thread would make, or is closed when the spares hold
-        the budget already."""
+        the place of one the background thread would make, or is closed when the spares fill
+        the budget (as grown by the writes) already."""
         with self._cond:
             kept = not self._closed and (sum(s.size for s in self._spares) + spare.size
-                                         <= self._limit)
+                                         <= self._target)
             if kept:
                 self._spares.append(spare)
                 served = [p for p in self._plan if p <= spare.size]

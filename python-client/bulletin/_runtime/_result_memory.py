@@ -57,12 +57,13 @@ class Prepared(NamedTuple):
 class _Lent:
     """A spare offered to (or held by) an array, and the export that pins its mapping."""
 
-    __slots__ = ("spare", "pin", "address")
+    __slots__ = ("spare", "pin", "address", "outlived")
 
     def __init__(self, spare: Spare):
         self.spare = spare
         self.pin = ctypes.c_char.from_buffer(spare.map)  # the mapping cannot close under it
         self.address = ctypes.addressof(self.pin) + PAGE
+        self.outlived = False  # an array holds it after its call ended
 
     def unpin(self) -> None:
         self.pin = None
@@ -172,8 +173,15 @@ class ResultMemory:
             if self._maps.spares is not None:
                 self._load()
             return
-        if self._lent is not None and not self._lender.lent():
+        if self._lent is None:
+            return
+        if not self._lender.lent():
             self._give_back()
+        elif not self._lent.outlived:
+            # Kept by the function (a global): no longer a write in progress, which would hold
+            # off the spares made in the background for as long.
+            self._lent.outlived = True
+            self._maps.spares.written()
 
     def _offer(self) -> _Lent | None:
         if self._maps is None or self._maps.spares is None:
@@ -200,7 +208,10 @@ class ResultMemory:
     def _give_back(self) -> None:
         lent, self._lent = self._lent, None
         lent.unpin()
-        self._maps.put_back_spare(lent.spare, lent.spare.size)
+        if lent.outlived:
+            self._maps.spares.give(lent.spare)  # made again meanwhile, maybe: within budget
+        else:
+            self._maps.put_back_spare(lent.spare, lent.spare.size)
 
     def _load(self) -> None:
         """Compiles and loads the lender off the call's path: the calls after it lend."""
