@@ -12,7 +12,7 @@ import java.nio.file.Path;
  * argument object's id to its path, {@code spilled} each of the user's spilled resident values
  * ({@link ResidentSpills}) to its spill object's path, and {@code session} the client session
  * whose resident values the call keeps. Read in one place on the Python side
- * ({@code bulletin._runtime._executor.Call.from_wire}).
+ * ({@code bulletin._runtime._wire.Call.from_wire}).
  */
 final class ExecutorCall {
   private ExecutorCall() {}

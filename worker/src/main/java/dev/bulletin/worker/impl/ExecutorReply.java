@@ -10,7 +10,7 @@ import java.util.Optional;
 
 /**
  * What an executor answers to a call: one JSON object, written in one place on the Python side
- * ({@code bulletin._runtime._executor.to_wire}) and parsed and validated here. User code runs in the
+ * ({@code bulletin._runtime._wire.to_wire}) and parsed and validated here. User code runs in the
  * executor, so a reply is untrusted input: anything malformed is refused, naming what.
  */
 sealed interface ExecutorReply {
