@@ -547,6 +547,10 @@ def main() -> None:
     share = apply_gpu_fraction()  # before any call, so the first one is capped too
     if share:
         log(share)
+    # Arrow's allocator sets up its arenas on first use: done now, a call that lowers the
+    # process's address-space limit (RLIMIT_AS, which it cannot raise back) would leave no room
+    # for them, and its result could not be stored and reported.
+    encode(("warm", 0))
     # BULLETIN_LEND_RESULTS=0 turns off computing large results in store memory (a suspected
     # clash with an extension's own NumPy allocator): they are copied into the store instead.
     executor = Executor(store, keep_mapped_bytes=_keep_mapped_bytes(), memory_limit=memory_limit,
