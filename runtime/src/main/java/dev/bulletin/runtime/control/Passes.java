@@ -44,12 +44,28 @@ final class Passes {
    * enough).
    */
   private static final long FULL_WINDOW_EVERY_NANOS = 200_000_000L;
+  /**
+   * A full window due by time alone waits until it would take at most this share of the loop:
+   * ten times its last run. Over 2,000 users' queues (make bench-scale, 1,000 simulated workers,
+   * 50,000 calls) a full pass took about 45 ms, and one every 200 ms was most of what passes
+   * cost; it tells positions, which a call hears at most once a second anyway.
+   */
+  private static final int FULL_WINDOW_SHARE_INVERSE = 10;
 
   /** Codes of a call that a worker the pools start could take. */
   private static final Set<WaitCode> WAITS_FOR_A_WORKER = EnumSet.of(
       WaitCode.CAPACITY, WaitCode.NO_WORKERS, WaitCode.WORKER_EXPIRY);
 
   private final ControlPlane plane;
+  /**
+   * Users who may have a call that can start: every user with queued calls after a full
+   * window; a refill pass leaves out those whose calls it found all at their class's cap
+   * ({@link CappedCalls}), and any change to one of a user's calls but a start brings them back
+   * (a call queued, placed, ended or requeued changes what they run or have queued). So a
+   * refill pass over 2,000 users at their cap looks at the few whose calls ended.
+   */
+  private final java.util.Set<String> mayStart = new java.util.HashSet<>();
+  private final UserRunning running = new UserRunning();
   private final PolicyPass policy;
   private final Context context;
   private boolean passRunning;
@@ -66,6 +82,8 @@ final class Passes {
   /** A pass over the full window is due (a timer asked, or the small one may not suffice). */
   private boolean fullWanted = true;
   private long lastFullNanos;
+  /** How long the last full window's pass took (its plan and applying it). */
+  private long lastFullPassNanos;
   /**
    * How many of each user's calls the next pass looks at when that is more than its window's
    * usual size: doubled each time a pass placed (or refused) every call it looked at, back to
@@ -81,6 +99,15 @@ final class Passes {
     this.plane = plane;
     this.policy = policy;
     this.context = context;
+    plane.tasks().listen(running);
+    plane.tasks().listen(new dev.bulletin.runtime.task.TaskTable.Listener() {
+      @Override
+      public void moved(Task task, TaskState from, TaskState to) {
+        if (!(from == TaskState.PLACED && to == TaskState.RUNNING)) {
+          mayStart.add(task.owner().user());
+        }
+      }
+    });
   }
 
   void observe(java.util.function.LongConsumer observer) {
@@ -169,21 +196,50 @@ final class Passes {
     }
     List<Task> active = new ArrayList<>();
     plane.placedTaskIds().forEach(id -> plane.tasks().get(id).ifPresent(active::add));
-    List<Task> window = plane.tasks().window(Math.max(WINDOW_PER_USER, reach));
     long now = System.nanoTime();
+    int perUser = Math.max(WINDOW_PER_USER, reach);
     int smallSize = Math.max(SmallWindow.PER_USER, reach);
-    List<Task> considered = fullWanted || now - lastFullNanos >= FULL_WINDOW_EVERY_NANOS
-        ? window : SmallWindow.of(window, active, smallSize);
-    if (considered == window) {
+    long fullEvery = Math.max(FULL_WINDOW_EVERY_NANOS,
+        FULL_WINDOW_SHARE_INVERSE * lastFullPassNanos);
+    boolean full = fullWanted || now - lastFullNanos >= fullEvery;
+    List<Task> window;
+    List<Task> considered;
+    // Queued calls left out that cannot start in this pass whatever it does (users at their
+    // cap); the pass's positions then leave them out too, so it tells no waiting call.
+    int leftOutCapped = 0;
+    if (full) {
+      window = plane.tasks().window(perUser);
+      considered = window;
       fullWanted = false;
       lastFullNanos = now;
+      mayStart.clear();
+      mayStart.addAll(plane.tasks().queuedUsers());
+      running.recount(active);
+    } else {
+      window = plane.tasks().window(perUser, mayStart::contains);
+      for (String user : plane.tasks().queuedUsers()) {
+        if (!mayStart.contains(user)) {
+          leftOutCapped += plane.tasks().queuedCount(user);
+        }
+      }
+      considered = SmallWindow.of(window, active, smallSize);
+      if (considered == window) {
+        CappedCalls.Thinned thinned = CappedCalls.without(window, active, running,
+            policy.policy());
+        considered = thinned.calls();
+        leftOutCapped += window.size() - considered.size();
+        mayStart.removeAll(thinned.atCap());
+      }
+    }
+    if (considered.isEmpty()) {
+      return; // every user who waits is at their cap: an end or the full window comes next
     }
     Plan plan = policy.plan(plane.workers(), active, considered, plane.objects());
     if (plan.placements().size() + plan.infeasible().size() >= considered.size()
-        && queue.size() > considered.size()) {
+        && queue.size() - leftOutCapped > considered.size()) {
       passWanted = true; // the window ran out: the calls behind it may fit too
       reach = Math.min(MAX_REACH,
-          2 * (considered == window ? Math.max(WINDOW_PER_USER, reach) : smallSize));
+          2 * (considered == window || leftOutCapped > 0 ? perUser : smallSize));
     } else {
       reach = 0;
     }
@@ -206,10 +262,15 @@ final class Passes {
     for (Rejection rejection : plan.infeasible()) {
       plane.tasks().get(rejection.callId()).ifPresent(task -> refuse(task, rejection.reason()));
     }
-    for (Plan.Waiting waiting : plan.waiting()) {
-      plane.tasks().get(waiting.callId()).ifPresent(task -> tellWaiting(task, waiting.info()));
+    if (leftOutCapped == 0) { // else positions count without the calls left out
+      for (Plan.Waiting waiting : plan.waiting()) {
+        plane.tasks().get(waiting.callId()).ifPresent(task -> tellWaiting(task, waiting.info()));
+      }
     }
     plan.revisitAt().ifPresent(this::revisitAt);
+    if (full) {
+      lastFullPassNanos = System.nanoTime() - now;
+    }
   }
 
   /**

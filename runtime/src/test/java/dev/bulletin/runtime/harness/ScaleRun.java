@@ -119,10 +119,21 @@ final class ScaleRun {
       double seconds = (System.nanoTime() - start) / 1e9;
       Map<Long, Long> after = threadCpu();
       long runtimeNanos = 0;
+      StringBuilder byThread = new StringBuilder();
       for (Map.Entry<Long, Long> thread : after.entrySet()) {
         if (!notRuntime.contains(thread.getKey())) {
-          runtimeNanos += thread.getValue() - before.getOrDefault(thread.getKey(), 0L);
+          long nanos = thread.getValue() - before.getOrDefault(thread.getKey(), 0L);
+          runtimeNanos += nanos;
+          if (nanos > runtimeNanos / 100 && Boolean.getBoolean("bulletin.bench.threads")) {
+            java.lang.management.ThreadInfo info =
+                ManagementFactory.getThreadMXBean().getThreadInfo(thread.getKey());
+            byThread.append(String.format(java.util.Locale.ROOT, "  %s: %.1f us/call%n",
+                info == null ? thread.getKey() : info.getThreadName(), nanos / 1e3 / calls));
+          }
         }
+      }
+      if (!byThread.isEmpty()) { // -Dbulletin.bench.threads=true: where the runtime's CPU went
+        System.out.print("runtime threads, " + workers + " workers:\n" + byThread);
       }
       List<Long> refills = simulated.refills();
       Collections.sort(refills);
