@@ -194,8 +194,7 @@ final class Passes {
       tellNoWorkers(plane.tasks().window(WINDOW_PER_USER));
       return;
     }
-    List<Task> active = new ArrayList<>();
-    plane.placedTaskIds().forEach(id -> plane.tasks().get(id).ifPresent(active::add));
+    List<Task> active = plane.placedTasks();
     long now = System.nanoTime();
     int perUser = Math.max(WINDOW_PER_USER, reach);
     int smallSize = Math.max(SmallWindow.PER_USER, reach);
