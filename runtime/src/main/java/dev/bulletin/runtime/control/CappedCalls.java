@@ -51,8 +51,10 @@ final class CappedCalls {
   /**
    * @param calls the window without the calls left out; the window itself when none were
    * @param atCap users every one of whose calls in the window was left out at their cap
+   * @param cut users some of whose calls were left out: a larger window would find their
+   *     calls behind it at the cap as well (growing it helps only users without one)
    */
-  record Thinned(List<Task> calls, java.util.Set<String> atCap) {}
+  record Thinned(List<Task> calls, java.util.Set<String> atCap, java.util.Set<String> cut) {}
 
   private CappedCalls() {}
 
@@ -86,6 +88,7 @@ final class CappedCalls {
     List<Task> kept = null;
     java.util.Set<String> seen = new java.util.HashSet<>();
     java.util.Set<String> notAtCap = new java.util.HashSet<>();
+    java.util.Set<String> cut = new java.util.HashSet<>();
     String lastUser = null;
     for (int i = 0; i < window.size(); i++) {
       Task task = window.get(i);
@@ -102,12 +105,15 @@ final class CappedCalls {
         if (kept != null) {
           kept.add(task);
         }
-      } else if (kept == null) {
+        continue;
+      }
+      cut.add(user);
+      if (kept == null) {
         kept = new ArrayList<>(window.subList(0, i));
       }
     }
     seen.removeAll(notAtCap);
-    return new Thinned(kept == null ? window : kept, seen);
+    return new Thinned(kept == null ? window : kept, seen, cut);
   }
 
   /** {@link #left}, remembered for the last user and class asked. */

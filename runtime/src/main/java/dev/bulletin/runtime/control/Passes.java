@@ -194,51 +194,64 @@ final class Passes {
       tellNoWorkers(plane.tasks().window(WINDOW_PER_USER));
       return;
     }
-    List<Task> active = plane.placedTasks();
     long now = System.nanoTime();
     int perUser = Math.max(WINDOW_PER_USER, reach);
     int smallSize = Math.max(SmallWindow.PER_USER, reach);
     long fullEvery = Math.max(FULL_WINDOW_EVERY_NANOS,
         FULL_WINDOW_SHARE_INVERSE * lastFullPassNanos);
     boolean full = fullWanted || now - lastFullNanos >= fullEvery;
-    List<Task> window;
-    List<Task> considered;
-    // Queued calls left out that cannot start in this pass whatever it does (users at their
-    // cap); the pass's positions then leave them out too, so it tells no waiting call.
-    int leftOutCapped = 0;
+    // A refill pass looks only at users who may start a call: nothing to do (and no running
+    // calls to read) when all who wait are at their cap.
+    List<Task> window = full ? plane.tasks().window(perUser)
+        : plane.tasks().window(perUser, mayStart::contains);
+    if (window.isEmpty()) {
+      return;
+    }
+    List<Task> active = plane.placedTasks();
+    List<Task> considered = window;
+    // Queued calls that may start but this pass does not look at: it asks for another when
+    // it placed all it looked at. Calls of users at their cap are not among them (nor, as they
+    // are left out, in the pass's positions: it then tells no waiting call).
+    int behind;
+    boolean leftOut = false;
     if (full) {
-      window = plane.tasks().window(perUser);
-      considered = window;
       fullWanted = false;
       lastFullNanos = now;
       mayStart.clear();
       mayStart.addAll(plane.tasks().queuedUsers());
       running.recount(active);
+      behind = queue.size() - window.size();
     } else {
-      window = plane.tasks().window(perUser, mayStart::contains);
       for (String user : plane.tasks().queuedUsers()) {
         if (!mayStart.contains(user)) {
-          leftOutCapped += plane.tasks().queuedCount(user);
+          leftOut = true; // a user at their cap: not looked at
+          break;
         }
       }
       considered = SmallWindow.of(window, active, smallSize);
+      behind = window.size() - considered.size(); // one user's calls after their first few
+      java.util.Set<String> cut = java.util.Set.of();
       if (considered == window) {
         CappedCalls.Thinned thinned = CappedCalls.without(window, active, running,
             policy.policy());
         considered = thinned.calls();
-        leftOutCapped += window.size() - considered.size();
+        leftOut |= considered != window;
         mayStart.removeAll(thinned.atCap());
+        cut = thinned.cut();
+      }
+      for (String user : mayStart) {
+        if (!cut.contains(user)) { // a larger window would find a cut user's calls capped too
+          behind += Math.max(0, plane.tasks().queuedCount(user) - perUser);
+        }
       }
     }
     if (considered.isEmpty()) {
       return; // every user who waits is at their cap: an end or the full window comes next
     }
     Plan plan = policy.plan(plane.workers(), active, considered, plane.objects());
-    if (plan.placements().size() + plan.infeasible().size() >= considered.size()
-        && queue.size() - leftOutCapped > considered.size()) {
+    if (plan.placements().size() + plan.infeasible().size() >= considered.size() && behind > 0) {
       passWanted = true; // the window ran out: the calls behind it may fit too
-      reach = Math.min(MAX_REACH,
-          2 * (considered == window || leftOutCapped > 0 ? perUser : smallSize));
+      reach = Math.min(MAX_REACH, 2 * (considered == window || leftOut ? perUser : smallSize));
     } else {
       reach = 0;
     }
@@ -261,7 +274,7 @@ final class Passes {
     for (Rejection rejection : plan.infeasible()) {
       plane.tasks().get(rejection.callId()).ifPresent(task -> refuse(task, rejection.reason()));
     }
-    if (leftOutCapped == 0) { // else positions count without the calls left out
+    if (!leftOut) { // else positions count without the calls left out
       for (Plan.Waiting waiting : plan.waiting()) {
         plane.tasks().get(waiting.callId()).ifPresent(task -> tellWaiting(task, waiting.info()));
       }

@@ -94,6 +94,7 @@ final class ScaleRun {
       notRuntime.add(simulated.threadId());
       notRuntime.add(Thread.currentThread().getId());
       Map<Long, Long> before = threadCpu();
+      Map<Long, Long> userBefore = threadUser();
       long start = System.nanoTime();
       clients.submit(calls, i -> call.spec("c" + i).setQos(qos));
       long deadline = System.nanoTime() + RuntimeHarness.PATIENCE.toNanos() * 4;
@@ -118,6 +119,7 @@ final class ScaleRun {
       }
       double seconds = (System.nanoTime() - start) / 1e9;
       Map<Long, Long> after = threadCpu();
+      Map<Long, Long> userAfter = threadUser();
       long runtimeNanos = 0;
       StringBuilder byThread = new StringBuilder();
       for (Map.Entry<Long, Long> thread : after.entrySet()) {
@@ -127,8 +129,12 @@ final class ScaleRun {
           if (nanos > runtimeNanos / 100 && Boolean.getBoolean("bulletin.bench.threads")) {
             java.lang.management.ThreadInfo info =
                 ManagementFactory.getThreadMXBean().getThreadInfo(thread.getKey());
-            byThread.append(String.format(java.util.Locale.ROOT, "  %s: %.1f us/call%n",
-                info == null ? thread.getKey() : info.getThreadName(), nanos / 1e3 / calls));
+            long user = userAfter.getOrDefault(thread.getKey(), 0L)
+                - userBefore.getOrDefault(thread.getKey(), 0L);
+            byThread.append(String.format(java.util.Locale.ROOT,
+                "  %s: %.1f us/call (%.1f of it in the kernel)%n",
+                info == null ? thread.getKey() : info.getThreadName(), nanos / 1e3 / calls,
+                (nanos - user) / 1e3 / calls));
           }
         }
       }
@@ -167,6 +173,19 @@ final class ScaleRun {
     Map<Long, Long> cpu = new HashMap<>();
     for (long id : threads.getAllThreadIds()) {
       long nanos = threads.getThreadCpuTime(id);
+      if (nanos >= 0) {
+        cpu.put(id, nanos);
+      }
+    }
+    return cpu;
+  }
+
+  /** User-mode CPU nanoseconds of every live JVM thread, by thread id. */
+  private static Map<Long, Long> threadUser() {
+    ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+    Map<Long, Long> cpu = new HashMap<>();
+    for (long id : threads.getAllThreadIds()) {
+      long nanos = threads.getThreadUserTime(id);
       if (nanos >= 0) {
         cpu.put(id, nanos);
       }
