@@ -18,7 +18,8 @@ import org.junit.jupiter.api.Test;
  * and {@code -Dbulletin.bench.workers=10,100} resize it; {@code -Dbulletin.bench.qos=batch}
  * submits them in that class (no per-user cap: one user fills the cluster);
  * {@code -Dbulletin.bench.users=N} sets the users (the default class, interactive, runs at most
- * 4 calls per user at once: by default slots / 4 users, one for batch).
+ * 4 calls per user at once: by default slots / 4 users, one for batch);
+ * {@code -Dbulletin.bench.threads=true} prints the runtime's CPU per thread, and its kernel part.
  */
 class ScaleBench {
 
