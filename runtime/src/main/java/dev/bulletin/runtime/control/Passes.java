@@ -11,7 +11,6 @@ import dev.bulletin.runtime.scheduler.plan.WaitInfo;
 import dev.bulletin.runtime.task.Task;
 import dev.bulletin.runtime.task.TaskState;
 import io.vertx.core.Context;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.EnumSet;
 import java.util.HashMap;
@@ -57,15 +56,7 @@ final class Passes {
       WaitCode.CAPACITY, WaitCode.NO_WORKERS, WaitCode.WORKER_EXPIRY);
 
   private final ControlPlane plane;
-  /**
-   * Users who may have a call that can start: every user with queued calls after a full
-   * window; a refill pass leaves out those whose calls it found all at their class's cap
-   * ({@link CappedCalls}), and any change to one of a user's calls but a start brings them back
-   * (a call queued, placed, ended or requeued changes what they run or have queued). So a
-   * refill pass over 2,000 users at their cap looks at the few whose calls ended.
-   */
-  private final java.util.Set<String> mayStart = new java.util.HashSet<>();
-  private final UserRunning running = new UserRunning();
+  private final RefillWindow windows;
   private final PolicyPass policy;
   private final Context context;
   private boolean passRunning;
@@ -99,15 +90,7 @@ final class Passes {
     this.plane = plane;
     this.policy = policy;
     this.context = context;
-    plane.tasks().listen(running);
-    plane.tasks().listen(new dev.bulletin.runtime.task.TaskTable.Listener() {
-      @Override
-      public void moved(Task task, TaskState from, TaskState to) {
-        if (!(from == TaskState.PLACED && to == TaskState.RUNNING)) {
-          mayStart.add(task.owner().user());
-        }
-      }
-    });
+    this.windows = new RefillWindow(plane.tasks(), policy.policy());
   }
 
   void observe(java.util.function.LongConsumer observer) {
@@ -200,58 +183,26 @@ final class Passes {
     long fullEvery = Math.max(FULL_WINDOW_EVERY_NANOS,
         FULL_WINDOW_SHARE_INVERSE * lastFullPassNanos);
     boolean full = fullWanted || now - lastFullNanos >= fullEvery;
-    // A refill pass looks only at users who may start a call: nothing to do (and no running
-    // calls to read) when all who wait are at their cap.
-    List<Task> window = full ? plane.tasks().window(perUser)
-        : plane.tasks().window(perUser, mayStart::contains);
+    List<Task> window = windows.window(full, perUser);
     if (window.isEmpty()) {
-      return;
+      return; // a refill pass, and every user who waits is at their cap
     }
     List<Task> active = plane.placedTasks();
-    List<Task> considered = window;
-    // Queued calls that may start but this pass does not look at: it asks for another when
-    // it placed all it looked at. Calls of users at their cap are not among them (nor, as they
-    // are left out, in the pass's positions: it then tells no waiting call).
-    int behind;
-    boolean leftOut = false;
+    RefillWindow.Choice choice = windows.choose(window, full, active, perUser, smallSize);
+    List<Task> considered = choice.considered();
     if (full) {
       fullWanted = false;
       lastFullNanos = now;
-      mayStart.clear();
-      mayStart.addAll(plane.tasks().queuedUsers());
-      running.recount(active);
-      behind = queue.size() - window.size();
-    } else {
-      for (String user : plane.tasks().queuedUsers()) {
-        if (!mayStart.contains(user)) {
-          leftOut = true; // a user at their cap: not looked at
-          break;
-        }
-      }
-      considered = SmallWindow.of(window, active, smallSize);
-      behind = window.size() - considered.size(); // one user's calls after their first few
-      java.util.Set<String> cut = java.util.Set.of();
-      if (considered == window) {
-        CappedCalls.Thinned thinned = CappedCalls.without(window, active, running,
-            policy.policy());
-        considered = thinned.calls();
-        leftOut |= considered != window;
-        mayStart.removeAll(thinned.atCap());
-        cut = thinned.cut();
-      }
-      for (String user : mayStart) {
-        if (!cut.contains(user)) { // a larger window would find a cut user's calls capped too
-          behind += Math.max(0, plane.tasks().queuedCount(user) - perUser);
-        }
-      }
     }
     if (considered.isEmpty()) {
       return; // every user who waits is at their cap: an end or the full window comes next
     }
     Plan plan = policy.plan(plane.workers(), active, considered, plane.objects());
-    if (plan.placements().size() + plan.infeasible().size() >= considered.size() && behind > 0) {
+    if (plan.placements().size() + plan.infeasible().size() >= considered.size()
+        && choice.behind() > 0) {
       passWanted = true; // the window ran out: the calls behind it may fit too
-      reach = Math.min(MAX_REACH, 2 * (considered == window || leftOut ? perUser : smallSize));
+      reach = Math.min(MAX_REACH,
+          2 * (considered == window || choice.leftOut() ? perUser : smallSize));
     } else {
       reach = 0;
     }
@@ -274,7 +225,7 @@ final class Passes {
     for (Rejection rejection : plan.infeasible()) {
       plane.tasks().get(rejection.callId()).ifPresent(task -> refuse(task, rejection.reason()));
     }
-    if (!leftOut) { // else positions count without the calls left out
+    if (!choice.leftOut()) { // else positions count without the calls left out
       for (Plan.Waiting waiting : plan.waiting()) {
         plane.tasks().get(waiting.callId()).ifPresent(task -> tellWaiting(task, waiting.info()));
       }
