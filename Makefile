@@ -182,7 +182,8 @@ bench-scheduler:
 	$(MVN) -pl runtime -am test -Dtest=SchedulerBench -Dsurefire.failIfNoSpecifiedTests=false \
 	  -Dbulletin.bench=true
 
-# One runtime and 10, 100 and 1,000 simulated workers (no Python; each answers a call at once):
+# One runtime and 10, 100 and 1,000 simulated workers (no Python; each answers a call at once)
+# and as many users as fill their slots (slots / 4 in the default class; -Dbulletin.bench.users=N):
 # the runtime's CPU per call and calls/s per core (issue 30, docs/internals.md). Smaller:
 # make bench-scale SCALE_ARGS="-Dbulletin.bench.calls=20000 -Dbulletin.bench.workers=10,1000"
 bench-scale: $(STAMPS)/venv

@@ -377,6 +377,11 @@ public final class ControlPlane {
     return runner.placedTaskIds();
   }
 
+  /** The tasks placed or running (see {@link CallRunner#placedTasks}). */
+  List<Task> placedTasks() {
+    return runner.placedTasks();
+  }
+
   Optional<AttachedWorker> placementOf(String taskId) {
     return runner.placementOf(taskId);
   }

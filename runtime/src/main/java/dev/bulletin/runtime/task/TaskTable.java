@@ -91,13 +91,30 @@ public final class TaskTable {
    * every queued call that goes ahead. In no particular order (the policy orders them).
    */
   public List<Task> window(int perUser) {
+    return window(perUser, user -> true);
+  }
+
+  /**
+   * As {@link #window(int)}, with only the calls of users {@code included} accepts, in the same
+   * order: a subsequence of the whole window.
+   */
+  public List<Task> window(int perUser, Predicate<String> included) {
     if (queue.size() <= perUser) {
-      return new ArrayList<>(queue.values());
+      List<Task> all = new ArrayList<>(queue.size());
+      for (Task task : queue.values()) {
+        if (included.test(task.owner().user())) {
+          all.add(task);
+        }
+      }
+      return all;
     }
     List<Task> window = new ArrayList<>();
-    for (LinkedHashMap<String, Task> own : queueByUser.values()) {
+    for (Map.Entry<String, LinkedHashMap<String, Task>> own : queueByUser.entrySet()) {
+      if (!included.test(own.getKey())) {
+        continue;
+      }
       int taken = 0;
-      for (Task task : own.values()) {
+      for (Task task : own.getValue().values()) {
         if (taken++ == perUser) {
           break;
         }
@@ -106,11 +123,23 @@ public final class TaskTable {
     }
     for (Task task : queuedAhead.values()) {
       LinkedHashMap<String, Task> own = queueByUser.get(task.owner().user());
-      if (own.size() > perUser && !firstOf(own, perUser, task)) {
+      if (own.size() > perUser && included.test(task.owner().user())
+          && !firstOf(own, perUser, task)) {
         window.add(task);
       }
     }
     return window;
+  }
+
+  /** How many calls {@code user} has queued. */
+  public int queuedCount(String user) {
+    LinkedHashMap<String, Task> own = queueByUser.get(user);
+    return own == null ? 0 : own.size();
+  }
+
+  /** The users with queued calls. */
+  public java.util.Set<String> queuedUsers() {
+    return java.util.Collections.unmodifiableSet(queueByUser.keySet());
   }
 
   private static boolean firstOf(LinkedHashMap<String, Task> own, int count, Task task) {

@@ -31,13 +31,30 @@ public final class HarnessClient implements AutoCloseable {
 
   static final ServiceName SERVICE = ServiceName.create("bulletin.v1.Bulletin");
 
-  private final Vertx vertx = Vertx.vertx();
-  private final GrpcClient client = GrpcClient.client(vertx,
-      new GrpcClientOptions().setMaxMessageSize(WireLimits.MAX_MESSAGE_BYTES));
+  private final Vertx vertx;
+  /** Whether {@link #close} closes the Vert.x too (not when several clients share one). */
+  private final boolean ownsVertx;
+  private final GrpcClient client;
   private final SocketAddress server;
   private final String token;
 
   HarnessClient(String host, int port, String token) {
+    this(Vertx.vertx(), true, host, port, token);
+  }
+
+  /**
+   * A client on a Vert.x that others share (a benchmark's many users: a Vert.x each would be
+   * thousands of threads); closing it leaves {@code vertx} open.
+   */
+  HarnessClient(Vertx vertx, String host, int port, String token) {
+    this(vertx, false, host, port, token);
+  }
+
+  private HarnessClient(Vertx vertx, boolean ownsVertx, String host, int port, String token) {
+    this.vertx = vertx;
+    this.ownsVertx = ownsVertx;
+    this.client = GrpcClient.client(vertx,
+        new GrpcClientOptions().setMaxMessageSize(WireLimits.MAX_MESSAGE_BYTES));
     this.server = SocketAddress.inetSocketAddress(port, host);
     this.token = token;
   }
@@ -128,7 +145,11 @@ public final class HarnessClient implements AutoCloseable {
 
   @Override
   public void close() {
-    client.close();
-    await(vertx.close());
+    if (ownsVertx) {
+      client.close();
+      await(vertx.close());
+    } else {
+      await(client.close());
+    }
   }
 }

@@ -10,12 +10,16 @@ import org.junit.jupiter.api.Test;
 /**
  * {@code make bench-scale}: one runtime and 10, 100 and 1,000 SIMULATED workers (8 simulated
  * GPUs each, answering every call at once: {@link SimulatedWorkers}), 100,000 one-GPU calls
- * submitted at once by one client. Prints the runtime's CPU per call, the calls one runtime core
- * would sustain at that cost, wall-clock calls per second, and how soon a freed slot got its
- * next call. Runs only with {@code -Dbulletin.bench=true}; asserts nothing about time.
- * {@code -Dbulletin.bench.calls=N} and {@code -Dbulletin.bench.workers=10,100} resize it;
- * {@code -Dbulletin.bench.qos=batch} submits them in that class (the default class,
- * interactive, runs at most 4 calls per user at once, so most workers then sit idle).
+ * submitted at once, split among as many users as fill the slots ({@link BenchUsers}: each a
+ * token and session of their own). Prints the runtime's CPU per call, the calls one runtime
+ * core would sustain at that cost, wall-clock calls per second, and how soon a freed slot got
+ * its next call (the placement-to-dispatch latency with the queue deep). Runs only with
+ * {@code -Dbulletin.bench=true}; asserts nothing about time. {@code -Dbulletin.bench.calls=N}
+ * and {@code -Dbulletin.bench.workers=10,100} resize it; {@code -Dbulletin.bench.qos=batch}
+ * submits them in that class (no per-user cap: one user fills the cluster);
+ * {@code -Dbulletin.bench.users=N} sets the users (the default class, interactive, runs at most
+ * 4 calls per user at once: by default slots / 4 users, one for batch);
+ * {@code -Dbulletin.bench.threads=true} prints the runtime's CPU per thread, and its kernel part.
  */
 class ScaleBench {
 
@@ -53,14 +57,16 @@ class ScaleBench {
     // minutes does.
     ScaleRun.run(Files.createTempDirectory("bulletin-scale-warm"), 10, 8, Math.min(calls, 20_000));
     StringBuilder table = new StringBuilder(String.format(Locale.ROOT,
-        "%n== one runtime, simulated workers x 8 GPUs, %d calls queued at once ==%n"
-        + "%8s %14s %16s %12s %14s %14s%n", calls, "workers", "runtime us/call",
+        "%n== one runtime, simulated workers x 8 GPUs, %d calls queued at once, QoS %s ==%n"
+        + "%8s %6s %16s %16s %12s %14s %14s%n", calls,
+        System.getProperty("bulletin.bench.qos", "").isEmpty() ? "default (interactive)"
+            : System.getProperty("bulletin.bench.qos"), "workers", "users", "runtime us/call",
         "calls/s per core", "calls/s wall", "refill p50 ms", "refill p99 ms"));
     for (String size : sizes) {
       Path home = Files.createTempDirectory("bulletin-scale");
       ScaleRun.Result r = ScaleRun.run(home, Integer.parseInt(size.trim()), 8, calls);
-      table.append(String.format(Locale.ROOT, "%8d %14.1f %16.0f %12.0f %14.2f %14.2f%s%n",
-          r.workers(), r.runtimeCpuMicrosPerCall(), r.callsPerRuntimeCoreSecond(),
+      table.append(String.format(Locale.ROOT, "%8d %6d %16.1f %16.0f %12.0f %14.2f %14.2f%s%n",
+          r.workers(), r.users(), r.runtimeCpuMicrosPerCall(), r.callsPerRuntimeCoreSecond(),
           r.callsPerSecond(), r.refillP50Millis(), r.refillP99Millis(),
           r.finished() == calls ? "" : "  (only " + r.finished() + " ended)"));
     }

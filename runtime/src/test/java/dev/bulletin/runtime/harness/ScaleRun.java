@@ -1,10 +1,9 @@
 package dev.bulletin.runtime.harness;
 
 import dev.bulletin.protocol.TaskEvent;
-import dev.bulletin.protocol.TaskSpec;
-import dev.bulletin.protocol.TaskState;
 import dev.bulletin.runtime.BulletinRuntime;
 import dev.bulletin.runtime.RuntimeOptions;
+import dev.bulletin.runtime.config.RuntimeConfig;
 import dev.bulletin.runtime.harness.PythonCalls.Call;
 import dev.bulletin.runtime.harness.PythonCalls.EncodedCall;
 import dev.bulletin.worker.GpuInventory;
@@ -14,7 +13,6 @@ import io.vertx.core.Vertx;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -25,18 +23,18 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
- * One runtime, {@code workers} {@link SimulatedWorkers} and one client session that submits
- * {@code calls} one-GPU calls at once (so they queue) and waits for every end. Measures the
- * runtime's CPU per call (its threads only: every visible JVM thread less the simulated
- * workers', the client's and the caller's), wall-clock calls per second, and how soon a slot a
- * worker freed gets its next call (CallEnded sent to the next RunCall received there: the
- * runtime's reaction, pass and dispatch, with the queue deep).
+ * One runtime, {@code workers} {@link SimulatedWorkers} and {@link BenchUsers} (each user a
+ * session of their own) that submit {@code calls} one-GPU calls at once (so they queue) and wait
+ * for every end. Measures the runtime's CPU per call (its threads only: every visible JVM thread
+ * less the simulated workers', the clients' and the caller's), wall-clock calls per second, and
+ * how soon a slot a worker freed gets its next call (CallEnded sent to the next RunCall received
+ * there: the runtime's reaction, pass and dispatch, with the queue deep).
  */
 final class ScaleRun {
 
   static final String WORKER_TOKEN = "scale-worker-token-0123456789";
 
-  record Result(int workers, int calls, long finished, Set<String> finishedIds,
+  record Result(int workers, int users, int calls, long finished, Set<String> finishedIds,
       double runtimeCpuMicrosPerCall, double callsPerSecond, double refillP50Millis,
       double refillP99Millis, int largestRunBatch,
       Set<com.google.protobuf.ByteString> resultBytes) {
@@ -50,12 +48,16 @@ final class ScaleRun {
 
   /** A runtime whose own worker has no GPUs: simulated workers attach with WORKER_TOKEN. */
   static BulletinRuntime startRuntime(Path home) throws Exception {
+    return startRuntime(home, RuntimeConfig.empty());
+  }
+
+  static BulletinRuntime startRuntime(Path home, RuntimeConfig config) throws Exception {
     WorkerOptions embedded = new WorkerOptions("head", PythonCalls.python(),
         GpuInventory.simulated(0), 1, 1L << 30, 0, 60_000, 0, 60_000, Map.of());
     RuntimeOptions options = RuntimeOptions.builder(home, embedded)
         .owner(RuntimeHarness.OWNER_TOKEN, RuntimeHarness.OWNER).workerToken(WORKER_TOKEN)
-        .storeFolder(home.resolve("store")).spillFolder(home.resolve("spill")).httpPort(-1)
-        .build();
+        .config(config).storeFolder(home.resolve("store")).spillFolder(home.resolve("spill"))
+        .httpPort(-1).build();
     return BulletinRuntime.start(options, TlsOptions.plain(), () -> { });
   }
 
@@ -65,32 +67,36 @@ final class ScaleRun {
         List.of(Call.of("add", "add", 2, 3).returning(5))).get("add");
   }
 
-  /** In the QoS class {@code -Dbulletin.bench.qos} names (the default class if none). */
+  /**
+   * In the QoS class {@code -Dbulletin.bench.qos} names (the default class if none), by
+   * {@code -Dbulletin.bench.users} users (as many as fill the workers' slots if unset).
+   */
   static Result run(Path home, int workers, int gpusPerWorker, int calls) throws Exception {
     return run(home, workers, gpusPerWorker, calls, System.getProperty("bulletin.bench.qos", ""));
   }
 
   static Result run(Path home, int workers, int gpusPerWorker, int calls, String qos)
       throws Exception {
+    int users = Integer.getInteger("bulletin.bench.users",
+        BenchUsers.toFill(workers * gpusPerWorker, qos));
+    return run(home, workers, gpusPerWorker, calls, qos, users);
+  }
+
+  static Result run(Path home, int workers, int gpusPerWorker, int calls, String qos, int users)
+      throws Exception {
     EncodedCall call = addCall(home);
-    try (BulletinRuntime runtime = startRuntime(home);
+    try (BulletinRuntime runtime = startRuntime(home,
+             RuntimeHarness.config(home, BenchUsers.config(users)));
          SimulatedWorkers simulated = new SimulatedWorkers(runtime.address(), WORKER_TOKEN,
              workers, gpusPerWorker, call.result().orElseThrow().inline());
-         HarnessClient client = connect(runtime.address());
-         HarnessSession session = client.openSession()) {
-      Set<Long> notRuntime = new HashSet<>(eventLoops(client.vertx()));
+         BenchUsers clients = new BenchUsers(runtime.address(), users)) {
+      Set<Long> notRuntime = new HashSet<>(clients.threadIds());
       notRuntime.add(simulated.threadId());
       notRuntime.add(Thread.currentThread().getId());
       Map<Long, Long> before = threadCpu();
+      Map<Long, Long> userBefore = threadUser();
       long start = System.nanoTime();
-      List<TaskSpec.Builder> batch = new ArrayList<>();
-      for (int i = 0; i < calls; i++) {
-        batch.add(call.spec("c" + i).setQos(qos));
-        if (batch.size() == 1000 || i == calls - 1) { // the client's own Submit batch size
-          session.submit(batch.toArray(TaskSpec.Builder[]::new));
-          batch.clear();
-        }
-      }
+      clients.submit(calls, i -> call.spec("c" + i).setQos(qos));
       long deadline = System.nanoTime() + RuntimeHarness.PATIENCE.toNanos() * 4;
       while (simulated.calls() < calls && System.nanoTime() < deadline) {
         Thread.sleep(20);
@@ -100,14 +106,12 @@ final class ScaleRun {
       long ends = 0;
       while (System.nanoTime() < deadline) {
         finished.clear();
-        ends = 0;
-        for (TaskEvent event : session.events().all()) {
-          if (event.getState() == TaskState.FINISHED) {
-            finished.add(event.getTaskId());
-            resultBytes.add(event.getResult().getValue().getInlineData());
-            ends++;
-          }
+        List<TaskEvent> events = clients.finished();
+        for (TaskEvent event : events) {
+          finished.add(event.getTaskId());
+          resultBytes.add(event.getResult().getValue().getInlineData());
         }
+        ends = events.size();
         if (ends >= calls) {
           break;
         }
@@ -115,15 +119,35 @@ final class ScaleRun {
       }
       double seconds = (System.nanoTime() - start) / 1e9;
       Map<Long, Long> after = threadCpu();
+      Map<Long, Long> userAfter = threadUser();
       long runtimeNanos = 0;
+      StringBuilder byThread = new StringBuilder();
       for (Map.Entry<Long, Long> thread : after.entrySet()) {
         if (!notRuntime.contains(thread.getKey())) {
-          runtimeNanos += thread.getValue() - before.getOrDefault(thread.getKey(), 0L);
+          long nanos = thread.getValue() - before.getOrDefault(thread.getKey(), 0L);
+          runtimeNanos += nanos;
+          if (nanos > 1000L * calls && Boolean.getBoolean("bulletin.bench.threads")) {
+            java.lang.management.ThreadInfo info =
+                ManagementFactory.getThreadMXBean().getThreadInfo(thread.getKey());
+            long user = userAfter.getOrDefault(thread.getKey(), 0L)
+                - userBefore.getOrDefault(thread.getKey(), 0L);
+            byThread.append(String.format(java.util.Locale.ROOT,
+                "  %s: %.1f us/call (%.1f of it in the kernel)%n",
+                info == null ? thread.getKey() : info.getThreadName(), nanos / 1e3 / calls,
+                (nanos - user) / 1e3 / calls));
+          }
         }
+      }
+      // -Dbulletin.bench.threads=true: where the runtime's CPU went (threads over 1 µs a call).
+      // The kernel part is the CPU time less the user time, which the JVM reads from /proc in
+      // 10 ms ticks: it means something for a thread busy for seconds (the event loop), not
+      // for a short run or a thread that is mostly idle.
+      if (!byThread.isEmpty()) {
+        System.out.print("runtime threads, " + workers + " workers:\n" + byThread);
       }
       List<Long> refills = simulated.refills();
       Collections.sort(refills);
-      return new Result(workers, calls, ends, Set.copyOf(finished),
+      return new Result(workers, users, calls, ends, Set.copyOf(finished),
           runtimeNanos / 1e3 / calls, calls / seconds, quantile(refills, 0.5) / 1e6,
           quantile(refills, 0.99) / 1e6, simulated.largestRunBatch(), Set.copyOf(resultBytes));
     }
@@ -136,7 +160,7 @@ final class ScaleRun {
   }
 
   /** The event loop threads of a Vert.x: contexts made from outside take them in turn. */
-  private static Set<Long> eventLoops(Vertx vertx) throws Exception {
+  static Set<Long> eventLoops(Vertx vertx) throws Exception {
     Set<Long> ids = new HashSet<>();
     for (int i = 0; i < 4 * Runtime.getRuntime().availableProcessors(); i++) {
       CompletableFuture<Long> id = new CompletableFuture<>();
@@ -153,6 +177,19 @@ final class ScaleRun {
     Map<Long, Long> cpu = new HashMap<>();
     for (long id : threads.getAllThreadIds()) {
       long nanos = threads.getThreadCpuTime(id);
+      if (nanos >= 0) {
+        cpu.put(id, nanos);
+      }
+    }
+    return cpu;
+  }
+
+  /** User-mode CPU nanoseconds of every live JVM thread, by thread id. */
+  private static Map<Long, Long> threadUser() {
+    ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+    Map<Long, Long> cpu = new HashMap<>();
+    for (long id : threads.getAllThreadIds()) {
+      long nanos = threads.getThreadUserTime(id);
       if (nanos >= 0) {
         cpu.put(id, nanos);
       }

@@ -1,9 +1,7 @@
 package dev.bulletin.runtime.scheduler.impl;
 
-import dev.bulletin.runtime.scheduler.snapshot.RunningCall;
 import dev.bulletin.runtime.scheduler.snapshot.Usage;
 import dev.bulletin.runtime.scheduler.policy.PolicyConfig;
-import java.util.List;
 
 /**
  * Per-group, per-user and per-user-per-QoS counters, started from the running calls and bumped
@@ -29,8 +27,8 @@ final class Counters {
   private final double[] userRecent;
   private final double horizonSeconds;
 
-  Counters(Names users, Names groups, Names qos, PolicyConfig policy, Usage usage,
-      List<RunningCall> running) {
+  /** Counters of nothing running yet; the pass {@link #add}s each running call. */
+  Counters(Names users, Names groups, Names qos, PolicyConfig policy, Usage usage) {
     this.qosCount = Math.max(1, qos.size());
     int groupCount = groups.size();
     int userCount = users.size();
@@ -55,12 +53,6 @@ final class Counters {
     }
     for (int u = 0; u < userCount; u++) {
       userRecent[u] = usage.userRecentGpuSeconds(users.name(u));
-    }
-    for (RunningCall call : running) {
-      // Names are interned before the counters are made (Pass does it), so find() never misses.
-      int q = qos.find(call.qos());
-      add(users.find(call.user()), groups.find(call.group()), q, call.gpuShare(),
-          call.preemptible());
     }
   }
 

@@ -78,23 +78,35 @@ final class Pass implements PassView {
     for (String name : policy.qos().keySet()) {
       qosNames.id(name);
     }
-    for (RunningCall call : snapshot.running()) {
-      users.id(call.user());
-      groups.id(call.group());
+    // Each running call's names are interned once, its ids kept for the counters and holdings
+    // (8,000 running calls on 1,000 workers: three lookups each were a few per cent of a pass).
+    List<RunningCall> running = snapshot.running();
+    int[] runUser = new int[running.size()];
+    int[] runGroup = new int[running.size()];
+    int[] runQos = new int[running.size()];
+    for (int i = 0; i < runUser.length; i++) {
+      RunningCall call = running.get(i);
+      runUser[i] = users.id(call.user());
+      runGroup[i] = groups.id(call.group());
+      runQos[i] = qosNames.find(call.qos());
     }
     for (QueuedCall call : snapshot.queue()) {
       users.id(call.user());
       groups.id(call.group());
     }
-    this.counters = new Counters(users, groups, qosNames, policy, usage, snapshot.running());
+    this.counters = new Counters(users, groups, qosNames, policy, usage);
+    for (int i = 0; i < runUser.length; i++) {
+      RunningCall call = running.get(i);
+      counters.add(runUser[i], runGroup[i], runQos[i], call.gpuShare(), call.preemptible());
+    }
     this.rows = resolve(snapshot.queue());
     honourCredits();
-    for (RunningCall call : snapshot.running()) {
+    for (int i = 0; i < runUser.length; i++) {
+      RunningCall call = running.get(i);
       Integer w = index.byId.get(call.workerId());
       long end = call.beingPreempted() ? nowMillis + policy.preemptionGrace().toMillis()
           : call.endsBy().toEpochMilli();
-      holdings.add(new Holding(w == null ? -1 : w, users.find(call.user()),
-          groups.find(call.group()), qosNames.find(call.qos()),
+      holdings.add(new Holding(w == null ? -1 : w, runUser[i], runGroup[i], runQos[i],
           call.fractional() ? 0 : call.gpus(), call.gpuShare(), call.cpus(),
           call.memoryBytes(), call.preemptible(), end));
       if (call.beingPreempted()) {

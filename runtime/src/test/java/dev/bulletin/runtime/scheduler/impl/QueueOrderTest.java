@@ -87,4 +87,88 @@ class QueueOrderTest {
     assertEquals("b1", order.next().id());
     assertEquals("a2", order.next().id());
   }
+
+  /**
+   * Many users in a few groups, with usage, QoS classes, credits and priorities drawn at random,
+   * and placements charged as the order hands calls out: the order is the one a plain search
+   * over every user's next call gives (the heaps are only a faster way to find it).
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @org.junit.jupiter.params.provider.ValueSource(longs = {1, 2, 3, 4, 5, 6, 7, 8})
+  void theHeapsGiveTheOrderOfAPlainSearch(long seed) {
+    java.util.Random random = new java.util.Random(seed);
+    String[] qos = {"interactive", "batch", "scavenger"};
+    Builders.SnapshotBuilder snapshot = aSnapshot();
+    for (int g = 0; g < 4; g++) {
+      snapshot.groupUsage("g" + g, random.nextInt(3) * 1000, 0, random.nextInt(3) * 5);
+    }
+    for (int u = 0; u < 40; u++) {
+      snapshot.userUsage("u" + u, random.nextInt(4) * 500);
+    }
+    for (int i = 0; i < 400; i++) {
+      int user = random.nextInt(40);
+      snapshot.queue(aCall().id("q" + i).user("u" + user).group("g" + user % 4)
+          .qos(qos[random.nextInt(3)]).priority(random.nextInt(10) < 2 ? 3 : 0)
+          .creditsSpent(random.nextInt(20) == 0 ? 2 : 0)
+          .submittedAt(secondsAgo(random.nextInt(100))));
+    }
+    Pass heaps = new PolicyScheduler(CLOCK, 1, () -> 0L).pass(snapshot.build());
+    Pass plain = new PolicyScheduler(CLOCK, 1, () -> 0L).pass(snapshot.build());
+    QueueOrder order = new QueueOrder(heaps.rows(), heaps.userCount(), heaps.counters());
+    PlainOrder expected = new PlainOrder(plain.rows(), plain.userCount(), plain.counters());
+    java.util.Random placing = new java.util.Random(seed);
+    for (int i = 0; i <= 400; i++) {
+      CallRow row = order.next();
+      CallRow want = expected.next();
+      assertEquals(want == null ? null : want.id(), row == null ? null : row.id(), "call " + i);
+      if (row != null && placing.nextBoolean()) {
+        heaps.counters().add(row.user, row.group, row.qosId, 1, false);
+        plain.counters().add(want.user, want.group, want.qosId, 1, false);
+      }
+    }
+  }
+
+  /** The order by its definition: every user's next call compared, the least handed out. */
+  private static final class PlainOrder {
+    private final Counters counters;
+    private final CallRow[][] runs;
+    private final long[][] slots;
+    private final int[] next;
+
+    PlainOrder(CallRow[] rows, int users, Counters counters) {
+      this.counters = counters;
+      runs = new CallRow[users][];
+      slots = new long[users][];
+      next = new int[users];
+      for (int u = 0; u < users; u++) {
+        int user = u;
+        runs[u] = java.util.Arrays.stream(rows).filter(row -> row.user == user)
+            .sorted(QueueOrder.WITHIN_USER).toArray(CallRow[]::new);
+        slots[u] = QueueOrder.slots(runs[u]);
+      }
+    }
+
+    CallRow next() {
+      int best = -1;
+      for (int u = 0; u < runs.length; u++) {
+        if (next[u] < runs[u].length && (best < 0 || before(u, best))) {
+          best = u;
+        }
+      }
+      return best < 0 ? null : runs[best][next[best]++];
+    }
+
+    private boolean before(int a, int b) {
+      CallRow x = runs[a][next[a]];
+      CallRow y = runs[b][next[b]];
+      java.util.Comparator<Integer> order = java.util.Comparator
+          .comparingInt((Integer u) -> -runs[u][next[u]].qosPriority())
+          .thenComparingDouble(u -> -runs[u][next[u]].boost)
+          .thenComparingDouble(u -> counters.groupCharge(runs[u][next[u]].group))
+          .thenComparingDouble(counters::userCharge)
+          .thenComparingLong(u -> slots[u][next[u]])
+          .thenComparingInt(u -> runs[u][next[u]].index);
+      return x != y && order.compare(a, b) < 0;
+    }
+  }
 }
