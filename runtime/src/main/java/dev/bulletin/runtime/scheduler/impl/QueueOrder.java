@@ -200,11 +200,7 @@ final class QueueOrder {
   private static int compare(GroupHeads a, GroupHeads b) {
     CallRow x = a.bestRow;
     CallRow y = b.bestRow;
-    int c = Integer.compare(y.qosPriority(), x.qosPriority());
-    if (c != 0) {
-      return c;
-    }
-    c = Double.compare(y.boost, x.boost);
+    int c = compareClassAndBoost(x, y);
     if (c != 0) {
       return c;
     }
@@ -220,15 +216,17 @@ final class QueueOrder {
     return c != 0 ? c : Integer.compare(x.index, y.index);
   }
 
+  /** The keys before the charges: the higher QoS class first, then the larger boost. */
+  private static int compareClassAndBoost(CallRow x, CallRow y) {
+    int c = Integer.compare(y.qosPriority(), x.qosPriority());
+    return c != 0 ? c : Double.compare(y.boost, x.boost);
+  }
+
   /** As {@link #compare}, for heads of one group (whose charge they share). */
   private static int compareInGroup(Head a, Head b) {
     CallRow x = a.row;
     CallRow y = b.row;
-    int c = Integer.compare(y.qosPriority(), x.qosPriority());
-    if (c != 0) {
-      return c;
-    }
-    c = Double.compare(y.boost, x.boost);
+    int c = compareClassAndBoost(x, y);
     if (c != 0) {
       return c;
     }
