@@ -38,17 +38,13 @@ class Lender:
         lib.bl_offer.restype = ctypes.c_int
         for name in ("bl_withdraw", "bl_lent"):
             getattr(lib, name).restype = ctypes.c_int
-        lib.bl_lends.restype = ctypes.c_uint64
         table = _numpy_api()
         get_handler = ctypes.PYFUNCTYPE(ctypes.py_object)(table[_GET_HANDLER])
         self._set_handler = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.py_object)(
             table[_SET_HANDLER])
-        capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-        capsule_pointer.argtypes = (ctypes.py_object, ctypes.c_char_p)
-        capsule_pointer.restype = ctypes.c_void_p
         before = get_handler()  # NumPy's default here: ours falls back on it
         lib.bl_init.argtypes = (ctypes.c_void_p,)
-        lib.bl_init(capsule_pointer(before, b"mem_handler"))
+        lib.bl_init(_capsule_pointer(before, b"mem_handler"))
         new_capsule = ctypes.pythonapi.PyCapsule_New
         new_capsule.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
         new_capsule.restype = ctypes.py_object
@@ -78,9 +74,6 @@ class Lender:
 
     def lent(self) -> bool:
         return bool(self._lib.bl_lent())
-
-    def lends(self) -> int:
-        return int(self._lib.bl_lends())
 
 
 _LOCK = threading.Lock()
@@ -116,14 +109,19 @@ def _numpy_api():
         from numpy._core import _multiarray_umath as umath
     except ImportError:  # NumPy 1.x
         from numpy.core import _multiarray_umath as umath
-    capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-    capsule_pointer.argtypes = (ctypes.py_object, ctypes.c_char_p)
-    capsule_pointer.restype = ctypes.c_void_p
-    address = capsule_pointer(umath._ARRAY_API, None)
+    address = _capsule_pointer(umath._ARRAY_API, None)
     table = (ctypes.c_void_p * (_GET_HANDLER + 1)).from_address(address)
     if not table[_SET_HANDLER] or not table[_GET_HANDLER]:
         raise RuntimeError("this NumPy has no PyDataMem_SetHandler (NumPy 1.22 or later has)")
     return table
+
+
+def _capsule_pointer(capsule, name: bytes | None) -> int:
+    """The pointer a PyCapsule holds (``PyCapsule_GetPointer``)."""
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.argtypes = (ctypes.py_object, ctypes.c_char_p)
+    get.restype = ctypes.c_void_p
+    return get(capsule, name)
 
 
 def _library(may_compile: bool) -> tuple[Path, Path | None]:

@@ -32,7 +32,6 @@ static size_t lend_min;      /* smaller allocations are not worth a store object
 static int offered;          /* the region may be lent now */
 static int lent;             /* an array holds the region */
 static size_t lent_size;
-static uint64_t lends;       /* how many times the region was lent: for tests and benchmarks */
 static char *file_map;       /* the spare file's whole mapping, which the region lies in */
 static size_t file_map_size;
 static int file_fd = -1;
@@ -44,7 +43,6 @@ static void *bl_malloc(void *ctx, size_t size) {
         if (__atomic_compare_exchange_n(&lent, &expected, 1, 0, __ATOMIC_ACQ_REL,
                                         __ATOMIC_ACQUIRE)) {
             lent_size = size;
-            __atomic_add_fetch(&lends, 1, __ATOMIC_RELAXED);
             return region;
         }
     }
@@ -128,8 +126,4 @@ int bl_withdraw(void) {
 
 int bl_lent(void) {
     return __atomic_load_n(&lent, __ATOMIC_ACQUIRE);
-}
-
-uint64_t bl_lends(void) {
-    return __atomic_load_n(&lends, __ATOMIC_RELAXED);
 }

@@ -35,7 +35,7 @@ from ._argument_maps import ArgumentMaps
 from ._limits import Limits, apply_memory_limit, over_limit
 from ._outcome import encode_outcome, kept_on_device
 from ._wire import Call, Finished, Stage, Unfit, _for_py4j, to_wire  # noqa: F401 - the API
-from ._result_memory import ResultMemory
+from ._result_memory import Prepared, ResultMemory
 from ._arguments import load_arguments
 from .._errors import BulletinError, StoreFullError
 from .._status import format_bytes
@@ -70,7 +70,7 @@ class _Pending:
 class _InPlace:
     """A large result ``run`` made in the memory it lent the function, named by ``commit``."""
     path: str
-    made: object  # _result_memory.Prepared
+    made: Prepared
     run_seconds: float
     retire: str
 

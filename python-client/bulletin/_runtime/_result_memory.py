@@ -17,20 +17,20 @@ such a result is copied instead, and the array keeps the memory it was lent.
 from __future__ import annotations
 
 import ctypes
-import os
 import sys
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
 from .. import _native
+from .._codec import Encoded
 from .._codec._ipc import PAGE
 from .._data._arena import Spare
 from .._data._later import unlink_later
-from .._data._objects import encode
+from .._data._objects import encode, write_file
 from .._data._write_maps import RECYCLE_MIN, WriteMappings
 
 # A spare is lent to an allocation of at least this share of it: a small array would hold a
@@ -84,13 +84,13 @@ class ResultMemory:
         self._lent: _Lent | None = None  # the spare an array holds (offered, or kept)
         self.adopted = 0  # results named in place: for tests and benchmarks
 
-    @contextmanager
     def lending(self):
-        """Around the function: its first large allocation may get the largest spare."""
-        lent = self._offer()
-        if lent is None:
-            yield
-            return
+        """Around the function: its first large allocation may get the largest spare (a
+        context manager; one that does nothing when there is none to lend)."""
+        return nullcontext() if self._offer() is None else self._lent_during_call()
+
+    @contextmanager
+    def _lent_during_call(self):
         before = self._lender.install()
         try:
             yield
@@ -149,7 +149,11 @@ class ResultMemory:
         if staged and not self._maps.recycle_as_spare(path, self._spare_name(path.parent)):
             unlink_later(path)
         if prepared.copy:
-            _copy_out(prepared.spare.map, prepared.size, path)
+            view = memoryview(prepared.spare.map)[:prepared.size]
+            try:
+                write_file(path, Encoded("tensor", [view], {}))
+            finally:
+                view.release()
             return
         self._maps.keep_spare(prepared.spare, path, prepared.size, prepared.oid)
         self.adopted += 1
@@ -228,16 +232,3 @@ class ResultMemory:
         self._loading = threading.Thread(target=load, name="bulletin-lender", daemon=True)
         self._loading.start()
 
-
-def _copy_out(mapped, size: int, path: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        view = memoryview(mapped)[:size]
-        try:
-            written = 0
-            while written < size:
-                written += os.write(fd, view[written:written + (1 << 30)])
-        finally:
-            view.release()
-    finally:
-        os.close(fd)

@@ -174,27 +174,26 @@ final class ScaleRun {
   /** CPU nanoseconds of every live JVM thread the platform shows, by thread id. */
   private static Map<Long, Long> threadCpu() {
     ThreadMXBean threads = ManagementFactory.getThreadMXBean();
-    Map<Long, Long> cpu = new HashMap<>();
-    for (long id : threads.getAllThreadIds()) {
-      long nanos = threads.getThreadCpuTime(id);
-      if (nanos >= 0) {
-        cpu.put(id, nanos);
-      }
-    }
-    return cpu;
+    return perThread(threads, threads::getThreadCpuTime);
   }
 
   /** User-mode CPU nanoseconds of every live JVM thread, by thread id. */
   private static Map<Long, Long> threadUser() {
     ThreadMXBean threads = ManagementFactory.getThreadMXBean();
-    Map<Long, Long> cpu = new HashMap<>();
+    return perThread(threads, threads::getThreadUserTime);
+  }
+
+  /** {@code reading} of every live thread that has one (-1: none), by thread id. */
+  private static Map<Long, Long> perThread(ThreadMXBean threads,
+      java.util.function.LongUnaryOperator reading) {
+    Map<Long, Long> values = new HashMap<>();
     for (long id : threads.getAllThreadIds()) {
-      long nanos = threads.getThreadUserTime(id);
+      long nanos = reading.applyAsLong(id);
       if (nanos >= 0) {
-        cpu.put(id, nanos);
+        values.put(id, nanos);
       }
     }
-    return cpu;
+    return values;
   }
 
   private static double quantile(List<Long> sorted, double q) {
