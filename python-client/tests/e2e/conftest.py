@@ -93,9 +93,12 @@ def _store_leak_check(request):
     yield
     gc.collect()  # futures and refs the test dropped release their objects
     expected = before + len(set(client._submitter.sent_functions) - functions_before)
-    wait_until(lambda: referenced_objects(client) == expected, timeout=10,
-               what=f"the store to hold {expected} referenced objects again "
-                    f"(it holds {referenced_objects(client)})")
+    try:
+        wait_until(lambda: referenced_objects(client) == expected, timeout=10,
+                   what=f"the store to hold {expected} referenced objects again")
+    except AssertionError as leak:  # the runtime's account of what happened, for a rare race
+        raise AssertionError(f"{leak} (it holds {referenced_objects(client)}); the runtime log"
+                             f" ends with:\n{cluster.log_tail(60)}") from None
     assert staged_files(cluster.store_dir) == []
 
 

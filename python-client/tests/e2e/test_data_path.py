@@ -169,6 +169,42 @@ def test_client_killed_mid_upload_leaves_nothing(cluster, client, path):
     assert_serves(client)
 
 
+def test_object_calls_of_an_ended_or_never_opened_session_hold_nothing(cluster, client,
+                                                                      monkeypatch):
+    import grpc
+    from bulletin._proto import bulletin_pb2 as pb
+    before = referenced_objects(client)
+    # A client that closed (or was killed, and its window passed): a transfer it still had going
+    # is refused, rather than held by a session nothing would ever end.
+    gone = cluster.client(set_as_default=False)
+    gone.close()
+
+    def refusal():  # close() ends the session as the runtime hears the stream end: soon after
+        try:
+            client._conn.stub.HasObjects(pb.HasObjectsRequest(ids=["00" * 16]),
+                                         metadata=gone._conn.metadata, timeout=CALL_SECONDS)
+        except grpc.RpcError as error:
+            return error
+        return None
+    refused = wait_until(refusal, timeout=10, what="the closed session to be ended")
+    assert refused.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert f"session {gone._conn.session_id} has ended" in refused.details()
+    assert "create a new bulletin.Client" in refused.details()
+    # Uploads naming a session whose stream never opens are held until the reconnect window
+    # has passed (2 s on the session cluster; 5 s at least), then released.
+    monkeypatch.setenv("BULLETIN_DATA_PATH", "grpc")  # PutObject: no file staged by name
+    with cluster.client(set_as_default=False) as other:
+        other._conn.session_id = "never-opened-0123456789"
+        other._conn.metadata = tuple(m for m in other._conn.metadata
+                                     if m[0] != "bulletin-session") + (
+            ("bulletin-session", other._conn.session_id),)
+        held = other.scatter(np.random.default_rng(5).random(1 << 17))
+        assert referenced_objects(client) == before + 1
+        wait_until(lambda: referenced_objects(client) == before, timeout=20,
+                   what="the never-opened session's hold to be released")
+        del held
+    assert_serves(client)
+
 def test_small_store_refuses_too_large_objects_and_keeps_other_users_out(tmp_path):
     config = tmp_path / "cluster.yaml"
     config.write_text("users:\n  - name: ada\n    group: g\n    token: ada-token-0123456789\n"

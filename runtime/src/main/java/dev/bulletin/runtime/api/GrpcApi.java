@@ -130,6 +130,9 @@ public final class GrpcApi {
       } catch (IllegalArgumentException e) {
         request.response().status(GrpcStatus.INVALID_ARGUMENT).statusMessage(e.getMessage())
             .end();
+      } catch (Sessions.Ended e) {
+        request.response().status(GrpcStatus.FAILED_PRECONDITION).statusMessage(e.getMessage())
+            .end();
       }
     });
   }

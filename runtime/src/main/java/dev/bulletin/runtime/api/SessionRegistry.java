@@ -55,7 +55,9 @@ public final class SessionRegistry {
     this.vertx = vertx;
     this.plane = plane;
     this.window = window;
-    this.holds = new Sessions(plane.objects(), plane.journaling()::hold);
+    this.holds = new Sessions(plane.objects(), plane.journaling()::hold,
+        plane.journaling()::holdsReleased,
+        (millis, task) -> vertx.setTimer(millis, id -> task.run()), window);
   }
 
   public Duration window() {
@@ -92,15 +94,20 @@ public final class SessionRegistry {
       return known;
     }
     ClientSession session = new ClientSession(sessionId, identity,
-        holds.holds(sessionId, identity), lastSeq);
+        holds.claim(sessionId, identity), lastSeq);
     sessions.put(sessionId, session);
     startWindow(session);
     return session;
   }
 
-  /** The object holds of the session an object call names (see {@link Sessions}). */
+  /**
+   * The object holds of the session an object call names (see {@link Sessions}).
+   *
+   * @throws IllegalArgumentException if the id is malformed or belongs to another user
+   * @throws Sessions.Ended if the session ended
+   */
   SessionHolds holds(String sessionId, Identity identity) {
-    return holds.holds(sessionId, identity);
+    return holds.forObjectCall(sessionId, identity);
   }
 
   /** A new session for a stream (not attached yet: see {@link #attach}). */
@@ -112,7 +119,7 @@ public final class SessionRegistry {
     }
     ClientSession session;
     try {
-      session = new ClientSession(sessionId, identity, holds.holds(sessionId, identity), 0);
+      session = new ClientSession(sessionId, identity, holds.claim(sessionId, identity), 0);
     } catch (IllegalArgumentException e) {
       throw new Refused(GrpcStatus.INVALID_ARGUMENT, e.getMessage());
     }
@@ -217,10 +224,6 @@ public final class SessionRegistry {
       plane.sessionClosed(session);
       holds.remove(session.holds().sessionId());
     }
-  }
-
-  int open() {
-    return sessions.size();
   }
 
   /**

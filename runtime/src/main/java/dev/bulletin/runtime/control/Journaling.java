@@ -177,8 +177,16 @@ public final class Journaling implements TaskTable.Listener {
   }
 
   void sessionClosed(ClientSession session) {
-    if (sessions.remove(session.id()) != null) {
-      journal.append(new JournalRecord.SessionClosed(session.id()));
+    holdsReleased(session.id());
+  }
+
+  /**
+   * A session's holds were all released: it ended, or an object call started them and no
+   * session stream claimed them (api.Sessions).
+   */
+  public void holdsReleased(String sessionId) {
+    if (sessions.remove(sessionId) != null) {
+      journal.append(new JournalRecord.SessionClosed(sessionId));
     }
   }
 
