@@ -3,6 +3,7 @@ package dev.bulletin.worker;
 import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
 import java.util.concurrent.TimeUnit;
+import java.util.logging.Logger;
 
 /** The one place where the runtime and the worker agents make their Vert.x instance. */
 public final class EventLoops {
@@ -19,8 +20,19 @@ public final class EventLoops {
   private EventLoops() {}
 
   public static Vertx create() {
-    return Vertx.vertx(new VertxOptions()
+    // Linux's epoll where its native library loads (the worker module ships it), else the JDK's
+    // selector: Vert.x falls back by itself, and the log says which and why.
+    Vertx vertx = Vertx.vertx(new VertxOptions()
+        .setPreferNativeTransport(true)
         .setWarningExceptionTime(STACK_AFTER_SECONDS)
         .setWarningExceptionTimeUnit(TimeUnit.SECONDS));
+    Logger log = Logger.getLogger(EventLoops.class.getName());
+    if (vertx.isNativeTransportEnabled()) {
+      log.fine("event loops on epoll (native transport)");
+    } else {
+      log.info("event loops on the JDK's selector: the native epoll transport is unavailable ("
+          + vertx.unavailableNativeTransportCause() + ")");
+    }
+    return vertx;
   }
 }

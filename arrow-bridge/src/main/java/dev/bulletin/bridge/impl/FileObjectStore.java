@@ -519,9 +519,8 @@ public final class FileObjectStore implements ObjectStore {
 
   @Override
   public synchronized void dropUnreferenced(String namespace, String stagedPrefix) {
-    List<StoreTable.Entry> unused = table.all().stream()
-        .filter(entry -> entry.key.namespace().equals(namespace) && entry.references == 0
-            && entry.leases == 0).toList();
+    List<StoreTable.Entry> unused = table.inNamespace(namespace).stream()
+        .filter(entry -> entry.references == 0 && entry.leases == 0).toList();
     unused.forEach(table::remove);
     if (stagedPrefix != null && !stagedPrefix.isEmpty()) {
       folders.staging(namespace).deleteEntries(stagedPrefix);

@@ -10,6 +10,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
@@ -41,6 +42,12 @@ final class StoreTable {
   /** Gives what this table writes back into a namespace to its account. */
   private final NamespaceFolders folders;
   private final Map<ObjectKey, Entry> entries = new HashMap<>();
+  /**
+   * The same entries by namespace: what a session's end, a write looking for a file to reuse and
+   * a user's eviction read (each scanned every user's objects: a runtime with many users and
+   * objects paid that at each of its sessions' ends).
+   */
+  private final Map<String, Map<ObjectKey, Entry>> byNamespace = new HashMap<>();
   /** Bytes of in-memory objects plus room reserved by uploads in progress. */
   private long memoryBytes;
   private long spilledBytes;
@@ -61,6 +68,26 @@ final class StoreTable {
     return entries.values();
   }
 
+  /** The entries of one namespace; read-only, and not to be held across changes. */
+  Collection<Entry> inNamespace(String namespace) {
+    Map<ObjectKey, Entry> own = byNamespace.get(namespace);
+    return own == null ? List.of() : java.util.Collections.unmodifiableCollection(own.values());
+  }
+
+  private void put(Entry entry) {
+    entries.put(entry.key, entry);
+    byNamespace.computeIfAbsent(entry.key.namespace(), ns -> new HashMap<>())
+        .put(entry.key, entry);
+  }
+
+  private void forget(ObjectKey key) {
+    entries.remove(key);
+    Map<ObjectKey, Entry> own = byNamespace.get(key.namespace());
+    if (own != null && own.remove(key) != null && own.isEmpty()) {
+      byNamespace.remove(key.namespace());
+    }
+  }
+
   int size() {
     return entries.size();
   }
@@ -69,7 +96,7 @@ final class StoreTable {
     Entry entry = new Entry(key, size);
     memoryBytes += size;
     touch(entry);
-    entries.put(key, entry);
+    put(entry);
     return entry;
   }
 
@@ -79,7 +106,7 @@ final class StoreTable {
     entry.spilled = true;
     spilledBytes += size;
     touch(entry);
-    entries.put(key, entry);
+    put(entry);
     return entry;
   }
 
@@ -98,7 +125,7 @@ final class StoreTable {
   /** Forgets an entry and deletes its file. */
   void remove(Entry entry) {
     Files2.deleteQuietly(layout.pathOf(entry));
-    entries.remove(entry.key);
+    forget(entry.key);
     if (entry.spilled) {
       spilledBytes -= entry.size;
     } else {
@@ -114,9 +141,9 @@ final class StoreTable {
   Entry recyclable(String namespace, long size, Set<ObjectId> preferred) {
     Entry best = null;
     boolean bestPreferred = false;
-    for (Entry entry : entries.values()) {
+    for (Entry entry : inNamespace(namespace)) {
       if (entry.spilled || entry.references > 0 || entry.leases > 0 || entry.size < size
-          || entry.size > 2 * size || !entry.key.namespace().equals(namespace)) {
+          || entry.size > 2 * size) {
         continue;
       }
       boolean isPreferred = preferred.contains(entry.key.id());
@@ -138,7 +165,7 @@ final class StoreTable {
    */
   void detach(Entry entry, Path target) throws IOException {
     Files.move(layout.memoryPath(entry.key), target, StandardCopyOption.ATOMIC_MOVE);
-    entries.remove(entry.key);
+    forget(entry.key);
     memoryBytes -= entry.size;
     // Checked after the rename: nobody can add a link through the old name any more.
     Object links = Files.getAttribute(target, "unix:nlink");
@@ -155,6 +182,7 @@ final class StoreTable {
 
   void clear() {
     entries.clear();
+    byNamespace.clear();
   }
 
   StoreStats stats() {
@@ -197,9 +225,8 @@ final class StoreTable {
    */
   boolean evictOne(String namespace) {
     Entry victim = null;
-    for (Entry entry : entries.values()) {
+    for (Entry entry : inNamespace(namespace)) {
       if (!entry.spilled && entry.leases == 0 && entry.references == 0
-          && entry.key.namespace().equals(namespace)
           && (victim == null || entry.lastUse < victim.lastUse)) {
         victim = entry;
       }

@@ -11,6 +11,7 @@ import io.vertx.grpc.server.GrpcServerResponse;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 
 /**
@@ -59,6 +60,11 @@ public final class ClientSession implements TaskEventSink {
   private boolean ended;
   /** Session-stream messages processed, over all its streams (SessionOpened.client_messages). */
   private long clientMessages;
+  /**
+   * The workers its calls were sent to, where its resident values may be (issue 29); null when
+   * not known (a session restored from the journal, whose calls ran before the restart).
+   */
+  private Set<String> workersUsed = new HashSet<>();
   /** The event loop the session's stream lives on; null only outside Vert.x (then: no batching). */
   private final io.vertx.core.Context context = io.vertx.core.Vertx.currentContext();
 
@@ -68,6 +74,26 @@ public final class ClientSession implements TaskEventSink {
     this.identity = identity;
     this.objects = holds;
     this.log = new SessionEventLog(lastSeq);
+  }
+
+  @Override
+  public void sentTo(String workerId) {
+    if (workersUsed != null) {
+      workersUsed.add(workerId);
+    }
+  }
+
+  /**
+   * The workers that may keep its resident values: those its calls were sent to, or empty when
+   * that is not known (then: every worker).
+   */
+  public Optional<Set<String>> workersUsed() {
+    return Optional.ofNullable(workersUsed);
+  }
+
+  /** Restored from the journal: its calls may have run anywhere before the restart. */
+  void workersUnknown() {
+    workersUsed = null;
   }
 
   /** The session's id: the client's bulletin-session metadata, and what Submit names. */

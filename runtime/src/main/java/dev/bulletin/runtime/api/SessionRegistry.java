@@ -95,6 +95,7 @@ public final class SessionRegistry {
     }
     ClientSession session = new ClientSession(sessionId, identity,
         holds.claim(sessionId, identity), lastSeq);
+    session.workersUnknown();
     sessions.put(sessionId, session);
     startWindow(session);
     return session;

@@ -174,6 +174,7 @@ final class CallRunner {
             ? task.demand().gpuShare() : 0),
         task.sink().sessionId(), task.restoring(),
         task.residentLost());
+    task.sink().sentTo(worker.id());
     whenEnded(task, worker.link().run(request, listener(task)));
   }
 

@@ -10,4 +10,7 @@ public interface TaskEventSink {
   default String sessionId() {
     return "";
   }
+
+  /** One of its calls was sent to this worker: resident values it keeps may be there. */
+  default void sentTo(String workerId) {}
 }

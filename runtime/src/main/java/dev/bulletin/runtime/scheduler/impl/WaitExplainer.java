@@ -107,8 +107,8 @@ final class WaitExplainer {
       }
     }
     if (code == WaitCode.QOS_LIMIT) {
-      for (String name : pass.policy().qosNames()) {
-        QosClass other = pass.policy().qos().get(name);
+      for (QosClass other : pass.policy().qos().values()) { // highest priority first
+        String name = other.name();
         int used = pass.counters().userQosCalls(row.user, pass.qosId(name));
         if (other != row.qos && !other.preemptible() && used < other.maxCallsPerUser()
             && other.maxWalltime().toMillis() >= row.walltimeMillis) {
