@@ -21,7 +21,9 @@ import io.vertx.grpc.common.GrpcMessageEncoder;
 import io.vertx.grpc.common.ServiceMethod;
 import io.vertx.grpc.common.ServiceName;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -55,6 +57,9 @@ final class SimulatedWorkers implements AutoCloseable {
   private final long threadId;
   /** The most RunCalls one message from the runtime carried. */
   private int largestRunBatch;
+  /** Per worker: the DropResident messages it heard, and the calls it answered. */
+  private final Map<String, Integer> dropsHeard = new HashMap<>();
+  private final Map<String, Integer> answered = new HashMap<>();
   private final long runMillis;
 
   /**
@@ -105,6 +110,20 @@ final class SimulatedWorkers implements AutoCloseable {
     CompletableFuture<Integer> largest = new CompletableFuture<>();
     vertx.runOnContext(ignored -> largest.complete(largestRunBatch));
     return largest.join();
+  }
+
+  /** How many DropResident messages each worker heard (a copy; workers that heard none absent). */
+  Map<String, Integer> dropsHeard() {
+    CompletableFuture<Map<String, Integer>> copy = new CompletableFuture<>();
+    vertx.runOnContext(ignored -> copy.complete(Map.copyOf(dropsHeard)));
+    return copy.join();
+  }
+
+  /** How many calls each worker answered (a copy; workers that answered none absent). */
+  Map<String, Integer> answered() {
+    CompletableFuture<Map<String, Integer>> copy = new CompletableFuture<>();
+    vertx.runOnContext(ignored -> copy.complete(Map.copyOf(answered)));
+    return copy.join();
   }
 
   /** The refill times recorded so far (a copy), in nanoseconds. */
@@ -166,6 +185,11 @@ final class SimulatedWorkers implements AutoCloseable {
                         .filter(HeadMessage::hasRun).toList();
                     largestRunBatch = Math.max(largestRunBatch, runs.size());
                     runs.forEach(one -> answer(one.getRun().getTaskId()));
+                    message.getBatch().getMessagesList().stream()
+                        .filter(HeadMessage::hasDropResident)
+                        .forEach(one -> dropsHeard.merge(id, 1, Integer::sum));
+                  } else if (message.hasDropResident()) {
+                    dropsHeard.merge(id, 1, Integer::sum);
                   }
                 }));
           }));
@@ -173,6 +197,7 @@ final class SimulatedWorkers implements AutoCloseable {
     }
 
     private void answer(String taskId) {
+      answered.merge(id, 1, Integer::sum);
       long now = System.nanoTime();
       if (lastEndNanos != 0) {
         refills.add(now - lastEndNanos);
