@@ -70,15 +70,27 @@ final class CappedCalls {
       preemptibleRuns |= task.preemptible();
     }
     // The window holds each user's calls together: how many more of a class the user may
-    // start is looked up once per user and class, not per call.
+    // start is looked up once per user and class, and a user's runs once per run of their
+    // calls, not per call (each hash of a name was a few per cent of a pass over 2,000 users).
     Left left = new Left(running, policy);
+    int size = window.size();
+    int[] more = new int[size];
+    boolean[] leavable = new boolean[size];
     // Users under their cap: their runs of each class, to keep only the first few of alike ones.
     Map<String, Map<String, Run>> runs = new HashMap<>();
-    for (Task task : window) {
-      int more = left.of(task);
-      if (more > 0 && more != QosClass.UNLIMITED && mayLeaveOut(task, policy)) {
-        Run run = runs.computeIfAbsent(task.owner().user(), user -> new HashMap<>(4))
-            .computeIfAbsent(task.qos(), qos -> new Run(task, more));
+    Map<String, Run> own = null;
+    String ownUser = null;
+    for (int i = 0; i < size; i++) {
+      Task task = window.get(i);
+      more[i] = left.of(task);
+      leavable[i] = mayLeaveOut(task, policy);
+      int allowed = more[i];
+      if (allowed > 0 && allowed != QosClass.UNLIMITED && leavable[i]) {
+        if (!task.owner().user().equals(ownUser)) {
+          ownUser = task.owner().user();
+          own = runs.computeIfAbsent(ownUser, user -> new HashMap<>(4));
+        }
+        Run run = own.computeIfAbsent(task.qos(), qos -> new Run(task, allowed));
         long submitted = task.submittedAt().toEpochMilli();
         run.alike &= !preemptibleRuns && SmallWindow.sameShape(run.first, task)
             && submitted >= run.lastSubmitted;
@@ -87,14 +99,16 @@ final class CappedCalls {
     }
     List<Task> kept = null;
     Users users = new Users();
-    for (int i = 0; i < window.size(); i++) {
+    for (int i = 0; i < size; i++) {
       Task task = window.get(i);
-      users.at(task.owner().user());
-      boolean atCap = left.of(task) == 0 && mayLeaveOut(task, policy);
+      if (users.at(task.owner().user())) {
+        own = runs.get(task.owner().user());
+      }
+      boolean atCap = more[i] == 0 && leavable[i];
       if (!atCap) {
         users.notAtCap = true;
       }
-      if (!atCap && keep(task, runs, policy)) {
+      if (!atCap && (!leavable[i] || keep(task, own))) {
         if (kept != null) {
           kept.add(task);
         }
@@ -123,10 +137,10 @@ final class CappedCalls {
     boolean notAtCap;
     boolean cut;
 
-    /** The next call is {@code next}'s (null: the window ended). */
-    void at(String next) {
+    /** The next call is {@code next}'s (null: the window ended); true when the user changed. */
+    boolean at(String next) {
       if (user != null && user.equals(next)) {
-        return;
+        return false;
       }
       if (user != null) {
         if (notAtCap) {
@@ -142,6 +156,7 @@ final class CappedCalls {
       if (next != null) {
         seen.add(next);
       }
+      return true;
     }
   }
 
@@ -168,13 +183,11 @@ final class CappedCalls {
     }
   }
 
-  /** A call not at its cap: kept unless it is behind the first few of a run of alike ones. */
-  private static boolean keep(Task task, Map<String, Map<String, Run>> runs,
-      PolicyConfig policy) {
-    if (!mayLeaveOut(task, policy)) {
-      return true;
-    }
-    Map<String, Run> own = runs.get(task.owner().user());
+  /**
+   * A call not at its cap that may be left out: kept unless it is behind the first few of a run
+   * of alike ones ({@code own}: its user's runs, or null).
+   */
+  private static boolean keep(Task task, Map<String, Run> own) {
     Run run = own == null ? null : own.get(task.qos());
     return run == null || !run.alike || run.kept++ < run.left;
   }
