@@ -119,6 +119,31 @@ def test_another_user_cannot_resume_a_session(cluster, tmp_path):
         gate.touch()
         assert call.result(timeout=CALL_SECONDS) == 42
         assert call.output.count("before the cut") == 1
+    # Once her session ended, his object call naming it hears only that it is not his (hers
+    # hears that it ended).
+    channel = grpc.insecure_channel(cluster.address)
+    try:
+        stub = pb_grpc.BulletinStub(channel)
+
+        def has_objects(token):
+            try:
+                stub.HasObjects(pb.HasObjectsRequest(ids=["00" * 16]), timeout=10, metadata=(
+                    ("authorization", f"Bearer {token}"),
+                    ("bulletin-session", alice._conn.session_id)))
+            except grpc.RpcError as error:
+                return error
+            return None
+        def ended_for_her():
+            error = has_objects(ALICE)
+            ended = error is not None and error.code() == grpc.StatusCode.FAILED_PRECONDITION
+            return error if ended else None
+        ended = wait_until(ended_for_her, timeout=10, what="alice's closed session to be ended")
+        assert "has ended" in ended.details()
+        his = has_objects(BOB)
+        assert his is not None and his.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "belongs to another user" in his.details()
+    finally:
+        channel.close()
 
 
 def test_a_session_whose_window_passed_is_ended(short_window_cluster, tmp_path):

@@ -57,9 +57,10 @@ final class Sessions {
   private final Map<String, SessionHolds> holds = new HashMap<>();
   /** Holds an object call started and no session stream has claimed yet. */
   private final Map<String, SessionHolds> unclaimed = new HashMap<>();
-  private final Map<String, Boolean> ended = new LinkedHashMap<>() {
+  /** Sessions that ended, the latest first out, with their namespace. */
+  private final Map<String, String> ended = new LinkedHashMap<>() {
     @Override
-    protected boolean removeEldestEntry(Map.Entry<String, Boolean> eldest) {
+    protected boolean removeEldestEntry(Map.Entry<String, String> eldest) {
       return size() > ENDED_REMEMBERED;
     }
   };
@@ -101,7 +102,11 @@ final class Sessions {
    * @throws Ended if the session ended
    */
   SessionHolds forObjectCall(String sessionId, Identity identity) {
-    if (ended.containsKey(sessionId)) {
+    String endedIn = ended.get(sessionId);
+    if (endedIn != null) {
+      if (!endedIn.equals(ObjectKey.namespaceOf(identity.user()))) {
+        throw new IllegalArgumentException("session " + sessionId + " belongs to another user");
+      }
       throw new Ended("session " + sessionId + " has ended (its client closed"
           + " it, or did not resume it within the reconnect window); create a new"
           + " bulletin.Client");
@@ -138,7 +143,9 @@ final class Sessions {
 
   /** Forgets a session that ended (the control plane released its holds). */
   void remove(String sessionId) {
-    holds.remove(sessionId);
-    ended.put(sessionId, Boolean.TRUE);
+    SessionHolds gone = holds.remove(sessionId);
+    if (gone != null) {
+      ended.put(sessionId, gone.namespace());
+    }
   }
 }
