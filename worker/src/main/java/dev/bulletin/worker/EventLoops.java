@@ -3,7 +3,6 @@ package dev.bulletin.worker;
 import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
 import java.util.concurrent.TimeUnit;
-import java.util.logging.Logger;
 
 /** The one place where the runtime and the worker agents make their Vert.x instance. */
 public final class EventLoops {
@@ -20,19 +19,12 @@ public final class EventLoops {
   private EventLoops() {}
 
   public static Vertx create() {
-    // Linux's epoll where its native library loads (the worker module ships it), else the JDK's
-    // selector: Vert.x falls back by itself, and the log says which and why.
-    Vertx vertx = Vertx.vertx(new VertxOptions()
-        .setPreferNativeTransport(true)
+    // The JDK's selector, not Netty's native epoll transport: alternating the two three times
+    // on the no-op call path (examples/overhead_benchmark.py --only bulletin, 2 cores), epoll's
+    // p50 was 5-13 % longer and its synchronous call rate 5-13 % lower, and at 1,000 simulated
+    // workers (make bench-scale) it moved nothing beyond the noise.
+    return Vertx.vertx(new VertxOptions()
         .setWarningExceptionTime(STACK_AFTER_SECONDS)
         .setWarningExceptionTimeUnit(TimeUnit.SECONDS));
-    Logger log = Logger.getLogger(EventLoops.class.getName());
-    if (vertx.isNativeTransportEnabled()) {
-      log.fine("event loops on epoll (native transport)");
-    } else {
-      log.info("event loops on the JDK's selector: the native epoll transport is unavailable ("
-          + vertx.unavailableNativeTransportCause() + ")");
-    }
-    return vertx;
   }
 }
