@@ -156,11 +156,13 @@ class WriteMappings:
         ``spare_path``, if this process maps it and no other does: its pages, and the mapping's
         page-table entries, exist already (a spare made instead takes fresh zeroed memory). False
         when it cannot be (the caller removes it)."""
+        if self.spares is None:
+            return False
         st = os.stat(path)
         with self._lock:
             self._sweep()
             kept = self._maps.pop((st.st_dev, st.st_ino), None)
-        if kept is None or self.spares is None:
+        if kept is None:
             return False
         if not _exclusive(kept.fd):
             close_later(kept)

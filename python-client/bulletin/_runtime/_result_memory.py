@@ -188,9 +188,7 @@ class ResultMemory:
             self._maps.spares.written()
 
     def _offer(self) -> _Lent | None:
-        if self._maps is None or self._maps.spares is None:
-            return None
-        if self._lender is None:
+        if self._maps.spares is None or self._lender is None:
             return None
         self.end()
         if self._lent is not None:

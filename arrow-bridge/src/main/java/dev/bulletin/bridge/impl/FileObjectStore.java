@@ -523,7 +523,7 @@ public final class FileObjectStore implements ObjectStore {
         .filter(entry -> entry.references == 0 && entry.leases == 0).toList();
     unused.forEach(table::remove);
     if (stagedPrefix != null && !stagedPrefix.isEmpty()) {
-      folders.staging(namespace).deleteEntries(stagedPrefix);
+      deleteStaged(namespace, stagedPrefix);
     }
   }
 
