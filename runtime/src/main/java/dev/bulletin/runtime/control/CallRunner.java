@@ -49,7 +49,7 @@ final class CallRunner {
   /** Asks for a scheduling pass: an ended call frees slots or goes back to the queue. */
   private final Runnable schedule;
   /** Where each placed or running call runs; its slots go back to that worker when it ends. */
-  private final Map<String, AttachedWorker> placements = new HashMap<>();
+  private final PlacedCalls placements = new PlacedCalls();
   private final Map<String, Long> timeoutTimers = new HashMap<>();
   private int runningCount;
 
@@ -74,24 +74,16 @@ final class CallRunner {
   }
 
   Set<String> placedTaskIds() {
-    return Set.copyOf(placements.keySet());
+    return placements.ids();
   }
 
-  /**
-   * The tasks placed or running, in a list of their own (a pass reads every one: with 8,000
-   * running, copying their ids into a set first and looking each up was a few per cent of
-   * the loop).
-   */
+  /** The tasks placed or running, in a list of their own (a pass reads every one). */
   List<Task> placedTasks() {
-    List<Task> placed = new java.util.ArrayList<>(placements.size());
-    for (String id : placements.keySet()) {
-      tasks.get(id).ifPresent(placed::add);
-    }
-    return placed;
+    return placements.tasks();
   }
 
   Optional<AttachedWorker> placementOf(String taskId) {
-    return Optional.ofNullable(placements.get(taskId));
+    return Optional.ofNullable(placements.worker(taskId));
   }
 
   // ---- starting --------------------------------------------------------------------------
@@ -107,7 +99,7 @@ final class CallRunner {
     AttachedWorker worker = workers.apply(placed.workerId());
     worker.reserve(task.id(), task.demand(), placed.gpuIds());
     worker.residentGpus().taken(placed.gpuIds(), task.args().namespace());
-    placements.put(task.id(), worker);
+    placements.put(task, worker);
     task.placedOn(placed.workerId(), placed.gpuIds(), System.nanoTime());
     task.usage().reserved(placed.workerId(), System.nanoTime());
     tasks.transitionQuietly(task, TaskState.PLACED);
@@ -124,7 +116,7 @@ final class CallRunner {
       return;
     }
     objects.toHead(moves).onComplete(pulled -> {
-      if (task.state() != TaskState.PLACED || placements.get(task.id()) != worker) {
+      if (task.state() != TaskState.PLACED || placements.worker(task.id()) != worker) {
         return; // its worker went away meanwhile: the call was requeued or ended
       }
       if (task.stopReason() != null) {
@@ -148,7 +140,7 @@ final class CallRunner {
   /** Starts the call on its worker once the journal holds its new attempt. */
   private void run(Task task, AttachedWorker worker, Placement placed) {
     dispatches.dispatch(task, worker.id(), worker.remote(), () -> {
-      if (task.state() != TaskState.PLACED || placements.get(task.id()) != worker) {
+      if (task.state() != TaskState.PLACED || placements.worker(task.id()) != worker) {
         return; // its worker went away meanwhile: the call was requeued or ended
       }
       if (task.stopReason() != null) {
@@ -190,7 +182,7 @@ final class CallRunner {
       worker.reserve(task.id(), task.demand(), gpuIds);
     }
     long now = System.nanoTime();
-    placements.put(task.id(), worker);
+    placements.put(task, worker);
     task.placedOn(worker.id(), gpuIds == null ? List.of() : gpuIds, now);
     task.usage().reserved(worker.id(), now);
     task.usage().running(now);
@@ -233,7 +225,7 @@ final class CallRunner {
     task.startedAt(System.nanoTime());
     task.usage().running(System.nanoTime());
     runningCount++;
-    AttachedWorker worker = placements.get(task.id());
+    AttachedWorker worker = placements.worker(task.id());
     if (!task.restoring().isEmpty()) { // their values live on the call's worker now
       objects.residents().restoredOn(task.args().namespace(), task.restoring().values(),
           task.workerId(), task.id());
@@ -258,8 +250,8 @@ final class CallRunner {
     if (timer != null) {
       context.owner().cancelTimer(timer);
     }
-    if (outcome instanceof CallOutcome.Returned returned && placements.get(task.id()) != null) {
-      placements.get(task.id()).residentGpus().callEnded(task.gpuIds(), task.args().namespace(),
+    if (outcome instanceof CallOutcome.Returned returned && placements.worker(task.id()) != null) {
+      placements.worker(task.id()).residentGpus().callEnded(task.gpuIds(), task.args().namespace(),
           task.sink().sessionId(),
           returned.residentBytes());
     }

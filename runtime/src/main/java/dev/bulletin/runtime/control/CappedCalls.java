@@ -65,10 +65,12 @@ final class CappedCalls {
    */
   static Thinned without(List<Task> window, List<Task> active, UserRunning running,
       PolicyConfig policy) {
-    boolean preemptibleRuns = false;
-    for (Task task : active) {
-      preemptibleRuns |= task.preemptible();
-    }
+    return without(window, active.stream().anyMatch(Task::preemptible), running, policy);
+  }
+
+  /** As {@link #without(List, List, UserRunning, PolicyConfig)}, told whether any call placed or running is preemptible. */
+  static Thinned without(List<Task> window, boolean preemptibleRuns, UserRunning running,
+      PolicyConfig policy) {
     // The window holds each user's calls together: how many more of a class the user may
     // start is looked up once per user and class, and a user's runs once per run of their
     // calls, not per call (each hash of a name was a few per cent of a pass over 2,000 users).
@@ -194,15 +196,20 @@ final class CappedCalls {
 
   /** How many more calls of its class the task's user may start; UNLIMITED without a cap. */
   private static int left(Task task, UserRunning running, PolicyConfig policy) {
-    QosClass qos = policy.qos().get(task.qos());
-    if (qos == null || qos.maxCallsPerUser() == QosClass.UNLIMITED) {
+    return left(task.owner().user(), task.qos(), running, policy);
+  }
+
+  /** How many more calls of class {@code qos} {@code user} may start; UNLIMITED without a cap. */
+  static int left(String user, String qos, UserRunning running, PolicyConfig policy) {
+    QosClass qosClass = policy.qos().get(qos);
+    if (qosClass == null || qosClass.maxCallsPerUser() == QosClass.UNLIMITED) {
       return QosClass.UNLIMITED;
     }
-    return Math.max(0, qos.maxCallsPerUser() - running.of(task.owner().user(), task.qos()));
+    return Math.max(0, qosClass.maxCallsPerUser() - running.of(user, qos));
   }
 
   /** Not a call a pass must see whatever its cap says (see the class comment). */
-  private static boolean mayLeaveOut(Task task, PolicyConfig policy) {
+  static boolean mayLeaveOut(Task task, PolicyConfig policy) {
     // Largest worker 0: the smallest size backfill could ever reserve for (at least 2 GPUs).
     return task.credits() == 0 && task.residentHandles().isEmpty()
         && !policy.backfill().reserves(task.demand().gpus(), Long.MAX_VALUE, 0);

@@ -186,12 +186,7 @@ final class Passes {
     long fullEvery = Math.max(FULL_WINDOW_EVERY_NANOS,
         FULL_WINDOW_SHARE_INVERSE * lastFullPassNanos);
     boolean full = fullWanted || now - lastFullNanos >= fullEvery;
-    List<Task> window = windows.window(full, perUser);
-    if (window.isEmpty()) {
-      return; // a refill pass, and every user who waits is at their cap
-    }
-    List<Task> active = plane.placedTasks();
-    RefillWindow.Choice choice = windows.choose(window, full, active, perUser, smallSize);
+    RefillWindow.Choice choice = windows.choose(full, perUser, smallSize, plane::placedTasks);
     List<Task> considered = choice.considered();
     if (full) {
       fullWanted = false;
@@ -200,12 +195,12 @@ final class Passes {
     if (considered.isEmpty()) {
       return; // every user who waits is at their cap: an end or the full window comes next
     }
+    List<Task> active = choice.active();
     Plan plan = policy.plan(plane.workers(), active, considered, plane.objects());
     if (plan.placements().size() + plan.infeasible().size() >= considered.size()
         && choice.behind() > 0) {
       passWanted = true; // the window ran out: the calls behind it may fit too
-      reach = Math.min(MAX_REACH,
-          2 * (considered == window || choice.leftOut() ? perUser : smallSize));
+      reach = Math.min(MAX_REACH, 2 * (choice.whole() || choice.leftOut() ? perUser : smallSize));
     } else {
       reach = 0;
     }

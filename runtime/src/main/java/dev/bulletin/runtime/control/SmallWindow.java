@@ -34,13 +34,13 @@ final class SmallWindow {
    * {@link #PER_USER} while passes place all they look at ({@link Passes}).
    */
   static List<Task> of(List<Task> window, List<Task> active, int size) {
-    if (window.size() <= size) {
-      return window;
-    }
-    for (Task task : active) {
-      if (task.preemptible()) {
-        return window; // preemption plans weigh every waiting call against the victims
-      }
+    return of(window, active.stream().anyMatch(Task::preemptible), size);
+  }
+
+  /** As {@link #of(List, List, int)}, told whether any call placed or running is preemptible. */
+  static List<Task> of(List<Task> window, boolean preemptibleRuns, int size) {
+    if (window.size() <= size || preemptibleRuns) {
+      return window; // preemption plans weigh every waiting call against the victims
     }
     Task first = window.get(0);
     for (Task task : window) {

@@ -131,6 +131,21 @@ public final class TaskTable {
     return window;
   }
 
+  /** Adds {@code user}'s first {@code count} queued calls, oldest first, to {@code into}. */
+  public void firstQueued(String user, int count, List<Task> into) {
+    LinkedHashMap<String, Task> own = queueByUser.get(user);
+    if (own == null) {
+      return;
+    }
+    int taken = 0;
+    for (Task task : own.values()) {
+      if (taken++ == count) {
+        return;
+      }
+      into.add(task);
+    }
+  }
+
   /** How many calls {@code user} has queued. */
   public int queuedCount(String user) {
     LinkedHashMap<String, Task> own = queueByUser.get(user);
