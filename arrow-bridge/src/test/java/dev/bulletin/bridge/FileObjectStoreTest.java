@@ -279,6 +279,44 @@ class FileObjectStoreTest {
   }
 
   @Test
+  void smallObjectsAreServedFromMemoryAsCopiesAndGoWithTheirObject() throws Exception {
+    try (ObjectStore store = store(1 << 20)) {
+      ObjectKey small = key("ada", 1);
+      ObjectKey large = key("ada", 2);
+      ObjectKey adopted = key("ada", 3);
+      ObjectKey recycled = key("ada", 4);
+      store.put(small, data(600, 1));
+      store.put(large, data(20_000, 2));
+      store.put(recycled, data(600, 4));
+      Path staged = store.stagingFolderOf("ada").resolve(".stage-a");
+      Files.write(staged, array(data(700, 3)));
+      store.adopt(adopted, staged);
+      assertArrayEquals(array(data(700, 3)), store.readSmall(adopted)); // read once, then kept
+      // What a dispatch reads for every call comes from memory, not from its file (taken away
+      // here to show it); a large object is read from its file.
+      for (Path file : objectFiles(folder.resolve("mem"))) {
+        if (!file.getFileName().toString().equals(recycled.id().hex())) {
+          Files.delete(file);
+        }
+      }
+      byte[] first = store.readSmall(small);
+      assertArrayEquals(array(data(600, 1)), first);
+      assertArrayEquals(array(data(700, 3)), store.readSmall(adopted));
+      assertThrows(ObjectStoreException.class, () -> store.readSmall(large));
+      first[0] ^= 1; // each read is a copy of its own
+      assertArrayEquals(array(data(600, 1)), store.readSmall(small));
+      // Once an object leaves the store its bytes go with it: the same key stored again reads
+      // as what was stored last.
+      store.release(recycled);
+      assertTrue(store.stageRecycled("ada", 500, List.of(recycled.id()), ".stage-b"));
+      assertFalse(store.contains(recycled));
+      assertThrows(ObjectStoreException.class, () -> store.readSmall(recycled));
+      store.put(recycled, data(600, 5));
+      assertArrayEquals(array(data(600, 5)), store.readSmall(recycled));
+    }
+  }
+
+  @Test
   void aLargeUploadReusesAReleasedObjectsFileUnlessSomeoneStillMapsIt() throws Exception {
     int size = 64 << 20; // uploads this large reuse memory
     try (ObjectStore store = store(1L << 30)) {

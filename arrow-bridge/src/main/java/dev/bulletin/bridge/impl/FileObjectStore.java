@@ -200,7 +200,13 @@ public final class FileObjectStore implements ObjectStore {
       Files2.deleteQuietly(temp);
       throw new ObjectStoreException("cannot write object " + key + ": " + e, e);
     }
-    add(key, size).references = 1;
+    StoreTable.Entry added = add(key, size);
+    added.references = 1;
+    if (size <= StoreTable.SMALL_BYTES) {
+      byte[] copy = new byte[(int) size];
+      bytes.duplicate().get(copy);
+      table.keepSmall(added, copy);
+    }
     return key;
   }
 
@@ -460,8 +466,15 @@ public final class FileObjectStore implements ObjectStore {
   public synchronized byte[] readSmall(ObjectKey key) {
     StoreTable.Entry entry = entry(key);
     touch(entry);
+    if (entry.bytes != null) {
+      return entry.bytes.clone();
+    }
     try {
-      return Files.readAllBytes(pathOf(entry));
+      byte[] bytes = Files.readAllBytes(pathOf(entry));
+      if (bytes.length <= StoreTable.SMALL_BYTES) {
+        table.keepSmall(entry, bytes.clone());
+      }
+      return bytes;
     } catch (NoSuchFileException e) {
       throw new ObjectStoreException("object " + key + " is not in the store");
     } catch (IOException e) {

@@ -30,6 +30,8 @@ final class StoreTable {
     boolean spilled;
     long lastUse;
     ArrowMetadata.Parsed metadata;
+    /** The object's bytes, when it is small and kept in memory ({@link #keepSmall}); else null. */
+    byte[] bytes;
 
     Entry(ObjectKey key, long size) {
       this.key = key;
@@ -53,6 +55,17 @@ final class StoreTable {
   private long spilledBytes;
   private long recycledFiles;
   private long clock;
+  /**
+   * The bytes of small objects are kept on their entries, so that a call's function and
+   * arguments, read for every dispatch, come from memory: opening, reading and closing two files
+   * per call were most of the event loop's system calls (make bench-scale, strace). Objects of
+   * at most {@link #SMALL_BYTES}, {@link #SMALL_BUDGET} in all, first come first kept: a store of
+   * a million small objects reads the rest from disk. An object's bytes never change under its
+   * entry (a file handed to a writer leaves the table first), and they go with it.
+   */
+  static final int SMALL_BYTES = 16 * 1024;
+  static final long SMALL_BUDGET = 32L << 20;
+  private long smallBytes;
 
   StoreTable(StoreLayout layout, long capacity, NamespaceFolders folders) {
     this.layout = layout;
@@ -81,7 +94,11 @@ final class StoreTable {
   }
 
   private void forget(ObjectKey key) {
-    entries.remove(key);
+    Entry entry = entries.remove(key);
+    if (entry != null && entry.bytes != null) {
+      smallBytes -= entry.bytes.length;
+      entry.bytes = null;
+    }
     Map<ObjectKey, Entry> own = byNamespace.get(key.namespace());
     if (own != null && own.remove(key) != null && own.isEmpty()) {
       byNamespace.remove(key.namespace());
@@ -108,6 +125,23 @@ final class StoreTable {
     touch(entry);
     put(entry);
     return entry;
+  }
+
+  /**
+   * Keeps {@code bytes} (the object's whole content, not to be changed afterwards) on its entry
+   * when it is small enough and the budget allows.
+   */
+  void keepSmall(Entry entry, byte[] bytes) {
+    if (entry.bytes == null && bytes.length == entry.size && bytes.length <= SMALL_BYTES
+        && smallBytes + bytes.length <= SMALL_BUDGET && entries.get(entry.key) == entry) {
+      entry.bytes = bytes;
+      smallBytes += bytes.length;
+    }
+  }
+
+  /** Bytes of small objects kept in memory. */
+  long smallBytes() {
+    return smallBytes;
   }
 
   void touch(Entry entry) {
@@ -183,6 +217,7 @@ final class StoreTable {
   void clear() {
     entries.clear();
     byNamespace.clear();
+    smallBytes = 0;
   }
 
   StoreStats stats() {

@@ -311,7 +311,7 @@ final class Passes {
   }
 
   /**
-   * Tells the caller why its call waits, when that changed (position alone: at most 1/s). A call
+   * Tells the caller why its call waits, when that changed ({@link WaitNotices}). A call
    * that waits for a worker also hears what the pools do about it.
    */
   private void tellWaiting(Task task, WaitInfo info) {
@@ -322,10 +322,8 @@ final class Passes {
             info.eta(), info.suggestions());
       }
     }
-    WaitInfo told = task.waitInfo();
     long now = System.nanoTime();
-    if (told != null && told.code() == info.code() && told.reason().equals(info.reason())
-        && (told.position() == info.position() || now - task.waitToldNanos() < 1_000_000_000L)) {
+    if (!WaitNotices.due(task.waitInfo(), info, now - task.waitToldNanos())) {
       return;
     }
     task.toldWaiting(info, now);
