@@ -68,7 +68,10 @@ final class CappedCalls {
     return without(window, active.stream().anyMatch(Task::preemptible), running, policy);
   }
 
-  /** As {@link #without(List, List, UserRunning, PolicyConfig)}, told whether any call placed or running is preemptible. */
+  /**
+   * As {@link #without(List, List, UserRunning, PolicyConfig)}, told whether any call placed or
+   * running is preemptible.
+   */
   static Thinned without(List<Task> window, boolean preemptibleRuns, UserRunning running,
       PolicyConfig policy) {
     // The window holds each user's calls together: how many more of a class the user may
