@@ -139,11 +139,6 @@ final class StoreTable {
     }
   }
 
-  /** Bytes of small objects kept in memory. */
-  long smallBytes() {
-    return smallBytes;
-  }
-
   void touch(Entry entry) {
     entry.lastUse = ++clock;
   }
