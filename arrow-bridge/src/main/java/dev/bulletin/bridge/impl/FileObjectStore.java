@@ -202,7 +202,7 @@ public final class FileObjectStore implements ObjectStore {
     }
     StoreTable.Entry added = add(key, size);
     added.references = 1;
-    if (size <= StoreTable.SMALL_BYTES) {
+    if (table.roomForSmall(size)) {
       byte[] copy = new byte[(int) size];
       bytes.duplicate().get(copy);
       table.keepSmall(added, copy);
@@ -471,7 +471,7 @@ public final class FileObjectStore implements ObjectStore {
     }
     try {
       byte[] bytes = Files.readAllBytes(pathOf(entry));
-      if (bytes.length <= StoreTable.SMALL_BYTES) {
+      if (table.roomForSmall(bytes.length)) {
         table.keepSmall(entry, bytes.clone());
       }
       return bytes;

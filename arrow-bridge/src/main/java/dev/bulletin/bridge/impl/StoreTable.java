@@ -132,11 +132,16 @@ final class StoreTable {
    * when it is small enough and the budget allows.
    */
   void keepSmall(Entry entry, byte[] bytes) {
-    if (entry.bytes == null && bytes.length == entry.size && bytes.length <= SMALL_BYTES
-        && smallBytes + bytes.length <= SMALL_BUDGET && entries.get(entry.key) == entry) {
+    if (entry.bytes == null && bytes.length == entry.size && roomForSmall(bytes.length)
+        && entries.get(entry.key) == entry) {
       entry.bytes = bytes;
       smallBytes += bytes.length;
     }
+  }
+
+  /** Whether an object of {@code size} bytes would be kept in memory: worth copying its bytes. */
+  boolean roomForSmall(long size) {
+    return size <= SMALL_BYTES && smallBytes + size <= SMALL_BUDGET;
   }
 
   void touch(Entry entry) {

@@ -60,17 +60,8 @@ final class CappedCalls {
 
   /**
    * {@code window} without the calls that cannot start in this pass for their class's cap
-   * ({@code active}: the calls placed or running; {@code running}: how many of them each user
-   * has in each class).
-   */
-  static Thinned without(List<Task> window, List<Task> active, UserRunning running,
-      PolicyConfig policy) {
-    return without(window, active.stream().anyMatch(Task::preemptible), running, policy);
-  }
-
-  /**
-   * As {@link #without(List, List, UserRunning, PolicyConfig)}, told whether any call placed or
-   * running is preemptible.
+   * ({@code preemptibleRuns}: a call placed or running runs preemptible; {@code running}: how
+   * many calls each user has placed or running in each class).
    */
   static Thinned without(List<Task> window, boolean preemptibleRuns, UserRunning running,
       PolicyConfig policy) {

@@ -63,7 +63,7 @@ final class QueuedShapes implements TaskTable.Listener {
         ? new Shape(task.owner().group(), task.demand(), task.qos(), task.walltime(),
             task.timeoutSeconds())
         : OTHER;
-    if (counted.put(task, shape) != null) {
+    if (counted.putIfAbsent(task, shape) != null) {
       return; // counted already (a listener told twice): counts stay right
     }
     Census census = byUser.computeIfAbsent(task.owner().user(), user -> new Census());

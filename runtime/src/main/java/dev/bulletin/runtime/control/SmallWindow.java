@@ -23,21 +23,20 @@ final class SmallWindow {
 
   private SmallWindow() {}
 
-  /** As {@link #of(List, List, int)} with {@link #PER_USER} calls. */
+  /**
+   * As {@link #of(List, boolean, int)} with {@link #PER_USER} calls; {@code active}: the calls
+   * placed or running.
+   */
   static List<Task> of(List<Task> window, List<Task> active) {
-    return of(window, active, PER_USER);
+    return of(window, active.stream().anyMatch(Task::preemptible), PER_USER);
   }
 
   /**
    * The first {@code size} calls of {@code window} when it is one user's, uniform, and nothing
-   * preemptible runs; otherwise {@code window} itself. {@code size} is more than
-   * {@link #PER_USER} while passes place all they look at ({@link Passes}).
+   * preemptible runs ({@code preemptibleRuns}: a call placed or running does); otherwise
+   * {@code window} itself. {@code size} is more than {@link #PER_USER} while passes place all
+   * they look at ({@link Passes}).
    */
-  static List<Task> of(List<Task> window, List<Task> active, int size) {
-    return of(window, active.stream().anyMatch(Task::preemptible), size);
-  }
-
-  /** As {@link #of(List, List, int)}, told whether any call placed or running is preemptible. */
   static List<Task> of(List<Task> window, boolean preemptibleRuns, int size) {
     if (window.size() <= size || preemptibleRuns) {
       return window; // preemption plans weigh every waiting call against the victims

@@ -10,8 +10,9 @@ import java.util.Set;
 
 /**
  * How many calls each user has placed or running, per QoS class: what a class's per-user cap
- * counts ({@link CappedCalls}), and whether any runs preemptible. Kept up to date from the task table's moves, so a pass that
- * refills a few slots need not count the 8,000 calls running on 1,000 workers again; counted
+ * counts ({@link CappedCalls}), and whether any runs preemptible. Kept up to date from the task
+ * table's moves, so a pass that refills a few slots need not count the 8,000 calls running on
+ * 1,000 workers again; counted
  * anew from the placements at every full window, so a move this missed (a call restored placed
  * after a restart) is set right within one. Owned by the control plane's event loop.
  */

@@ -49,12 +49,18 @@ class CappedCallsTest {
     return running;
   }
 
+  /** {@code window} thinned with {@code active} placed or running. */
+  private static CappedCalls.Thinned thin(List<Task> window, List<Task> active) {
+    UserRunning running = running(active);
+    return CappedCalls.without(window, running.anyPreemptible(), running, POLICY);
+  }
+
   @Test
   void aUserAtTheCapHasNoCallConsideredAndIsNamed() {
     List<Task> active = queue("ada", "interactive", 4);
     List<Task> window = queue("bob", "interactive", 3);
     window.addAll(queue("ada", "interactive", 10).subList(4, 10));
-    CappedCalls.Thinned thinned = CappedCalls.without(window, active, running(active), POLICY);
+    CappedCalls.Thinned thinned = thin(window, active);
     assertEquals(window.subList(0, 3), thinned.calls());
     assertEquals(Set.of("ada"), thinned.atCap());
   }
@@ -63,7 +69,7 @@ class CappedCallsTest {
   void ofAlikeCallsOnlyAsManyAsTheCapLeavesAreConsidered() {
     List<Task> active = queue("ada", "interactive", 3);
     List<Task> window = queue("ada", "interactive", 10).subList(3, 10);
-    CappedCalls.Thinned thinned = CappedCalls.without(window, active, running(active), POLICY);
+    CappedCalls.Thinned thinned = thin(window, active);
     assertEquals(window.subList(0, 1), thinned.calls());
     assertEquals(Set.of(), thinned.atCap());
   }
@@ -73,16 +79,16 @@ class CappedCallsTest {
     List<Task> active = queue("ada", "interactive", 3);
     List<Task> window = new ArrayList<>(queue("ada", "interactive", 10).subList(3, 6));
     window.add(task("small", "ada", "interactive", new Demand(0, 1, 0)));
-    assertSame(window, CappedCalls.without(window, active, running(active), POLICY).calls());
+    assertSame(window, thin(window, active).calls());
     List<Task> otherClass = new ArrayList<>(queue("ada", "interactive", 10).subList(3, 5));
     otherClass.addAll(queue("ada", "batch", 5));
     assertEquals(otherClass.size() - 1,
-        CappedCalls.without(otherClass, active, running(active), POLICY).calls().size());
+        thin(otherClass, active).calls().size());
     List<Task> atCap = queue("ada", "interactive", 4);
     List<Task> withCredits = queue("ada", "interactive", 6).subList(4, 6);
     withCredits.get(1).scheduling("interactive", 0, 2, Duration.ZERO);
     assertEquals(List.of(withCredits.get(1)),
-        CappedCalls.without(withCredits, atCap, running(atCap), POLICY).calls());
+        thin(withCredits, atCap).calls());
   }
 
   @Test
@@ -92,7 +98,7 @@ class CappedCallsTest {
     borrowed.placedPreemptible(true);
     active.add(borrowed);
     List<Task> window = queue("ada", "interactive", 10).subList(3, 10);
-    assertSame(window, CappedCalls.without(window, active, running(active), POLICY).calls());
+    assertSame(window, thin(window, active).calls());
   }
 
   @Test
@@ -102,6 +108,6 @@ class CappedCallsTest {
     running.moved(active.get(0), TaskState.RUNNING, TaskState.FINISHED);
     List<Task> window = queue("ada", "interactive", 10).subList(4, 10);
     assertEquals(window.subList(0, 1),
-        CappedCalls.without(window, active.subList(1, 4), running, POLICY).calls());
+        CappedCalls.without(window, running.anyPreemptible(), running, POLICY).calls());
   }
 }
