@@ -45,14 +45,16 @@ final class Passes {
   private static final long FULL_WINDOW_EVERY_NANOS = 200_000_000L;
   /**
    * A full window due by time alone waits until it would take at most this share of the loop:
-   * twenty times its last run. Over 2,000 users' queues (make bench-scale, 1,000 simulated
-   * workers, 50,000 calls) a full pass took about 45 ms, and one every 200 ms was most of what
-   * passes cost; it tells positions, which a call hears at most once a second anyway. At ten
-   * times its run (with 100,000 calls queued: 87 ms, so one every 0.9 s) full passes were still
-   * 9 % of the loop there; a position told every 1.7 s instead, on a cluster that size, is the
-   * better trade. Small clusters keep one every 200 ms.
+   * fifty times its last run. Over 2,000 users' queues (make bench-scale, 1,000 simulated
+   * workers, 100,000 calls) a full pass takes 70-160 ms and tells 64,000 calls their positions,
+   * which {@link WaitNotices} passes on at most once a second near the head and every
+   * position / 1,000 seconds further back. At twenty times its run the full passes were still
+   * about 40 % of what passes cost there (one every 2 s); at fifty, on a cluster that size,
+   * positions come mostly from the full pass of the 5 s tick ({@link #tick}). Small clusters
+   * keep one every 200 ms, and a timer's pass (explanations, time's effects) is full whenever
+   * it comes.
    */
-  private static final int FULL_WINDOW_SHARE_INVERSE = 20;
+  private static final int FULL_WINDOW_SHARE_INVERSE = 50;
 
   /** Codes of a call that a worker the pools start could take. */
   private static final Set<WaitCode> WAITS_FOR_A_WORKER = EnumSet.of(

@@ -101,18 +101,11 @@ public final class PolicyPass {
       Collection<Task> queue, ObjectDirectory objects) {
     Instant now = clock.instant();
     List<WorkerState> workerStates = this.workerStates.of(workers, objects);
-    List<RunningCall> running = new ArrayList<>();
+    List<RunningCall> running = new ArrayList<>(placedOrRunning.size());
     for (Task task : placedOrRunning) {
-      if (task.workerId() == null) {
-        continue;
+      if (task.workerId() != null) {
+        running.add(runningCall(task, now));
       }
-      Instant started = task.state() == TaskState.RUNNING ? task.startedAt() : now;
-      running.add(RunningCall.builder().id(task.id()).user(task.owner().user())
-          .group(task.owner().group()).qos(task.qos()).on(task.workerId(), task.gpuIds())
-          .gpuEighths(task.demand().gpuEighths()).cpus(task.demand().cpus()).memoryBytes(task.demand().memoryBytes())
-          .preemptible(task.preemptible()).startedAt(started).walltime(expectedRun(task))
-          .unsavedWork(Duration.between(started, now)).preemptedFor(task.preemptedFor())
-          .build());
     }
     List<QueuedCall> queued = new ArrayList<>(queue.size());
     for (Task task : queue) {
@@ -122,16 +115,43 @@ public final class PolicyPass {
         policy));
   }
 
-  /** The task as the scheduler sees it queued. */
+  /**
+   * The task as the scheduler sees it running, kept on the task until it changes. A call placed
+   * but not started yet counts from the first pass that sees it placed.
+   */
+  private RunningCall runningCall(Task task, Instant now) {
+    RunningCall kept = task.runningView();
+    if (kept != null) {
+      return kept;
+    }
+    Instant started = task.state() == TaskState.RUNNING ? task.startedAt() : now;
+    RunningCall call = RunningCall.builder().id(task.id()).user(task.owner().user())
+        .group(task.owner().group()).qos(task.qos()).on(task.workerId(), task.gpuIds())
+        .gpuEighths(task.demand().gpuEighths()).cpus(task.demand().cpus())
+        .memoryBytes(task.demand().memoryBytes()).preemptible(task.preemptible())
+        .startedAt(started).walltime(expectedRun(task)).preemptedFor(task.preemptedFor())
+        .build();
+    task.runningView(call);
+    return call;
+  }
+
+  /**
+   * The task as the scheduler sees it queued. Kept on the task once nothing in it can change
+   * between passes: its inputs' sizes known, and no resident values that could move.
+   */
   private QueuedCall queuedCall(Task task, ObjectDirectory objects,
       Collection<AttachedWorker> workers) {
+    QueuedCall kept = task.queuedView();
+    if (kept != null) {
+      return kept;
+    }
     String liveOn = liveOn(task, objects.residents(), workers);
     // The runtime's directory knows better than the handle where a value moved since.
     String preferred = liveOn.isEmpty() && !task.residentHandles().isEmpty()
         ? objects.residents().preferredFor(task.args().namespace(), task.residentHandles(),
             task.residentMadeOn())
         : liveOn;
-    return QueuedCall.builder().id(task.id()).user(task.owner().user())
+    QueuedCall call = QueuedCall.builder().id(task.id()).user(task.owner().user())
         .group(task.owner().group()).qos(task.qos()).demand(task.demand())
         .priority(task.priority()).creditsSpent((long) task.credits())
         .inputs(inputs(task, objects)).submittedAt(task.submittedAt())
@@ -141,6 +161,10 @@ public final class PolicyPass {
         .residentSession(task.sink().sessionId().isEmpty() ? ""
             : ResidentGpus.key(task.args().namespace(), task.sink().sessionId()))
         .build();
+    if (task.residentHandles().isEmpty() && task.inputSizes() != null) {
+      task.queuedView(call);
+    }
+    return call;
   }
 
   /**

@@ -4,6 +4,8 @@ import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.runtime.identity.Identity;
 import dev.bulletin.runtime.scheduler.Demand;
 import dev.bulletin.runtime.scheduler.plan.WaitInfo;
+import dev.bulletin.runtime.scheduler.snapshot.QueuedCall;
+import dev.bulletin.runtime.scheduler.snapshot.RunningCall;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -52,6 +54,12 @@ public final class Task {
   private WaitInfo waitInfo;
   private long waitToldNanos;
   private final CallUsage usage = new CallUsage();
+  /**
+   * How the scheduler sees it, kept from one pass to the next (see {@link #runningView}); every
+   * change to what they show drops them.
+   */
+  private RunningCall runningView;
+  private QueuedCall queuedView;
   private dev.bulletin.worker.ExecutorSpec executorSpec = dev.bulletin.worker.ExecutorSpec.NONE;
 
   public Task(String id, String name, Identity owner, Demand demand, ObjectKey function,
@@ -91,6 +99,7 @@ public final class Task {
     this.workerId = workerId;
     this.gpuIds = List.copyOf(gpuIds);
     this.placedNanos = nanos;
+    dropViews();
   }
 
   /** It started running: a new attempt. */
@@ -98,6 +107,7 @@ public final class Task {
     this.startedNanos = nanos;
     this.startedAt = Instant.now();
     attempts++;
+    dropViews();
   }
 
   /**
@@ -107,6 +117,7 @@ public final class Task {
   public void adoptedRunning(long nanos) {
     this.startedNanos = nanos;
     this.startedAt = Instant.now();
+    dropViews();
   }
 
   /** Runs started so far (the current one included): 1 on its first run. */
@@ -119,6 +130,7 @@ public final class Task {
   public void restored(Instant submittedAt, int attempts) {
     this.submittedAt = submittedAt;
     this.attempts = attempts;
+    dropViews();
   }
 
   /** Records why the call is being stopped (cancel, timeout), before its executor is killed. */
@@ -148,14 +160,17 @@ public final class Task {
     this.priority = priority;
     this.credits = credits;
     this.walltime = walltime;
+    dropViews();
   }
 
   public void placedPreemptible(boolean preemptible) {
     this.preemptible = preemptible;
+    dropViews();
   }
 
   public void preempting(String forCallId) {
     this.preemptedFor = forCallId;
+    dropViews();
   }
 
   /**
@@ -173,6 +188,7 @@ public final class Task {
   public void readsResident(List<String> handles, String madeOn) {
     this.residentHandles = List.copyOf(handles);
     this.residentMadeOn = madeOn == null ? "" : madeOn;
+    dropViews();
   }
 
   /**
@@ -198,6 +214,23 @@ public final class Task {
 
   public void knownInputSizes(Map<String, Long> sizes) {
     this.inputSizes = Map.copyOf(sizes);
+    dropViews();
+  }
+
+  /**
+   * The scheduler's view of it placed or running, as the last pass built it, or null: a pass
+   * reads every running call, and building 8,000 of them anew each pass was a twentieth of the
+   * event loop at 1,000 workers (make bench-scale, JFR).
+   */
+  public RunningCall runningView() { return runningView; }
+  public void runningView(RunningCall view) { this.runningView = view; }
+  /** The scheduler's view of it queued, kept only where it does not change between passes. */
+  public QueuedCall queuedView() { return queuedView; }
+  public void queuedView(QueuedCall view) { this.queuedView = view; }
+
+  private void dropViews() {
+    runningView = null;
+    queuedView = null;
   }
 
   /** Why it waits, as last told to its caller, or null (not told yet, or it ran since). */
@@ -250,6 +283,7 @@ public final class Task {
     placedNanos = 0;
     startedNanos = 0;
     stopReason = null;
+    dropViews();
   }
 
   public double queueSeconds(long now) {

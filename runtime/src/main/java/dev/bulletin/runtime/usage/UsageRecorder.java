@@ -2,6 +2,7 @@ package dev.bulletin.runtime.usage;
 
 import dev.bulletin.protocol.TaskEvent;
 import dev.bulletin.runtime.control.ControlPlane;
+import dev.bulletin.runtime.identity.Identity;
 import dev.bulletin.runtime.task.CallUsage;
 import dev.bulletin.runtime.task.Task;
 import dev.bulletin.runtime.task.TaskTable;
@@ -32,6 +33,11 @@ public final class UsageRecorder implements TaskTable.Listener {
   private final Map<String, Double> busyByWorker = new ConcurrentHashMap<>();
   private final Map<String, Gauge> busyGauges = new ConcurrentHashMap<>();
   private final Map<String, Double> creditsByGroup = new ConcurrentHashMap<>();
+  /**
+   * Each user and group's counters by name, looked up once: registering a counter builds and
+   * compares its id and tags, 2 % of the loop at 1,000 workers (make bench-scale, JFR).
+   */
+  private final Map<String, Map<Identity, Counter>> counters = new java.util.HashMap<>();
 
   public UsageRecorder(ControlPlane plane, UsageStore store, MeterRegistry registry) {
     this.plane = plane;
@@ -67,9 +73,10 @@ public final class UsageRecorder implements TaskTable.Listener {
   }
 
   private Counter counter(String name, Task task) {
-    // No base unit: the name says it, and Prometheus' naming would append "_seconds" again.
-    return Counter.builder(name).tag("user", task.owner().user())
-        .tag("group", task.owner().group()).register(registry);
+    return counters.computeIfAbsent(name, n -> new java.util.HashMap<>())
+        .computeIfAbsent(task.owner(), owner -> Counter.builder(name).tag("user", owner.user())
+            // No base unit: the name says it, and Prometheus' naming would append "_seconds".
+            .tag("group", owner.group()).register(registry));
   }
 
   /** Reads the workers' latest utilisation and the groups' credits into the gauges. */

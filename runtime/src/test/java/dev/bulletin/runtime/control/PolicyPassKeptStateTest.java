@@ -20,6 +20,7 @@ import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
@@ -142,6 +143,61 @@ class PolicyPassKeptStateTest {
     again.reserve("b", ONE_GPU, List.of(1));
     workers.add(again);
     assertEquals(List.of(0), place(ONE_GPU, List.of()).gpuIds(), "the new w1 has GPU 0 free");
+  }
+
+  /** A clock the test moves. */
+  private static final class MovingClock extends Clock {
+    Instant now = Instant.parse("2026-11-29T09:00:00Z");
+
+    @Override
+    public java.time.ZoneId getZone() {
+      return java.time.ZoneOffset.UTC;
+    }
+
+    @Override
+    public Clock withZone(java.time.ZoneId zone) {
+      return this;
+    }
+
+    @Override
+    public Instant instant() {
+      return now;
+    }
+  }
+
+  /**
+   * The running calls' views are kept between passes (Task#runningView): the work a victim
+   * would lose still grows with time, and a call being preempted since the last pass is seen as
+   * such (not chosen again; its beneficiary waits for it).
+   */
+  @Test
+  void aKeptRunningCallLosesMoreWorkAsTimePassesAndIsSeenOnceBeingPreempted() {
+    MovingClock clock = new MovingClock();
+    PolicyPass timed = new PolicyPass(PolicyConfig.defaults(), clock, Duration.ofSeconds(60), 42);
+    AttachedWorker w1 = worker("w1", 1);
+    workers.add(w1);
+    Task victim = call(ONE_GPU, List.of());
+    victim.scheduling("scavenger", 0, 0, Duration.ofHours(1));
+    victim.placedOn("w1", List.of(0), System.nanoTime());
+    victim.placedPreemptible(true);
+    w1.reserve(victim.id(), ONE_GPU, List.of(0));
+    Task waiting = call(ONE_GPU, List.of());
+    waiting.restored(clock.now.minus(Duration.ofHours(1)), 0);
+
+    Plan first = timed.plan(workers, List.of(victim), List.of(waiting), objects);
+    assertEquals(List.of(victim.id()), first.preemptions().stream()
+        .map(p -> p.victimId()).toList());
+    assertEquals(0.0, first.preemptions().get(0).lostGpuSeconds(), "placed this pass");
+
+    clock.now = clock.now.plusSeconds(90);
+    Plan later = timed.plan(workers, List.of(victim), List.of(waiting), objects);
+    assertEquals(90.0, later.preemptions().get(0).lostGpuSeconds(), "90 s of its work");
+
+    victim.preempting(waiting.id());
+    Plan stopping = timed.plan(workers, List.of(victim), List.of(waiting), objects);
+    assertEquals(List.of(), stopping.preemptions(), "already being stopped for it");
+    assertEquals(dev.bulletin.runtime.scheduler.plan.WaitCode.PREEMPTING,
+        stopping.waiting().get(0).info().code());
   }
 
   @Test

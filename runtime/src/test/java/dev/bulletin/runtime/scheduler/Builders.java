@@ -51,7 +51,7 @@ public final class Builders {
   public static RunningCall.Builder aRunningCall() {
     return RunningCall.builder().id("r" + nextId++).user("bob").group("vision").qos("batch")
         .on("w?").startedAt(NOW.minus(Duration.ofMinutes(10))).walltime(Duration.ofHours(1))
-        .unsavedWork(Duration.ofMinutes(10));
+        .savedAt(NOW.minus(Duration.ofMinutes(10)));
   }
 
   public static Instant secondsAgo(long seconds) {

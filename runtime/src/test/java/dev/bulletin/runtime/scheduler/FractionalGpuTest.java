@@ -1,6 +1,7 @@
 package dev.bulletin.runtime.scheduler;
 
 import static dev.bulletin.runtime.scheduler.Builders.GIB;
+import static dev.bulletin.runtime.scheduler.Builders.NOW;
 import static dev.bulletin.runtime.scheduler.Builders.aCall;
 import static dev.bulletin.runtime.scheduler.Builders.aRunningCall;
 import static dev.bulletin.runtime.scheduler.Builders.aSnapshot;
@@ -184,7 +185,7 @@ class FractionalGpuTest {
   void aFractionalInteractiveCallPreemptsOnlyWhatItNeeds() {
     Plan plan = plan(oneGpuReclaimingAtOnce()
         .running(scavenger("s1", 4),
-            scavenger("s2", 4).unsavedWork(java.time.Duration.ofMinutes(1)))
+            scavenger("s2", 4).savedAt(NOW.minus(java.time.Duration.ofMinutes(1))))
         .queue(aShare("quarter", 2).qos("interactive")));
 
     assertEquals(List.of("s2"), plan.preemptions().stream().map(Preemption::victimId).toList(),

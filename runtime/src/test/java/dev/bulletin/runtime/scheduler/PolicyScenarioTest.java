@@ -162,7 +162,7 @@ class PolicyScenarioTest {
         .workers(aWorker().id("w1").gpus(1))
         .running(aRunningCall().id("sweep").qos("scavenger").on("w1", 0).preemptible(true)
             .startedAt(NOW.minus(Duration.ofHours(2))).walltime(Duration.ofHours(3))
-            .unsavedWork(Duration.ofHours(1)))
+            .savedAt(NOW.minus(Duration.ofHours(1))))
         .queue(aCall().id("owner").qos("batch").submittedAt(secondsAgo(10)));
     Plan patient = plan(snapshot);
     assertTrue(patient.preemptions().isEmpty());
@@ -203,13 +203,13 @@ class PolicyScenarioTest {
         .workers(aWorker().id("w1").gpus(4))
         .running(
             aRunningCall().id("s-10m").qos("scavenger").on("w1", 0).preemptible(true)
-                .unsavedWork(Duration.ofMinutes(10)),
+                .savedAt(NOW.minus(Duration.ofMinutes(10))),
             aRunningCall().id("s-2h").qos("scavenger").on("w1", 1).preemptible(true)
-                .unsavedWork(Duration.ofHours(2)),
+                .savedAt(NOW.minus(Duration.ofHours(2))),
             aRunningCall().id("s-5m").qos("scavenger").on("w1", 2).preemptible(true)
-                .unsavedWork(Duration.ofMinutes(5)),
+                .savedAt(NOW.minus(Duration.ofMinutes(5))),
             aRunningCall().id("s-1h").qos("scavenger").on("w1", 3).preemptible(true)
-                .unsavedWork(Duration.ofHours(1)))
+                .savedAt(NOW.minus(Duration.ofHours(1))))
         .queue(aCall().id("need-2").gpus(2).qos("batch")));
     assertEquals(Set.of("s-5m", "s-10m"), plan.preemptions().stream()
         .map(Preemption::victimId).collect(Collectors.toSet()));

@@ -44,7 +44,14 @@ final class Pass implements PassView {
   private final PolicyScheduler.Stages stages;
   private final LongSupplier ticker;
   private final CallRow[] rows;
-  private final List<Holding> holdings = new ArrayList<>();
+  /** The running calls as holdings, built at the first question (see {@link #holdings}). */
+  private List<Holding> runningHoldings;
+  /** What this pass placed, as holdings. */
+  private final List<Holding> placedHoldings = new ArrayList<>();
+  private final List<RunningCall> running;
+  private final int[] runUser;
+  private final int[] runGroup;
+  private final int[] runQos;
   private final Map<String, Integer> stoppingFor = new HashMap<>();
   private final PreemptionPlanner planner;
   private final Selector selector;
@@ -80,10 +87,10 @@ final class Pass implements PassView {
     }
     // Each running call's names are interned once, its ids kept for the counters and holdings
     // (8,000 running calls on 1,000 workers: three lookups each were a few per cent of a pass).
-    List<RunningCall> running = snapshot.running();
-    int[] runUser = new int[running.size()];
-    int[] runGroup = new int[running.size()];
-    int[] runQos = new int[running.size()];
+    this.running = snapshot.running();
+    runUser = new int[running.size()];
+    runGroup = new int[running.size()];
+    runQos = new int[running.size()];
     for (int i = 0; i < runUser.length; i++) {
       RunningCall call = running.get(i);
       runUser[i] = users.id(call.user());
@@ -97,28 +104,18 @@ final class Pass implements PassView {
     this.counters = new Counters(users, groups, qosNames, policy, usage);
     for (int i = 0; i < runUser.length; i++) {
       RunningCall call = running.get(i);
-      counters.add(runUser[i], runGroup[i], runQos[i], call.gpuShare(), call.preemptible());
-    }
-    this.rows = resolve(snapshot.queue());
-    honourCredits();
-    for (int i = 0; i < runUser.length; i++) {
-      RunningCall call = running.get(i);
-      Integer w = index.byId.get(call.workerId());
-      long end = call.beingPreempted() ? nowMillis + policy.preemptionGrace().toMillis()
-          : call.endsBy().toEpochMilli();
-      holdings.add(new Holding(w == null ? -1 : w, runUser[i], runGroup[i], runQos[i],
-          call.fractional() ? 0 : call.gpus(), call.gpuShare(), call.cpus(),
-          call.memoryBytes(), call.preemptible(), end));
+      double share = call.gpuShare();
+      counters.add(runUser[i], runGroup[i], runQos[i], share, call.preemptible());
+      if (call.preemptible()) {
+        lent += share;
+      }
       if (call.beingPreempted()) {
         stoppingFor.merge(call.preemptedFor(), 1, Integer::sum);
       }
     }
-    for (RunningCall call : snapshot.running()) {
-      if (call.preemptible()) {
-        lent += call.gpuShare();
-      }
-    }
-    this.planner = new PreemptionPlanner(snapshot.running(), index);
+    this.rows = resolve(snapshot.queue());
+    honourCredits();
+    this.planner = new PreemptionPlanner(snapshot.running(), index, nowMillis);
     this.selector = new Selector(stages.filters(), stages.scores(), index, policy, nowMillis);
   }
 
@@ -245,6 +242,33 @@ final class Pass implements PassView {
     return lendable;
   }
 
+  /**
+   * What the running calls and this pass's placements hold, and until when. Built only when a
+   * pass asks (an explanation, a reservation): a refill pass that places all it looks at never
+   * does, and 8,000 running calls made 8,000 holdings each pass.
+   */
+  private List<Holding> holdings() {
+    if (runningHoldings == null) {
+      runningHoldings = new ArrayList<>(running.size());
+      for (int i = 0; i < runUser.length; i++) {
+        RunningCall call = running.get(i);
+        Integer w = index.byId.get(call.workerId());
+        long end = call.beingPreempted() ? nowMillis + policy.preemptionGrace().toMillis()
+            : call.endsBy().toEpochMilli();
+        runningHoldings.add(new Holding(w == null ? -1 : w, runUser[i], runGroup[i], runQos[i],
+            call.fractional() ? 0 : call.gpus(), call.gpuShare(), call.cpus(),
+            call.memoryBytes(), call.preemptible(), end));
+      }
+    }
+    if (placedHoldings.isEmpty()) {
+      return runningHoldings;
+    }
+    List<Holding> all = new ArrayList<>(runningHoldings.size() + placedHoldings.size());
+    all.addAll(runningHoldings);
+    all.addAll(placedHoldings);
+    return all;
+  }
+
   Plan run() {
     long start = ticker.getAsLong();
     reserveForBigCalls();
@@ -260,7 +284,7 @@ final class Pass implements PassView {
       decide(row, true);
     }
     Plan plan = new Plan(placements, preemptions,
-        stages.explainer().explain(this, waiting, holdings), infeasible,
+        stages.explainer().explain(this, waiting, holdings()), infeasible,
         new PassStats(rows.length, placements.size(), preemptions.size(),
             ticker.getAsLong() - start, decisionLatency, placementLatency, selector.filtered()),
         stages.explainer().revisitAt(this, waiting));
@@ -286,7 +310,7 @@ final class Pass implements PassView {
         continue;
       }
       Reservations.Reservation reservation =
-          index.reservations.reserve(row, index, holdings, nowMillis, reclaimedBy);
+          index.reservations.reserve(row, index, holdings(), nowMillis, reclaimedBy);
       if (reservation == null) {
         continue;
       }
@@ -346,7 +370,8 @@ final class Pass implements PassView {
       lent += row.share;
     }
     counters.add(row.user, row.group, row.qosId, row.share, row.preemptible);
-    holdings.add(new Holding(w, row.user, row.group, row.qosId, row.fractional() ? 0 : row.gpus,
+    placedHoldings.add(new Holding(w, row.user, row.group, row.qosId,
+        row.fractional() ? 0 : row.gpus,
         row.share, row.cpus, row.memory, row.preemptible, nowMillis + row.walltimeMillis));
     List<Integer> ids = new ArrayList<>(row.gpus);
     for (int id : GpuPicker.ids(gpus)) {

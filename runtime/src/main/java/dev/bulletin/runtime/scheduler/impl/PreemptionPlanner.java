@@ -30,12 +30,12 @@ final class PreemptionPlanner {
     final double lost;
     boolean taken;
 
-    Victim(RunningCall call, int worker, long gpus) {
+    Victim(RunningCall call, int worker, long gpus, long nowMillis) {
       this.call = call;
       this.worker = worker;
       this.gpus = gpus;
       this.eighths = call.gpuEighths();
-      this.lost = call.lostGpuSeconds();
+      this.lost = call.lostGpuSeconds(nowMillis);
     }
   }
 
@@ -47,7 +47,7 @@ final class PreemptionPlanner {
   List<Victim> chosen = List.of();
   double chosenLost;
 
-  PreemptionPlanner(List<RunningCall> running, ClusterIndex index) {
+  PreemptionPlanner(List<RunningCall> running, ClusterIndex index, long nowMillis) {
     for (RunningCall call : running) {
       Integer w = index.byId.get(call.workerId());
       if (call.preemptible() && !call.beingPreempted() && w != null) {
@@ -55,7 +55,7 @@ final class PreemptionPlanner {
         for (int gpu : call.gpuIds()) {
           mask |= 1L << gpu;
         }
-        byWorker.computeIfAbsent(w, k -> new ArrayList<>()).add(new Victim(call, w, mask));
+        byWorker.computeIfAbsent(w, k -> new ArrayList<>()).add(new Victim(call, w, mask, nowMillis));
       }
     }
     workers = byWorker.keySet().stream().mapToInt(i -> i).sorted().toArray();

@@ -12,8 +12,9 @@ import java.util.List;
  * @param preemptible it runs as preemptible: its QoS is preemptible, or it borrowed idle
  *     capacity over its group's quota. Only such calls are ever chosen as victims, and they do
  *     not count against the group's concurrent-GPU quota.
- * @param unsavedWork work lost if it is stopped now: time since its start or its last
- *     checkpoint (the runtime knows which)
+ * @param savedAt when its work was last saved: its start, or its last checkpoint (the runtime
+ *     knows which); what it did since is lost if it is stopped. A moment rather than a duration
+ *     keeps the call the same from one pass to the next (the runtime keeps it between passes)
  * @param preemptedFor the queued call it is being stopped for ("" if none); a call already being
  *     stopped is not chosen again, and its beneficiary waits for it instead of planning anew
  * @param gpuEighths a fractional call's share of its one GPU in eighths (1..7); 0 when it holds
@@ -31,7 +32,7 @@ public record RunningCall(
     boolean preemptible,
     Instant startedAt,
     Duration walltime,
-    Duration unsavedWork,
+    Instant savedAt,
     String preemptedFor,
     int gpuEighths) {
 
@@ -45,7 +46,7 @@ public record RunningCall(
           + ": user, group, qos, workerId, startedAt and walltime are required");
     }
     gpuIds = List.copyOf(gpuIds);
-    unsavedWork = unsavedWork == null ? Duration.ZERO : unsavedWork;
+    savedAt = savedAt == null ? startedAt : savedAt;
     preemptedFor = preemptedFor == null ? "" : preemptedFor;
     if (gpuEighths < 0 || gpuEighths >= 8 || gpuEighths > 0 && gpuIds.size() != 1) {
       throw new IllegalArgumentException("running call " + id + ": a share of a GPU is 1..7"
@@ -55,7 +56,7 @@ public record RunningCall(
 
   /**
    * A running call field by field; {@link Builder#build} validates it. Unset: no GPUs, 1 CPU,
-   * no memory, not preemptible, no unsaved work, not being preempted.
+   * no memory, not preemptible, saved at its start, not being preempted.
    */
   public static Builder builder() {
     return new Builder();
@@ -84,9 +85,10 @@ public record RunningCall(
     return startedAt.plus(walltime);
   }
 
-  /** GPU-seconds of work lost if it is stopped now. */
-  public double lostGpuSeconds() {
-    return unsavedWork.toMillis() / 1000.0 * (fractional() ? gpuShare() : Math.max(1, gpus()));
+  /** GPU-seconds of work lost if it is stopped at {@code nowMillis}. */
+  public double lostGpuSeconds(long nowMillis) {
+    double seconds = Math.max(0, nowMillis - savedAt.toEpochMilli()) / 1000.0;
+    return seconds * (fractional() ? gpuShare() : Math.max(1, gpus()));
   }
 
   /** Mutable, one call at a time; tests start from one with test defaults and change a field. */
@@ -102,7 +104,7 @@ public record RunningCall(
     private boolean preemptible;
     private Instant startedAt;
     private Duration walltime;
-    private Duration unsavedWork = Duration.ZERO;
+    private Instant savedAt;
     private String preemptedFor = "";
     private int gpuEighths;
 
@@ -169,8 +171,9 @@ public record RunningCall(
       return this;
     }
 
-    public Builder unsavedWork(Duration unsavedWork) {
-      this.unsavedWork = unsavedWork;
+    /** When its work was last saved (its last checkpoint); unset: its start. */
+    public Builder savedAt(Instant savedAt) {
+      this.savedAt = savedAt;
       return this;
     }
 
@@ -187,7 +190,7 @@ public record RunningCall(
 
     public RunningCall build() {
       return new RunningCall(id, user, group, qos, workerId, gpuIds, cpus, memoryBytes,
-          preemptible, startedAt, walltime, unsavedWork, preemptedFor, gpuEighths);
+          preemptible, startedAt, walltime, savedAt, preemptedFor, gpuEighths);
     }
   }
 }

@@ -1,6 +1,7 @@
 package dev.bulletin.runtime.scheduler.impl;
 
 import static dev.bulletin.runtime.scheduler.Builders.GIB;
+import static dev.bulletin.runtime.scheduler.Builders.NOW;
 import static dev.bulletin.runtime.scheduler.Builders.aCall;
 import static dev.bulletin.runtime.scheduler.Builders.aRunningCall;
 import static dev.bulletin.runtime.scheduler.Builders.aSnapshot;
@@ -86,25 +87,25 @@ class SelectionTest {
         Arguments.of("one 2-GPU victim over two 1-GPU victims when it loses less", aSnapshot()
             .workers(aWorker().id("w").gpus(4).free())
             .running(aRunningCall().id("pair").qos("scavenger").preemptible(true).on("w", 0, 1)
-                    .unsavedWork(Duration.ofMinutes(5)),
+                    .savedAt(NOW.minus(Duration.ofMinutes(5))),
                 aRunningCall().id("a").qos("scavenger").preemptible(true).on("w", 2)
-                    .unsavedWork(Duration.ofMinutes(20)),
+                    .savedAt(NOW.minus(Duration.ofMinutes(20))),
                 aRunningCall().id("b").qos("scavenger").preemptible(true).on("w", 3)
-                    .unsavedWork(Duration.ofMinutes(20)))
+                    .savedAt(NOW.minus(Duration.ofMinutes(20))))
             .queue(aCall().id("x").gpus(2)), Set.of("pair")),
         Arguments.of("the worker where it costs least", aSnapshot()
             .workers(aWorker().id("w1").gpus(2).free(), aWorker().id("w2").gpus(2).free())
             .running(aRunningCall().id("w1-old").qos("scavenger").preemptible(true).on("w1", 0, 1)
-                    .unsavedWork(Duration.ofHours(3)),
+                    .savedAt(NOW.minus(Duration.ofHours(3))),
                 aRunningCall().id("w2-new").qos("scavenger").preemptible(true).on("w2", 0, 1)
-                    .unsavedWork(Duration.ofMinutes(3)))
+                    .savedAt(NOW.minus(Duration.ofMinutes(3))))
             .queue(aCall().id("x").gpus(2)), Set.of("w2-new")),
         Arguments.of("free GPUs count: only the missing one is freed", aSnapshot()
             .workers(aWorker().id("w").gpus(4).free(0))
             .running(aRunningCall().id("cheap").qos("scavenger").preemptible(true).on("w", 1)
-                    .unsavedWork(Duration.ofMinutes(1)),
+                    .savedAt(NOW.minus(Duration.ofMinutes(1))),
                 aRunningCall().id("dear").qos("scavenger").preemptible(true).on("w", 2)
-                    .unsavedWork(Duration.ofMinutes(50)),
+                    .savedAt(NOW.minus(Duration.ofMinutes(50))),
                 aRunningCall().id("fixed").qos("batch").on("w", 3))
             .queue(aCall().id("x").gpus(2)), Set.of("cheap")),
         Arguments.of("calls already being stopped are not chosen again", aSnapshot()

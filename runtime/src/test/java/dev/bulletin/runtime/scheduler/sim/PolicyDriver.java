@@ -162,7 +162,7 @@ final class PolicyDriver extends BaseDriver {
           .memoryBytes(call.memory).preemptible(run.preemptible)
           .startedAt(Instant.ofEpochMilli(call.startMillis))
           .walltime(call.walltime.isZero() ? qos.maxWalltime() : call.walltime)
-          .unsavedWork(Duration.ofMillis(Math.round(unsaved(run) * 1000)))
+          .savedAt(Instant.ofEpochMilli(des.now() - Math.round(unsaved(run) * 1000)))
           .preemptedFor(run.preemptedFor).build());
     }
     List<QueuedCall> queued = new ArrayList<>(queue.size());

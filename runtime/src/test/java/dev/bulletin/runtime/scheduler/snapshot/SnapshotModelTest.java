@@ -80,9 +80,10 @@ class SnapshotModelTest {
     RunningCall running = RunningCall.builder().id("r1").user("bob").group("vision")
         .qos("scavenger").on("w1", 0, 1).cpus(2).memoryBytes(512).preemptible(true)
         .startedAt(at).walltime(java.time.Duration.ofHours(2))
-        .unsavedWork(java.time.Duration.ofMinutes(5)).preemptedFor("c1").build();
+        .savedAt(at.plus(java.time.Duration.ofMinutes(5))).preemptedFor("c1").build();
     assertEquals(new RunningCall("r1", "bob", "vision", "scavenger", "w1", java.util.List.of(0, 1),
-        2, 512, true, at, java.time.Duration.ofHours(2), java.time.Duration.ofMinutes(5), "c1", 0),
+        2, 512, true, at, java.time.Duration.ofHours(2), at.plus(java.time.Duration.ofMinutes(5)),
+        "c1", 0),
         running);
   }
 }
