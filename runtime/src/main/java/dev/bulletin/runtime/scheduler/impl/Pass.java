@@ -81,22 +81,28 @@ final class Pass implements PassView {
     this.nowMillis = now.toEpochMilli();
     this.ticker = ticker;
     this.stages = stages;
-    this.index = new ClusterIndex(rows, snapshot.running());
     for (String name : policy.qos().keySet()) {
       qosNames.id(name);
     }
     // Each running call's names are interned once, its ids kept for the counters and holdings
     // (8,000 running calls on 1,000 workers: three lookups each were a few per cent of a pass).
+    // The few that share a GPU, may be preempted or are being stopped are listed for the index
+    // and the preemption planner, which read only those.
     this.running = snapshot.running();
     runUser = new int[running.size()];
     runGroup = new int[running.size()];
     runQos = new int[running.size()];
+    List<RunningCall> special = new ArrayList<>();
     for (int i = 0; i < runUser.length; i++) {
       RunningCall call = running.get(i);
       runUser[i] = users.id(call.user());
       runGroup[i] = groups.id(call.group());
       runQos[i] = qosNames.find(call.qos());
+      if (call.preemptible() || call.fractional() || call.beingPreempted()) {
+        special.add(call);
+      }
     }
+    this.index = new ClusterIndex(rows, special);
     for (QueuedCall call : snapshot.queue()) {
       users.id(call.user());
       groups.id(call.group());
@@ -115,7 +121,7 @@ final class Pass implements PassView {
     }
     this.rows = resolve(snapshot.queue());
     honourCredits();
-    this.planner = new PreemptionPlanner(snapshot.running(), index, nowMillis);
+    this.planner = new PreemptionPlanner(special, index, nowMillis);
     this.selector = new Selector(stages.filters(), stages.scores(), index, policy, nowMillis);
   }
 
