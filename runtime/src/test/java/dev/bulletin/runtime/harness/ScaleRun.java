@@ -35,7 +35,7 @@ final class ScaleRun {
   static final String WORKER_TOKEN = "scale-worker-token-0123456789";
 
   record Result(int workers, int users, int calls, long finished, Set<String> finishedIds,
-      double runtimeCpuMicrosPerCall, double callsPerSecond, double refillP50Millis,
+      double runtimeCpuMicrosPerCall, double runtimeKernelMicrosPerCall, double callsPerSecond, double refillP50Millis,
       double refillP99Millis, int largestRunBatch,
       Set<com.google.protobuf.ByteString> resultBytes) {
 
@@ -121,16 +121,18 @@ final class ScaleRun {
       Map<Long, Long> after = threadCpu();
       Map<Long, Long> userAfter = threadUser();
       long runtimeNanos = 0;
+      long runtimeUserNanos = 0;
       StringBuilder byThread = new StringBuilder();
       for (Map.Entry<Long, Long> thread : after.entrySet()) {
         if (!notRuntime.contains(thread.getKey())) {
           long nanos = thread.getValue() - before.getOrDefault(thread.getKey(), 0L);
+          long user = userAfter.getOrDefault(thread.getKey(), 0L)
+              - userBefore.getOrDefault(thread.getKey(), 0L);
           runtimeNanos += nanos;
+          runtimeUserNanos += user;
           if (nanos > 1000L * calls && Boolean.getBoolean("bulletin.bench.threads")) {
             java.lang.management.ThreadInfo info =
                 ManagementFactory.getThreadMXBean().getThreadInfo(thread.getKey());
-            long user = userAfter.getOrDefault(thread.getKey(), 0L)
-                - userBefore.getOrDefault(thread.getKey(), 0L);
             byThread.append(String.format(java.util.Locale.ROOT,
                 "  %s: %.1f us/call (%.1f of it in the kernel)%n",
                 info == null ? thread.getKey() : info.getThreadName(), nanos / 1e3 / calls,
@@ -148,7 +150,8 @@ final class ScaleRun {
       List<Long> refills = simulated.refills();
       Collections.sort(refills);
       return new Result(workers, users, calls, ends, Set.copyOf(finished),
-          runtimeNanos / 1e3 / calls, calls / seconds, quantile(refills, 0.5) / 1e6,
+          runtimeNanos / 1e3 / calls, (runtimeNanos - runtimeUserNanos) / 1e3 / calls,
+          calls / seconds, quantile(refills, 0.5) / 1e6,
           quantile(refills, 0.99) / 1e6, simulated.largestRunBatch(), Set.copyOf(resultBytes));
     }
   }
