@@ -200,6 +200,31 @@ class PolicyPassKeptStateTest {
         stopping.waiting().get(0).info().code());
   }
 
+  /**
+   * A queued call's view is kept while nothing in it can change, and built again when its
+   * scheduling terms do (credits offered, here); one that reads resident values is never kept.
+   */
+  @Test
+  void aKeptQueuedCallIsBuiltAgainWhenItsTermsChange() {
+    workers.add(worker("w1", 1));
+    workers.get(0).reserve("a", ONE_GPU, List.of(0));
+    Task waiting = call(ONE_GPU, List.of());
+    pass.plan(workers, List.of(), List.of(waiting), objects);
+    var kept = waiting.queuedView();
+    assertTrue(kept != null && kept.creditsSpent() == 0);
+    pass.plan(workers, List.of(), List.of(waiting), objects);
+    assertTrue(kept == waiting.queuedView(), "nothing changed: the same view");
+
+    waiting.scheduling("", 0, 7, Duration.ofMinutes(5));
+    pass.plan(workers, List.of(), List.of(waiting), objects);
+    assertEquals(7, waiting.queuedView().creditsSpent());
+
+    Task resident = call(ONE_GPU, List.of());
+    resident.readsResident(List.of("h1"), "w1");
+    pass.plan(workers, List.of(), List.of(resident), objects);
+    assertEquals(null, resident.queuedView(), "where its values live may change");
+  }
+
   @Test
   void workersAttachingAndLeavingBetweenPassesAreSeen() {
     AttachedWorker w1 = worker("w1", 1);
