@@ -198,7 +198,10 @@ final class Passes {
       return; // every user who waits is at their cap: an end or the full window comes next
     }
     List<Task> active = choice.active();
-    Plan plan = policy.plan(plane.workers(), active, considered, plane.objects());
+    // A pass that left calls out tells no waiting call (its positions are not the queue's), so
+    // it asks for no explanations.
+    Plan plan = policy.plan(plane.workers(), active, considered, plane.objects(),
+        !choice.leftOut());
     if (plan.placements().size() + plan.infeasible().size() >= considered.size()
         && choice.behind() > 0) {
       passWanted = true; // the window ran out: the calls behind it may fit too
@@ -225,10 +228,8 @@ final class Passes {
     for (Rejection rejection : plan.infeasible()) {
       plane.tasks().get(rejection.callId()).ifPresent(task -> refuse(task, rejection.reason()));
     }
-    if (!choice.leftOut()) { // else positions count without the calls left out
-      for (Plan.Waiting waiting : plan.waiting()) {
-        plane.tasks().get(waiting.callId()).ifPresent(task -> tellWaiting(task, waiting.info()));
-      }
+    for (Plan.Waiting waiting : plan.waiting()) { // none when calls were left out
+      plane.tasks().get(waiting.callId()).ifPresent(task -> tellWaiting(task, waiting.info()));
     }
     plan.revisitAt().ifPresent(this::revisitAt);
     if (full) {

@@ -96,9 +96,10 @@ public final class PolicyPass {
   /**
    * @param objects where objects live: each worker's held objects and each call's input sizes
    *     feed the locality score
+   * @param explain whether the plan explains the calls that wait (Snapshot#explainWaiting)
    */
   Plan plan(Collection<AttachedWorker> workers, Collection<Task> placedOrRunning,
-      Collection<Task> queue, ObjectDirectory objects) {
+      Collection<Task> queue, ObjectDirectory objects, boolean explain) {
     Instant now = clock.instant();
     List<WorkerState> workerStates = this.workerStates.of(workers, objects);
     List<RunningCall> running = new ArrayList<>(placedOrRunning.size());
@@ -112,7 +113,7 @@ public final class PolicyPass {
       queued.add(queuedCall(task, objects, workers));
     }
     return scheduler.plan(new Snapshot(workerStates, running, queued, ledger.snapshot(now),
-        policy));
+        policy, explain));
   }
 
   /**

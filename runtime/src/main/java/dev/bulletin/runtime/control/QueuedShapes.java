@@ -31,9 +31,19 @@ final class QueuedShapes implements TaskTable.Listener {
   /** A call the census does not reason about: it sends its user's calls down the long path. */
   private static final Shape OTHER = new Shape(null, null, null, null, -1);
 
+  /** How many of one user's queued calls have one shape. */
+  private static final class Count {
+    final Shape shape;
+    int calls;
+
+    Count(Shape shape) {
+      this.shape = shape;
+    }
+  }
+
   /** One user's queued calls, counted by shape. */
   private static final class Census {
-    final Map<Shape, Integer> shapes = new HashMap<>(2);
+    final Map<Shape, Count> shapes = new HashMap<>(2);
     long lastSubmitted = Long.MIN_VALUE;
     /** A call was queued behind a later one (a requeue): the order no longer proves alike. */
     boolean outOfOrder;
@@ -42,8 +52,11 @@ final class QueuedShapes implements TaskTable.Listener {
 
   private final PolicyConfig policy;
   private final Map<String, Census> byUser = new HashMap<>();
-  /** The shape each queued call was counted under, so that it is taken out under the same. */
-  private final Map<Task, Shape> counted = new IdentityHashMap<>();
+  /**
+   * The count each queued call was counted in, so that it is taken out of the same one (and a
+   * call that leaves the queue costs no hashing of its shape).
+   */
+  private final Map<Task, Count> counted = new IdentityHashMap<>();
 
   QueuedShapes(PolicyConfig policy) {
     this.policy = policy;
@@ -63,11 +76,13 @@ final class QueuedShapes implements TaskTable.Listener {
         ? new Shape(task.owner().group(), task.demand(), task.qos(), task.walltime(),
             task.timeoutSeconds())
         : OTHER;
-    if (counted.putIfAbsent(task, shape) != null) {
+    if (counted.containsKey(task)) {
       return; // counted already (a listener told twice): counts stay right
     }
     Census census = byUser.computeIfAbsent(task.owner().user(), user -> new Census());
-    census.shapes.merge(shape, 1, Integer::sum);
+    Count count = census.shapes.computeIfAbsent(shape, Count::new);
+    count.calls++;
+    counted.put(task, count);
     long submitted = task.submittedAt().toEpochMilli();
     census.outOfOrder |= submitted < census.lastSubmitted;
     census.lastSubmitted = Math.max(census.lastSubmitted, submitted);
@@ -75,13 +90,13 @@ final class QueuedShapes implements TaskTable.Listener {
   }
 
   private void left(Task task) {
-    Shape shape = counted.remove(task);
-    Census census = shape == null ? null : byUser.get(task.owner().user());
+    Count count = counted.remove(task);
+    Census census = count == null ? null : byUser.get(task.owner().user());
     if (census == null) {
       return;
     }
-    if (census.shapes.merge(shape, -1, Integer::sum) <= 0) {
-      census.shapes.remove(shape);
+    if (--count.calls <= 0) {
+      census.shapes.remove(count.shape);
     }
     if (--census.size == 0) {
       byUser.remove(task.owner().user());

@@ -77,7 +77,7 @@ class PolicyPassKeptStateTest {
 
   /** The placement of one new call, or null when it waits. */
   private Placement place(Demand demand, List<ObjectKey> inputs) {
-    Plan plan = pass.plan(workers, List.of(), List.of(call(demand, inputs)), objects);
+    Plan plan = pass.plan(workers, List.of(), List.of(call(demand, inputs)), objects, true);
     return plan.placements().isEmpty() ? null : plan.placements().get(0);
   }
 
@@ -184,17 +184,17 @@ class PolicyPassKeptStateTest {
     Task waiting = call(ONE_GPU, List.of());
     waiting.restored(clock.now.minus(Duration.ofHours(1)), 0);
 
-    Plan first = timed.plan(workers, List.of(victim), List.of(waiting), objects);
+    Plan first = timed.plan(workers, List.of(victim), List.of(waiting), objects, true);
     assertEquals(List.of(victim.id()), first.preemptions().stream()
         .map(p -> p.victimId()).toList());
     assertEquals(0.0, first.preemptions().get(0).lostGpuSeconds(), "placed this pass");
 
     clock.now = clock.now.plusSeconds(90);
-    Plan later = timed.plan(workers, List.of(victim), List.of(waiting), objects);
+    Plan later = timed.plan(workers, List.of(victim), List.of(waiting), objects, true);
     assertEquals(90.0, later.preemptions().get(0).lostGpuSeconds(), "90 s of its work");
 
     victim.preempting(waiting.id());
-    Plan stopping = timed.plan(workers, List.of(victim), List.of(waiting), objects);
+    Plan stopping = timed.plan(workers, List.of(victim), List.of(waiting), objects, true);
     assertEquals(List.of(), stopping.preemptions(), "already being stopped for it");
     assertEquals(dev.bulletin.runtime.scheduler.plan.WaitCode.PREEMPTING,
         stopping.waiting().get(0).info().code());
@@ -209,19 +209,19 @@ class PolicyPassKeptStateTest {
     workers.add(worker("w1", 1));
     workers.get(0).reserve("a", ONE_GPU, List.of(0));
     Task waiting = call(ONE_GPU, List.of());
-    pass.plan(workers, List.of(), List.of(waiting), objects);
+    pass.plan(workers, List.of(), List.of(waiting), objects, true);
     var kept = waiting.queuedView();
     assertTrue(kept != null && kept.creditsSpent() == 0);
-    pass.plan(workers, List.of(), List.of(waiting), objects);
+    pass.plan(workers, List.of(), List.of(waiting), objects, true);
     assertTrue(kept == waiting.queuedView(), "nothing changed: the same view");
 
     waiting.scheduling("", 0, 7, Duration.ofMinutes(5));
-    pass.plan(workers, List.of(), List.of(waiting), objects);
+    pass.plan(workers, List.of(), List.of(waiting), objects, true);
     assertEquals(7, waiting.queuedView().creditsSpent());
 
     Task resident = call(ONE_GPU, List.of());
     resident.readsResident(List.of("h1"), "w1");
-    pass.plan(workers, List.of(), List.of(resident), objects);
+    pass.plan(workers, List.of(), List.of(resident), objects, true);
     assertEquals(null, resident.queuedView(), "where its values live may change");
   }
 

@@ -72,7 +72,7 @@ class PolicyPassLocalityTest {
   private String placedWorker(Task task) {
     PolicyPass pass = new PolicyPass(PolicyConfig.defaults(), Clock.systemUTC(),
         Duration.ofSeconds(60), 42);
-    Plan plan = pass.plan(workers, List.of(), List.of(task), objects);
+    Plan plan = pass.plan(workers, List.of(), List.of(task), objects, true);
     assertEquals(1, plan.placements().size(), plan.toString());
     return plan.placements().get(0).workerId();
   }

@@ -185,6 +185,13 @@ public final class Builders {
     private final Map<String, Usage.GroupUsage> groups = new HashMap<>();
     private final Map<String, Double> users = new HashMap<>();
     private PolicyConfig policy = PolicyConfig.defaults();
+    private boolean explain = true;
+
+    /** A snapshot whose plan explains no waiting call (Snapshot#explainWaiting). */
+    public SnapshotBuilder withoutExplanations() {
+      explain = false;
+      return this;
+    }
 
     public SnapshotBuilder workers(WorkerBuilder... builders) {
       workers.addAll(List.of(builders));
@@ -226,7 +233,7 @@ public final class Builders {
       List<RunningCall> calls = running.stream().map(RunningCall.Builder::build).toList();
       return new Snapshot(workers.stream().map(w -> w.build(calls)).toList(), calls,
           queue.stream().map(QueuedCall.Builder::build).toList(), new Usage(groups, users),
-          policy);
+          policy, explain);
     }
   }
 }

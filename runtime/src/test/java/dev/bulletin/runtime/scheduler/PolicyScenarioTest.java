@@ -312,6 +312,24 @@ class PolicyScenarioTest {
   }
 
   @Test
+  void aPassAskedForNoExplanationsPlacesTheSameAndStillPlansItsRevisit() {
+    java.util.function.Supplier<Builders.SnapshotBuilder> cluster = () -> aSnapshot()
+        .workers(aWorker().id("w1").gpus(2))
+        .running(aRunningCall().on("w1", 0).startedAt(NOW.minus(Duration.ofMinutes(10)))
+            .walltime(Duration.ofMinutes(30)))
+        .queue(aCall().id("one").gpus(1), aCall().id("two").gpus(2).qos("batch"),
+            aCall().id("fresh").gpus(1).submittedAt(secondsAgo(0)));
+    Plan explained = plan(cluster.get());
+    Plan quiet = plan(cluster.get().withoutExplanations());
+    assertEquals(List.of("one"), quiet.placements().stream().map(Placement::callId).toList());
+    assertEquals(explained.placements(), quiet.placements());
+    assertEquals(1, explained.waiting().size(), "two is explained; fresh not yet");
+    assertTrue(quiet.waiting().isEmpty());
+    assertTrue(quiet.revisitAt().isPresent(), "fresh turns old enough to explain");
+    assertEquals(explained.revisitAt(), quiet.revisitAt());
+  }
+
+  @Test
   void aCallJustQueuedIsNotExplainedYetButCountsForThePositionsBehindIt() {
     Plan plan = plan(aSnapshot()
         .workers(aWorker().id("w1").gpus(1))

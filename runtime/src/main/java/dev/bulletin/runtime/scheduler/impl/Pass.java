@@ -34,6 +34,7 @@ import java.util.function.LongSupplier;
 final class Pass implements PassView {
   private final PolicyConfig policy;
   private final Usage usage;
+  private final boolean explainWaiting;
   private final Instant now;
   private final long nowMillis;
   private final Names users = new Names();
@@ -77,6 +78,7 @@ final class Pass implements PassView {
       PolicyScheduler.Stages stages) {
     this.policy = snapshot.policy();
     this.usage = snapshot.usage();
+    this.explainWaiting = snapshot.explainWaiting();
     this.now = now;
     this.nowMillis = now.toEpochMilli();
     this.ticker = ticker;
@@ -290,7 +292,8 @@ final class Pass implements PassView {
       decide(row, true);
     }
     Plan plan = new Plan(placements, preemptions,
-        stages.explainer().explain(this, waiting, holdings()), infeasible,
+        explainWaiting ? stages.explainer().explain(this, waiting, holdings()) : List.of(),
+        infeasible,
         new PassStats(rows.length, placements.size(), preemptions.size(),
             ticker.getAsLong() - start, decisionLatency, placementLatency, selector.filtered()),
         stages.explainer().revisitAt(this, waiting));
