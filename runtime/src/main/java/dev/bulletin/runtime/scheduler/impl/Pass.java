@@ -11,7 +11,6 @@ import dev.bulletin.runtime.scheduler.plan.WaitCode;
 import dev.bulletin.runtime.scheduler.policy.PolicyConfig;
 import dev.bulletin.runtime.scheduler.policy.QosClass;
 import dev.bulletin.runtime.scheduler.snapshot.QueuedCall;
-import dev.bulletin.runtime.scheduler.snapshot.RunningCall;
 import dev.bulletin.runtime.scheduler.snapshot.Snapshot;
 import dev.bulletin.runtime.scheduler.snapshot.Usage;
 import java.time.Instant;
@@ -45,15 +44,9 @@ final class Pass implements PassView {
   private final PolicyScheduler.Stages stages;
   private final LongSupplier ticker;
   private final CallRow[] rows;
-  /** The running calls as holdings, built at the first question (see {@link #holdings}). */
-  private List<Holding> runningHoldings;
+  private final RunningRows running;
   /** What this pass placed, as holdings. */
   private final List<Holding> placedHoldings = new ArrayList<>();
-  private final List<RunningCall> running;
-  private final int[] runUser;
-  private final int[] runGroup;
-  private final int[] runQos;
-  private final Map<String, Integer> stoppingFor = new HashMap<>();
   private final PreemptionPlanner planner;
   private final Selector selector;
 
@@ -86,44 +79,17 @@ final class Pass implements PassView {
     for (String name : policy.qos().keySet()) {
       qosNames.id(name);
     }
-    // Each running call's names are interned once, its ids kept for the counters and holdings
-    // (8,000 running calls on 1,000 workers: three lookups each were a few per cent of a pass).
-    // The few that share a GPU, may be preempted or are being stopped are listed for the index
-    // and the preemption planner, which read only those.
-    this.running = snapshot.running();
-    runUser = new int[running.size()];
-    runGroup = new int[running.size()];
-    runQos = new int[running.size()];
-    List<RunningCall> special = new ArrayList<>();
-    for (int i = 0; i < runUser.length; i++) {
-      RunningCall call = running.get(i);
-      runUser[i] = users.id(call.user());
-      runGroup[i] = groups.id(call.group());
-      runQos[i] = qosNames.find(call.qos());
-      if (call.preemptible() || call.fractional() || call.beingPreempted()) {
-        special.add(call);
-      }
-    }
-    this.index = new ClusterIndex(rows, special);
+    this.running = new RunningRows(snapshot.running(), users, groups, qosNames);
+    this.index = new ClusterIndex(rows, running.special);
     for (QueuedCall call : snapshot.queue()) {
       users.id(call.user());
       groups.id(call.group());
     }
     this.counters = new Counters(users, groups, qosNames, policy, usage);
-    for (int i = 0; i < runUser.length; i++) {
-      RunningCall call = running.get(i);
-      double share = call.gpuShare();
-      counters.add(runUser[i], runGroup[i], runQos[i], share, call.preemptible());
-      if (call.preemptible()) {
-        lent += share;
-      }
-      if (call.beingPreempted()) {
-        stoppingFor.merge(call.preemptedFor(), 1, Integer::sum);
-      }
-    }
+    this.lent = running.count(counters);
     this.rows = resolve(snapshot.queue());
     honourCredits();
-    this.planner = new PreemptionPlanner(special, index, nowMillis);
+    this.planner = new PreemptionPlanner(running.special, index, nowMillis);
     this.selector = new Selector(stages.filters(), stages.scores(), index, policy, nowMillis);
   }
 
@@ -169,7 +135,7 @@ final class Pass implements PassView {
 
   private CallRow[] resolve(List<QueuedCall> queue) {
     CallRow[] resolved = new CallRow[queue.size()];
-    Set<String> ids = new HashSet<>();
+    Set<String> ids = new HashSet<>(2 * queue.size()); // sized once: a full pass holds 64,000
     for (int i = 0; i < resolved.length; i++) {
       QueuedCall call = queue.get(i);
       if (!ids.add(call.id())) {
@@ -250,29 +216,14 @@ final class Pass implements PassView {
     return lendable;
   }
 
-  /**
-   * What the running calls and this pass's placements hold, and until when. Built only when a
-   * pass asks (an explanation, a reservation): a refill pass that places all it looks at never
-   * does, and 8,000 running calls made 8,000 holdings each pass.
-   */
+  /** What the running calls and this pass's placements hold, and until when. */
   private List<Holding> holdings() {
-    if (runningHoldings == null) {
-      runningHoldings = new ArrayList<>(running.size());
-      for (int i = 0; i < runUser.length; i++) {
-        RunningCall call = running.get(i);
-        Integer w = index.byId.get(call.workerId());
-        long end = call.beingPreempted() ? nowMillis + policy.preemptionGrace().toMillis()
-            : call.endsBy().toEpochMilli();
-        runningHoldings.add(new Holding(w == null ? -1 : w, runUser[i], runGroup[i], runQos[i],
-            call.fractional() ? 0 : call.gpus(), call.gpuShare(), call.cpus(),
-            call.memoryBytes(), call.preemptible(), end));
-      }
-    }
+    List<Holding> held = running.holdings(index, nowMillis, policy.preemptionGrace().toMillis());
     if (placedHoldings.isEmpty()) {
-      return runningHoldings;
+      return held;
     }
-    List<Holding> all = new ArrayList<>(runningHoldings.size() + placedHoldings.size());
-    all.addAll(runningHoldings);
+    List<Holding> all = new ArrayList<>(held.size() + placedHoldings.size());
+    all.addAll(held);
     all.addAll(placedHoldings);
     return all;
   }
@@ -392,7 +343,7 @@ final class Pass implements PassView {
 
   /** An entitled call that found no room may stop preemptible calls for it. */
   private void reclaim(CallRow row) {
-    Integer stopping = stoppingFor.get(row.id());
+    Integer stopping = running.stoppingFor.get(row.id());
     if (stopping != null) {
       row.waitWith(WaitCode.PREEMPTING, "waiting for " + Text.count(stopping, "preempted call")
           + " to stop and give back their GPUs");
