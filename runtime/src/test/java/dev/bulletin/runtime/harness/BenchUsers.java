@@ -24,7 +24,15 @@ import java.util.function.IntFunction;
  */
 final class BenchUsers implements AutoCloseable {
 
-  private final Vertx vertx = Vertx.vertx();
+  /**
+   * The clients' event loops ({@code -Dbulletin.bench.clientLoops}, Vert.x's default: twice the
+   * cores). Every client shares this JVM and its loops; on loopback the runtime's write to a
+   * client whose loop sleeps also pays for waking it, which a client on another host does not
+   * cost the runtime.
+   */
+  private final Vertx vertx = Vertx.vertx(new io.vertx.core.VertxOptions().setEventLoopPoolSize(
+      Integer.getInteger("bulletin.bench.clientLoops",
+          io.vertx.core.VertxOptions.DEFAULT_EVENT_LOOP_POOL_SIZE)));
   private final List<HarnessClient> clients = new ArrayList<>();
   private final List<HarnessSession> sessions = new ArrayList<>();
 

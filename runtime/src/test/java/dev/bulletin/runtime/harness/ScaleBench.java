@@ -21,7 +21,9 @@ import org.junit.jupiter.api.Test;
  * submits them in that class (no per-user cap: one user fills the cluster);
  * {@code -Dbulletin.bench.users=N} sets the users (the default class, interactive, runs at most
  * 4 calls per user at once: by default slots / 4 users, one for batch);
- * {@code -Dbulletin.bench.threads=true} prints the runtime's CPU per thread, and its kernel part.
+ * {@code -Dbulletin.bench.threads=true} prints the runtime's CPU per thread, and its kernel part;
+ * {@code -Dbulletin.bench.clientLoops=N} sets the event loops the clients share (see
+ * {@link BenchUsers}).
  */
 class ScaleBench {
 
