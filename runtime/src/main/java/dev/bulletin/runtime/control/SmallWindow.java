@@ -24,14 +24,6 @@ final class SmallWindow {
   private SmallWindow() {}
 
   /**
-   * As {@link #of(List, boolean, int)} with {@link #PER_USER} calls; {@code active}: the calls
-   * placed or running.
-   */
-  static List<Task> of(List<Task> window, List<Task> active) {
-    return of(window, active.stream().anyMatch(Task::preemptible), PER_USER);
-  }
-
-  /**
    * The first {@code size} calls of {@code window} when it is one user's, uniform, and nothing
    * preemptible runs ({@code preemptibleRuns}: a call placed or running does); otherwise
    * {@code window} itself. {@code size} is more than {@link #PER_USER} while passes place all

@@ -32,17 +32,22 @@ class SmallWindowTest {
     return tasks;
   }
 
+  /** The small window of {@code window}; {@code preemptibleRuns}: a call placed or running is. */
+  private static List<Task> cut(List<Task> window, boolean preemptibleRuns) {
+    return SmallWindow.of(window, preemptibleRuns, SmallWindow.PER_USER);
+  }
+
   @Test
   void oneUsersUniformQueueIsCutToItsFirstFew() {
     List<Task> window = queue("ada", 32);
-    List<Task> small = SmallWindow.of(window, List.of());
+    List<Task> small = cut(window, false);
     assertEquals(window.subList(0, SmallWindow.PER_USER), small);
   }
 
   @Test
   void aWindowNoLargerThanTheSmallOneIsKept() {
     List<Task> window = queue("ada", SmallWindow.PER_USER);
-    assertSame(window, SmallWindow.of(window, List.of()));
+    assertSame(window, cut(window, false));
   }
 
   @Test
@@ -50,7 +55,7 @@ class SmallWindowTest {
     // Fair share interleaves users: a cut window would tell other positions than the full one.
     List<Task> window = queue("ada", 16);
     window.addAll(queue("bob", 16));
-    assertSame(window, SmallWindow.of(window, List.of()));
+    assertSame(window, cut(window, false));
   }
 
   @Test
@@ -58,20 +63,20 @@ class SmallWindowTest {
     // A smaller call further back may fit where the first ones do not (backfill).
     List<Task> window = queue("ada", 31);
     window.add(task("small", "ada", new Demand(0, 0.5, 0)));
-    assertSame(window, SmallWindow.of(window, List.of()));
+    assertSame(window, cut(window, false));
   }
 
   @Test
   void priorityCreditsOrAnotherQosKeepTheFullWindow() {
     List<Task> byPriority = queue("ada", 32);
     byPriority.get(20).scheduling("", 5, 0, Duration.ZERO);
-    assertSame(byPriority, SmallWindow.of(byPriority, List.of()));
+    assertSame(byPriority, cut(byPriority, false));
     List<Task> byCredits = queue("ada", 32);
     byCredits.get(20).scheduling("", 0, 3, Duration.ZERO);
-    assertSame(byCredits, SmallWindow.of(byCredits, List.of()));
+    assertSame(byCredits, cut(byCredits, false));
     List<Task> byQos = queue("ada", 32);
     byQos.get(20).scheduling("urgent", 0, 0, Duration.ZERO);
-    assertSame(byQos, SmallWindow.of(byQos, List.of()));
+    assertSame(byQos, cut(byQos, false));
   }
 
   @Test
@@ -80,8 +85,8 @@ class SmallWindowTest {
     List<Task> window = queue("ada", 32);
     Task borrowed = task("lent", "bob", new Demand(1, 1, 0));
     borrowed.placedPreemptible(true);
-    assertSame(window, SmallWindow.of(window, List.of(borrowed)));
+    assertSame(window, cut(window, borrowed.preemptible()));
     borrowed.placedPreemptible(false);
-    assertEquals(SmallWindow.PER_USER, SmallWindow.of(window, List.of(borrowed)).size());
+    assertEquals(SmallWindow.PER_USER, cut(window, borrowed.preemptible()).size());
   }
 }

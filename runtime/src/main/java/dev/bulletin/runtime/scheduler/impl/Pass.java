@@ -45,7 +45,11 @@ final class Pass implements PassView {
   private final LongSupplier ticker;
   private final CallRow[] rows;
   private final RunningRows running;
-  /** What this pass placed, as holdings. */
+  /**
+   * What the running calls and this pass's placements hold, built at the first question (an
+   * estimate, a reservation; see {@link #holdings}); until then what the pass placed.
+   */
+  private List<Holding> holdings;
   private final List<Holding> placedHoldings = new ArrayList<>();
   private final PreemptionPlanner planner;
   private final Selector selector;
@@ -218,14 +222,11 @@ final class Pass implements PassView {
 
   /** What the running calls and this pass's placements hold, and until when. */
   private List<Holding> holdings() {
-    List<Holding> held = running.holdings(index, nowMillis, policy.preemptionGrace().toMillis());
-    if (placedHoldings.isEmpty()) {
-      return held;
+    if (holdings == null) {
+      holdings = running.holdings(index, nowMillis, policy.preemptionGrace().toMillis());
+      holdings.addAll(placedHoldings);
     }
-    List<Holding> all = new ArrayList<>(held.size() + placedHoldings.size());
-    all.addAll(held);
-    all.addAll(placedHoldings);
-    return all;
+    return holdings;
   }
 
   Plan run() {
@@ -330,9 +331,9 @@ final class Pass implements PassView {
       lent += row.share;
     }
     counters.add(row.user, row.group, row.qosId, row.share, row.preemptible);
-    placedHoldings.add(new Holding(w, row.user, row.group, row.qosId,
-        row.fractional() ? 0 : row.gpus,
-        row.share, row.cpus, row.memory, row.preemptible, nowMillis + row.walltimeMillis));
+    Holding held = new Holding(w, row.user, row.group, row.qosId, row.fractional() ? 0 : row.gpus,
+        row.share, row.cpus, row.memory, row.preemptible, nowMillis + row.walltimeMillis);
+    (holdings == null ? placedHoldings : holdings).add(held);
     List<Integer> ids = new ArrayList<>(row.gpus);
     for (int id : GpuPicker.ids(gpus)) {
       ids.add(id);

@@ -10,7 +10,7 @@ import java.util.Map;
  * The snapshot's running calls as one pass reads them: each call's names interned once (8,000
  * running calls on 1,000 workers: three lookups each were a few per cent of a pass), the few
  * that the index and the preemption planner read listed apart, what they add to the counters,
- * and their holdings, built only when the pass asks (an estimate, a reservation).
+ * and their holdings.
  */
 final class RunningRows {
   private final List<RunningCall> running;
@@ -21,7 +21,6 @@ final class RunningRows {
   final List<RunningCall> special = new ArrayList<>();
   /** How many running calls are being stopped for each queued call, by its id. */
   final Map<String, Integer> stoppingFor = new HashMap<>();
-  private List<Holding> holdings;
 
   RunningRows(List<RunningCall> running, Names users, Names groups, Names qosNames) {
     this.running = running;
@@ -57,21 +56,19 @@ final class RunningRows {
   }
 
   /**
-   * What the running calls hold and until when (the grace for one being stopped). Built once,
-   * at the first question: a refill pass that explains nothing never asks.
+   * What the running calls hold and until when (the grace for one being stopped), in a list of
+   * the caller's. A pass asks once, and only for an estimate or a reservation: a refill pass
+   * that explains nothing never does.
    */
   List<Holding> holdings(ClusterIndex index, long nowMillis, long graceMillis) {
-    if (holdings == null) {
-      holdings = new ArrayList<>(running.size());
-      for (int i = 0; i < user.length; i++) {
-        RunningCall call = running.get(i);
-        Integer w = index.byId.get(call.workerId());
-        long end = call.beingPreempted() ? nowMillis + graceMillis
-            : call.endsBy().toEpochMilli();
-        holdings.add(new Holding(w == null ? -1 : w, user[i], group[i], qos[i],
-            call.fractional() ? 0 : call.gpus(), call.gpuShare(), call.cpus(),
-            call.memoryBytes(), call.preemptible(), end));
-      }
+    List<Holding> holdings = new ArrayList<>(running.size());
+    for (int i = 0; i < user.length; i++) {
+      RunningCall call = running.get(i);
+      Integer w = index.byId.get(call.workerId());
+      long end = call.beingPreempted() ? nowMillis + graceMillis : call.endsBy().toEpochMilli();
+      holdings.add(new Holding(w == null ? -1 : w, user[i], group[i], qos[i],
+          call.fractional() ? 0 : call.gpus(), call.gpuShare(), call.cpus(),
+          call.memoryBytes(), call.preemptible(), end));
     }
     return holdings;
   }
