@@ -203,8 +203,9 @@ public final class SessionRegistry {
 
   private void startWindow(ClientSession session) {
     long timer = vertx.setTimer(Math.max(1, window.toMillis()), id -> {
-      Long current = expiries.get(session);
-      if (current != null && current == id) { // not resumed (and detached again) meanwhile
+      // Not resumed (and detached again) meanwhile. The ids are boxed: compared with ==, any
+      // past the Long cache (128 on) differed, and every later window never ended its session.
+      if (id.equals(expiries.get(session))) {
         end(session, "its client did not resume it within " + window.toSeconds() + " s");
       }
     });

@@ -6,10 +6,10 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /** Runs a test's action on the control plane's event loop and waits for its answer. */
-final class OnLoop {
+public final class OnLoop {
   private OnLoop() { }
 
-  static <T> T call(Context context, Callable<T> action) throws Exception {
+  public static <T> T call(Context context, Callable<T> action) throws Exception {
     CompletableFuture<T> done = new CompletableFuture<>();
     context.runOnContext(ignored -> {
       try {
