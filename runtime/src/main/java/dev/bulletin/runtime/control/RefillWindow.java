@@ -115,6 +115,7 @@ final class RefillWindow {
       slow.add(user);
     }
     List<Task> window = slow.isEmpty() ? new ArrayList<>() : tasks.window(perUser, slow::contains);
+    int slowCalls = window.size();
     window.addAll(quick);
     if (window.isEmpty()) {
       return NOTHING; // every user who waits is at their cap: an end or the full window comes next
@@ -129,10 +130,18 @@ final class RefillWindow {
     List<Task> considered = SmallWindow.of(window, preemptibleRuns, smallSize);
     int behind = window.size() - considered.size(); // one user's calls after their first few
     Set<String> cut = quickCut;
-    if (considered == window) {
-      CappedCalls.Thinned thinned = CappedCalls.without(window, preemptibleRuns, running, policy);
-      considered = thinned.calls();
-      leftOut |= considered != window;
+    if (considered == window && slowCalls > 0) {
+      // The quick users' calls are already what CappedCalls keeps of them (their first r):
+      // it thins the others' only. Over 2,000 users under their cap on a full cluster, thinning
+      // the quick ones again was a sixth of the event loop.
+      List<Task> slowWindow = window.subList(0, slowCalls);
+      CappedCalls.Thinned thinned = CappedCalls.without(slowWindow, preemptibleRuns, running,
+          policy);
+      if (thinned.calls() != slowWindow) {
+        considered = new ArrayList<>(thinned.calls());
+        considered.addAll(quick);
+        leftOut = true;
+      }
       mayStart.removeAll(thinned.atCap());
       cut.addAll(thinned.cut());
     }

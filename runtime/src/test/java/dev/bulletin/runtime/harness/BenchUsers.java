@@ -124,6 +124,11 @@ final class BenchUsers implements AutoCloseable {
     return finished;
   }
 
+  /** The messages every session received so far (a batch of events is one). */
+  long messages() {
+    return sessions.stream().mapToLong(session -> session.events().messageCount()).sum();
+  }
+
   /** The ids of the client's event loops, to leave out of the runtime's CPU. */
   Set<Long> threadIds() throws Exception {
     return ScaleRun.eventLoops(vertx);

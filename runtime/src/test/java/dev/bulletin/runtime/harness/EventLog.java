@@ -37,6 +37,11 @@ public final class EventLog {
     notifyAll();
   }
 
+  /** The messages the session received: a batch of events counts once. */
+  synchronized int messageCount() {
+    return messageCount;
+  }
+
   synchronized void streamEnded(String how) {
     streamEnd = how;
     notifyAll();

@@ -62,18 +62,19 @@ class ScaleBench {
     ScaleRun.run(Files.createTempDirectory("bulletin-scale-warm"), 10, 8, Math.min(calls, 20_000));
     StringBuilder table = new StringBuilder(String.format(Locale.ROOT,
         "%n== one runtime, simulated workers x 8 GPUs, %d calls queued at once, QoS %s ==%n"
-        + "%8s %6s %16s %14s %16s %12s %14s %14s%n", calls,
+        + "%8s %6s %16s %14s %16s %12s %14s %14s %14s%n", calls,
         System.getProperty("bulletin.bench.qos", "").isEmpty() ? "default (interactive)"
             : System.getProperty("bulletin.bench.qos"), "workers", "users", "runtime us/call",
-        "of it kernel", "calls/s per core", "calls/s wall", "refill p50 ms", "refill p99 ms"));
+        "of it kernel", "calls/s per core", "calls/s wall", "refill p50 ms", "refill p99 ms",
+        "client msgs/call"));
     for (String size : sizes) {
       Path home = Files.createTempDirectory("bulletin-scale");
       ScaleRun.Result r = ScaleRun.run(home, Integer.parseInt(size.trim()), 8, calls);
       table.append(String.format(Locale.ROOT,
-          "%8d %6d %16.1f %14.1f %16.0f %12.0f %14.2f %14.2f%s%n",
+          "%8d %6d %16.1f %14.1f %16.0f %12.0f %14.2f %14.2f %14.2f%s%n",
           r.workers(), r.users(), r.runtimeCpuMicrosPerCall(), r.runtimeKernelMicrosPerCall(),
           r.callsPerRuntimeCoreSecond(),
-          r.callsPerSecond(), r.refillP50Millis(), r.refillP99Millis(),
+          r.callsPerSecond(), r.refillP50Millis(), r.refillP99Millis(), r.clientMessagesPerCall(),
           r.finished() == calls ? "" : "  (only " + r.finished() + " ended)"));
     }
     System.out.println(table);

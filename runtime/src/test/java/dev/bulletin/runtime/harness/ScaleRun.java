@@ -36,7 +36,7 @@ final class ScaleRun {
 
   record Result(int workers, int users, int calls, long finished, Set<String> finishedIds,
       double runtimeCpuMicrosPerCall, double runtimeKernelMicrosPerCall, double callsPerSecond, double refillP50Millis,
-      double refillP99Millis, int largestRunBatch,
+      double refillP99Millis, int largestRunBatch, double clientMessagesPerCall,
       Set<com.google.protobuf.ByteString> resultBytes) {
 
     double callsPerRuntimeCoreSecond() {
@@ -95,6 +95,7 @@ final class ScaleRun {
       notRuntime.add(Thread.currentThread().getId());
       Map<Long, Long> before = threadCpu();
       Map<Long, Long> userBefore = threadUser();
+      long messagesBefore = clients.messages();
       long start = System.nanoTime();
       clients.submit(calls, i -> call.spec("c" + i).setQos(qos));
       long deadline = System.nanoTime() + RuntimeHarness.PATIENCE.toNanos() * 4;
@@ -152,7 +153,8 @@ final class ScaleRun {
       return new Result(workers, users, calls, ends, Set.copyOf(finished),
           runtimeNanos / 1e3 / calls, (runtimeNanos - runtimeUserNanos) / 1e3 / calls,
           calls / seconds, quantile(refills, 0.5) / 1e6,
-          quantile(refills, 0.99) / 1e6, simulated.largestRunBatch(), Set.copyOf(resultBytes));
+          quantile(refills, 0.99) / 1e6, simulated.largestRunBatch(),
+          (clients.messages() - messagesBefore) / (double) calls, Set.copyOf(resultBytes));
     }
   }
 
