@@ -53,8 +53,8 @@ final class CallRow {
   /** When and where its backfill reservation starts (null: it holds none). */
   java.time.Instant reservedFrom;
   String reservedWorker;
-  /** Decided ahead of the queue order (it holds a reservation): the order skips it. */
-  boolean decidedEarly;
+  /** Decided in this pass: ahead of the queue order (a reservation), or in it. */
+  boolean decided;
   /**
    * The index of the worker whose executor keeps values it reads, live on its GPUs
    * ({@link dev.bulletin.runtime.scheduler.snapshot.QueuedCall#keptLive}): it runs there or
