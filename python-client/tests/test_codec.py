@@ -654,6 +654,27 @@ def test_objects_of_a_schema_seen_before_decode_the_same_and_fail_the_same():
             decode(broken)
 
 
+def test_a_small_pickle_is_the_same_stream_as_the_general_way_builds():
+    # Small pickles are framed from a kept prefix and suffix per length: the bytes (and so the
+    # content id) must be what the general layout writes, at every length and padding, and
+    # read back by pyarrow's reader.
+    from bulletin._codec import _pickle
+
+    for n in itertools.chain(range(0, 80), range(4000, 4100)):
+        value = ("x" * n, n)
+        fast = encode(value)
+        general = _codec._assemble("pickle", _pickle.PicklePlan(*_pickle.dumps(value)))
+        assert fast.to_bytes() == general.to_bytes(), n
+        assert fast.metadata == general.metadata
+        assert fast.digest() == general.digest()
+        assert decode(fast.to_bytes()) == value
+    assert len(_codec._SMALL_PICKLES) > 50  # the short ones were framed from what was kept
+    # One with out-of-band buffers, or a reason, goes the general way.
+    big = np.arange(1 << 16, dtype=np.int64)
+    assert len(encode([big]).to_bytes()) > big.nbytes
+    assert "bulletin.pickle.reason" in encode(np.array([object()])).metadata
+
+
 def test_format_version_is_public():
     assert _codec.FORMAT_VERSION == 1
     assert encode(np.arange(3)).metadata["bulletin.format"] == "1"

@@ -422,6 +422,8 @@ def _nbytes(seg) -> int:
 
 def _coalesce(segments: list) -> list:
     """Normalizes segments to byte memoryviews / StridedSegments and joins runs of small ones."""
+    if len(segments) == 1 and type(segments[0]) is bytes and segments[0]:
+        return [memoryview(segments[0])]  # a small pickle's whole stream (_codec._small_pickle)
     out: list = []
     small: list = []
 

@@ -122,8 +122,10 @@ def dumps(obj) -> tuple[bytes, list[memoryview]]:
 
 
 class PicklePlan:
-    def __init__(self, obj) -> None:
-        data, buffers = dumps(obj)
+    """The record batch of one pickle: the stream, then each out-of-band buffer, from
+    :func:`dumps`."""
+
+    def __init__(self, data: bytes, buffers: list[memoryview]) -> None:
         names = ["pickle"] + [f"buffer_{i}" for i in range(len(buffers))]
         self.fields = [pa.field(name, pa.large_binary(), nullable=False) for name in names]
         self.nodes = [FieldNode(1) for _ in names]
