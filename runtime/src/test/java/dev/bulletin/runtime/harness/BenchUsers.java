@@ -31,10 +31,14 @@ final class BenchUsers implements AutoCloseable {
    * cost the runtime.
    */
   private final Vertx vertx = Vertx.vertx(new io.vertx.core.VertxOptions().setEventLoopPoolSize(
-      Integer.getInteger("bulletin.bench.clientLoops",
-          io.vertx.core.VertxOptions.DEFAULT_EVENT_LOOP_POOL_SIZE)));
+      clientLoops()));
   private final List<HarnessClient> clients = new ArrayList<>();
   private final List<HarnessSession> sessions = new ArrayList<>();
+
+  static int clientLoops() {
+    return Integer.getInteger("bulletin.bench.clientLoops",
+        io.vertx.core.VertxOptions.DEFAULT_EVENT_LOOP_POOL_SIZE);
+  }
 
   /** Opens a session for each of {@code count} users; the runtime at {@code address}. */
   BenchUsers(String address, int count) {

@@ -3,7 +3,11 @@ package dev.bulletin.runtime.harness;
 import dev.bulletin.protocol.LogSetup;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
@@ -24,6 +28,12 @@ import org.junit.jupiter.api.Test;
  * {@code -Dbulletin.bench.threads=true} prints the runtime's CPU per thread, and its kernel part;
  * {@code -Dbulletin.bench.clientLoops=N} sets the event loops the clients share (see
  * {@link BenchUsers}).
+ *
+ * <p>Beside each run, its peer ({@link LoopbackWrites}): what raw loopback writes to as many
+ * connections as the run had users cost the writer at the pace the runtime wrote to them, times
+ * the messages a call cost its user: the part of the runtime's cost that writing each result to
+ * its own user takes before any of bulletin's work. Sizes listed more than once (two rounds:
+ * {@code 10,100,1000,10,100,1000}) get the medians of their rounds too.
  */
 class ScaleBench {
 
@@ -62,21 +72,63 @@ class ScaleBench {
     ScaleRun.run(Files.createTempDirectory("bulletin-scale-warm"), 10, 8, Math.min(calls, 20_000));
     StringBuilder table = new StringBuilder(String.format(Locale.ROOT,
         "%n== one runtime, simulated workers x 8 GPUs, %d calls queued at once, QoS %s ==%n"
-        + "%8s %6s %16s %14s %16s %12s %14s %14s %14s%n", calls,
+        + "%8s %6s %16s %14s %16s %12s %14s %14s %14s %14s%n", calls,
         System.getProperty("bulletin.bench.qos", "").isEmpty() ? "default (interactive)"
             : System.getProperty("bulletin.bench.qos"), "workers", "users", "runtime us/call",
         "of it kernel", "calls/s per core", "calls/s wall", "refill p50 ms", "refill p99 ms",
-        "client msgs/call"));
+        "client msgs/call", "worker msgs/call"));
+    StringBuilder floors = new StringBuilder(String.format(Locale.ROOT,
+        "%nthe peer: raw loopback writes, one Vert.x loop writing to the users' connections in"
+        + " turn at the pace the runtime wrote to them (LoopbackWrites)%n"
+        + "%8s %6s %14s %16s %14s %22s%n", "workers", "users", "writes/s", "writer us/write",
+        "of it kernel", "us/call at msgs/call"));
+    Map<Integer, List<double[]>> rounds = new TreeMap<>();
     for (String size : sizes) {
       Path home = Files.createTempDirectory("bulletin-scale");
       ScaleRun.Result r = ScaleRun.run(home, Integer.parseInt(size.trim()), 8, calls);
+      int pace = (int) Math.max(100, r.callsPerSecond() * r.clientMessagesPerCall());
+      LoopbackWrites.Cost floor = LoopbackWrites.measure(r.users(), Math.min(50_000, 5 * pace),
+          pace, BenchUsers.clientLoops());
+      floors.append(String.format(Locale.ROOT, "%8d %6d %14d %16.1f %14.1f %22.1f%n",
+          r.workers(), r.users(), pace, floor.cpuMicrosPerWrite(), floor.kernelMicrosPerWrite(),
+          floor.cpuMicrosPerWrite() * r.clientMessagesPerCall()));
+      rounds.computeIfAbsent(r.workers(), ignored -> new ArrayList<>()).add(
+          new double[] {r.runtimeCpuMicrosPerCall(), r.runtimeKernelMicrosPerCall(),
+              floor.cpuMicrosPerWrite() * r.clientMessagesPerCall()});
       table.append(String.format(Locale.ROOT,
-          "%8d %6d %16.1f %14.1f %16.0f %12.0f %14.2f %14.2f %14.2f%s%n",
+          "%8d %6d %16.1f %14.1f %16.0f %12.0f %14.2f %14.2f %14.2f %14.2f%s%n",
           r.workers(), r.users(), r.runtimeCpuMicrosPerCall(), r.runtimeKernelMicrosPerCall(),
           r.callsPerRuntimeCoreSecond(),
           r.callsPerSecond(), r.refillP50Millis(), r.refillP99Millis(), r.clientMessagesPerCall(),
-          r.finished() == calls ? "" : "  (only " + r.finished() + " ended)"));
+          r.workerMessagesPerCall(), r.finished() == calls ? "" : "  (only " + r.finished() + " ended)"));
     }
     System.out.println(table);
+    System.out.println(floors);
+    System.out.println(medians(rounds));
+  }
+
+  /** Per size run more than once, the medians of its rounds (this machine's noise is wide). */
+  private static String medians(Map<Integer, List<double[]>> rounds) {
+    StringBuilder out = new StringBuilder(String.format(Locale.ROOT,
+        "medians of the rounds%n%8s %7s %16s %14s %16s %20s%n", "workers", "rounds",
+        "runtime us/call", "of it kernel", "calls/s per core", "user writes us/call"));
+    boolean any = false;
+    for (Map.Entry<Integer, List<double[]>> size : rounds.entrySet()) {
+      List<double[]> runs = size.getValue();
+      if (runs.size() < 2) {
+        continue;
+      }
+      any = true;
+      double cpu = median(runs, 0);
+      out.append(String.format(Locale.ROOT, "%8d %7d %16.1f %14.1f %16.0f %20.1f%n",
+          size.getKey(), runs.size(), cpu, median(runs, 1), 1e6 / cpu, median(runs, 2)));
+    }
+    return any ? out.toString() : "";
+  }
+
+  private static double median(List<double[]> runs, int column) {
+    double[] values = runs.stream().mapToDouble(run -> run[column]).sorted().toArray();
+    int middle = values.length / 2;
+    return values.length % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
   }
 }

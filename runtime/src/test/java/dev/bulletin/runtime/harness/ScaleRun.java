@@ -37,6 +37,7 @@ final class ScaleRun {
   record Result(int workers, int users, int calls, long finished, Set<String> finishedIds,
       double runtimeCpuMicrosPerCall, double runtimeKernelMicrosPerCall, double callsPerSecond, double refillP50Millis,
       double refillP99Millis, int largestRunBatch, double clientMessagesPerCall,
+      double workerMessagesPerCall,
       Set<com.google.protobuf.ByteString> resultBytes) {
 
     double callsPerRuntimeCoreSecond() {
@@ -96,6 +97,7 @@ final class ScaleRun {
       Map<Long, Long> before = threadCpu();
       Map<Long, Long> userBefore = threadUser();
       long messagesBefore = clients.messages();
+      long workerMessagesBefore = simulated.messages();
       long start = System.nanoTime();
       clients.submit(calls, i -> call.spec("c" + i).setQos(qos));
       long deadline = System.nanoTime() + RuntimeHarness.PATIENCE.toNanos() * 4;
@@ -154,7 +156,8 @@ final class ScaleRun {
           runtimeNanos / 1e3 / calls, (runtimeNanos - runtimeUserNanos) / 1e3 / calls,
           calls / seconds, quantile(refills, 0.5) / 1e6,
           quantile(refills, 0.99) / 1e6, simulated.largestRunBatch(),
-          (clients.messages() - messagesBefore) / (double) calls, Set.copyOf(resultBytes));
+          (clients.messages() - messagesBefore) / (double) calls,
+          (simulated.messages() - workerMessagesBefore) / (double) calls, Set.copyOf(resultBytes));
     }
   }
 

@@ -52,6 +52,9 @@ final class SimulatedWorkers implements AutoCloseable {
   private final List<Worker> workers = new ArrayList<>();
   private final ObjectRef result;
   private final AtomicLong calls = new AtomicLong();
+  /** Messages the runtime wrote to the workers (a batch is one), and the workers' to it. */
+  private final AtomicLong messagesIn = new AtomicLong();
+  private final AtomicLong messagesOut = new AtomicLong();
   /** Nanoseconds from a worker's CallEnded to its next RunCall, one per refilled slot. */
   private final List<Long> refills = new ArrayList<>();
   private final long threadId;
@@ -105,6 +108,11 @@ final class SimulatedWorkers implements AutoCloseable {
     return calls.get();
   }
 
+  /** Messages between the runtime and the workers so far, both ways (a batch is one). */
+  long messages() {
+    return messagesIn.get() + messagesOut.get();
+  }
+
   /** The most calls the runtime sent a worker in one message (a HeadBatch, or 1). */
   int largestRunBatch() {
     CompletableFuture<Integer> largest = new CompletableFuture<>();
@@ -147,7 +155,10 @@ final class SimulatedWorkers implements AutoCloseable {
         task -> vertx.runOnContext(ignored -> task.run()),
         messages -> WorkerMessage.newBuilder().setBatch(WorkerBatch.newBuilder()
             .addAllMessages(messages)).build(),
-        message -> stream.write(message), (messages, broken) -> { });
+        message -> {
+          messagesOut.incrementAndGet();
+          stream.write(message);
+        }, (messages, broken) -> { });
     private long nextSeq = 1;
     private long lastEndNanos;
 
@@ -171,11 +182,15 @@ final class SimulatedWorkers implements AutoCloseable {
             request.write(WorkerMessage.newBuilder().setRegister(register).build());
             request.response().onFailure(accepted::completeExceptionally)
                 .onSuccess(response -> response.handler(message -> {
+                  messagesIn.incrementAndGet();
                   if (message.hasAccepted()) {
                     long every = Math.max(100,
                         (long) (message.getAccepted().getHeartbeatSeconds() * 1000));
-                    vertx.setPeriodic(every, timer -> request.write(WorkerMessage.newBuilder()
-                        .setHeartbeat(WorkerHeartbeat.getDefaultInstance()).build()));
+                    vertx.setPeriodic(every, timer -> {
+                      messagesOut.incrementAndGet();
+                      request.write(WorkerMessage.newBuilder()
+                          .setHeartbeat(WorkerHeartbeat.getDefaultInstance()).build());
+                    });
                     accepted.complete(null);
                   } else if (message.hasRun()) {
                     largestRunBatch = Math.max(largestRunBatch, 1);
