@@ -12,8 +12,9 @@ like one (quotas, fair share, QoS and credits, the ledger's reserved time, preem
 explanation), on an executor of this user. A term of a few seconds gives the slot back to the
 scheduler often, so a lease never holds a GPU from a colleague longer than a call would. What
 the lease does not carry goes the usual way: calls with a timeout, credits, store objects or
-resident values among their arguments, a cell's call, and every call of a client whose runtime
-is not on this host (the executor connects back over loopback).
+resident values among their arguments, and a cell's call. The executor connects back over
+loopback to a client on the runtime's host; off it, to this host's address on the route to the
+runtime, over TLS with a certificate the lease call pins (``lease_host``).
 
 A call given to a lease is this client's until its result is back: if the lease's executor goes
 away (a preemption, the runtime's crash, the executor's), or no lease connects within
