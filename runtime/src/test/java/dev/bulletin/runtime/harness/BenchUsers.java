@@ -35,6 +35,7 @@ final class BenchUsers implements AutoCloseable {
   private final List<HarnessClient> clients = new ArrayList<>();
   private final List<HarnessSession> sessions = new ArrayList<>();
 
+  /** How many event loops the clients share; {@link LoopbackWrites}' readers get as many. */
   static int clientLoops() {
     return Integer.getInteger("bulletin.bench.clientLoops",
         io.vertx.core.VertxOptions.DEFAULT_EVENT_LOOP_POOL_SIZE);
