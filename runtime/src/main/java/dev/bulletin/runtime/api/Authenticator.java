@@ -3,14 +3,13 @@ package dev.bulletin.runtime.api;
 import dev.bulletin.runtime.identity.Identity;
 import dev.bulletin.runtime.identity.TokenRegistry;
 import dev.bulletin.runtime.identity.WorkerIdentities;
+import dev.bulletin.worker.ProtoCodec;
 import dev.bulletin.worker.tls.WorkerPeers;
 import io.vertx.core.Handler;
 import io.vertx.core.http.HttpConnection;
 import java.security.cert.Certificate;
 import java.util.List;
 import javax.net.ssl.SSLPeerUnverifiedException;
-import io.vertx.grpc.common.GrpcMessageDecoder;
-import io.vertx.grpc.common.GrpcMessageEncoder;
 import io.vertx.grpc.common.GrpcStatus;
 import io.vertx.grpc.common.ServiceMethod;
 import io.vertx.grpc.common.ServiceName;
@@ -115,7 +114,7 @@ public final class Authenticator {
 
   public static <Req, Resp extends com.google.protobuf.MessageLite> ServiceMethod<Req, Resp> method(
       ServiceName service, String name, com.google.protobuf.Message.Builder requestType) {
-    return ServiceMethod.server(service, name, GrpcMessageEncoder.encoder(),
-        GrpcMessageDecoder.decoder(requestType));
+    return ServiceMethod.server(service, name, ProtoCodec.encoder(),
+        ProtoCodec.decoder(requestType));
   }
 }

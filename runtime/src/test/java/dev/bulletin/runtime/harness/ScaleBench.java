@@ -29,6 +29,12 @@ import org.junit.jupiter.api.Test;
  * {@code -Dbulletin.bench.clientLoops=N} sets the event loops the clients share (see
  * {@link BenchUsers}).
  *
+ * <p>The runtime's CPU is its Java threads'. The collector's threads are not Java threads, and
+ * they collect the whole JVM's garbage (the clients' and the simulated workers' too): the bench
+ * prints their CPU per call apart ({@code JVM GC us/call}), with what the runtime's threads
+ * allocated per call and their share of all the JVM allocated, which is roughly their share of
+ * that collector time.
+ *
  * <p>Beside each run, its peer ({@link LoopbackWrites}): what raw loopback writes to as many
  * connections as the run had users cost the writer at the pace the runtime wrote to them, times
  * the messages a call cost its user: the part of the runtime's cost that writing each result to
@@ -72,11 +78,12 @@ class ScaleBench {
     ScaleRun.run(Files.createTempDirectory("bulletin-scale-warm"), 10, 8, Math.min(calls, 20_000));
     StringBuilder table = new StringBuilder(String.format(Locale.ROOT,
         "%n== one runtime, simulated workers x 8 GPUs, %d calls queued at once, QoS %s ==%n"
-        + "%8s %6s %16s %14s %16s %12s %14s %14s %14s %14s%n", calls,
+        + "%8s %6s %16s %14s %16s %12s %14s %14s %14s %14s %12s %20s%n", calls,
         System.getProperty("bulletin.bench.qos", "").isEmpty() ? "default (interactive)"
             : System.getProperty("bulletin.bench.qos"), "workers", "users", "runtime us/call",
         "of it kernel", "calls/s per core", "calls/s wall", "refill p50 ms", "refill p99 ms",
-        "client msgs/call", "worker msgs/call"));
+        "client msgs/call", "worker msgs/call", "JVM GC us/call",
+        "runtime KB/call (share)"));
     StringBuilder floors = new StringBuilder(String.format(Locale.ROOT,
         "%nthe peer: raw loopback writes, one Vert.x loop writing to the users' connections in"
         + " turn at the pace the runtime wrote to them (LoopbackWrites)%n"
@@ -96,11 +103,12 @@ class ScaleBench {
           new double[] {r.runtimeCpuMicrosPerCall(), r.runtimeKernelMicrosPerCall(),
               floor.cpuMicrosPerWrite() * r.clientMessagesPerCall()});
       table.append(String.format(Locale.ROOT,
-          "%8d %6d %16.1f %14.1f %16.0f %12.0f %14.2f %14.2f %14.2f %14.2f%s%n",
+          "%8d %6d %16.1f %14.1f %16.0f %12.0f %14.2f %14.2f %14.2f %14.2f %12.1f %12.1f (%3.0f%%)%s%n",
           r.workers(), r.users(), r.runtimeCpuMicrosPerCall(), r.runtimeKernelMicrosPerCall(),
           r.callsPerRuntimeCoreSecond(),
           r.callsPerSecond(), r.refillP50Millis(), r.refillP99Millis(), r.clientMessagesPerCall(),
-          r.workerMessagesPerCall(), r.finished() == calls ? "" : "  (only " + r.finished() + " ended)"));
+          r.workerMessagesPerCall(), r.jvmGcMicrosPerCall(), r.runtimeBytesPerCall() / 1024,
+          100 * r.runtimeShareOfAllocation(), r.finished() == calls ? "" : "  (only " + r.finished() + " ended)"));
     }
     System.out.println(table);
     System.out.println(floors);

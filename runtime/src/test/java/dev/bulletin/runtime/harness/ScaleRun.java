@@ -37,7 +37,8 @@ final class ScaleRun {
   record Result(int workers, int users, int calls, long finished, Set<String> finishedIds,
       double runtimeCpuMicrosPerCall, double runtimeKernelMicrosPerCall, double callsPerSecond, double refillP50Millis,
       double refillP99Millis, int largestRunBatch, double clientMessagesPerCall,
-      double workerMessagesPerCall,
+      double workerMessagesPerCall, double jvmGcMicrosPerCall, double runtimeBytesPerCall,
+      double runtimeShareOfAllocation,
       Set<com.google.protobuf.ByteString> resultBytes) {
 
     double callsPerRuntimeCoreSecond() {
@@ -96,8 +97,10 @@ final class ScaleRun {
       notRuntime.add(Thread.currentThread().getId());
       Map<Long, Long> before = threadCpu();
       Map<Long, Long> userBefore = threadUser();
+      Map<Long, Long> allocatedBefore = threadAllocated();
       long messagesBefore = clients.messages();
       long workerMessagesBefore = simulated.messages();
+      long gcBefore = gcThreadsNanos();
       long start = System.nanoTime();
       clients.submit(calls, i -> call.spec("c" + i).setQos(qos));
       long deadline = System.nanoTime() + RuntimeHarness.PATIENCE.toNanos() * 4;
@@ -123,6 +126,16 @@ final class ScaleRun {
       double seconds = (System.nanoTime() - start) / 1e9;
       Map<Long, Long> after = threadCpu();
       Map<Long, Long> userAfter = threadUser();
+      Map<Long, Long> allocatedAfter = threadAllocated();
+      long runtimeBytes = 0;
+      long allBytes = 0;
+      for (Map.Entry<Long, Long> thread : allocatedAfter.entrySet()) {
+        long bytes = thread.getValue() - allocatedBefore.getOrDefault(thread.getKey(), 0L);
+        allBytes += bytes;
+        if (!notRuntime.contains(thread.getKey())) {
+          runtimeBytes += bytes;
+        }
+      }
       long runtimeNanos = 0;
       long runtimeUserNanos = 0;
       StringBuilder byThread = new StringBuilder();
@@ -157,7 +170,9 @@ final class ScaleRun {
           calls / seconds, quantile(refills, 0.5) / 1e6,
           quantile(refills, 0.99) / 1e6, simulated.largestRunBatch(),
           (clients.messages() - messagesBefore) / (double) calls,
-          (simulated.messages() - workerMessagesBefore) / (double) calls, Set.copyOf(resultBytes));
+          (simulated.messages() - workerMessagesBefore) / (double) calls,
+          (gcThreadsNanos() - gcBefore) / 1e3 / calls, runtimeBytes / (double) calls,
+          allBytes == 0 ? 0 : runtimeBytes / (double) allBytes, Set.copyOf(resultBytes));
     }
   }
 
@@ -177,6 +192,39 @@ final class ScaleRun {
       ids.add(id.get(30, TimeUnit.SECONDS));
     }
     return ids;
+  }
+
+  /**
+   * CPU nanoseconds of this JVM's garbage collector threads ({@code GC Thread#n}, {@code G1 ...}),
+   * which the JVM does not show as Java threads, from /proc in clock ticks; 0 where there is no
+   * /proc. They collect the whole JVM's garbage: the runtime's, the clients' and the simulated
+   * workers'.
+   */
+  static long gcThreadsNanos() {
+    long ticks = 0;
+    java.io.File[] tasks = new java.io.File("/proc/self/task").listFiles();
+    for (java.io.File task : tasks == null ? new java.io.File[0] : tasks) {
+      try {
+        String name = java.nio.file.Files.readString(task.toPath().resolve("comm")).trim();
+        if (!name.startsWith("GC Thread") && !name.startsWith("G1 ")) {
+          continue;
+        }
+        String stat = java.nio.file.Files.readString(task.toPath().resolve("stat"));
+        // The fields after the command's closing parenthesis: utime and stime are 12th and 13th.
+        String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+        ticks += Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
+      } catch (java.io.IOException | RuntimeException gone) {
+        // the thread ended between the listing and the read
+      }
+    }
+    return ticks * 10_000_000L; // USER_HZ is 100 on Linux
+  }
+
+  /** Bytes each live JVM thread has allocated so far (what its garbage costs the collector). */
+  private static Map<Long, Long> threadAllocated() {
+    com.sun.management.ThreadMXBean threads =
+        (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+    return perThread(threads, threads::getThreadAllocatedBytes);
   }
 
   /** CPU nanoseconds of every live JVM thread the platform shows, by thread id. */

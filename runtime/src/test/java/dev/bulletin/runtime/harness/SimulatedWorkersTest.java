@@ -39,6 +39,10 @@ class SimulatedWorkersTest {
     assertEquals(8, result.finished(), "FINISHED events");
     assertEquals(8, result.finishedIds().size(), "distinct calls finished");
     assertEquals(8, result.largestRunBatch(), "one pass's 8 calls for the worker, one message");
+    assertTrue(result.workerMessagesPerCall() * 8 >= 2,
+        "the bench counts the batch the worker got and the reports it sent: "
+            + result.workerMessagesPerCall() * 8);
+    assertTrue(result.runtimeBytesPerCall() > 0, "the runtime's threads' allocation was read");
     // Each caller gets the bytes the worker sent with the end (passed on, not read back).
     assertEquals(java.util.Set.of(ScaleRun.addCall(home).result().orElseThrow().inline()
         .getInlineData()), result.resultBytes());

@@ -6,13 +6,12 @@ import dev.bulletin.protocol.RegisterWorker;
 import dev.bulletin.protocol.WorkerAccepted;
 import dev.bulletin.protocol.WorkerBatch;
 import dev.bulletin.protocol.WorkerMessage;
+import dev.bulletin.worker.ProtoCodec;
 import dev.bulletin.worker.tls.TlsOptions;
 import io.vertx.core.Vertx;
 import io.vertx.core.net.SocketAddress;
 import io.vertx.grpc.client.GrpcClient;
 import io.vertx.grpc.client.GrpcClientRequest;
-import io.vertx.grpc.common.GrpcMessageDecoder;
-import io.vertx.grpc.common.GrpcMessageEncoder;
 import io.vertx.grpc.common.GrpcStatus;
 import io.vertx.grpc.common.ServiceMethod;
 import io.vertx.grpc.common.ServiceName;
@@ -34,8 +33,8 @@ import java.util.logging.Logger;
 final class HeadLink {
   private static final Logger LOG = Logger.getLogger(HeadLink.class.getName());
   private static final ServiceMethod<HeadMessage, WorkerMessage> ATTACH = ServiceMethod.client(
-      ServiceName.create("bulletin.v1.Workers"), "Attach", GrpcMessageEncoder.encoder(),
-      GrpcMessageDecoder.decoder(HeadMessage.newBuilder()));
+      ServiceName.create("bulletin.v1.Workers"), "Attach", ProtoCodec.encoder(),
+      ProtoCodec.decoder(HeadMessage.newBuilder()));
   private static final long FIRST_DELAY_MILLIS = 100;
   private static final long MAX_DELAY_MILLIS = 3_000;
   /** Output kept until the runtime says it got it; calls' ends are always kept. */

@@ -11,14 +11,13 @@ import dev.bulletin.protocol.OpenTransferReply;
 import dev.bulletin.protocol.OpenTransferRequest;
 import dev.bulletin.protocol.PutObjectReply;
 import dev.bulletin.protocol.TransferDirection;
+import dev.bulletin.worker.ProtoCodec;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.core.net.SocketAddress;
 import io.vertx.grpc.client.GrpcClient;
 import io.vertx.grpc.client.GrpcClientRequest;
-import io.vertx.grpc.common.GrpcMessageDecoder;
-import io.vertx.grpc.common.GrpcMessageEncoder;
 import io.vertx.grpc.common.GrpcStatus;
 import io.vertx.grpc.common.ServiceMethod;
 import io.vertx.grpc.common.ServiceName;
@@ -39,14 +38,14 @@ final class HeadObjects {
 
   private static final ServiceName SERVICE = ServiceName.create("bulletin.v1.Bulletin");
   private static final ServiceMethod<ObjectChunk, GetObjectRequest> GET = ServiceMethod.client(
-      SERVICE, "GetObject", GrpcMessageEncoder.encoder(),
-      GrpcMessageDecoder.decoder(ObjectChunk.newBuilder()));
+      SERVICE, "GetObject", ProtoCodec.encoder(),
+      ProtoCodec.decoder(ObjectChunk.newBuilder()));
   private static final ServiceMethod<PutObjectReply, ObjectChunk> PUT = ServiceMethod.client(
-      SERVICE, "PutObject", GrpcMessageEncoder.encoder(),
-      GrpcMessageDecoder.decoder(PutObjectReply.newBuilder()));
+      SERVICE, "PutObject", ProtoCodec.encoder(),
+      ProtoCodec.decoder(PutObjectReply.newBuilder()));
   private static final ServiceMethod<OpenTransferReply, OpenTransferRequest> OPEN_TRANSFER =
-      ServiceMethod.client(SERVICE, "OpenTransfer", GrpcMessageEncoder.encoder(),
-          GrpcMessageDecoder.decoder(OpenTransferReply.newBuilder()));
+      ServiceMethod.client(SERVICE, "OpenTransfer", ProtoCodec.encoder(),
+          ProtoCodec.decoder(OpenTransferReply.newBuilder()));
   /** Tries of a bulk transfer whose bytes failed their check (the Python client's number). */
   static final int BULK_TRIES = 3;
   static final int CHUNK_BYTES = 1 << 20;

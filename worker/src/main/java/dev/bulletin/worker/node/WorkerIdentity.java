@@ -2,6 +2,7 @@ package dev.bulletin.worker.node;
 
 import dev.bulletin.protocol.JoinRequest;
 import dev.bulletin.protocol.WorkerCertificate;
+import dev.bulletin.worker.ProtoCodec;
 import dev.bulletin.worker.tls.TlsOptions;
 import dev.bulletin.worker.tls.TlsSetup;
 import dev.bulletin.worker.tls.WorkerKeys;
@@ -9,8 +10,6 @@ import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.net.SocketAddress;
 import io.vertx.grpc.client.GrpcClient;
-import io.vertx.grpc.common.GrpcMessageDecoder;
-import io.vertx.grpc.common.GrpcMessageEncoder;
 import io.vertx.grpc.common.GrpcStatus;
 import io.vertx.grpc.common.ServiceMethod;
 import io.vertx.grpc.common.ServiceName;
@@ -177,7 +176,7 @@ public final class WorkerIdentity {
   }
 
   private static ServiceMethod<WorkerCertificate, JoinRequest> method(String name) {
-    return ServiceMethod.client(WORKERS, name, GrpcMessageEncoder.encoder(),
-        GrpcMessageDecoder.decoder(WorkerCertificate.newBuilder()));
+    return ServiceMethod.client(WORKERS, name, ProtoCodec.encoder(),
+        ProtoCodec.decoder(WorkerCertificate.newBuilder()));
   }
 }
