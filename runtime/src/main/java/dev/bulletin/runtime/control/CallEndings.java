@@ -1,6 +1,6 @@
 package dev.bulletin.runtime.control;
 
-import com.google.protobuf.ByteString;
+import com.google.protobuf.UnsafeByteOperations;
 import dev.bulletin.bridge.ObjectStore;
 import dev.bulletin.protocol.FailureCode;
 import dev.bulletin.protocol.ObjectRef;
@@ -91,7 +91,7 @@ final class CallEndings {
         // The bytes that came with the end, where they did: reading back the file just
         // written was 5 % of the event loop per call (make bench-scale).
         ref.setInlineData(returned.bytes().size() == returned.size() ? returned.bytes()
-            : ByteString.copyFrom(store.readSmall(returned.result())));
+            : UnsafeByteOperations.unsafeWrap(store.readSmall(returned.result()))); // a copy
       }
       objects.release(returned.result());
     } else {

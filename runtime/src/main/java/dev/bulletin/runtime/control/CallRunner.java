@@ -238,11 +238,15 @@ final class CallRunner {
   /** Stops the call when its timeout (or its QoS class's walltime) has passed. */
   private void startWalltime(Task task) {
     long millis = Math.max(1, task.walltime().toMillis());
-    String limit = task.timeoutSeconds() > 0 ? "timeout of " + task.timeoutSeconds() + " s"
-        : "walltime of " + task.walltime().toString().substring(2).toLowerCase()
-            + " (the longest its qos " + task.qos() + " allows)";
     timeoutTimers.put(task.id(), context.owner().setTimer(millis, id -> stop.accept(task,
-        new StopReason.TimedOut(limit))));
+        new StopReason.TimedOut(limitOf(task)))));
+  }
+
+  /** The limit a call ran past, in words: made when it did, not for every call that starts. */
+  private static String limitOf(Task task) {
+    return task.timeoutSeconds() > 0 ? "timeout of " + task.timeoutSeconds() + " s"
+        : "walltime of " + task.walltime().toString().substring(2).toLowerCase(java.util.Locale.ROOT)
+            + " (the longest its qos " + task.qos() + " allows)";
   }
 
   private void onEnded(Task task, CallOutcome outcome) {

@@ -1,6 +1,6 @@
 package dev.bulletin.runtime.workers;
 
-import com.google.protobuf.ByteString;
+import com.google.protobuf.UnsafeByteOperations;
 import dev.bulletin.bridge.ObjectKey;
 import dev.bulletin.protocol.ObjectRef;
 import dev.bulletin.protocol.RunCall;
@@ -35,8 +35,10 @@ final class RunCalls {
         .setNamespace(request.args().namespace()).setRunAs(request.runAs().orElse(""))
         .setMemoryBytes(request.executor().memoryBytes())
         .setGpuFraction(request.executor().gpuFraction())
-        .setEnvironment(request.executor().toProto()).setSession(request.session())
-        .putAllResidentLost(request.residentLost());
+        .setEnvironment(request.executor().toProto()).setSession(request.session());
+    if (!request.residentLost().isEmpty()) { // an empty putAll still makes the map field
+      run.putAllResidentLost(request.residentLost());
+    }
     request.restore().forEach((handle, spill) -> run.putRestore(handle, spill.id().hex()));
     // An input another worker keeps comes from there directly when both serve data ports.
     request.refs().forEach(key -> run.addRefs(objects.directSource(key, workerId)
@@ -53,7 +55,8 @@ final class RunCalls {
     long size = objects.size(id);
     ObjectRef.Builder ref = ObjectRef.newBuilder().setId(id.id().hex()).setSize(size);
     if (withBytes && size <= inlineLimit) {
-      ref.setInlineData(ByteString.copyFrom(objects.store().readSmall(id)));
+      // readSmall's array is a copy of our own: wrapped, not copied again.
+      ref.setInlineData(UnsafeByteOperations.unsafeWrap(objects.store().readSmall(id)));
     }
     return ref.build();
   }
