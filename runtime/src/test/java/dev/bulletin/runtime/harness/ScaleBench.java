@@ -103,12 +103,14 @@ class ScaleBench {
           new double[] {r.runtimeCpuMicrosPerCall(), r.runtimeKernelMicrosPerCall(),
               floor.cpuMicrosPerWrite() * r.clientMessagesPerCall()});
       table.append(String.format(Locale.ROOT,
-          "%8d %6d %16.1f %14.1f %16.0f %12.0f %14.2f %14.2f %14.2f %14.2f %12.1f %12.1f (%3.0f%%)%s%n",
+          "%8d %6d %16.1f %14.1f %16.0f %12.0f %14.2f %14.2f %14.2f %14.2f %12.1f"
+              + " %12.1f (%3.0f%%)%s%n",
           r.workers(), r.users(), r.runtimeCpuMicrosPerCall(), r.runtimeKernelMicrosPerCall(),
           r.callsPerRuntimeCoreSecond(),
           r.callsPerSecond(), r.refillP50Millis(), r.refillP99Millis(), r.clientMessagesPerCall(),
           r.workerMessagesPerCall(), r.jvmGcMicrosPerCall(), r.runtimeBytesPerCall() / 1024,
-          100 * r.runtimeShareOfAllocation(), r.finished() == calls ? "" : "  (only " + r.finished() + " ended)"));
+          100 * r.runtimeShareOfAllocation(),
+          r.finished() == calls ? "" : "  (only " + r.finished() + " ended)"));
     }
     System.out.println(table);
     System.out.println(floors);
