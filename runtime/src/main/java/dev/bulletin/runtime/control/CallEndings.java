@@ -89,9 +89,10 @@ final class CallEndings {
         || !session.isOpen()) {
       if (returned.size() <= inlineLimit) {
         // The bytes that came with the end, where they did: reading back the file just
-        // written was 5 % of the event loop per call (make bench-scale).
+        // written was 5 % of the event loop per call (make bench-scale). readSmall's array is
+        // a copy of our own: wrapped, not copied again.
         ref.setInlineData(returned.bytes().size() == returned.size() ? returned.bytes()
-            : UnsafeByteOperations.unsafeWrap(store.readSmall(returned.result()))); // a copy
+            : UnsafeByteOperations.unsafeWrap(store.readSmall(returned.result())));
       }
       objects.release(returned.result());
     } else {
