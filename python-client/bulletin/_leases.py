@@ -17,9 +17,12 @@ loopback to a client on the runtime's host; off it, to this host's address on th
 runtime, over TLS with a certificate the lease call pins (``lease_host``).
 
 A call given to a lease is this client's until its result is back: if the lease's executor goes
-away (a preemption, the runtime's crash, the executor's), or no lease connects within
-``FALLBACK_SECONDS``, the call is sent to the runtime like any other and runs there. No call
-is lost, and none runs twice unless its executor died while it ran (as on the runtime's path).
+away (a preemption, the runtime's crash, the executor's), or a lease's call runs and does not
+connect within ``FALLBACK_SECONDS``, the call is sent to the runtime like any other and runs
+there. While the shape's leases are still queued in the runtime the calls wait for them longer
+(``QUEUED_FALLBACK_SECONDS``): in the runtime's queue they would wait behind them for the same
+slots. No call is lost, and none runs twice unless its executor died while it ran (as on the
+runtime's path).
 """
 
 from __future__ import annotations
@@ -48,8 +51,15 @@ TRIGGER_SECONDS = 0.1
 TERM = 2.0
 IDLE = 0.05
 MAX_LEASES = 8  # per shape
-# A call waits at most this long for a lease to connect; then it goes to the runtime.
+# A call waits at most this long for a lease whose call runs to connect; then it goes to the
+# runtime (that executor cannot reach this client).
 FALLBACK_SECONDS = 0.5
+# ... and at most this long while the shape's leases are queued in the runtime. There the calls
+# would queue behind the leases for the same slots, and then run the slower way: on a loaded
+# 2-core machine (examples/call_path_benchmark.py), a map of 10,000 no-ops whose next leases
+# waited over half a second for their slots sent 2,847 calls to the runtime and took 17.6 s
+# against 7 s.
+QUEUED_FALLBACK_SECONDS = 5.0
 _HANDSHAKE_SECONDS = 2.0
 _HANDSHAKES = 16  # at once; a peer that stalls its handshake holds one for _HANDSHAKE_SECONDS
 
@@ -99,7 +109,7 @@ class _Pool:
 
 
 class _Lease:
-    __slots__ = ("id", "secret", "pool", "future", "channel", "ending", "ended")
+    __slots__ = ("id", "secret", "pool", "future", "channel", "ending", "ended", "running_since")
 
     def __init__(self, pool: _Pool):
         self.id = os.urandom(16)
@@ -109,6 +119,8 @@ class _Lease:
         self.channel: Channel | None = None
         self.ending = False  # it takes no more calls (its executor said so, or went away)
         self.ended = False  # its call ended
+        # Since when its call has been seen running without its executor connected, or None.
+        self.running_since: float | None = None
 
 
 class Leases:
@@ -304,8 +316,8 @@ class Leases:
             self.ask(successor)
 
     def _fall_back_late(self) -> None:
-        """Calls that waited FALLBACK_SECONDS for a lease that has not connected go to the
-        runtime; a lease still queued for a pool with nothing left is withdrawn."""
+        """Calls that waited too long for a lease that has not connected (``_gave_up``) go to
+        the runtime; a lease still queued for a pool with nothing left is withdrawn."""
         now = time.monotonic()
         late, withdraw = [], []
         with self._cond:
@@ -320,13 +332,29 @@ class Leases:
                 elif pool.unserved_since is None:
                     pool.unserved_since = now
                     self._explain_wait_locked(pool)
-                elif now - pool.unserved_since > FALLBACK_SECONDS:
+                elif self._gave_up_locked(pool, now):
                     late.extend(self._drain_locked(pool))
                 else:
                     self._explain_wait_locked(pool)
         self._to_runtime(late)
         for future in withdraw:
             future.cancel()
+
+    @staticmethod
+    def _gave_up_locked(pool: _Pool, now: float) -> bool:
+        """Whether the calls waiting in ``pool`` (none of its leases connected) stop waiting: a
+        lease's call has run FALLBACK_SECONDS without its executor connecting, or they waited
+        QUEUED_FALLBACK_SECONDS in all. Called every tenth of a second."""
+        gave_up = now - pool.unserved_since > QUEUED_FALLBACK_SECONDS
+        for lease in pool.leases:
+            future = lease.future
+            if future is None or lease.ending or future.status != "running":
+                lease.running_since = None  # a preempted lease is queued again
+            elif lease.running_since is None:
+                lease.running_since = now
+            elif now - lease.running_since > FALLBACK_SECONDS:
+                gave_up = True
+        return gave_up
 
     @staticmethod
     def _explain_wait_locked(pool: _Pool) -> None:

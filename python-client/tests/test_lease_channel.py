@@ -5,8 +5,9 @@ calls given back take. tests/e2e/test_leases.py runs the same through a real clu
 
 What is checked: calls and results, output and errors per call; the handshake (a peer without
 the secret, or naming a lease that ended, gets no call and learns nothing); calls a lease leaves
-unanswered, and calls no lease takes in time, go to the runtime; a lease sends one call at a
-time while calls run long, more while they run short."""
+unanswered, and calls no lease takes in time, go to the runtime (soon when a lease runs and does
+not connect, later while the leases are queued); a lease sends one call at a time while calls
+run long, more while they run short."""
 
 from __future__ import annotations
 
@@ -63,6 +64,7 @@ class _Runtime:
         self.lease_calls += 1
         if self.start_leases:
             def run():
+                future._set_status("running")  # as the runtime's RUNNING event would
                 try:
                     future._set_finished(fn(*args, **kwargs))
                 except BaseException as exc:  # noqa: BLE001
@@ -230,15 +232,31 @@ def test_calls_a_lease_leaves_unanswered_go_to_the_runtime(harness):
         c.task_id for _, c in submitted[1:])
 
 
-def test_calls_no_lease_takes_in_time_go_to_the_runtime(harness, monkeypatch):
+def _sent_to_runtime(runtime, count: int, seconds: float) -> list:
+    deadline = time.monotonic() + seconds
+    while len(runtime.to_runtime_calls) < count and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return [c.task_id for c in runtime.to_runtime_calls]
+
+
+def test_calls_a_running_lease_does_not_take_go_to_the_runtime(harness, monkeypatch):
     runtime, calls, leases = harness
     monkeypatch.setattr(_leases, "FALLBACK_SECONDS", 0.2)
+    monkeypatch.setattr(_leases, "QUEUED_FALLBACK_SECONDS", 60.0)
     runtime.start_leases = False
     submitted = [_submit(leases, calls, double, i)[1] for i in range(5)]
-    deadline = time.monotonic() + 5
-    while len(runtime.to_runtime_calls) < 5 and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert [c.task_id for c in runtime.to_runtime_calls] == [c.task_id for c in submitted]
+    # Queued in the runtime, the lease keeps its calls: there they would queue behind it.
+    assert _sent_to_runtime(runtime, 1, 1.0) == []
+    _first_lease(leases).future._set_status("running")  # its executor never connects
+    assert _sent_to_runtime(runtime, 5, 5.0) == [c.task_id for c in submitted]
+
+
+def test_calls_go_to_the_runtime_when_their_lease_stays_queued(harness, monkeypatch):
+    runtime, calls, leases = harness
+    monkeypatch.setattr(_leases, "QUEUED_FALLBACK_SECONDS", 0.3)
+    runtime.start_leases = False
+    submitted = [_submit(leases, calls, double, i)[1] for i in range(5)]
+    assert _sent_to_runtime(runtime, 5, 5.0) == [c.task_id for c in submitted]
 
 
 def test_a_lease_takes_one_call_at_a_time_while_they_run_long(harness):

@@ -66,9 +66,9 @@ BURST = textwrap.dedent("""
         return 2 * x
 
     # Two calls first, too few to ask for a lease, so the executors hold the function when
-    # the burst comes: on a slow machine a fresh executor's first calls took 0.4 s each, the
-    # lease call queued behind the burst's first calls, and its calls went back to the runtime
-    # once they had waited FALLBACK_SECONDS (which the test does not check).
+    # the burst comes: on a slow machine a fresh executor's first calls took 0.4 s each and
+    # the lease call queued behind the burst's first calls (its calls wait for it, up to
+    # QUEUED_FALLBACK_SECONDS; they went to the runtime after half a second before).
     client.gather(client.map(shout, range(2)))
     time.sleep(2 * _leases.TRIGGER_SECONDS)
     futures = client.map(shout, range(300))

@@ -36,6 +36,7 @@ def patient_leases(monkeypatch):
     loaded machine a lease's executor can take longer to start than calls wait for one by
     default (half a second), and eight submits longer than the burst trigger's 0.1 s."""
     monkeypatch.setattr(_leases, "FALLBACK_SECONDS", 10.0)
+    monkeypatch.setattr(_leases, "QUEUED_FALLBACK_SECONDS", 10.0)
     monkeypatch.setattr(_leases, "TRIGGER_SECONDS", 5.0)
 
 
