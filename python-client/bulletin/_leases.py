@@ -55,10 +55,9 @@ MAX_LEASES = 8  # per shape
 # runtime (that executor cannot reach this client).
 FALLBACK_SECONDS = 0.5
 # ... and at most this long while the shape's leases are queued in the runtime. There the calls
-# would queue behind the leases for the same slots, and then run the slower way: on a loaded
-# 2-core machine (examples/call_path_benchmark.py), a map of 10,000 no-ops whose next leases
-# waited over half a second for their slots sent 2,847 calls to the runtime and took 17.6 s
-# against 7 s.
+# would queue behind the leases for the same slots, and then run the slower way: on the 2-core
+# VM a first map of 3,000 no-ops, whose leases waited over half a second for their slots, sent
+# 2,425-2,993 of its calls to the runtime and took 11.8-13.8 s, against 2.1-2.3 s waiting.
 QUEUED_FALLBACK_SECONDS = 5.0
 _HANDSHAKE_SECONDS = 2.0
 _HANDSHAKES = 16  # at once; a peer that stalls its handshake holds one for _HANDSHAKE_SECONDS
@@ -316,7 +315,7 @@ class Leases:
             self.ask(successor)
 
     def _fall_back_late(self) -> None:
-        """Calls that waited too long for a lease that has not connected (``_gave_up``) go to
+        """Calls that waited too long for a lease that has not connected (``_gave_up_locked``) go to
         the runtime; a lease still queued for a pool with nothing left is withdrawn."""
         now = time.monotonic()
         late, withdraw = [], []
