@@ -343,7 +343,8 @@ class Leases:
     def _gave_up_locked(pool: _Pool, now: float) -> bool:
         """Whether the calls waiting in ``pool`` (none of its leases connected) stop waiting: a
         lease's call has run FALLBACK_SECONDS without its executor connecting, or they waited
-        QUEUED_FALLBACK_SECONDS in all. Called every tenth of a second."""
+        QUEUED_FALLBACK_SECONDS in all. Called every tenth of a second, it also notes when each
+        lease's call is first seen running (``running_since``), the clock of the first case."""
         gave_up = now - pool.unserved_since > QUEUED_FALLBACK_SECONDS
         for lease in pool.leases:
             future = lease.future
